@@ -1,0 +1,64 @@
+// Descriptor-chain walker for split virtqueues (virtio 1.2 §2.7.5, §2.7.5.3).
+// Turns one chain, starting at an avail-ring head, into host iovecs: the
+// device-readable buffers first, then the device-writable ones.
+//
+// Every descriptor is read from guest memory exactly once into a local and
+// checked there (the double-fetch class of DPDK bugs). Every rule broken
+// has its own error so a log line can say exactly what the guest did.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <span>
+
+#include "virtio/guest_memory.hpp"
+#include "virtio/ring_layout.hpp"
+
+namespace vnet::virtio {
+
+enum class ChainError : uint8_t {
+    ok,
+    head_out_of_range,           // head index >= queue size
+    next_out_of_range,           // a `next` index >= queue size (or >= indirect table length)
+    chain_loop,                  // more descriptors than the ring (or table) holds
+    indirect_not_negotiated,     // INDIRECT flag without VIRTIO_F_INDIRECT_DESC
+    indirect_nested,             // INDIRECT inside an indirect table
+    indirect_with_next,          // INDIRECT together with NEXT (§2.7.5.3.1)
+    indirect_bad_length,         // table length 0 or not a multiple of 16
+    indirect_too_large,          // table has more entries than the queue size allows
+    indirect_table_unmapped,     // table not wholly inside one guest memory region
+    readable_after_writable,     // a device-readable descriptor after a writable one
+    total_length_overflow,       // chain length >= 2^32 (§2.7.5.2)
+    too_many_segments,           // more iovecs than the caller's limit
+    buffer_unmapped,             // a buffer not wholly inside guest memory
+};
+const char* to_string(ChainError e);
+
+// What a walk produced. iovecs [0, readable_segments) are device-readable;
+// [readable_segments, readable_segments + writable_segments) are writable.
+struct DescriptorChain {
+    uint16_t head = 0;
+    uint16_t readable_segments = 0;
+    uint16_t writable_segments = 0;
+    uint32_t readable_bytes = 0;
+    uint32_t writable_bytes = 0;
+
+    uint32_t segment_count() const { return uint32_t{readable_segments} + writable_segments; }
+};
+
+// What the walker needs to know about the ring and the negotiated features.
+struct ChainWalkContext {
+    const VirtqDesc* desc_table = nullptr;  // host pointer to the ring's descriptor table
+    uint16_t queue_size = 0;
+    bool indirect_allowed = false;  // VIRTIO_F_INDIRECT_DESC negotiated
+    const GuestMemoryMap* memory = nullptr;
+    size_t* region_hint = nullptr;  // per-queue last-hit cache for GuestMemoryMap
+};
+
+// Walks the chain starting at `head`. On ok, `out[0..chain.segment_count())`
+// holds the buffers. Zero-length descriptors are skipped (they add no iovec).
+ChainError walk_descriptor_chain(const ChainWalkContext& ctx, uint16_t head,
+                                 std::span<iovec> out, DescriptorChain& chain);
+
+}  // namespace vnet::virtio

@@ -1,0 +1,97 @@
+// Split virtqueue, device side (virtio 1.2 §2.7). Owned by exactly one
+// worker thread at a time; the guest is the only other party, so every
+// shared-memory access is an atomic with a stated ordering and no locks.
+//
+// Batching is the point of the interface: pop_avail takes up to N heads with
+// one read of avail->idx, add_used fills used entries that stay invisible to
+// the guest until publish_used writes used->idx once for the whole batch,
+// and should_notify decides whether that batch needs one call (EVENT_IDX or
+// VRING_AVAIL_F_NO_INTERRUPT).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "virtio/ring_layout.hpp"
+
+namespace vnet::virtio {
+
+enum class RingError : uint8_t {
+    ok,
+    avail_index_jump,   // avail->idx moved by more than the queue size
+    head_out_of_range,  // an avail ring entry >= queue size
+};
+const char* to_string(RingError e);
+
+// Host pointers to the three ring areas; the caller has already checked that
+// each lies wholly inside guest memory and is aligned (virtio 1.2 §2.7).
+struct SplitRingLayout {
+    VirtqDesc* desc = nullptr;
+    VirtqAvail* avail = nullptr;
+    VirtqUsed* used = nullptr;
+    uint16_t size = 0;  // a power of two, <= 32768
+};
+
+class SplitRing {
+public:
+    SplitRing() = default;
+    // `last_avail_idx` is the next avail entry to take (SET_VRING_BASE);
+    // `used_idx` is where the device's next used entry goes (normally the
+    // guest's current used->idx, read at start-up).
+    SplitRing(const SplitRingLayout& layout, uint16_t last_avail_idx, uint16_t used_idx,
+              bool event_idx);
+
+    const SplitRingLayout& layout() const { return layout_; }
+    uint16_t size() const { return layout_.size; }
+    uint16_t last_avail_idx() const { return last_avail_idx_; }
+    uint16_t used_idx() const { return used_idx_shadow_; }
+
+    // Number of heads the guest has made available and we have not taken.
+    // Re-reads avail->idx (acquire) only when the cached copy is exhausted.
+    // Sets *error and returns 0 if the guest moved avail->idx by more than
+    // the queue size.
+    uint16_t avail_count(RingError* error);
+
+    // Takes up to heads.size() heads. Returns how many; on error returns 0
+    // and sets *error (the ring is then unusable until reset).
+    uint16_t pop_avail(std::span<uint16_t> heads, RingError* error);
+
+    // Gives back the last `count` heads taken by pop_avail (e.g. an RX packet
+    // that did not fit): they will be popped again.
+    void unpop_avail(uint16_t count);
+
+    // Records a used entry; the guest does not see it until publish_used().
+    void add_used(uint16_t head, uint32_t len);
+    // Makes every entry added since the last publish visible with one
+    // release store of used->idx.
+    void publish_used();
+
+    // After publish_used: does the guest want a call for what was published
+    // since the last call? EVENT_IDX: vring_need_event(used_event, new, old)
+    // with the wrap-safe "signalled" tracking of kernel vhost_notify();
+    // otherwise: unless VRING_AVAIL_F_NO_INTERRUPT. Includes the full fence
+    // that orders our used->idx store before reading the guest's flags.
+    bool should_notify();
+
+    // Kick suppression. disable: set VRING_USED_F_NO_NOTIFY (no-op with
+    // EVENT_IDX). enable: clear it, or with EVENT_IDX write avail_event =
+    // the avail index we have seen; then fence and re-check avail->idx.
+    // Returns true if new buffers arrived meanwhile: the caller should
+    // disable again and keep working instead of sleeping.
+    void disable_notifications();
+    bool enable_notifications();
+
+private:
+    uint16_t* used_event_ptr() const;   // in the avail ring, after ring[size]
+    uint16_t* avail_event_ptr() const;  // in the used ring, after ring[size]
+
+    SplitRingLayout layout_{};
+    bool event_idx_ = false;
+    uint16_t last_avail_idx_ = 0;
+    uint16_t cached_avail_idx_ = 0;  // last value read from avail->idx
+    uint16_t used_idx_shadow_ = 0;   // next used slot; published value lags until publish_used
+    uint16_t signalled_used_ = 0;    // used idx at our last call
+    bool signalled_used_valid_ = false;
+};
+
+}  // namespace vnet::virtio
