@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang, ASan+UBSan) and runs each for a bounded
+# time over a scratch copy of its committed seed corpus. Fails on any finding.
+#   scripts/fuzz.sh [seconds-per-target]   (default 60)
+set -euo pipefail
+seconds=${1:-60}
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${VNET_FUZZ_BUILD_DIR:-$top/build-fuzz}
+
+cmake -S "$top" -B "$build" -G Ninja -DVNET_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+ninja -C "$build" -j"$(nproc)"
+
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+status=0
+for bin in "$build"/tests/fuzz/fuzz_*; do
+    name=$(basename "$bin"); name=${name#fuzz_}
+    corpus="$scratch/$name"
+    mkdir -p "$corpus"
+    cp -r "$top/tests/fuzz/corpus/$name/." "$corpus/" 2>/dev/null || true
+    echo "== fuzz $name for ${seconds}s"
+    if ! (cd "$scratch" && "$bin" -max_total_time="$seconds" -print_final_stats=1 \
+            -rss_limit_mb=2048 "$corpus" >"$scratch/$name.log" 2>&1); then
+        status=1
+        tail -n 60 "$scratch/$name.log"
+        echo "fuzz $name: FINDING (see above)"
+    fi
+    grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' "$scratch/$name.log" | sed "s/^/$name /"
+done
+exit $status

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs everything vnetd's build, tests, demo and benchmarks need on a
+# fresh Debian 12 machine (run as root), and reserves hugepages for DPDK.
+# Safe to run again: apt skips what is there.
+set -euo pipefail
+
+packages=(
+    # build
+    cmake ninja-build g++ clang libclang-rt-14-dev clang-format pkg-config
+    libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev
+    liburing-dev libbpf-dev libxdp-dev libgtest-dev libgmock-dev libbenchmark-dev
+    # peers and test tools: DPDK testpmd lives in dpdk-dev, not in dpdk
+    dpdk dpdk-dev iproute2 iperf3 tcpdump busybox-static xdp-tools python3
+    # a real guest under TCG
+    qemu-system-x86 linux-image-amd64
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    echo "install-deps: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# DPDK's virtio-user front end wants hugepages (reference/peer-baselines.md);
+# 512 x 2 MiB is plenty for two testpmd instances.
+hp=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+if [ -w "$hp" ] && [ "$(cat "$hp")" -lt 512 ]; then
+    echo 512 >"$hp" || true
+fi
+mountpoint -q /dev/hugepages || { mkdir -p /dev/hugepages && mount -t hugetlbfs nodev /dev/hugepages; } || true
+echo "install-deps: ok (hugepages: $(cat "$hp" 2>/dev/null || echo n/a))"
