@@ -28,6 +28,18 @@ struct VirtqDesc {
 };
 static_assert(sizeof(VirtqDesc) == 16);
 
+// The avail and used rings end in flexible array members, exactly as the
+// virtio spec lays them out; -Wpedantic calls that an extension, so it is
+// silenced for these two declarations only.
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wc99-extensions"
+#pragma clang diagnostic ignored "-Wflexible-array-extensions"
+#elif defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
+
 struct VirtqAvail {
     static constexpr uint16_t kFlagNoInterrupt = 1;
     uint16_t flags;
@@ -47,6 +59,12 @@ struct VirtqUsed {
     uint16_t idx;
     VirtqUsedElem ring[];  // [queue_size], then uint16_t avail_event (EVENT_IDX)
 };
+
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#elif defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 
 // Sizes of the three areas (virtio 1.2 §2.7 table "Virtqueue Part Alignment").
 constexpr uint64_t desc_table_bytes(uint32_t queue_size) { return 16ull * queue_size; }
