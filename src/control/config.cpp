@@ -1,0 +1,209 @@
+#include "control/config.hpp"
+
+#include <grp.h>
+#include <pwd.h>
+
+#include <toml++/toml.h>
+#include <set>
+#include <stdexcept>
+
+#include "ports/packet_burst.hpp"
+
+namespace vnet::control {
+
+const char* to_string(PortType t) {
+    switch (t) {
+        case PortType::vhost_user:
+            return "vhost-user";
+        case PortType::tap:
+            return "tap";
+        case PortType::null:
+            return "null";
+    }
+    return "unknown";
+}
+
+std::optional<PortType> parse_port_type(const std::string& s) {
+    if (s == "vhost-user")
+        return PortType::vhost_user;
+    if (s == "tap")
+        return PortType::tap;
+    if (s == "null")
+        return PortType::null;
+    return std::nullopt;
+}
+
+const PortConfig* Config::find_port(const std::string& name) const {
+    for (const PortConfig& p : ports) {
+        if (p.name == name) {
+            return &p;
+        }
+    }
+    return nullptr;
+}
+
+void Config::validate() const {
+    std::set<std::string> names;
+    for (const PortConfig& p : ports) {
+        if (p.name.empty()) {
+            throw std::invalid_argument("a port has no name");
+        }
+        if (!names.insert(p.name).second) {
+            throw std::invalid_argument("port name '" + p.name + "' is used twice");
+        }
+        if (p.type == PortType::vhost_user) {
+            if (p.socket_path.empty()) {
+                throw std::invalid_argument("port '" + p.name + "': socket_path is required");
+            }
+            if (p.socket_path.size() >= 108) {
+                throw std::invalid_argument(
+                    "port '" + p.name + "': socket_path is longer than a unix socket allows (107)");
+            }
+            if (p.queue_pairs != 1) {
+                throw std::invalid_argument("port '" + p.name +
+                                            "': queue_pairs other than 1 is not supported yet");
+            }
+        }
+        if (p.type == PortType::tap && p.ifname.size() > 15) {
+            throw std::invalid_argument("port '" + p.name +
+                                        "': tap name longer than 15 characters");
+        }
+    }
+    std::set<std::string> connected;
+    for (const auto& [a, b] : connections) {
+        for (const std::string& n : {a, b}) {
+            if (find_port(n) == nullptr) {
+                throw std::invalid_argument("connect: no port named '" + n + "'");
+            }
+            if (!connected.insert(n).second) {
+                throw std::invalid_argument("port '" + n +
+                                            "' is in two connections (one cross-connect per port)");
+            }
+        }
+        if (a == b) {
+            throw std::invalid_argument("connect: a port cannot be connected to itself");
+        }
+    }
+    if (datapath.tx_batch < 1 || datapath.tx_batch > ports::kMaxBurstPackets) {
+        throw std::invalid_argument("tx_batch must be 1..64");
+    }
+    if (datapath.weight_packets == 0 || datapath.weight_bytes == 0) {
+        throw std::invalid_argument("weight_packets and weight_bytes must be > 0");
+    }
+}
+
+namespace {
+
+template <class T>
+T get_or(const toml::table& t, const char* key, T fallback) {
+    return t[key].value<T>().value_or(fallback);
+}
+
+uid_t parse_owner(const std::string& s) {
+    if (const passwd* pw = ::getpwnam(s.c_str())) {
+        return pw->pw_uid;
+    }
+    return static_cast<uid_t>(std::stoul(s));
+}
+
+gid_t parse_group(const std::string& s) {
+    if (const group* gr = ::getgrnam(s.c_str())) {
+        return gr->gr_gid;
+    }
+    return static_cast<gid_t>(std::stoul(s));
+}
+
+PortConfig parse_port(const toml::table& t) {
+    PortConfig p;
+    p.name = get_or<std::string>(t, "name", "");
+    std::string type = get_or<std::string>(t, "type", "");
+    auto parsed = parse_port_type(type);
+    if (!parsed) {
+        throw std::invalid_argument("port '" + p.name +
+                                    "': type must be vhost-user, tap or null, not '" + type + "'");
+    }
+    p.type = *parsed;
+    p.socket_path = get_or<std::string>(t, "socket_path", "");
+    p.client = get_or<bool>(t, "client", false);
+    p.queue_pairs = static_cast<uint16_t>(get_or<int64_t>(t, "queue_pairs", 1));
+    if (auto v = t["socket_owner"].value<std::string>())
+        p.socket_owner = parse_owner(*v);
+    if (auto v = t["socket_group"].value<std::string>())
+        p.socket_group = parse_group(*v);
+    if (auto v = t["socket_mode"].value<std::string>()) {
+        p.socket_mode = static_cast<mode_t>(std::stoul(*v, nullptr, 8));
+    }
+    if (auto v = t["mtu"].value<int64_t>())
+        p.mtu = static_cast<uint16_t>(*v);
+    p.ifname = get_or<std::string>(t, "tap", p.type == PortType::tap ? p.name : "");
+    p.persist = get_or<bool>(t, "persist", false);
+    p.napi = get_or<bool>(t, "napi", false);
+    p.napi_frags = get_or<bool>(t, "napi_frags", false);
+    if (auto v = t["txqueuelen"].value<int64_t>())
+        p.txqueuelen = static_cast<unsigned>(*v);
+    return p;
+}
+
+}  // namespace
+
+Config load_config_file(const std::string& path) {
+    toml::table root;
+    try {
+        root = toml::parse_file(path);
+    } catch (const toml::parse_error& e) {
+        throw std::invalid_argument(path + ": " + std::string(e.description()));
+    }
+    Config c;
+    if (const toml::table* d = root["daemon"].as_table()) {
+        c.log_level = get_or<std::string>(*d, "log_level", c.log_level);
+        c.stats_interval_s = static_cast<uint32_t>(get_or<int64_t>(*d, "stats_interval_s", 0));
+        c.stats_file = get_or<std::string>(*d, "stats_file", "");
+    }
+    if (const toml::table* dp = root["datapath"].as_table()) {
+        DatapathConfig& d = c.datapath;
+        d.tx_batch = static_cast<uint16_t>(get_or<int64_t>(*dp, "tx_batch", d.tx_batch));
+        std::string submit = get_or<std::string>(*dp, "submit", "io_uring");
+        auto mode = io::parse_batch_mode(submit);
+        if (!mode) {
+            throw std::invalid_argument("submit must be io_uring or writev, not '" + submit + "'");
+        }
+        d.submit = *mode;
+        d.weight_packets =
+            static_cast<uint32_t>(get_or<int64_t>(*dp, "weight_packets", d.weight_packets));
+        d.weight_bytes =
+            static_cast<uint32_t>(get_or<int64_t>(*dp, "weight_bytes", d.weight_bytes));
+        std::string wm = get_or<std::string>(*dp, "mode", "event");
+        if (wm != "event" && wm != "poll") {
+            throw std::invalid_argument("mode must be event or poll, not '" + wm + "'");
+        }
+        d.mode = wm == "poll" ? dataplane::WorkerMode::poll : dataplane::WorkerMode::event;
+        d.busy_poll_us = static_cast<uint32_t>(get_or<int64_t>(*dp, "busy_poll_us", 0));
+        if (const toml::array* cpus = (*dp)["worker_cpus"].as_array()) {
+            for (const auto& cpu : *cpus) {
+                d.worker_cpus.push_back(static_cast<int>(cpu.value<int64_t>().value_or(0)));
+            }
+        }
+    }
+    if (const toml::array* ports = root["port"].as_array()) {
+        for (const auto& p : *ports) {
+            if (const toml::table* t = p.as_table()) {
+                c.ports.push_back(parse_port(*t));
+            }
+        }
+    }
+    if (const toml::array* conns = root["connect"].as_array()) {
+        for (const auto& conn : *conns) {
+            const toml::table* t = conn.as_table();
+            const toml::array* pair = t ? (*t)["ports"].as_array() : nullptr;
+            if (pair == nullptr || pair->size() != 2) {
+                throw std::invalid_argument("each [[connect]] needs ports = [\"a\", \"b\"]");
+            }
+            c.connections.emplace_back((*pair)[0].value<std::string>().value_or(""),
+                                       (*pair)[1].value<std::string>().value_or(""));
+        }
+    }
+    c.validate();
+    return c;
+}
+
+}  // namespace vnet::control

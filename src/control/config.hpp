@@ -1,0 +1,70 @@
+// vnetd's configuration: what ports exist, which are cross-connected, and
+// the datapath knobs. Built from a TOML file or from the one-pair command
+// line; either way it is validated here, once, at start-up (exceptions
+// with a message that names the key). Option names are the same everywhere:
+// config key, CLI flag (with dashes), stats label.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dataplane/forward_path.hpp"
+#include "dataplane/worker.hpp"
+#include "io/packet_batch.hpp"
+
+namespace vnet::control {
+
+enum class PortType : uint8_t { vhost_user, tap, null };
+
+struct PortConfig {
+    std::string name;
+    PortType type = PortType::null;
+    // vhost-user
+    std::string socket_path;
+    bool client = false;  // connect to a listening front end instead of listening
+    uint16_t queue_pairs = 1;
+    std::optional<uid_t> socket_owner;
+    std::optional<gid_t> socket_group;
+    std::optional<mode_t> socket_mode;
+    std::optional<uint16_t> mtu;  // offered to the guest (VIRTIO_NET_F_MTU) / set on a tap
+    // tap
+    std::string ifname;
+    bool persist = false;
+    bool napi = false;
+    bool napi_frags = false;
+    std::optional<unsigned> txqueuelen;
+};
+
+struct DatapathConfig {
+    uint16_t tx_batch = 64;  // 1..64; 1 is the per-packet mode
+    io::BatchMode submit = io::BatchMode::io_uring;
+    uint32_t weight_packets = 256;
+    uint32_t weight_bytes = 0x80000;
+    dataplane::WorkerMode mode = dataplane::WorkerMode::event;
+    uint32_t busy_poll_us = 0;
+    std::vector<int> worker_cpus;  // one worker per entry; empty: one unpinned worker
+};
+
+struct Config {
+    std::vector<PortConfig> ports;
+    std::vector<std::pair<std::string, std::string>> connections;  // port names
+    DatapathConfig datapath;
+    std::string log_level = "info";
+    uint32_t stats_interval_s = 0;  // 0: final stats only
+    std::string stats_file;         // JSON written every interval and at exit
+
+    const PortConfig* find_port(const std::string& name) const;
+    // Throws std::invalid_argument naming what is wrong.
+    void validate() const;
+};
+
+Config load_config_file(const std::string& path);
+
+const char* to_string(PortType t);
+std::optional<PortType> parse_port_type(const std::string& s);
+
+}  // namespace vnet::control

@@ -1,0 +1,275 @@
+#include "control/daemon.hpp"
+
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+#include "control/stats_report.hpp"
+#include "ports/null_port.hpp"
+#include "ports/tap_port.hpp"
+#include "ports/vhost_user_port.hpp"
+
+namespace vnet::control {
+
+std::vector<vhost_user::VhostUserDevice*> Daemon::VhostUserEndpoint::devices() {
+    if (server) {
+        return server->devices();
+    }
+    if (client && client->device() != nullptr) {
+        return {client->device()};
+    }
+    return {};
+}
+
+Daemon::Daemon(Config config)
+    : config_(std::move(config)), log_(make_logger("vnetd")), control_queue_(reactor_) {
+    config_.validate();
+    create_workers();
+    create_ports();
+    create_paths();
+}
+
+Daemon::~Daemon() {
+    // Sockets first: closing a connection stops its rings, which runs
+    // synchronously on the owning workers, so they must still be running.
+    endpoints_.clear();
+    for (auto& w : workers_) {
+        w->stop();
+    }
+    workers_.clear();
+    ports_.clear();
+}
+
+void Daemon::create_workers() {
+    const DatapathConfig& d = config_.datapath;
+    size_t count = std::max<size_t>(1, d.worker_cpus.size());
+    for (size_t i = 0; i < count; ++i) {
+        dataplane::WorkerOptions o;
+        o.mode = d.mode;
+        o.busy_poll_us = d.busy_poll_us;
+        if (i < d.worker_cpus.size()) {
+            o.cpu = d.worker_cpus[i];
+        }
+        o.name = "vnet-worker" + std::to_string(i);
+        workers_.push_back(std::make_unique<dataplane::Worker>(o));
+    }
+}
+
+void Daemon::create_ports() {
+    for (const PortConfig& pc : config_.ports) {
+        switch (pc.type) {
+            case PortType::null:
+                ports_.push_back(std::make_unique<ports::NullPort>(pc.name));
+                break;
+            case PortType::tap: {
+                ports::TapPortOptions o;
+                o.tap.name = pc.ifname.empty() ? pc.name : pc.ifname;
+                o.tap.persist = pc.persist;
+                o.tap.napi = pc.napi;
+                o.tap.napi_frags = pc.napi_frags;
+                o.tap.txqueuelen = pc.txqueuelen;
+                if (pc.mtu) {
+                    o.tap.mtu = *pc.mtu;
+                }
+                o.submit_mode = config_.datapath.submit;
+                auto tap = std::make_unique<ports::TapPort>(pc.name, o);
+                log_->info("port {}: tap {} (ifindex {}, napi {}, submit {})", pc.name,
+                           tap->device().name(), tap->device().ifindex(), tap->device().napi(),
+                           io::to_string(tap->submit_mode()));
+                ports_.push_back(std::move(tap));
+                break;
+            }
+            case PortType::vhost_user: {
+                // Queue pair q belongs to worker q mod n.
+                auto run_on_owner = [this](uint16_t queue, const std::function<void()>& work) {
+                    workers_[queue % workers_.size()]->run_sync(work);
+                };
+                auto port =
+                    std::make_unique<ports::VhostUserPort>(pc.name, pc.queue_pairs, run_on_owner);
+                endpoints_.push_back(VhostUserEndpoint{port.get(), nullptr, nullptr});
+                ports_.push_back(std::move(port));
+                break;
+            }
+        }
+    }
+}
+
+ports::Port* Daemon::port_named(const std::string& name) {
+    for (auto& p : ports_) {
+        if (p->name() == name) {
+            return p.get();
+        }
+    }
+    return nullptr;
+}
+
+ports::TapPort* Daemon::tap_peer_of(const std::string& name) {
+    for (const auto& [a, b] : config_.connections) {
+        const std::string* peer = a == name ? &b : (b == name ? &a : nullptr);
+        if (peer != nullptr) {
+            return dynamic_cast<ports::TapPort*>(port_named(*peer));
+        }
+    }
+    return nullptr;
+}
+
+void Daemon::create_paths() {
+    dataplane::PathOptions po;
+    po.tx_batch = config_.datapath.tx_batch;
+    po.weight_packets = config_.datapath.weight_packets;
+    po.weight_bytes = config_.datapath.weight_bytes;
+    for (const auto& [a_name, b_name] : config_.connections) {
+        ports::Port* a = port_named(a_name);
+        ports::Port* b = port_named(b_name);
+        uint16_t queues = std::min(a->queue_count(), b->queue_count());
+        for (uint16_t q = 0; q < queues; ++q) {
+            dataplane::Worker& w = *workers_[q % workers_.size()];
+            // Null ports only sink: no path out of them.
+            if (a->kind() != ports::PortKind::null) {
+                w.add_path(std::make_unique<dataplane::ForwardPath>(*a, q, *b, q, po));
+            }
+            if (b->kind() != ports::PortKind::null) {
+                w.add_path(std::make_unique<dataplane::ForwardPath>(*b, q, *a, q, po));
+            }
+        }
+        log_->info("cross-connect {} <-> {} ({} queue pair(s), tx_batch {})", a_name, b_name,
+                   queues, po.tx_batch);
+    }
+}
+
+void Daemon::open_sockets() {
+    for (VhostUserEndpoint& ep : endpoints_) {
+        const PortConfig& pc = *config_.find_port(ep.port->name());
+        vhost_user::DeviceConfig dc;
+        dc.name = pc.name;
+        dc.max_queue_pairs = pc.queue_pairs;
+        dc.mtu = pc.mtu;
+
+        ports::TapPort* tap = tap_peer_of(pc.name);
+        ep.port->set_features_handler([this, tap, name = pc.name](virtio::FeatureSet f) {
+            if (tap != nullptr) {
+                ports::TunOffloads applied = tap->apply_guest_features(f);
+                log_->info("port {}: guest features 0x{:x}; tap {} offloads {}", name, f.bits(),
+                           tap->name(), ports::to_string(applied));
+            }
+        });
+        ep.port->set_ring_error_handler([this, &ep](uint32_t ring, std::string reason) {
+            // On a worker: only post. The device is looked up again on the
+            // control thread, where it may already be gone.
+            control_queue_.post([this, &ep, ring, reason = std::move(reason)] {
+                for (vhost_user::VhostUserDevice* dev : ep.devices()) {
+                    dev->mark_broken("ring " + std::to_string(ring) + ": " + reason);
+                }
+            });
+        });
+        if (pc.client) {
+            vhost_user::ClientOptions o;
+            o.path = pc.socket_path;
+            o.device = dc;
+            ep.client = std::make_unique<vhost_user::ClientSocket>(reactor_, o, ep.port);
+            log_->info("port {}: connecting to {} (client, reconnects forever)", pc.name,
+                       pc.socket_path);
+        } else {
+            vhost_user::ServerOptions o;
+            o.path = pc.socket_path;
+            o.device = dc;
+            ep.server = std::make_unique<vhost_user::ServerSocket>(reactor_, o, ep.port);
+            if (pc.socket_owner || pc.socket_group) {
+                if (::chown(pc.socket_path.c_str(),
+                            pc.socket_owner.value_or(static_cast<uid_t>(-1)),
+                            pc.socket_group.value_or(static_cast<gid_t>(-1))) != 0) {
+                    throw std::runtime_error("chown " + pc.socket_path + ": " +
+                                             std::strerror(errno));
+                }
+            }
+            if (pc.socket_mode && ::chmod(pc.socket_path.c_str(), *pc.socket_mode) != 0) {
+                throw std::runtime_error("chmod " + pc.socket_path + ": " + std::strerror(errno));
+            }
+            log_->info("port {}: listening on {}", pc.name, pc.socket_path);
+        }
+    }
+}
+
+void Daemon::watch_signals() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    // Blocked in every thread (workers inherit the mask when started after
+    // this), delivered through the signalfd to the control loop only.
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    signal_fd_.reset(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!signal_fd_) {
+        throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
+    }
+    reactor_.watch(signal_fd_.get(), EPOLLIN, [this](uint32_t) {
+        signalfd_siginfo info{};
+        if (::read(signal_fd_.get(), &info, sizeof(info)) == sizeof(info)) {
+            log_->info("signal {}: shutting down", info.ssi_signo);
+        }
+        stop();
+    });
+    ::signal(SIGPIPE, SIG_IGN);
+}
+
+void Daemon::report_stats(bool final_report) {
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    std::vector<ports::Port*> all;
+    for (auto& p : ports_) {
+        all.push_back(p.get());
+    }
+    if (!config_.stats_file.empty()) {
+        nlohmann::json j;
+        j["seconds"] = seconds;
+        j["ports"] = nlohmann::json::array();
+        for (ports::Port* p : all) {
+            j["ports"].push_back(port_stats_json(*p));
+        }
+        std::string tmp = config_.stats_file + ".tmp";
+        std::ofstream(tmp) << j.dump(2) << "\n";
+        std::rename(tmp.c_str(), config_.stats_file.c_str());
+    }
+    if (final_report) {
+        log_->info("final stats after {:.1f} s:\n{}", seconds, stats_table(all, seconds));
+    } else if (config_.stats_interval_s > 0) {
+        log_->info("stats after {:.1f} s:\n{}", seconds, stats_table(all, seconds));
+    }
+}
+
+int Daemon::run() {
+    watch_signals();
+    for (auto& w : workers_) {
+        w->start();
+    }
+    started_ = std::chrono::steady_clock::now();
+    open_sockets();
+    if (config_.stats_interval_s > 0 || !config_.stats_file.empty()) {
+        auto interval =
+            std::chrono::milliseconds(1000 * std::max<uint32_t>(1, config_.stats_interval_s));
+        std::function<void()> tick;
+        tick = [this, interval, &tick] {
+            report_stats(false);
+            reactor_.schedule(interval, tick);
+        };
+        reactor_.schedule(interval, tick);
+        reactor_.run();
+    } else {
+        reactor_.run();
+    }
+    endpoints_.clear();  // hand every ring back while the workers still run
+    report_stats(true);
+    return 0;
+}
+
+void Daemon::stop() {
+    reactor_.stop();
+}
+
+}  // namespace vnet::control

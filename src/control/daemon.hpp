@@ -1,0 +1,68 @@
+// Daemon: vnetd's process. Builds the ports, the workers and the forwarding
+// paths from a Config, runs the control thread (vhost-user sockets, signals,
+// stats) on an epoll reactor until SIGTERM/SIGINT, and tears everything
+// down in the order the threads need: sockets first (their devices hand
+// every ring back through the workers), then workers, then ports.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/log.hpp"
+#include "control/config.hpp"
+#include "control/control_queue.hpp"
+#include "dataplane/worker.hpp"
+#include "io/epoll_reactor.hpp"
+#include "ports/port.hpp"
+#include "vhost_user/client_socket.hpp"
+#include "vhost_user/server_socket.hpp"
+
+namespace vnet::ports {
+class VhostUserPort;
+class TapPort;
+}  // namespace vnet::ports
+
+namespace vnet::control {
+
+class Daemon {
+public:
+    explicit Daemon(Config config);
+    ~Daemon();
+    Daemon(const Daemon&) = delete;
+    Daemon& operator=(const Daemon&) = delete;
+
+    // Runs until SIGTERM/SIGINT (or stop()); returns the exit status.
+    int run();
+    void stop();
+
+private:
+    struct VhostUserEndpoint {
+        ports::VhostUserPort* port;
+        std::unique_ptr<vhost_user::ServerSocket> server;
+        std::unique_ptr<vhost_user::ClientSocket> client;
+        std::vector<vhost_user::VhostUserDevice*> devices();
+    };
+
+    void create_workers();
+    void create_ports();
+    void create_paths();
+    void open_sockets();
+    void watch_signals();
+    void report_stats(bool final_report);
+    ports::Port* port_named(const std::string& name);
+    ports::TapPort* tap_peer_of(const std::string& name);
+
+    Config config_;
+    Logger log_;
+    io::EpollReactor reactor_;
+    ControlQueue control_queue_;
+    std::vector<std::unique_ptr<dataplane::Worker>> workers_;
+    std::vector<std::unique_ptr<ports::Port>> ports_;
+    std::vector<VhostUserEndpoint> endpoints_;
+    UniqueFd signal_fd_;
+    std::chrono::steady_clock::time_point started_;
+};
+
+}  // namespace vnet::control

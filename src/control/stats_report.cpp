@@ -1,0 +1,73 @@
+#include "control/stats_report.hpp"
+
+#include <cstdio>
+
+namespace vnet::control {
+
+namespace {
+
+nlohmann::json counters_json(const ports::QueueCounters& c) {
+    nlohmann::json j;
+    j["packets"] = c.packets.get();
+    j["bytes"] = c.bytes.get();
+    j["bursts"] = c.bursts.get();
+    nlohmann::json hist = nlohmann::json::object();
+    for (size_t b = 0; b < ports::kBurstHistogramBuckets; ++b) {
+        hist[std::string(ports::QueueCounters::histogram_label(b))] = c.burst_sizes[b].get();
+    }
+    j["burst_sizes"] = hist;
+    nlohmann::json drops = nlohmann::json::object();
+    for (size_t r = 0; r < ports::kDropReasonCount; ++r) {
+        drops[std::string(ports::to_string(static_cast<ports::DropReason>(r)))] = c.drops[r].get();
+    }
+    j["drops"] = drops;
+    return j;
+}
+
+double mean_burst(const ports::QueueCounters& c) {
+    uint64_t bursts = c.bursts.get();
+    return bursts == 0 ? 0.0 : static_cast<double>(c.packets.get()) / static_cast<double>(bursts);
+}
+
+}  // namespace
+
+nlohmann::json port_stats_json(ports::Port& port) {
+    nlohmann::json j;
+    j["name"] = port.name();
+    j["kind"] = ports::to_string(port.kind());
+    nlohmann::json queues = nlohmann::json::array();
+    for (uint16_t q = 0; q < port.queue_count(); ++q) {
+        queues.push_back({{"queue", q},
+                          {"rx", counters_json(port.rx_counters(q))},
+                          {"tx", counters_json(port.tx_counters(q))}});
+    }
+    j["queues"] = queues;
+    return j;
+}
+
+std::string stats_table(const std::vector<ports::Port*>& ports, double seconds) {
+    std::string out;
+    char line[256];
+    std::snprintf(line, sizeof(line), "%-12s %-3s %12s %10s %9s %10s %8s\n", "port", "dir",
+                  "packets", "Mpps", "Gbit/s", "avg-burst", "drops");
+    out += line;
+    for (ports::Port* p : ports) {
+        for (uint16_t q = 0; q < p->queue_count(); ++q) {
+            for (int dir = 0; dir < 2; ++dir) {
+                const ports::QueueCounters& c = dir == 0 ? p->rx_counters(q) : p->tx_counters(q);
+                double pkts = static_cast<double>(c.packets.get());
+                double bits = static_cast<double>(c.bytes.get()) * 8.0;
+                std::snprintf(line, sizeof(line), "%-12s %-3s %12llu %10.3f %9.3f %10.1f %8llu\n",
+                              p->name().c_str(), dir == 0 ? "rx" : "tx",
+                              static_cast<unsigned long long>(c.packets.get()),
+                              seconds > 0 ? pkts / seconds / 1e6 : 0.0,
+                              seconds > 0 ? bits / seconds / 1e9 : 0.0, mean_burst(c),
+                              static_cast<unsigned long long>(c.total_drops()));
+                out += line;
+            }
+        }
+    }
+    return out;
+}
+
+}  // namespace vnet::control

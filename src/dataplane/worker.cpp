@@ -1,0 +1,268 @@
+#include "dataplane/worker.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <stdexcept>
+#include <string>
+
+namespace vnet::dataplane {
+
+namespace {
+
+uint64_t now_ns() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+}
+
+}  // namespace
+
+Worker::Worker(WorkerOptions options)
+    : options_(std::move(options)), busy_poll_us_(options_.busy_poll_us) {
+    epoll_fd_.reset(::epoll_create1(EPOLL_CLOEXEC));
+    wake_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!epoll_fd_ || !wake_fd_) {
+        throw std::runtime_error(std::string("worker: epoll/eventfd: ") + std::strerror(errno));
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = wake_fd_.get();
+    if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, wake_fd_.get(), &ev) != 0) {
+        throw std::runtime_error(std::string("worker: epoll_ctl: ") + std::strerror(errno));
+    }
+}
+
+Worker::~Worker() {
+    stop();
+}
+
+void Worker::start() {
+    if (running_.exchange(true)) {
+        return;
+    }
+    stop_requested_.store(false);
+    thread_ = std::thread([this] { run(); });
+    ::pthread_setname_np(thread_.native_handle(), options_.name.substr(0, 15).c_str());
+    if (options_.cpu) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(*options_.cpu, &set);
+        // Best effort: a CPU outside our affinity mask is reported by the caller's config check.
+        ::pthread_setaffinity_np(thread_.native_handle(), sizeof(set), &set);
+    }
+}
+
+void Worker::stop() {
+    if (!running_.load()) {
+        return;
+    }
+    stop_requested_.store(true);
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof(one));
+    if (thread_.joinable()) {
+        thread_.join();
+    }
+    running_.store(false);
+    run_commands();  // whatever was posted after the last round
+}
+
+void Worker::post(std::function<void()> command) {
+    if (!running_.load()) {
+        command();
+        return;
+    }
+    {
+        std::lock_guard lock(commands_mutex_);
+        commands_.push_back(std::move(command));
+    }
+    commands_pending_.store(true, std::memory_order_release);
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof(one));
+}
+
+void Worker::run_sync(std::function<void()> command) {
+    if (!running_.load() || std::this_thread::get_id() == thread_.get_id()) {
+        command();
+        return;
+    }
+    std::promise<void> done;
+    auto finished = done.get_future();
+    post([&] {
+        command();
+        done.set_value();
+    });
+    finished.wait();
+}
+
+ForwardPath& Worker::add_path(std::unique_ptr<ForwardPath> path) {
+    forget_registrations();
+    paths_.push_back(std::move(path));
+    last_wait_.push_back(PathWait::none);
+    return *paths_.back();
+}
+
+void Worker::remove_path(const ForwardPath* path) {
+    forget_registrations();
+    for (size_t i = 0; i < paths_.size(); ++i) {
+        if (paths_[i].get() == path) {
+            paths_.erase(paths_.begin() + static_cast<std::ptrdiff_t>(i));
+            last_wait_.erase(last_wait_.begin() + static_cast<std::ptrdiff_t>(i));
+            return;
+        }
+    }
+}
+
+void Worker::run_commands() {
+    std::vector<std::function<void()>> batch;
+    {
+        std::lock_guard lock(commands_mutex_);
+        batch.swap(commands_);
+        commands_pending_.store(false, std::memory_order_relaxed);
+    }
+    for (auto& command : batch) {
+        command();
+    }
+}
+
+bool Worker::run_round() {
+    bool worked = false;
+    for (size_t i = 0; i < paths_.size(); ++i) {
+        TurnResult turn = paths_[i]->run_turn();
+        last_wait_[i] = turn.wait;
+        worked |= turn.packets != 0;
+    }
+    rounds_.store(rounds_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return worked;
+}
+
+void Worker::run() {
+    uint64_t idle_since = 0;
+    while (!stop_requested_.load(std::memory_order_relaxed)) {
+        if (commands_pending_.load(std::memory_order_acquire)) {
+            run_commands();
+        }
+        if (run_round()) {
+            idle_since = 0;
+            continue;
+        }
+        if (options_.mode == WorkerMode::poll) {
+            continue;
+        }
+        // Event mode: spin for busy_poll_us before paying for a sleep.
+        uint64_t now = now_ns();
+        if (idle_since == 0) {
+            idle_since = now;
+        }
+        if (now - idle_since < uint64_t{busy_poll_us_.load(std::memory_order_relaxed)} * 1000) {
+            continue;
+        }
+        sleep_until_ready();
+        idle_since = 0;
+    }
+}
+
+void Worker::want(const ports::WaitSpec& spec) {
+    if (spec.fd < 0 || spec.events == 0) {
+        return;
+    }
+    for (ports::WaitSpec& w : wanted_) {
+        if (w.fd == spec.fd) {
+            w.events |= spec.events;
+            w.eventfd |= spec.eventfd;
+            return;
+        }
+    }
+    wanted_.push_back(spec);
+}
+
+void Worker::sleep_until_ready() {
+    wanted_.clear();
+    for (size_t i = 0; i < paths_.size(); ++i) {
+        ForwardPath& path = *paths_[i];
+        PathWait wait = last_wait_[i];
+        if (wait == PathWait::none) {
+            return;  // a path ran out of budget, not of work
+        }
+        // Arming turns the guest's kicks back on and re-checks its ring:
+        // false means it queued more meanwhile, so look again instead.
+        if (wait == PathWait::source && !path.source().arm_receive_wait(path.source_queue())) {
+            return;
+        }
+        if (wait == PathWait::destination &&
+            !path.destination().arm_transmit_wait(path.destination_queue())) {
+            return;
+        }
+        want(path.wait_spec(wait));
+    }
+    update_registrations();
+    sleeps_.store(sleeps_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+
+    epoll_event ready[32];
+    // The timeout bounds what a missed wake-up could cost (a front end that
+    // never kicks, a ring that is not ready yet): look again every 100 ms.
+    int n = ::epoll_wait(epoll_fd_.get(), ready, 32, 100);
+    for (int i = 0; i < n; ++i) {
+        int fd = ready[i].data.fd;
+        bool drain = fd == wake_fd_.get();
+        for (const ports::WaitSpec& r : registered_) {
+            drain |= r.fd == fd && r.eventfd;
+        }
+        // Eventfds are drained so level-triggered epoll stops reporting
+        // them; a tap fd is never read here (that would eat a packet).
+        if (drain) {
+            uint64_t value;
+            [[maybe_unused]] ssize_t r = ::read(fd, &value, sizeof(value));
+        }
+    }
+}
+
+void Worker::update_registrations() {
+    // Drop what is no longer wanted (or wanted with other events), then add.
+    for (size_t i = 0; i < registered_.size();) {
+        const ports::WaitSpec& r = registered_[i];
+        bool keep = false;
+        for (const ports::WaitSpec& w : wanted_) {
+            keep |= w.fd == r.fd && w.events == r.events;
+        }
+        if (keep) {
+            ++i;
+            continue;
+        }
+        ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, r.fd, nullptr);
+        registered_[i] = registered_.back();
+        registered_.pop_back();
+    }
+    for (const ports::WaitSpec& w : wanted_) {
+        bool present = false;
+        for (const ports::WaitSpec& r : registered_) {
+            present |= r.fd == w.fd;
+        }
+        if (present) {
+            continue;
+        }
+        epoll_event ev{};
+        ev.events = w.events;
+        ev.data.fd = w.fd;
+        if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, w.fd, &ev) == 0) {
+            registered_.push_back(w);
+        }
+    }
+}
+
+void Worker::forget_registrations() {
+    // Paths changed: their fds may be closed or reused by the control plane.
+    for (const ports::WaitSpec& r : registered_) {
+        ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, r.fd, nullptr);
+    }
+    registered_.clear();
+}
+
+}  // namespace vnet::dataplane

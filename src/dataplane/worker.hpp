@@ -1,0 +1,100 @@
+// Worker: one thread, pinned to one core, that runs its forwarding paths to
+// completion. Each queue belongs to exactly one worker, so the datapath
+// takes no locks.
+//
+// Two modes share one loop:
+//  * poll: run every path's turn forever (PMD style); guests' kicks stay
+//    suppressed, so they never pay for a notification.
+//  * event: when a full round of turns did no work, spin for busy_poll_us,
+//    then arm notifications and sleep in epoll on exactly the fds the idle
+//    paths wait for (kick eventfds, tap fds for EPOLLIN or EPOLLOUT).
+//
+// The control plane talks to a worker only through commands: closures run
+// on the worker thread between rounds (add/remove a path, stop a ring for
+// GET_VRING_BASE). run_sync() waits for one to finish.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "common/unique_fd.hpp"
+#include "dataplane/forward_path.hpp"
+
+namespace vnet::dataplane {
+
+enum class WorkerMode : uint8_t { event, poll };
+
+struct WorkerOptions {
+    WorkerMode mode = WorkerMode::event;
+    uint32_t busy_poll_us = 0;  // VHOST_SET_VRING_BUSYLOOP_TIMEOUT; 0 = sleep at once
+    std::optional<int> cpu;     // pin the thread here
+    std::string name = "worker";
+};
+
+class Worker {
+public:
+    explicit Worker(WorkerOptions options);
+    ~Worker();
+    Worker(const Worker&) = delete;
+    Worker& operator=(const Worker&) = delete;
+
+    void start();
+    void stop();  // joins the thread; paths stay registered
+
+    // Runs `command` on the worker thread between rounds (or at once when
+    // the worker is not running). post() returns immediately; run_sync()
+    // returns after the command ran.
+    void post(std::function<void()> command);
+    void run_sync(std::function<void()> command);
+
+    // Only from the worker thread (inside a command) or while stopped.
+    ForwardPath& add_path(std::unique_ptr<ForwardPath> path);
+    void remove_path(const ForwardPath* path);
+    const std::vector<std::unique_ptr<ForwardPath>>& paths() const { return paths_; }
+
+    const WorkerOptions& options() const { return options_; }
+    // Also picked up by the worker between rounds.
+    void set_busy_poll_us(uint32_t us) { busy_poll_us_.store(us, std::memory_order_relaxed); }
+
+    uint64_t rounds() const { return rounds_.load(std::memory_order_relaxed); }
+    uint64_t sleeps() const { return sleeps_.load(std::memory_order_relaxed); }
+
+private:
+    void run();
+    bool run_round();  // true if any path moved a packet
+    void run_commands();
+    void sleep_until_ready();
+    void want(const ports::WaitSpec& spec);
+    void update_registrations();
+    void forget_registrations();
+
+    WorkerOptions options_;
+    std::atomic<uint32_t> busy_poll_us_;
+    std::vector<std::unique_ptr<ForwardPath>> paths_;
+    std::vector<PathWait> last_wait_;  // per path, from its last turn
+
+    UniqueFd epoll_fd_;
+    UniqueFd wake_fd_;  // eventfd: commands and stop
+    // What is registered with epoll, and what this sleep wants. A handful
+    // of fds per worker: vectors searched linearly, no allocation once warm.
+    std::vector<ports::WaitSpec> registered_;
+    std::vector<ports::WaitSpec> wanted_;
+
+    std::mutex commands_mutex_;
+    std::vector<std::function<void()>> commands_;
+    std::atomic<bool> commands_pending_{false};
+    std::atomic<bool> stop_requested_{false};
+    std::atomic<bool> running_{false};
+    std::thread thread_;
+
+    std::atomic<uint64_t> rounds_{0};
+    std::atomic<uint64_t> sleeps_{0};
+};
+
+}  // namespace vnet::dataplane

@@ -1,0 +1,465 @@
+#include "ports/vhost_user_port.hpp"
+
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
+#include "io/eventfd.hpp"
+#include "vhost_user/device.hpp"
+#include "virtio/net_header.hpp"
+
+namespace vnet::ports {
+
+namespace {
+
+// Writes `value` (little-endian u16) at byte `offset` of the bytes the
+// iovecs describe; the header may be split over tiny buffers by a guest.
+void write_u16_at(std::span<const iovec> iov, size_t offset, uint16_t value) {
+    const uint8_t bytes[2] = {static_cast<uint8_t>(value), static_cast<uint8_t>(value >> 8)};
+    size_t written = 0;
+    for (const iovec& v : iov) {
+        while (written < 2 && offset < v.iov_len) {
+            static_cast<uint8_t*>(v.iov_base)[offset++] = bytes[written++];
+        }
+        if (written == 2) {
+            return;
+        }
+        offset -= std::min(offset, v.iov_len);
+    }
+}
+
+// Copies `len` bytes described by `src` into the buffer `dst` describes.
+void copy_iovecs(std::span<const iovec> dst, std::span<const iovec> src, size_t len) {
+    size_t di = 0, doff = 0, si = 0, soff = 0;
+    while (len > 0 && di < dst.size() && si < src.size()) {
+        size_t n = std::min({len, dst[di].iov_len - doff, src[si].iov_len - soff});
+        std::memcpy(static_cast<uint8_t*>(dst[di].iov_base) + doff,
+                    static_cast<const uint8_t*>(src[si].iov_base) + soff, n);
+        len -= n;
+        doff += n;
+        soff += n;
+        if (doff == dst[di].iov_len) {
+            ++di;
+            doff = 0;
+        }
+        if (soff == src[si].iov_len) {
+            ++si;
+            soff = 0;
+        }
+    }
+}
+
+}  // namespace
+
+VhostUserPort::VhostUserPort(std::string name, uint16_t queue_pairs, RunOnOwner run_on_owner)
+    : Port(std::move(name)),
+      queue_pairs_(queue_pairs),
+      run_on_owner_(std::move(run_on_owner)),
+      rings_(2u * queue_pairs),
+      counters_(std::make_unique<QueueCounters[]>(2u * queue_pairs)) {
+    for (size_t i = 0; i < rings_.size(); ++i) {
+        rings_[i].counters = &counters_[i];
+    }
+}
+
+VhostUserPort::~VhostUserPort() = default;
+
+bool VhostUserPort::queue_ready(uint16_t queue) const {
+    return queue < queue_pairs_ && tx_ring(queue).ready && rx_ring(queue).ready;
+}
+
+uint32_t VhostUserPort::queue_generation(uint16_t queue) const {
+    return tx_ring(queue).generation;
+}
+
+// ---- guest TX: push-style source -------------------------------------------------
+
+uint16_t VhostUserPort::receive_burst(uint16_t queue, PacketBurst& burst, uint16_t max) {
+    Ring& r = tx_ring(queue);
+    if (!r.ready) {
+        return 0;
+    }
+    if (r.kicks_enabled) {
+        // Kernel vhost handle_tx: no kicks while we are processing anyway.
+        r.ring.disable_notifications();
+        r.kicks_enabled = false;
+    }
+    max = static_cast<uint16_t>(std::min<size_t>({max, size_t{kMaxBurstPackets} - burst.count,
+                                                  size_t{kMaxBurstPackets} - r.in_flight_count}));
+    uint16_t heads[kMaxBurstPackets];
+    virtio::RingError ring_error = virtio::RingError::ok;
+    uint16_t popped = r.ring.pop_avail(std::span<uint16_t>(heads, max), &ring_error);
+    if (ring_error != virtio::RingError::ok) {
+        fail_ring(2u * queue + 1, "TX avail ring", virtio::to_string(ring_error));
+        return 0;
+    }
+    uint16_t taken = 0;
+    for (uint16_t i = 0; i < popped; ++i) {
+        virtio::DescriptorChain chain;
+        virtio::ChainError e =
+            virtio::walk_descriptor_chain(r.walk, heads[i], burst.free_iovecs(), chain);
+        if (e == virtio::ChainError::too_many_segments && burst.iovecs_used != 0) {
+            r.ring.unpop_avail(static_cast<uint16_t>(popped - i));  // no room left: next burst
+            break;
+        }
+        if (e != virtio::ChainError::ok) {
+            r.counters->count_drop(DropReason::bad_descriptor_chain);
+            fail_ring(2u * queue + 1, "TX descriptor chain", virtio::to_string(e));
+            return taken;
+        }
+        if (chain.writable_segments != 0) {
+            // Kernel vhost handle_tx: "Unexpected descriptor format for TX".
+            r.counters->count_drop(DropReason::bad_descriptor_chain);
+            fail_ring(2u * queue + 1, "TX descriptor chain",
+                      "device-writable buffer in a TX chain");
+            return taken;
+        }
+        if (chain.readable_bytes <= r.header_size) {
+            // Nothing beyond the virtio-net header: complete it as dropped.
+            r.counters->count_drop(DropReason::packet_too_short);
+            r.ring.add_used(heads[i], 0);
+            ++r.pending_used;
+            continue;
+        }
+        burst.push(chain.readable_segments, chain.readable_bytes, heads[i]);
+        r.in_flight[(r.in_flight_first + r.in_flight_count) % kMaxBurstPackets] = heads[i];
+        ++r.in_flight_count;
+        ++taken;
+    }
+    if (taken == 0 && r.pending_used != 0) {
+        publish_and_notify(r);
+    }
+    return taken;
+}
+
+void VhostUserPort::complete_burst(uint16_t queue, const PacketBurst& burst, uint16_t done) {
+    Ring& r = tx_ring(queue);
+    if (!r.ready || done == 0) {
+        return;
+    }
+    uint64_t bytes = 0;
+    for (uint16_t i = 0; i < done; ++i) {
+        // Copy semantics: the packet left guest memory, the used length is 0
+        // (kernel vhost handle_tx_copy).
+        r.ring.add_used(static_cast<uint16_t>(burst.packets[i].token), 0);
+        bytes += burst.packets[i].len;
+    }
+    done = std::min(done, r.in_flight_count);
+    r.in_flight_first = static_cast<uint16_t>((r.in_flight_first + done) % kMaxBurstPackets);
+    r.in_flight_count = static_cast<uint16_t>(r.in_flight_count - done);
+    r.pending_used = static_cast<uint16_t>(r.pending_used + done);
+    r.counters->count_burst(done, bytes);
+    publish_and_notify(r);
+}
+
+void VhostUserPort::complete_in_flight_as_dropped(Ring& r) {
+    for (uint16_t i = 0; i < r.in_flight_count; ++i) {
+        r.ring.add_used(r.in_flight[(r.in_flight_first + i) % kMaxBurstPackets], 0);
+    }
+    r.counters->count_drop(DropReason::no_destination, r.in_flight_count);
+    r.pending_used = static_cast<uint16_t>(r.pending_used + r.in_flight_count);
+    r.in_flight_first = 0;
+    r.in_flight_count = 0;
+}
+
+// ---- guest RX: fill-style destination ------------------------------------------
+
+void VhostUserPort::reset_rx_window(Ring& r) {
+    uint16_t unused = static_cast<uint16_t>(r.window_count - r.window_pos);
+    if (unused != 0) {
+        r.ring.unpop_avail(unused);
+    }
+    r.window_count = 0;
+    r.window_pos = 0;
+    r.window_taken = 0;
+    r.window_iovecs_used = 0;
+}
+
+bool VhostUserPort::grow_rx_window(uint32_t ring_index, Ring& r, uint32_t need_bytes) {
+    uint64_t have = 0;
+    for (uint16_t i = r.window_pos; i < r.window_count; ++i) {
+        have += r.window[i].bytes;
+    }
+    auto covered = [&] { return r.mergeable ? have >= need_bytes : r.window_count > r.window_pos; };
+    while (!covered()) {
+        uint16_t room = static_cast<uint16_t>(kRxWindowHeads - r.window_count);
+        if (room == 0 || r.window_iovecs_used == kMaxBurstIovecs) {
+            return false;  // the burst's window is full: flush, then start a new one
+        }
+        uint16_t heads[32];
+        virtio::RingError ring_error = virtio::RingError::ok;
+        uint16_t want = static_cast<uint16_t>(std::min<size_t>(room, r.mergeable ? 32 : 1));
+        uint16_t popped = r.ring.pop_avail(std::span<uint16_t>(heads, want), &ring_error);
+        if (ring_error != virtio::RingError::ok) {
+            fail_ring(ring_index, "RX avail ring", virtio::to_string(ring_error));
+            return false;
+        }
+        if (popped == 0) {
+            return false;  // the guest has not posted enough buffers: park
+        }
+        for (uint16_t i = 0; i < popped; ++i) {
+            virtio::DescriptorChain chain;
+            std::span<iovec> free(r.window_iovecs.data() + r.window_iovecs_used,
+                                  kMaxBurstIovecs - r.window_iovecs_used);
+            virtio::ChainError e = virtio::walk_descriptor_chain(r.walk, heads[i], free, chain);
+            if (e == virtio::ChainError::too_many_segments && r.window_iovecs_used != 0) {
+                r.ring.unpop_avail(static_cast<uint16_t>(popped - i));
+                return covered();
+            }
+            if (e != virtio::ChainError::ok) {
+                fail_ring(ring_index, "RX descriptor chain", virtio::to_string(e));
+                return false;
+            }
+            if (chain.readable_segments != 0) {
+                // Kernel vhost handle_rx: a device-readable buffer on RX is invalid.
+                fail_ring(ring_index, "RX descriptor chain",
+                          "device-readable buffer in an RX chain");
+                return false;
+            }
+            r.window[r.window_count++] = RxHead{heads[i], r.window_iovecs_used,
+                                                chain.writable_segments, chain.writable_bytes};
+            r.window_iovecs_used =
+                static_cast<uint16_t>(r.window_iovecs_used + chain.writable_segments);
+            have += chain.writable_bytes;
+        }
+    }
+    return true;
+}
+
+bool VhostUserPort::next_rx_buffer(uint16_t queue, uint32_t max_packet,
+                                   std::span<const iovec>* out) {
+    Ring& r = rx_ring(queue);
+    if (!r.ready) {
+        return false;
+    }
+    if (r.kicks_enabled) {
+        r.ring.disable_notifications();
+        r.kicks_enabled = false;
+    }
+    if (!grow_rx_window(2u * queue, r, max_packet)) {
+        return false;
+    }
+    uint16_t k = 1;
+    if (r.mergeable) {
+        uint64_t bytes = r.window[r.window_pos].bytes;
+        while (bytes < max_packet) {
+            bytes += r.window[r.window_pos + k].bytes;
+            ++k;
+        }
+    }
+    const RxHead& first = r.window[r.window_pos];
+    const RxHead& last = r.window[r.window_pos + k - 1];
+    *out = std::span<const iovec>(
+        r.window_iovecs.data() + first.first_iov,
+        static_cast<size_t>(last.first_iov + last.iov_count - first.first_iov));
+    r.window_taken = k;
+    r.requested_max = max_packet;
+    return true;
+}
+
+void VhostUserPort::commit_rx_buffer(uint16_t queue, uint32_t len) {
+    Ring& r = rx_ring(queue);
+    if (!r.ready || r.window_taken == 0) {
+        return;
+    }
+    const RxHead& first = r.window[r.window_pos];
+    if (!r.mergeable && len >= first.bytes && first.bytes < r.requested_max) {
+        // One buffer per packet and the guest's was too small: the read was
+        // truncated. Count it; the buffer is reused for the next packet.
+        r.counters->count_drop(DropReason::rx_buffer_too_small);
+        r.window_taken = 0;
+        return;
+    }
+    // How many of the lent heads the packet really filled.
+    uint16_t used_heads = 1;
+    if (r.mergeable) {
+        uint64_t bytes = first.bytes;
+        while (bytes < len && used_heads < r.window_taken) {
+            bytes += r.window[r.window_pos + used_heads].bytes;
+            ++used_heads;
+        }
+    }
+    if (r.write_num_buffers) {
+        std::span<const iovec> header(r.window_iovecs.data() + first.first_iov,
+                                      r.window_iovecs_used - first.first_iov);
+        write_u16_at(header, offsetof(virtio::NetHeader, num_buffers), used_heads);
+    }
+    uint32_t remaining = len;
+    for (uint16_t i = 0; i < used_heads; ++i) {
+        const RxHead& h = r.window[r.window_pos + i];
+        uint32_t filled = std::min(remaining, h.bytes);
+        r.ring.add_used(h.head, filled);
+        remaining -= filled;
+    }
+    r.window_pos = static_cast<uint16_t>(r.window_pos + used_heads);
+    r.window_taken = 0;
+    r.pending_used = static_cast<uint16_t>(r.pending_used + used_heads);
+    ++r.burst_packets;
+    r.burst_bytes += len;
+}
+
+void VhostUserPort::flush_rx_buffers(uint16_t queue) {
+    Ring& r = rx_ring(queue);
+    if (!r.ready) {
+        return;
+    }
+    if (r.pending_used != 0) {
+        publish_and_notify(r);
+    }
+    r.counters->count_burst(r.burst_packets, r.burst_bytes);
+    r.burst_packets = 0;
+    r.burst_bytes = 0;
+    reset_rx_window(r);
+    virtio::RingError ignored = virtio::RingError::ok;
+    r.parked_avail = r.ring.avail_count(&ignored);
+}
+
+uint16_t VhostUserPort::transmit_burst(uint16_t queue, const PacketBurst& burst) {
+    // Another port's packets into this guest: one copy, straight into its
+    // RX buffers.
+    uint16_t sent = 0;
+    while (sent < burst.count) {
+        const BurstPacket& p = burst.packets[sent];
+        std::span<const iovec> buffer;
+        if (!next_rx_buffer(queue, p.len, &buffer)) {
+            break;
+        }
+        copy_iovecs(buffer, burst.packet_iovecs(sent), p.len);
+        commit_rx_buffer(queue, p.len);
+        ++sent;
+    }
+    flush_rx_buffers(queue);
+    return sent;
+}
+
+// ---- notifications and waiting -------------------------------------------------
+
+void VhostUserPort::publish_and_notify(Ring& r) {
+    r.ring.publish_used();
+    r.pending_used = 0;
+    if (r.call_fd >= 0 && r.ring.should_notify()) {
+        io::signal_eventfd(r.call_fd);
+    }
+}
+
+WaitSpec VhostUserPort::receive_wait(uint16_t queue) const {
+    return WaitSpec{tx_ring(queue).kick_fd, EPOLLIN, true};
+}
+
+WaitSpec VhostUserPort::transmit_wait(uint16_t queue) const {
+    return WaitSpec{rx_ring(queue).kick_fd, EPOLLIN, true};
+}
+
+bool VhostUserPort::arm_receive_wait(uint16_t queue) {
+    Ring& r = tx_ring(queue);
+    if (!r.ready) {
+        return true;
+    }
+    r.kicks_enabled = true;
+    return !r.ring.enable_notifications();
+}
+
+bool VhostUserPort::arm_transmit_wait(uint16_t queue) {
+    Ring& r = rx_ring(queue);
+    if (!r.ready) {
+        return true;
+    }
+    r.kicks_enabled = true;
+    r.ring.enable_notifications();
+    // Compare with what was there when the path parked, not with our own
+    // (rewound) index: otherwise buffers we gave back look new and the path
+    // never sleeps (the 2026 vhost_net handle_rx livelock).
+    virtio::RingError ignored = virtio::RingError::ok;
+    return r.ring.avail_count(&ignored) <= r.parked_avail;
+}
+
+QueueCounters& VhostUserPort::rx_counters(uint16_t queue) {
+    return *tx_ring(queue).counters;
+}
+QueueCounters& VhostUserPort::tx_counters(uint16_t queue) {
+    return *rx_ring(queue).counters;
+}
+
+// ---- control thread ---------------------------------------------------------------
+
+void VhostUserPort::fail_ring(uint32_t ring_index, const char* what, const char* detail) {
+    rings_[ring_index].ready = false;  // this worker stops touching it at once
+    if (on_ring_error_) {
+        on_ring_error_(ring_index, std::string(what) + ": " + detail);
+    }
+}
+
+void VhostUserPort::on_queue_ready(vhost_user::VhostUserDevice& device, uint32_t queue_index) {
+    if (queue_index >= rings_.size()) {
+        return;  // more queue pairs than this port serves: left idle
+    }
+    vhost_user::QueueSnapshot s = device.queue_snapshot(queue_index);
+    bool first = std::none_of(rings_.begin(), rings_.end(), [](const Ring& r) { return r.ready; });
+    if (first && on_features_) {
+        on_features_(s.features);
+    }
+    on_owner(queue_index, [&] {
+        Ring& r = rings_[queue_index];
+        QueueCounters* counters = r.counters;
+        r = Ring{};
+        r.counters = counters;
+        r.ring = virtio::SplitRing(s.layout, s.last_avail_idx, s.used_idx,
+                                   s.features.has(virtio::Feature::ring_event_idx));
+        r.memory = s.memory;
+        r.walk = virtio::ChainWalkContext{s.layout.desc, s.layout.size,
+                                          s.features.has(virtio::Feature::ring_indirect_desc),
+                                          r.memory.get(), &r.region_hint};
+        r.features = s.features;
+        r.header_size = static_cast<uint32_t>(virtio::net_header_size(s.features));
+        r.mergeable = s.features.has(virtio::Feature::net_mrg_rxbuf);
+        r.write_num_buffers = r.mergeable || s.features.has(virtio::Feature::version_1);
+        r.kick_fd = s.kick_fd;
+        r.call_fd = s.call_fd;
+        r.generation = ++generation_counter_;
+        r.ready = true;
+    });
+}
+
+uint16_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
+                                         uint32_t queue_index) {
+    if (queue_index >= rings_.size()) {
+        return device.queue_snapshot(queue_index).last_avail_idx;
+    }
+    uint16_t last_avail = 0;
+    on_owner(queue_index, [&] {
+        Ring& r = rings_[queue_index];
+        bool is_tx = (queue_index % 2) == 1;
+        if (r.memory) {
+            // Finish what is ours to finish while the memory is still held:
+            // publish completed entries, give back unused RX heads, and
+            // complete TX packets a destination still holds as dropped.
+            if (is_tx) {
+                complete_in_flight_as_dropped(r);
+            } else {
+                reset_rx_window(r);
+            }
+            if (r.pending_used != 0) {
+                r.ring.publish_used();
+                r.pending_used = 0;
+            }
+        }
+        last_avail = r.ring.last_avail_idx();
+        r.ready = false;
+        r.memory.reset();
+        r.kick_fd = -1;
+        r.call_fd = -1;
+    });
+    return last_avail;
+}
+
+void VhostUserPort::on_call_fd_changed(vhost_user::VhostUserDevice&, uint32_t queue_index,
+                                       int call_fd) {
+    if (queue_index >= rings_.size()) {
+        return;
+    }
+    on_owner(queue_index, [&] { rings_[queue_index].call_fd = call_fd; });
+}
+
+}  // namespace vnet::ports

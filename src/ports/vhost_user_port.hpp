@@ -1,0 +1,149 @@
+// VhostUserPort: a VM's virtio-net device as a port. Queue pair q is the
+// port's queue q: its TX ring (2q+1, guest -> us) is a push-style source,
+// its RX ring (2q, us -> guest) a fill-style destination whose buffers a tap
+// read lands in directly.
+//
+// Threads: the VhostUserDevice (control thread) tells the port about rings
+// through the QueueObserver callbacks; the port hands each ring to the
+// worker that owns its queue pair with Worker::run_sync, so the barrier the
+// observer contract asks for holds: when a callback returns, the worker has
+// already picked the ring up or let go of it. Everything else runs on the
+// owning worker only, without locks.
+//
+// Hostile guests: a ring rule broken on the datapath (bad chain, avail
+// index jump, readable RX buffer) stops that ring at once on the worker,
+// counts a drop, and reports the reason through `on_ring_error` so the
+// control thread can break the device (one log line, connection dropped).
+#pragma once
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ports/port.hpp"
+#include "vhost_user/queue_observer.hpp"
+#include "virtio/descriptor_chain.hpp"
+#include "virtio/split_ring.hpp"
+
+namespace vnet::ports {
+
+class VhostUserPort final : public Port, public vhost_user::QueueObserver {
+public:
+    // Called on a worker thread when a guest breaks a ring rule; must only
+    // post the work to the control thread.
+    using RingErrorHandler = std::function<void(uint32_t ring_index, std::string reason)>;
+    // Called on the control thread when the first ring of a connection starts:
+    // the negotiated features (to set a tap's offloads and header size).
+    using FeaturesHandler = std::function<void(virtio::FeatureSet negotiated)>;
+
+    // Runs `work` on the thread that owns queue pair `queue` and returns once
+    // it ran (dataplane::Worker::run_sync): how the observer callbacks reach
+    // the datapath without locks.
+    using RunOnOwner = std::function<void(uint16_t queue, const std::function<void()>& work)>;
+
+    VhostUserPort(std::string name, uint16_t queue_pairs, RunOnOwner run_on_owner);
+    ~VhostUserPort() override;
+
+    void set_ring_error_handler(RingErrorHandler handler) { on_ring_error_ = std::move(handler); }
+    void set_features_handler(FeaturesHandler handler) { on_features_ = std::move(handler); }
+
+    PortKind kind() const override { return PortKind::vhost_user; }
+    uint16_t queue_count() const override { return queue_pairs_; }
+    bool queue_ready(uint16_t queue) const override;
+
+    uint16_t receive_burst(uint16_t queue, PacketBurst& burst, uint16_t max) override;
+    void complete_burst(uint16_t queue, const PacketBurst& burst, uint16_t done) override;
+    uint16_t transmit_burst(uint16_t queue, const PacketBurst& burst) override;
+
+    bool next_rx_buffer(uint16_t queue, uint32_t max_packet, std::span<const iovec>* out) override;
+    void commit_rx_buffer(uint16_t queue, uint32_t len) override;
+    void flush_rx_buffers(uint16_t queue) override;
+
+    WaitSpec receive_wait(uint16_t queue) const override;
+    WaitSpec transmit_wait(uint16_t queue) const override;
+    bool arm_receive_wait(uint16_t queue) override;
+    bool arm_transmit_wait(uint16_t queue) override;
+
+    uint32_t queue_generation(uint16_t queue) const override;
+    QueueCounters& rx_counters(uint16_t queue) override;
+    QueueCounters& tx_counters(uint16_t queue) override;
+
+    // QueueObserver (control thread).
+    void on_queue_ready(vhost_user::VhostUserDevice& device, uint32_t queue_index) override;
+    uint16_t on_queue_stopped(vhost_user::VhostUserDevice& device, uint32_t queue_index) override;
+    void on_call_fd_changed(vhost_user::VhostUserDevice& device, uint32_t queue_index,
+                            int call_fd) override;
+
+private:
+    // The RX window: heads popped from the guest's RX ring whose buffers the
+    // current burst is filling, in ring order. Unused ones are given back
+    // (unpop) at flush, which is why they must be the last ones popped.
+    static constexpr uint16_t kRxWindowHeads = 256;
+    struct RxHead {
+        uint16_t head;
+        uint16_t first_iov;
+        uint16_t iov_count;
+        uint32_t bytes;
+    };
+
+    struct Ring {
+        bool ready = false;
+        bool kicks_enabled = true;  // the guest's view: do we want kicks
+        virtio::SplitRing ring;
+        std::shared_ptr<const virtio::GuestMemoryMap> memory;
+        size_t region_hint = 0;
+        virtio::ChainWalkContext walk;
+        virtio::FeatureSet features;
+        uint32_t header_size = 12;
+        bool write_num_buffers = true;  // MRG_RXBUF or VERSION_1
+        bool mergeable = false;         // MRG_RXBUF
+        int kick_fd = -1;
+        int call_fd = -1;
+        uint16_t pending_used = 0;  // added since the last publish
+        uint32_t generation = 0;    // bumped each time the ring (re)starts
+        // TX only: heads handed out by receive_burst and not yet completed,
+        // oldest first (completions come in the same order). Completed as
+        // dropped if the ring stops while a destination still holds them.
+        std::array<uint16_t, kMaxBurstPackets> in_flight{};
+        uint16_t in_flight_first = 0;
+        uint16_t in_flight_count = 0;
+        // RX only: the window (see above).
+        std::array<RxHead, kRxWindowHeads> window{};
+        uint16_t window_count = 0;   // heads in the window
+        uint16_t window_pos = 0;     // first head not yet holding a packet
+        uint16_t window_taken = 0;   // heads the current packet's buffer spans
+        uint32_t requested_max = 0;  // max_packet of the current next_rx_buffer
+        uint16_t parked_avail = 0;   // avail heads left when the path parked
+        std::array<iovec, kMaxBurstIovecs> window_iovecs{};
+        uint16_t window_iovecs_used = 0;
+        uint16_t burst_packets = 0;
+        uint64_t burst_bytes = 0;
+        QueueCounters* counters = nullptr;  // outlives restarts: counts are per port
+    };
+
+    Ring& tx_ring(uint16_t queue) { return rings_[2u * queue + 1]; }
+    Ring& rx_ring(uint16_t queue) { return rings_[2u * queue]; }
+    const Ring& tx_ring(uint16_t queue) const { return rings_[2u * queue + 1]; }
+    const Ring& rx_ring(uint16_t queue) const { return rings_[2u * queue]; }
+    void on_owner(uint32_t ring_index, const std::function<void()>& work) const {
+        run_on_owner_(static_cast<uint16_t>(ring_index / 2), work);
+    }
+
+    void fail_ring(uint32_t ring_index, const char* what, const char* detail);
+    void publish_and_notify(Ring& r);
+    bool grow_rx_window(uint32_t ring_index, Ring& r, uint32_t need_bytes);
+    void reset_rx_window(Ring& r);
+    void complete_in_flight_as_dropped(Ring& r);
+
+    uint16_t queue_pairs_;
+    RunOnOwner run_on_owner_;
+    std::vector<Ring> rings_;                    // 2 per queue pair
+    std::unique_ptr<QueueCounters[]> counters_;  // one per ring
+    uint32_t generation_counter_ = 0;            // control thread (inside run_sync)
+    RingErrorHandler on_ring_error_;
+    FeaturesHandler on_features_;
+};
+
+}  // namespace vnet::ports

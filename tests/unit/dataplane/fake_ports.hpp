@@ -1,0 +1,128 @@
+// Scriptable ports for testing forwarding paths without guests or taps.
+#pragma once
+
+#include <cstring>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "ports/port.hpp"
+
+namespace vnet::dataplane::testing {
+
+// A source that hands out packets in its own memory (like a guest TX ring)
+// and records which ones were completed.
+class FakePushSource : public ports::Port {
+public:
+    FakePushSource() : Port("fake-push") {}
+    ports::PortKind kind() const override { return ports::PortKind::vhost_user; }
+    bool queue_ready(uint16_t) const override { return ready; }
+
+    void queue_packets(size_t n, size_t len) {
+        for (size_t i = 0; i < n; ++i) {
+            std::vector<uint8_t> p(len, static_cast<uint8_t>(next_id));
+            packets.push_back({next_id++, std::move(p)});
+        }
+    }
+
+    uint16_t receive_burst(uint16_t, ports::PacketBurst& burst, uint16_t max) override {
+        uint16_t n = 0;
+        while (n < max && handed_out < packets.size() && !burst.full()) {
+            auto& p = packets[handed_out++];
+            burst.free_iovecs()[0] = iovec{p.bytes.data(), p.bytes.size()};
+            burst.push(1, static_cast<uint32_t>(p.bytes.size()), p.id);
+            ++n;
+        }
+        ++bursts;
+        return n;
+    }
+    void complete_burst(uint16_t, const ports::PacketBurst& burst, uint16_t done) override {
+        for (uint16_t i = 0; i < done; ++i) {
+            completed.push_back(burst.packets[i].token);
+        }
+        ++complete_calls;
+    }
+    uint16_t transmit_burst(uint16_t, const ports::PacketBurst&) override { return 0; }
+    ports::WaitSpec receive_wait(uint16_t) const override { return {}; }
+    ports::WaitSpec transmit_wait(uint16_t) const override { return {}; }
+    ports::QueueCounters& rx_counters(uint16_t) override { return rx; }
+    ports::QueueCounters& tx_counters(uint16_t) override { return tx; }
+
+    struct Packet {
+        uint32_t id;
+        std::vector<uint8_t> bytes;
+    };
+    std::deque<Packet> packets;
+    size_t handed_out = 0;
+    uint32_t next_id = 0;
+    std::vector<uint32_t> completed;
+    int bursts = 0;
+    int complete_calls = 0;
+    bool ready = true;
+    ports::QueueCounters rx, tx;
+};
+
+// A destination that accepts at most `room` packets, then reports full.
+class FakeSink : public ports::Port {
+public:
+    FakeSink() : Port("fake-sink") {}
+    ports::PortKind kind() const override { return ports::PortKind::tap; }
+    bool queue_ready(uint16_t) const override { return true; }
+    uint16_t transmit_burst(uint16_t, const ports::PacketBurst& burst) override {
+        uint16_t n = 0;
+        while (n < burst.count && room > 0) {
+            auto iov = burst.packet_iovecs(n);
+            const auto* b = static_cast<const uint8_t*>(iov[0].iov_base);
+            received.emplace_back(b, b + iov[0].iov_len);
+            --room;
+            ++n;
+        }
+        burst_sizes.push_back(burst.count);
+        return n;
+    }
+    ports::WaitSpec receive_wait(uint16_t) const override { return {}; }
+    ports::WaitSpec transmit_wait(uint16_t) const override { return {42, 4, false}; }
+    ports::QueueCounters& rx_counters(uint16_t) override { return rx; }
+    ports::QueueCounters& tx_counters(uint16_t) override { return tx; }
+
+    size_t room = SIZE_MAX;
+    std::vector<std::vector<uint8_t>> received;
+    std::vector<uint16_t> burst_sizes;
+    ports::QueueCounters rx, tx;
+};
+
+// A fill-style source (like a tap): reads queued frames into given buffers.
+class FakeFillSource : public ports::Port {
+public:
+    FakeFillSource() : Port("fake-fill") {}
+    ports::PortKind kind() const override { return ports::PortKind::tap; }
+    bool queue_ready(uint16_t) const override { return true; }
+    uint16_t transmit_burst(uint16_t, const ports::PacketBurst&) override { return 0; }
+    int32_t receive_one(uint16_t, std::span<const iovec> buffer) override {
+        if (frames.empty()) {
+            return 0;
+        }
+        std::vector<uint8_t> f = std::move(frames.front());
+        frames.pop_front();
+        size_t off = 0;
+        for (const iovec& v : buffer) {
+            size_t n = std::min(v.iov_len, f.size() - off);
+            std::memcpy(v.iov_base, f.data() + off, n);
+            off += n;
+            if (off == f.size()) {
+                break;
+            }
+        }
+        return static_cast<int32_t>(off);
+    }
+    uint32_t max_packet_size() const override { return 2048; }
+    ports::WaitSpec receive_wait(uint16_t) const override { return {7, 1, false}; }
+    ports::WaitSpec transmit_wait(uint16_t) const override { return {}; }
+    ports::QueueCounters& rx_counters(uint16_t) override { return rx; }
+    ports::QueueCounters& tx_counters(uint16_t) override { return tx; }
+
+    std::deque<std::vector<uint8_t>> frames;
+    ports::QueueCounters rx, tx;
+};
+
+}  // namespace vnet::dataplane::testing

@@ -1,0 +1,109 @@
+#include "dataplane/forward_path.hpp"
+
+#include <gtest/gtest.h>
+
+#include "dataplane/fake_ports.hpp"
+#include "ports/null_port.hpp"
+
+namespace vnet::dataplane {
+namespace {
+
+using testing::FakeFillSource;
+using testing::FakePushSource;
+using testing::FakeSink;
+
+TEST(ForwardPath, pushes_packets_in_bursts_of_tx_batch) {
+    FakePushSource src;
+    FakeSink dst;
+    src.queue_packets(100, 60);
+    ForwardPath path(src, 0, dst, 0, PathOptions{.tx_batch = 32});
+    TurnResult turn = path.run_turn();
+    EXPECT_EQ(turn.packets, 100u);
+    EXPECT_EQ(turn.bytes, 6000u);
+    EXPECT_EQ(turn.wait, PathWait::source);
+    EXPECT_EQ(dst.burst_sizes, (std::vector<uint16_t>{32, 32, 32, 4}));
+    EXPECT_EQ(src.completed.size(), 100u);
+}
+
+TEST(ForwardPath, stops_a_turn_at_the_packet_weight) {
+    FakePushSource src;
+    FakeSink dst;
+    src.queue_packets(1000, 60);
+    ForwardPath path(src, 0, dst, 0, PathOptions{.tx_batch = 64, .weight_packets = 256});
+    TurnResult turn = path.run_turn();
+    EXPECT_EQ(turn.packets, 256u);
+    EXPECT_EQ(turn.wait, PathWait::none);
+}
+
+TEST(ForwardPath, stops_a_turn_at_the_byte_weight) {
+    FakePushSource src;
+    FakeSink dst;
+    src.queue_packets(1000, 1500);
+    ForwardPath path(src, 0, dst, 0,
+                     PathOptions{.tx_batch = 1, .weight_packets = 256, .weight_bytes = 15000});
+    TurnResult turn = path.run_turn();
+    EXPECT_EQ(turn.packets, 10u);
+    EXPECT_EQ(turn.wait, PathWait::none);
+}
+
+TEST(ForwardPath, keeps_packets_the_destination_refused_and_sends_them_first_next_turn) {
+    FakePushSource src;
+    FakeSink dst;
+    src.queue_packets(10, 60);
+    dst.room = 3;
+    ForwardPath path(src, 0, dst, 0, PathOptions{.tx_batch = 8});
+    TurnResult first = path.run_turn();
+    EXPECT_EQ(first.packets, 3u);
+    EXPECT_EQ(first.wait, PathWait::destination);
+    EXPECT_EQ(path.wait_spec(first.wait).fd, 42);
+    EXPECT_EQ(src.completed, (std::vector<uint32_t>{0, 1, 2}));
+
+    dst.room = SIZE_MAX;
+    TurnResult second = path.run_turn();
+    EXPECT_EQ(second.packets, 7u);
+    ASSERT_EQ(dst.received.size(), 10u);
+    for (size_t i = 0; i < 10; ++i) {
+        EXPECT_EQ(dst.received[i][0], i) << "packet " << i << " out of order";
+    }
+    EXPECT_EQ(src.completed.size(), 10u);
+}
+
+TEST(ForwardPath, does_nothing_while_an_end_is_not_ready) {
+    FakePushSource src;
+    FakeSink dst;
+    src.queue_packets(5, 60);
+    src.ready = false;
+    ForwardPath path(src, 0, dst, 0, PathOptions{});
+    TurnResult turn = path.run_turn();
+    EXPECT_EQ(turn.packets, 0u);
+    EXPECT_EQ(turn.wait, PathWait::not_ready);
+    EXPECT_EQ(src.bursts, 0);
+}
+
+TEST(ForwardPath, fills_destination_buffers_from_a_reading_source) {
+    FakeFillSource src;
+    ports::NullPort dst("null");
+    for (int i = 0; i < 70; ++i) {
+        src.frames.push_back(std::vector<uint8_t>(100, 1));
+    }
+    ForwardPath path(src, 0, dst, 0, PathOptions{.tx_batch = 64});
+    EXPECT_EQ(path.style(), ForwardPath::Style::fill);
+    TurnResult turn = path.run_turn();
+    EXPECT_EQ(turn.packets, 70u);
+    EXPECT_EQ(turn.wait, PathWait::source);
+    EXPECT_EQ(path.wait_spec(turn.wait).fd, 7);
+    EXPECT_EQ(dst.tx_counters(0).packets.get(), 70u);
+    EXPECT_EQ(dst.tx_counters(0).bursts.get(), 2u);  // one publish per 64, then the rest
+}
+
+TEST(ForwardPath, clamps_tx_batch_to_the_burst_capacity) {
+    FakePushSource src;
+    FakeSink dst;
+    ForwardPath zero(src, 0, dst, 0, PathOptions{.tx_batch = 0});
+    ForwardPath huge(src, 0, dst, 0, PathOptions{.tx_batch = 1000});
+    EXPECT_EQ(zero.options().tx_batch, 1);
+    EXPECT_EQ(huge.options().tx_batch, ports::kMaxBurstPackets);
+}
+
+}  // namespace
+}  // namespace vnet::dataplane
