@@ -19,19 +19,19 @@ namespace vnet::virtio {
 
 enum class ChainError : uint8_t {
     ok,
-    head_out_of_range,           // head index >= queue size
-    next_out_of_range,           // a `next` index >= queue size (or >= indirect table length)
-    chain_loop,                  // more descriptors than the ring (or table) holds
-    indirect_not_negotiated,     // INDIRECT flag without VIRTIO_F_INDIRECT_DESC
-    indirect_nested,             // INDIRECT inside an indirect table
-    indirect_with_next,          // INDIRECT together with NEXT (§2.7.5.3.1)
-    indirect_bad_length,         // table length 0 or not a multiple of 16
-    indirect_too_large,          // table has more entries than the queue size allows
-    indirect_table_unmapped,     // table not wholly inside one guest memory region
-    readable_after_writable,     // a device-readable descriptor after a writable one
-    total_length_overflow,       // chain length >= 2^32 (§2.7.5.2)
-    too_many_segments,           // more iovecs than the caller's limit
-    buffer_unmapped,             // a buffer not wholly inside guest memory
+    head_out_of_range,        // head index >= queue size
+    next_out_of_range,        // a `next` index >= queue size (or >= indirect table length)
+    chain_loop,               // more descriptors than the ring (or table) holds
+    indirect_not_negotiated,  // INDIRECT flag without VIRTIO_F_INDIRECT_DESC
+    indirect_nested,          // INDIRECT inside an indirect table
+    indirect_with_next,       // INDIRECT together with NEXT (§2.7.5.3.1)
+    indirect_bad_length,      // table length 0 or not a multiple of 16
+    indirect_too_large,       // table has more entries than the queue size allows
+    indirect_table_unmapped,  // table not wholly inside one guest memory region
+    readable_after_writable,  // a device-readable descriptor after a writable one
+    total_length_overflow,    // chain length >= 2^32 (§2.7.5.2)
+    too_many_segments,        // more iovecs than the caller's limit
+    buffer_unmapped,          // a buffer not wholly inside guest memory
 };
 const char* to_string(ChainError e);
 
@@ -58,7 +58,7 @@ struct ChainWalkContext {
 
 // Walks the chain starting at `head`. On ok, `out[0..chain.segment_count())`
 // holds the buffers. Zero-length descriptors are skipped (they add no iovec).
-ChainError walk_descriptor_chain(const ChainWalkContext& ctx, uint16_t head,
-                                 std::span<iovec> out, DescriptorChain& chain);
+ChainError walk_descriptor_chain(const ChainWalkContext& ctx, uint16_t head, std::span<iovec> out,
+                                 DescriptorChain& chain);
 
 }  // namespace vnet::virtio

@@ -77,7 +77,10 @@ public:
     // EVENT_IDX). enable: clear it, or with EVENT_IDX write avail_event =
     // the avail index we have seen; then fence and re-check avail->idx.
     // Returns true if new buffers arrived meanwhile: the caller should
-    // disable again and keep working instead of sleeping.
+    // disable again and keep working instead of sleeping. "New" means heads
+    // we have never popped (kernel vhost_enable_notify); heads given back by
+    // unpop_avail do not count, else a packet too big for the posted buffers
+    // would spin forever (the Linux 6.18 IN_ORDER livelock, kernel-datapath §4).
     void disable_notifications();
     bool enable_notifications();
 
@@ -92,6 +95,7 @@ private:
     uint16_t used_idx_shadow_ = 0;   // next used slot; published value lags until publish_used
     uint16_t signalled_used_ = 0;    // used idx at our last call
     bool signalled_used_valid_ = false;
+    uint16_t given_back_ = 0;  // heads from last_avail_idx_ on that unpop_avail returned
 };
 
 }  // namespace vnet::virtio

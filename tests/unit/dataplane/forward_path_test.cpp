@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "dataplane/fake_ports.hpp"
+#include "unit/dataplane/fake_ports.hpp"
 #include "ports/null_port.hpp"
 
 namespace vnet::dataplane {

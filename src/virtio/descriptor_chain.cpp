@@ -1,0 +1,224 @@
+#include "virtio/descriptor_chain.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+namespace vnet::virtio {
+
+const char* to_string(ChainError e) {
+    switch (e) {
+        case ChainError::ok:
+            return "ok";
+        case ChainError::head_out_of_range:
+            return "chain head index >= queue size";
+        case ChainError::next_out_of_range:
+            return "descriptor next index out of range";
+        case ChainError::chain_loop:
+            return "descriptor chain loops";
+        case ChainError::indirect_not_negotiated:
+            return "INDIRECT flag without INDIRECT_DESC";
+        case ChainError::indirect_nested:
+            return "INDIRECT descriptor inside an indirect table";
+        case ChainError::indirect_with_next:
+            return "INDIRECT and NEXT set together";
+        case ChainError::indirect_bad_length:
+            return "indirect table length is 0 or not a multiple of 16";
+        case ChainError::indirect_too_large:
+            return "indirect table larger than the queue size";
+        case ChainError::indirect_table_unmapped:
+            return "indirect table not inside one memory region";
+        case ChainError::readable_after_writable:
+            return "device-readable descriptor after a writable one";
+        case ChainError::total_length_overflow:
+            return "chain length >= 2^32 bytes";
+        case ChainError::too_many_segments:
+            return "chain needs more iovecs than allowed";
+        case ChainError::buffer_unmapped:
+            return "buffer not inside guest memory";
+    }
+    return "unknown chain error";
+}
+
+namespace {
+
+// One descriptor as read, once, from guest memory. Checks run on this copy
+// only, so the guest cannot change a field between check and use.
+struct LocalDesc {
+    uint64_t addr;
+    uint32_t len;
+    uint16_t flags;
+    uint16_t next;
+};
+
+// Indirect tables need not be 8-byte aligned (the spec does not say so), and
+// an atomic load of a misaligned uint64_t is undefined: read those byte-wise.
+[[gnu::cold, gnu::noinline]] LocalDesc read_misaligned_desc_once(const VirtqDesc* d) {
+    const auto* src = reinterpret_cast<const uint8_t*>(d);
+    uint8_t bytes[sizeof(VirtqDesc)];
+    for (size_t i = 0; i < sizeof(bytes); ++i) {
+        bytes[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+    }
+    LocalDesc out;
+    std::memcpy(&out.addr, bytes, 8);
+    std::memcpy(&out.len, bytes + 8, 4);
+    std::memcpy(&out.flags, bytes + 12, 2);
+    std::memcpy(&out.next, bytes + 14, 2);
+    return out;
+}
+
+// Relaxed atomic loads of the two 64-bit halves: the compiler may neither
+// re-fetch nor tear them. No ordering is needed: the acquire of avail->idx
+// already ordered the driver's descriptor writes before this read.
+inline LocalDesc read_desc_once(const VirtqDesc* d) {
+    if ((reinterpret_cast<uintptr_t>(d) & 7) != 0) [[unlikely]] {
+        return read_misaligned_desc_once(d);
+    }
+    const auto* words = static_cast<const uint64_t*>(static_cast<const void*>(d));
+    const uint64_t addr = __atomic_load_n(&words[0], __ATOMIC_RELAXED);
+    const uint64_t rest = __atomic_load_n(&words[1], __ATOMIC_RELAXED);  // len, flags, next (LE)
+    return LocalDesc{addr, static_cast<uint32_t>(rest), static_cast<uint16_t>(rest >> 32),
+                     static_cast<uint16_t>(rest >> 48)};
+}
+
+// gpa_to_iovecs failed: tell "out of iovecs" from "not mapped" (cold path).
+[[gnu::cold, gnu::noinline]] ChainError classify_buffer_failure(const GuestMemoryMap& memory,
+                                                                uint64_t gpa, uint64_t len) {
+    if (gpa + len < gpa) {
+        return ChainError::buffer_unmapped;
+    }
+    while (len > 0) {
+        const GuestRegion* r = memory.find_gpa(gpa);
+        if (r == nullptr) {
+            return ChainError::buffer_unmapped;
+        }
+        const uint64_t piece = std::min(len, r->gpa_end() - gpa);
+        gpa += piece;
+        len -= piece;
+    }
+    return ChainError::too_many_segments;
+}
+
+struct WalkState {
+    const VirtqDesc* table;
+    uint32_t table_size;  // entries in `table`: queue size, or indirect table length
+    bool in_indirect = false;
+    size_t segments = 0;
+    uint64_t total_bytes = 0;
+    uint32_t readable_segments = 0;
+    uint64_t readable_bytes = 0;
+    bool seen_writable = false;
+};
+
+// Switches the walk into the indirect table `d` refers to.
+inline ChainError enter_indirect(const ChainWalkContext& ctx, const LocalDesc& d, WalkState& s) {
+    // virtio 1.2 §2.7.5.3.1: INDIRECT only if VIRTIO_F_INDIRECT_DESC was negotiated
+    if (!ctx.indirect_allowed) {
+        return ChainError::indirect_not_negotiated;
+    }
+    // virtio 1.2 §2.7.5.3.1: no INDIRECT inside an indirect table (one table per descriptor)
+    if (s.in_indirect) {
+        return ChainError::indirect_nested;
+    }
+    // virtio 1.2 §2.7.5.3.1: a driver MUST NOT set both INDIRECT and NEXT
+    if ((d.flags & VirtqDesc::kFlagNext) != 0) {
+        return ChainError::indirect_with_next;
+    }
+    // virtio 1.2 §2.7.5.3: the table is len/16 descriptors; vhost get_indirect: len % 16 is
+    // -EINVAL, and an empty table has no end-of-chain descriptor
+    if (d.len == 0 || d.len % sizeof(VirtqDesc) != 0) {
+        return ChainError::indirect_bad_length;
+    }
+    const uint32_t entries = d.len / sizeof(VirtqDesc);
+    // virtio 1.2 §2.7.5.3.1: no chain longer than the queue size (vhost: > 65536 is -E2BIG)
+    if (entries > ctx.queue_size || entries > 65536) {
+        return ChainError::indirect_too_large;
+    }
+    // vhost translate_desc: the table is read in place, so it must lie in one region
+    const uint8_t* host = ctx.memory->gpa_to_host(d.addr, d.len, ctx.region_hint);
+    if (host == nullptr) {
+        return ChainError::indirect_table_unmapped;
+    }
+    s.table = static_cast<const VirtqDesc*>(static_cast<const void*>(host));
+    s.table_size = entries;
+    s.in_indirect = true;
+    return ChainError::ok;
+}
+
+// Appends one non-indirect descriptor's buffer to the iovecs. A zero-length
+// buffer adds no iovec but still counts for the readable/writable order.
+inline ChainError add_buffer(const ChainWalkContext& ctx, const LocalDesc& d, std::span<iovec> out,
+                             WalkState& s) {
+    const bool writable = (d.flags & VirtqDesc::kFlagWrite) != 0;
+    // virtio 1.2 §2.7.5.2: device-writable descriptors come after all device-readable ones
+    if (!writable && s.seen_writable) {
+        return ChainError::readable_after_writable;
+    }
+    if (writable && !s.seen_writable) {
+        s.seen_writable = true;
+        s.readable_segments = static_cast<uint32_t>(s.segments);
+        s.readable_bytes = s.total_bytes;
+    }
+    s.total_bytes += d.len;
+    // virtio 1.2 §2.7.5.2: a chain longer than 2^32 bytes is illegal
+    if (s.total_bytes > UINT32_MAX) {
+        return ChainError::total_length_overflow;
+    }
+    // vhost translate_desc: a buffer may span regions (one iovec each) but must be mapped
+    if (!ctx.memory->gpa_to_iovecs(d.addr, d.len, out, &s.segments, ctx.region_hint)) {
+        return classify_buffer_failure(*ctx.memory, d.addr, d.len);
+    }
+    return ChainError::ok;
+}
+
+}  // namespace
+
+ChainError walk_descriptor_chain(const ChainWalkContext& ctx, uint16_t head, std::span<iovec> out,
+                                 DescriptorChain& chain) {
+    // vhost_get_vq_desc: "Guest says index %u > %u" (the head must name a descriptor)
+    if (head >= ctx.queue_size) {
+        return ChainError::head_out_of_range;
+    }
+    // Segment counts are 16-bit in DescriptorChain.
+    out = out.first(std::min<size_t>(out.size(), UINT16_MAX));
+    WalkState s{ctx.desc_table, ctx.queue_size};
+    uint32_t index = head;
+    uint32_t visited = 0;
+    for (;;) {
+        // virtio 1.2 §2.7.5.2: loops are forbidden; vhost: "Loop detected" once found > num
+        if (++visited > s.table_size) {
+            return ChainError::chain_loop;
+        }
+        const LocalDesc d = read_desc_once(&s.table[index]);
+        const bool indirect = (d.flags & VirtqDesc::kFlagIndirect) != 0;
+        const ChainError e = indirect ? enter_indirect(ctx, d, s) : add_buffer(ctx, d, out, s);
+        if (e != ChainError::ok) [[unlikely]] {
+            return e;
+        }
+        if (indirect) {
+            index = 0;  // virtio 1.2 §2.7.5.3: the table's first descriptor is index 0
+            visited = 0;
+            continue;
+        }
+        if ((d.flags & VirtqDesc::kFlagNext) == 0) {
+            break;
+        }
+        index = d.next;
+        // virtio 1.2 §2.7.5: next names a descriptor of the same table; vhost: -EINVAL if >= num
+        if (index >= s.table_size) {
+            return ChainError::next_out_of_range;
+        }
+    }
+    if (!s.seen_writable) {
+        s.readable_segments = static_cast<uint32_t>(s.segments);
+        s.readable_bytes = s.total_bytes;
+    }
+    chain.head = head;
+    chain.readable_segments = static_cast<uint16_t>(s.readable_segments);
+    chain.writable_segments = static_cast<uint16_t>(s.segments - s.readable_segments);
+    chain.readable_bytes = static_cast<uint32_t>(s.readable_bytes);
+    chain.writable_bytes = static_cast<uint32_t>(s.total_bytes - s.readable_bytes);
+    return ChainError::ok;
+}
+
+}  // namespace vnet::virtio
