@@ -92,6 +92,12 @@ TurnResult ForwardPath::fill_turn() {
     return turn;
 }
 
+void ForwardPath::on_guest_fault(uintptr_t address) {
+    pending_.clear();
+    source_.on_guest_fault(source_queue_, address);
+    destination_.on_guest_fault(destination_queue_, address);
+}
+
 ports::WaitSpec ForwardPath::wait_spec(PathWait wait) const {
     switch (wait) {
         case PathWait::source:

@@ -44,6 +44,9 @@ public:
                 uint16_t destination_queue, const PathOptions& options);
 
     TurnResult run_turn();
+    // run_turn() touched lost guest memory at `address` (SIGBUS): drop what
+    // the path holds and let the port that owns the memory stop its queue.
+    void on_guest_fault(uintptr_t address);
 
     // The fd and events to sleep on after a turn that ended in `wait`.
     ports::WaitSpec wait_spec(PathWait wait) const;

@@ -13,6 +13,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/guest_fault.hpp"
+
 namespace vnet::dataplane {
 
 namespace {
@@ -48,6 +50,7 @@ void Worker::start() {
     if (running_.exchange(true)) {
         return;
     }
+    install_guest_fault_handler();
     stop_requested_.store(false);
     thread_ = std::thread([this] { run(); });
     ::pthread_setname_np(thread_.native_handle(), options_.name.substr(0, 15).c_str());
@@ -135,7 +138,14 @@ void Worker::run_commands() {
 bool Worker::run_round() {
     bool worked = false;
     for (size_t i = 0; i < paths_.size(); ++i) {
-        TurnResult turn = paths_[i]->run_turn();
+        TurnResult turn;
+        uintptr_t fault_address = 0;
+        // A front end may truncate its memory file under us: the access
+        // faults, run_guarded returns false, and only that port's queue stops.
+        if (!run_guarded([&] { turn = paths_[i]->run_turn(); }, &fault_address)) {
+            paths_[i]->on_guest_fault(fault_address);
+            turn = TurnResult{0, 0, PathWait::not_ready};
+        }
         last_wait_[i] = turn.wait;
         worked |= turn.packets != 0;
     }

@@ -102,6 +102,11 @@ public:
     virtual bool arm_receive_wait(uint16_t) { return true; }
     virtual bool arm_transmit_wait(uint16_t) { return true; }
 
+    // A guarded datapath access to `address` faulted (SIGBUS: the front end
+    // shrank its memory). A port whose memory holds that address stops the
+    // queue and breaks its device; others ignore it.
+    virtual void on_guest_fault(uint16_t /*queue*/, uintptr_t /*address*/) {}
+
     // Per-queue counters for the two directions, seen from the port.
     virtual QueueCounters& rx_counters(uint16_t queue) = 0;  // packets out of the port
     virtual QueueCounters& tx_counters(uint16_t queue) = 0;  // packets into the port

@@ -382,6 +382,23 @@ QueueCounters& VhostUserPort::tx_counters(uint16_t queue) {
     return *rx_ring(queue).counters;
 }
 
+void VhostUserPort::on_guest_fault(uint16_t queue, uintptr_t address) {
+    for (uint32_t ring_index : {2u * queue, 2u * queue + 1}) {
+        Ring& r = rings_[ring_index];
+        if (!r.ready || !r.memory) {
+            continue;
+        }
+        for (const virtio::GuestRegion& region : r.memory->regions()) {
+            auto start = reinterpret_cast<uintptr_t>(region.host_addr);
+            if (address - start < region.size) {
+                fail_ring(ring_index, "guest memory",
+                          "access faulted (SIGBUS): the front end shrank a memory region");
+                break;
+            }
+        }
+    }
+}
+
 // ---- control thread ---------------------------------------------------------------
 
 void VhostUserPort::fail_ring(uint32_t ring_index, const char* what, const char* detail) {

@@ -67,6 +67,7 @@ public:
     bool arm_transmit_wait(uint16_t queue) override;
 
     uint32_t queue_generation(uint16_t queue) const override;
+    void on_guest_fault(uint16_t queue, uintptr_t address) override;
     QueueCounters& rx_counters(uint16_t queue) override;
     QueueCounters& tx_counters(uint16_t queue) override;
 
