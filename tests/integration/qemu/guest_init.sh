@@ -1,0 +1,115 @@
+#!/bin/busybox sh
+# /init of the test guest (see build_initramfs.sh). Reads its parameters from
+# the kernel command line:
+#   vnet_host=IP    the host side of the tap (ping and iperf3 server)
+#   vnet_guest=IP   eth0's address (/24)
+#   vnet_secs=N     seconds per iperf3 direction
+#   vnet_trace_drops=1  (optional) report the kernel's skb drops and reasons
+# and reports on the console, one fact per line, each line starting with
+# "VNET-GUEST " so that the host can grep them out of the kernel's output.
+# Always ends with "VNET-GUEST done" and a power-off, whatever failed.
+/bin/busybox --install -s
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+# Only errors from the kernel from here on: they would split our lines.
+echo 1 >/proc/sys/kernel/printk
+
+say() { echo "VNET-GUEST $*"; }
+# report TAG FILE: every line of FILE as "VNET-GUEST TAG: line"
+report() { sed "s/^/VNET-GUEST $1: /" "$2"; }
+finish() {
+    say "done"
+    sync
+    poweroff -f
+    sleep 5
+    echo o >/proc/sysrq-trigger
+}
+
+HOST_IP='' GUEST_IP='' SECS=3
+# shellcheck disable=SC2013 # words, not lines
+for w in $(cat /proc/cmdline); do
+    case "$w" in
+    vnet_host=*) HOST_IP=${w#*=} ;;
+    vnet_guest=*) GUEST_IP=${w#*=} ;;
+    vnet_secs=*) SECS=${w#*=} ;;
+    vnet_trace_drops=1) TRACE_DROPS=1 ;;
+    esac
+done
+# vnet_trace_drops=1: record every kfree_skb (a drop, with its reason) and
+# report them at the end, grouped.
+if [ -n "${TRACE_DROPS:-}" ]; then
+    mount -t tracefs tracefs /sys/kernel/tracing
+    echo 4096 >/sys/kernel/tracing/buffer_size_kb
+    echo 1 >/sys/kernel/tracing/events/skb/kfree_skb/enable
+fi
+say "boot ok, kernel $(uname -r), host $HOST_IP guest $GUEST_IP secs $SECS"
+
+while read -r m; do
+    insmod "/modules/$m.ko" 2>/tmp/insmod.err || {
+        report "insmod-$m" /tmp/insmod.err
+        say "insmod $m failed"
+    }
+done </modules/order
+
+i=0
+while [ ! -e /sys/class/net/eth0 ] && [ $i -lt 100 ]; do
+    sleep 0.1
+    i=$((i + 1))
+done
+if [ ! -e /sys/class/net/eth0 ]; then
+    say "no eth0"
+    finish
+fi
+
+# Features the driver and the device agreed on: one '0'/'1' per bit, bit 0
+# first (drivers/virtio/virtio.c features_show).
+for d in /sys/bus/virtio/devices/*; do
+    [ "$(cat "$d/device")" = 0x0001 ] && say "features $(cat "$d/features")"
+done
+
+ip link set lo up
+ip addr add "$GUEST_IP/24" dev eth0
+ip link set eth0 up
+i=0
+while [ "$(cat /sys/class/net/eth0/operstate)" != up ] && [ $i -lt 50 ]; do
+    sleep 0.1
+    i=$((i + 1))
+done
+say "eth0 operstate $(cat /sys/class/net/eth0/operstate) mtu $(cat /sys/class/net/eth0/mtu)"
+
+ping -c 3 -i 0.5 -W 5 "$HOST_IP" >/tmp/ping.out 2>&1
+rc=$?
+report ping /tmp/ping.out
+say "ping-rc $rc"
+
+# guest -> host (tx), then host -> guest (rx, iperf3 -R)
+for dir in tx rx; do
+    flag=
+    [ $dir = rx ] && flag=-R
+    timeout $((SECS + 40)) iperf3 -c "$HOST_IP" -t "$SECS" -f m --connect-timeout 10000 $flag \
+        >/tmp/iperf-$dir.out 2>&1
+    rc=$?
+    report "iperf-$dir" /tmp/iperf-$dir.out
+    say "iperf-$dir-rc $rc"
+done
+
+# Let the last segments and FINs of iperf3 land: after this, nothing moves
+# (no IPv6: ipv6.disable=1), so these counters are final and the host can
+# compare them with vnetd's exactly.
+sleep 1
+for f in /sys/class/net/eth0/statistics/*; do
+    say "eth0 ${f##*/} $(cat "$f")"
+done
+if [ -n "${TRACE_DROPS:-}" ]; then
+    echo 0 >/sys/kernel/tracing/events/skb/kfree_skb/enable
+    grep -o 'skbaddr=.*' /sys/kernel/tracing/trace | sed 's/skbaddr=[^ ]* //' |
+        sort | uniq -c | sort -rn | head -n 20 >/tmp/drops.out
+    report drops /tmp/drops.out
+fi
+# What the kernel said (debug messages too: vnet_append=virtio_net.dyndbg=+p)
+dmesg | grep -iE 'virtio|eth0|net' | tail -n 20 >/tmp/dmesg.out
+report dmesg /tmp/dmesg.out
+finish
