@@ -1,0 +1,287 @@
+// VhostUserDevice: construction, the dispatcher (reply policy), the broken
+// state and the queue ready/stopped transitions. Handlers live in
+// device_features.cpp, device_vring.cpp and device_memory.cpp.
+#include "vhost_user/device.hpp"
+
+#include <algorithm>
+
+#include "common/guest_fault.hpp"
+#include "vhost_user/request_table.hpp"
+
+namespace vnet::vhost_user {
+namespace {
+
+// A refusal is logged; a peer that sends nothing but bad (acked) messages
+// must not flood the log, so each device logs at most this many.
+constexpr uint32_t kMaxLoggedRefusals = 32;
+
+virtio::FeatureSet compute_offered_features(const DeviceConfig& c) {
+    virtio::FeatureSet offered = c.features & kDefaultDeviceFeatures;
+    if (c.max_queue_pairs > 1) {
+        offered = offered.with(virtio::Feature::net_mq);
+    }
+    if (c.mtu.has_value()) {
+        offered = offered.with(virtio::Feature::net_mtu);
+    }
+    // vhost-user.rst: bit 30 tells the front end it may use GET_PROTOCOL_FEATURES.
+    return offered.with(virtio::Feature::vhost_user_protocol_features);
+}
+
+// virtio 1.2 §2.7 "Virtqueue Part Alignment" and the sizes for `num`
+// entries; each area must lie wholly inside one region (CVE-2018-1059 class).
+bool translate_ring(const VringAddr& a, uint32_t num, const virtio::GuestMemoryMap& memory,
+                    virtio::SplitRingLayout* out) {
+    uint8_t* desc = memory.uva_to_host(a.desc_user_addr, virtio::desc_table_bytes(num));
+    uint8_t* avail = memory.uva_to_host(a.avail_user_addr, virtio::avail_ring_bytes(num));
+    uint8_t* used = memory.uva_to_host(a.used_user_addr, virtio::used_ring_bytes(num));
+    if (desc == nullptr || avail == nullptr || used == nullptr) {
+        return false;
+    }
+    // The front end's alignment holds for its addresses; a region mapped at a
+    // different offset modulo 16 would misalign ours, so check the host side too.
+    auto aligned = [](const uint8_t* p, uint64_t align) {
+        return reinterpret_cast<uintptr_t>(p) % align == 0;
+    };
+    if (!aligned(desc, virtio::kDescTableAlign) || !aligned(avail, virtio::kAvailRingAlign) ||
+        !aligned(used, virtio::kUsedRingAlign)) {
+        return false;
+    }
+    out->desc = reinterpret_cast<virtio::VirtqDesc*>(desc);
+    out->avail = reinterpret_cast<virtio::VirtqAvail*>(avail);
+    out->used = reinterpret_cast<virtio::VirtqUsed*>(used);
+    out->size = static_cast<uint16_t>(num);  // <= 32768, checked at SET_VRING_NUM
+    return true;
+}
+
+}  // namespace
+
+VhostUserDevice::VhostUserDevice(DeviceConfig config, QueueObserver* observer)
+    : config_(std::move(config)),
+      observer_(observer),
+      log_(make_logger(config_.name)),
+      memory_(std::make_shared<const virtio::GuestMemoryMap>()) {
+    config_.max_queue_pairs = std::clamp<uint32_t>(config_.max_queue_pairs, 1, kMaxQueuePairs);
+    offered_features_ = compute_offered_features(config_);
+    offered_protocol_ =
+        ProtocolFeatureSet(config_.protocol_features.bits() & kSupportedProtocolFeatures.bits());
+    queues_.resize(2 * config_.max_queue_pairs);
+    install_guest_fault_handler();  // we read guest memory when a ring starts
+}
+
+VhostUserDevice::~VhostUserDevice() {
+    stop_all_queues();
+}
+
+DispatchResult VhostUserDevice::handle_message(Message& request, Message& reply) {
+    const RequestSpec* spec = find_request_spec(request.header.request);
+    const MessageError error = run_request(spec, request, reply);
+    // Hostile-input rule 3: fds a handler did not keep are closed on every path.
+    request.close_fds();
+    last_error_ = error;
+    return apply_reply_policy(spec, request, error, reply);
+}
+
+MessageError VhostUserDevice::run_request(const RequestSpec* spec, Message& request,
+                                          Message& reply) {
+    if (broken_) {
+        return MessageError::device_broken;
+    }
+    if (spec == nullptr) {
+        return MessageError::unknown_request;
+    }
+    if (request.is_reply()) {
+        return MessageError::reply_flag_on_request;
+    }
+    // Hostile-input rule 6: answer only what was negotiated.
+    if (spec->needs.has_value() && !acked_protocol_.has(*spec->needs)) {
+        return MessageError::protocol_feature_not_negotiated;
+    }
+    if (spec->handler == nullptr) {
+        return MessageError::unsupported_request;
+    }
+    if (MessageError e = check_payload_size(*spec, request); e != MessageError::ok) {
+        return e;
+    }
+    if (MessageError e = check_fd_count(*spec, request); e != MessageError::ok) {
+        return e;
+    }
+    reply.header = {request.header.request, kReplyFlags, 0};
+    return (this->*spec->handler)(request, reply);
+}
+
+DispatchResult VhostUserDevice::apply_reply_policy(const RequestSpec* spec, const Message& request,
+                                                   MessageError error, Message& reply) {
+    DispatchResult result;
+    result.error = error;
+    const bool own_reply = spec != nullptr && spec->has_reply;
+    // vhost-user.rst REPLY_ACK: with NEED_REPLY, u64 0 on success, non-zero on
+    // failure, unless the request has its own reply.
+    const bool ack =
+        !own_reply && request.needs_reply() && acked_protocol_.has(ProtocolFeature::reply_ack);
+    auto set_ack = [&](uint64_t value) {
+        reply.header = {request.header.request, kReplyFlags, 0};
+        reply.write_payload(value);
+        result.has_reply = true;
+    };
+
+    if (error == MessageError::ok && !broken_) {
+        if (own_reply) {
+            reply.header.request = request.header.request;
+            reply.header.flags = kReplyFlags;  // the handler wrote payload and size
+            result.has_reply = true;
+        } else if (ack) {
+            set_ack(0);
+        }
+        return result;
+    }
+    if (broken_) {  // broken before or by this request: drop the connection
+        result.disconnect = true;
+        return result;
+    }
+    const char* name = spec != nullptr ? spec->name : "UNKNOWN";
+    if (refusals_logged_ < kMaxLoggedRefusals) {
+        log_->warn("refused {} ({}): {}", name, request.header.request, to_string(error));
+        if (++refusals_logged_ == kMaxLoggedRefusals) {
+            log_->warn("further refusals on this connection are not logged");
+        }
+    }
+    if (ack) {
+        set_ack(1);
+        return result;
+    }
+    // The front end cannot learn that this failed (no ack, or it waits for a
+    // reply we cannot give): carrying on would desynchronise it.
+    mark_broken(std::string(name) + " refused (" + to_string(error) +
+                ") and the front end cannot be told");
+    result.disconnect = true;
+    return result;
+}
+
+void VhostUserDevice::mark_broken(const std::string& reason) {
+    if (broken_) {
+        return;
+    }
+    broken_ = true;
+    broken_reason_ = reason;
+    log_->error("device broken: {}", reason);
+    stop_all_queues();
+}
+
+bool VhostUserDevice::queue_ready(uint32_t queue_index) const {
+    return queue_index < queues_.size() && queues_[queue_index].ready;
+}
+
+QueueSnapshot VhostUserDevice::queue_snapshot(uint32_t queue_index) const {
+    QueueSnapshot s;
+    if (!queue_ready(queue_index)) {
+        return s;
+    }
+    const Queue& q = queues_[queue_index];
+    s.index = queue_index;
+    s.layout = q.layout;
+    s.last_avail_idx = q.last_avail_idx;
+    s.used_idx = q.used_idx;
+    s.features = acked_features_;
+    s.kick_fd = q.kick.get();
+    s.call_fd = q.call.get();
+    s.memory = memory_;
+    return s;
+}
+
+bool VhostUserDevice::queue_started(const Queue& q) const {
+    return q.has_num && q.has_base && q.has_addr && q.has_kick;
+}
+
+bool VhostUserDevice::queue_enabled(const Queue& q) const {
+    // vhost-user.rst "Ring states": without PROTOCOL_FEATURES rings start enabled.
+    return !acked_features_.has(virtio::Feature::vhost_user_protocol_features) || q.enabled;
+}
+
+bool VhostUserDevice::any_queue_started() const {
+    return std::any_of(queues_.begin(), queues_.end(),
+                       [this](const Queue& q) { return queue_started(q); });
+}
+
+bool VhostUserDevice::update_queue(uint32_t index) {
+    Queue& q = queues_[index];
+    if (broken_ || !queue_started(q) || memory_->region_count() == 0) {
+        stop_queue(index);
+        return !broken_;
+    }
+    if (q.ready) {
+        if (!features_set_ || !queue_enabled(q)) {
+            stop_queue(index);
+        }
+        return true;
+    }
+    // Translate when the ring starts, as DPDK does: SET_VRING_ADDR may come
+    // before the memory table, so the areas are checked against the map now.
+    virtio::SplitRingLayout layout;
+    if (!translate_ring(q.addr, q.num, *memory_, &layout)) {
+        mark_broken("vring " + std::to_string(index) + ": " +
+                    to_string(MessageError::ring_not_in_guest_memory));
+        return false;
+    }
+    if (!features_set_ || !queue_enabled(q)) {
+        return true;  // started and valid, but the dataplane must not run it yet
+    }
+    // DPDK/rust-vmm reconnect rule: the used index comes from the guest; a
+    // base that disagrees with it (virtio-user always sends 0) follows it.
+    // The front end may have truncated the file under us (hostile-input rule 4).
+    uint16_t used_idx = 0;
+    uintptr_t fault_address = 0;
+    if (!run_guarded([&] { used_idx = __atomic_load_n(&layout.used->idx, __ATOMIC_ACQUIRE); },
+                     &fault_address)) {
+        mark_broken("vring " + std::to_string(index) + ": guest memory truncated under us");
+        return false;
+    }
+    if (q.last_avail_idx != used_idx) {
+        log_->info("vring {}: base {} differs from guest used idx {}; starting at {}", index,
+                   q.last_avail_idx, used_idx, used_idx);
+        q.last_avail_idx = used_idx;
+    }
+    q.used_idx = used_idx;
+    q.layout = layout;
+    q.ready = true;
+    if (observer_ != nullptr) {
+        observer_->on_queue_ready(*this, index);
+    }
+    return true;
+}
+
+bool VhostUserDevice::update_all_queues() {
+    for (uint32_t i = 0; i < queues_.size(); ++i) {
+        if (!update_queue(i)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void VhostUserDevice::stop_queue(uint32_t index) {
+    Queue& q = queues_[index];
+    if (!q.ready) {
+        return;
+    }
+    q.ready = false;
+    if (observer_ != nullptr) {
+        // Barrier: the worker has let go and reports where it stopped.
+        q.last_avail_idx = observer_->on_queue_stopped(*this, index);
+    }
+    q.layout = {};
+}
+
+void VhostUserDevice::stop_all_queues() {
+    for (uint32_t i = 0; i < queues_.size(); ++i) {
+        stop_queue(i);
+    }
+}
+
+void VhostUserDevice::publish_memory(std::shared_ptr<const virtio::GuestMemoryMap> map) {
+    // Ready rings point into the old map: stop them, swap, re-translate.
+    stop_all_queues();
+    memory_ = std::move(map);
+    update_all_queues();
+}
+
+}  // namespace vnet::vhost_user

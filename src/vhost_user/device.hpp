@@ -1,0 +1,213 @@
+// VhostUserDevice: the state machine of one virtio-net device as one front end
+// (one vhost-user connection) drives it. Socket-free: the connection hands it
+// decoded messages through handle_message() and sends the reply it returns,
+// so tests and the fuzzer drive it directly.
+//
+// Rules it keeps (reference/hostile-input-rules.md):
+// - A message is validated completely before any state changes; a refused
+//   message leaves the device exactly as it was.
+// - Reply policy lives in handle_message only: requests with their own reply
+//   get it; otherwise, with REPLY_ACK negotiated and NEED_REPLY set, a u64
+//   (0 = done, 1 = refused). A refusal the front end cannot be told about
+//   (no NEED_REPLY, or a request whose own reply cannot be produced) breaks
+//   the device, as DPDK closes the connection: the front end must never carry
+//   on believing a refused message was applied.
+// - Broken: the reason is logged once with the socket name, every ring is
+//   stopped (observer), every later message is refused, and the connection is
+//   dropped (DispatchResult::disconnect). Nothing throws, nothing else is hurt.
+//
+// Threading: control thread only. The dataplane learns about queues through
+// the QueueObserver contract (queue_observer.hpp) and works on snapshots.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/log.hpp"
+#include "common/unique_fd.hpp"
+#include "vhost_user/connection.hpp"
+#include "vhost_user/message.hpp"
+#include "vhost_user/message_error.hpp"
+#include "vhost_user/queue_observer.hpp"
+#include "virtio/features.hpp"
+#include "virtio/guest_memory.hpp"
+#include "virtio/split_ring.hpp"
+
+namespace vnet::vhost_user {
+
+struct RequestTableBuilder;
+struct RequestSpec;
+
+// What a tap path with a 12-byte vnet header passes through, and nothing we
+// do not implement (no RING_PACKED, no LOG_ALL, no IOMMU yet).
+inline constexpr virtio::FeatureSet kDefaultDeviceFeatures{
+    virtio::Feature::net_csum,           virtio::Feature::net_guest_csum,
+    virtio::Feature::net_guest_tso4,     virtio::Feature::net_guest_tso6,
+    virtio::Feature::net_guest_ecn,      virtio::Feature::net_guest_ufo,
+    virtio::Feature::net_host_tso4,      virtio::Feature::net_host_tso6,
+    virtio::Feature::net_host_ecn,       virtio::Feature::net_host_ufo,
+    virtio::Feature::net_mrg_rxbuf,      virtio::Feature::ring_event_idx,
+    virtio::Feature::ring_indirect_desc, virtio::Feature::notify_on_empty,
+    virtio::Feature::version_1,
+};
+// The most a configuration may offer: the defaults plus MQ and MTU (added by
+// the device when max_queue_pairs > 1 / an MTU is configured).
+inline constexpr virtio::FeatureSet kSupportedDeviceFeatures =
+    kDefaultDeviceFeatures | virtio::FeatureSet{virtio::Feature::net_mq, virtio::Feature::net_mtu};
+
+inline constexpr ProtocolFeatureSet kDefaultProtocolFeatures{
+    ProtocolFeature::mq,     ProtocolFeature::reply_ack, ProtocolFeature::configure_mem_slots,
+    ProtocolFeature::status, ProtocolFeature::net_mtu,   ProtocolFeature::rarp,
+};
+inline constexpr ProtocolFeatureSet kSupportedProtocolFeatures = kDefaultProtocolFeatures;
+
+// DPDK's VHOST_MAX_QUEUE_PAIRS; also keeps every vring index below 256 (the
+// KICK/CALL/ERR payload has 8 index bits).
+inline constexpr uint32_t kMaxQueuePairs = 128;
+
+struct DeviceConfig {
+    std::string name = "vhost-user";  // socket path or port name: every log line carries it
+    uint32_t max_queue_pairs = 1;     // 1..kMaxQueuePairs (clamped)
+    virtio::FeatureSet features = kDefaultDeviceFeatures;  // narrowed to kSupportedDeviceFeatures
+    ProtocolFeatureSet protocol_features = kDefaultProtocolFeatures;
+    std::optional<uint16_t> mtu;  // offers VIRTIO_NET_F_MTU when set
+};
+
+struct DispatchResult {
+    MessageError error = MessageError::ok;  // ok if the request was carried out
+    bool has_reply = false;                 // `reply` holds a message to send
+    bool disconnect = false;                // the device is broken: drop the connection
+};
+
+class VhostUserDevice {
+public:
+    // `observer` may be null (then stopping a queue keeps its last_avail_idx).
+    VhostUserDevice(DeviceConfig config, QueueObserver* observer);
+    // Stops every ready queue (observer) before the memory goes away.
+    ~VhostUserDevice();
+    VhostUserDevice(const VhostUserDevice&) = delete;
+    VhostUserDevice& operator=(const VhostUserDevice&) = delete;
+
+    // Validates and applies one request. Fds still attached to `request`
+    // afterwards are closed. When has_reply, `reply` is complete: header
+    // flags 0x5, exact size.
+    DispatchResult handle_message(Message& request, Message& reply);
+
+    // Marks the device broken (first reason wins; logged once) and stops every
+    // ready queue. For the dataplane too (posted to the control thread) when a
+    // guest breaks a ring rule.
+    void mark_broken(const std::string& reason);
+    bool is_broken() const { return broken_; }
+    const std::string& broken_reason() const { return broken_reason_; }
+
+    const std::string& name() const { return config_.name; }
+    uint32_t queue_count() const { return static_cast<uint32_t>(queues_.size()); }
+    uint32_t max_queue_pairs() const { return queue_count() / 2; }
+
+    bool queue_ready(uint32_t queue_index) const;
+    // Valid (layout non-null) only while queue_ready(queue_index).
+    QueueSnapshot queue_snapshot(uint32_t queue_index) const;
+
+    virtio::FeatureSet offered_features() const { return offered_features_; }
+    ProtocolFeatureSet offered_protocol_features() const { return offered_protocol_; }
+    virtio::FeatureSet negotiated_features() const { return acked_features_; }
+    ProtocolFeatureSet negotiated_protocol_features() const { return acked_protocol_; }
+    std::shared_ptr<const virtio::GuestMemoryMap> memory() const { return memory_; }
+    uint8_t status() const { return status_; }
+    std::optional<uint16_t> mtu() const { return mtu_; }  // from NET_SET_MTU
+    std::optional<MacAddress> rarp_mac() const { return rarp_mac_; }
+    MessageError last_error() const { return last_error_; }
+
+private:
+    friend struct RequestTableBuilder;
+
+    struct Queue {
+        uint32_t num = 0;
+        uint16_t last_avail_idx = 0;
+        uint16_t used_idx = 0;
+        VringAddr addr{};
+        bool has_num = false;
+        bool has_base = false;
+        bool has_addr = false;
+        bool has_kick = false;  // a kick fd or NOFD arrived since the last stop
+        bool enabled = false;   // SET_VRING_ENABLE
+        bool ready = false;     // the dataplane owns it (see queue_observer.hpp)
+        UniqueFd kick;
+        UniqueFd call;
+        UniqueFd err;
+        virtio::SplitRingLayout layout{};
+    };
+
+    // Handlers: syntax is checked by the dispatcher (request_table.hpp).
+    MessageError handle_get_features(Message& m, Message& reply);
+    MessageError handle_set_features(Message& m, Message& reply);
+    MessageError handle_set_owner(Message& m, Message& reply);
+    MessageError handle_reset_owner(Message& m, Message& reply);
+    MessageError handle_set_mem_table(Message& m, Message& reply);
+    MessageError handle_set_log_fd(Message& m, Message& reply);
+    MessageError handle_set_vring_num(Message& m, Message& reply);
+    MessageError handle_set_vring_addr(Message& m, Message& reply);
+    MessageError handle_set_vring_base(Message& m, Message& reply);
+    MessageError handle_get_vring_base(Message& m, Message& reply);
+    MessageError handle_set_vring_kick(Message& m, Message& reply);
+    MessageError handle_set_vring_call(Message& m, Message& reply);
+    MessageError handle_set_vring_err(Message& m, Message& reply);
+    MessageError handle_get_protocol_features(Message& m, Message& reply);
+    MessageError handle_set_protocol_features(Message& m, Message& reply);
+    MessageError handle_get_queue_num(Message& m, Message& reply);
+    MessageError handle_set_vring_enable(Message& m, Message& reply);
+    MessageError handle_send_rarp(Message& m, Message& reply);
+    MessageError handle_net_set_mtu(Message& m, Message& reply);
+    MessageError handle_set_backend_req_fd(Message& m, Message& reply);
+    MessageError handle_get_max_mem_slots(Message& m, Message& reply);
+    MessageError handle_add_mem_reg(Message& m, Message& reply);
+    MessageError handle_rem_mem_reg(Message& m, Message& reply);
+    MessageError handle_set_status(Message& m, Message& reply);
+    MessageError handle_get_status(Message& m, Message& reply);
+
+    // The two halves of handle_message: table checks then the handler, and
+    // the reply policy (ack, own reply, or break).
+    MessageError run_request(const RequestSpec* spec, Message& request, Message& reply);
+    DispatchResult apply_reply_policy(const RequestSpec* spec, const Message& request,
+                                      MessageError error, Message& reply);
+
+    // Shared by KICK/CALL/ERR: index, reserved bits and the eventfd check.
+    MessageError take_vring_fd(Message& m, uint32_t* index, UniqueFd* fd);
+
+    // A ring is "started" once fully set up; NUM/BASE are refused then.
+    bool queue_started(const Queue& q) const;
+    bool queue_enabled(const Queue& q) const;
+    // Makes ready/not ready match the state, calling the observer. Returns
+    // false (device broken) if a fully set-up ring is not in guest memory.
+    bool update_queue(uint32_t index);
+    void stop_queue(uint32_t index);
+    void stop_all_queues();
+    bool update_all_queues();
+    // Stops the ready queues, publishes `map`, restarts them on the new map.
+    void publish_memory(std::shared_ptr<const virtio::GuestMemoryMap> map);
+    bool any_queue_started() const;
+
+    DeviceConfig config_;
+    QueueObserver* observer_;
+    Logger log_;
+    virtio::FeatureSet offered_features_;
+    ProtocolFeatureSet offered_protocol_;
+    virtio::FeatureSet acked_features_;
+    bool features_set_ = false;
+    ProtocolFeatureSet acked_protocol_;
+    std::shared_ptr<const virtio::GuestMemoryMap> memory_;
+    std::vector<Queue> queues_;
+    uint8_t status_ = 0;
+    std::optional<uint16_t> mtu_;
+    std::optional<MacAddress> rarp_mac_;
+    UniqueFd backend_req_;
+    bool broken_ = false;
+    std::string broken_reason_;
+    MessageError last_error_ = MessageError::ok;
+    uint32_t refusals_logged_ = 0;
+};
+
+}  // namespace vnet::vhost_user

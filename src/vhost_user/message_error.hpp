@@ -1,0 +1,56 @@
+// Why a vhost-user message was refused (or a device broken). One value per
+// class of bad input, so tests and logs say exactly what the front end did.
+#pragma once
+
+#include <cstdint>
+
+namespace vnet::vhost_user {
+
+enum class MessageError : uint8_t {
+    ok,
+    // Framing and table rules (checked by the dispatcher for every request).
+    unknown_request,
+    unsupported_request,
+    protocol_feature_not_negotiated,
+    reply_flag_on_request,
+    payload_size_mismatch,
+    unexpected_fds,
+    wrong_fd_count,
+    // Features.
+    features_not_offered,
+    features_changed_while_running,
+    protocol_features_not_offered,
+    // Vrings.
+    vring_index_out_of_range,
+    vring_reserved_bits_set,
+    vring_num_invalid,
+    vring_base_out_of_range,
+    vring_addr_flags_invalid,
+    vring_addr_misaligned,
+    vring_enable_value_invalid,
+    ring_running,
+    ring_not_in_guest_memory,
+    not_an_eventfd,
+    fd_setup_failed,
+    // Memory table.
+    mem_region_count_invalid,
+    mem_region_zero_size,
+    mem_region_address_overflow,
+    mem_region_offset_overflow,
+    mem_region_not_a_file,
+    mem_region_beyond_file,
+    mem_region_not_sealed_against_shrink,
+    mem_region_map_failed,
+    mem_regions_overlap,
+    mem_too_many_regions,
+    mem_region_not_found,
+    // Device configuration.
+    status_out_of_range,
+    mtu_out_of_range,
+    // State.
+    device_broken,
+};
+
+const char* to_string(MessageError e);
+
+}  // namespace vnet::vhost_user

@@ -1,0 +1,78 @@
+// The contract between a VhostUserDevice (control thread) and the dataplane.
+//
+// A queue is READY when the front end has set it up completely (SET_VRING_NUM,
+// SET_VRING_BASE, SET_VRING_ADDR and SET_VRING_KICK since the last stop), its
+// three areas translated into guest memory, SET_FEATURES was received, and it
+// is enabled (SET_VRING_ENABLE 1, or implicitly when PROTOCOL_FEATURES was not
+// acked). Only a ready queue may be touched by the dataplane.
+//
+// All callbacks run on the control thread, from inside
+// VhostUserDevice::handle_message (or its destructor / mark_broken), and are
+// BARRIERS: when one returns, the dataplane must already behave as it says.
+//
+//   on_queue_ready(device, q)     q became ready. Take device.queue_snapshot(q)
+//                                 (a value: layout, indices, fds, memory map)
+//                                 and hand it to the worker that owns q.
+//   on_queue_stopped(device, q)   q is no longer ready: GET_VRING_BASE, disable,
+//                                 a memory-table change (then ready again with
+//                                 a new snapshot), new kick fd, RESET_OWNER,
+//                                 broken device, disconnect. Before returning,
+//                                 the worker must have stopped touching the
+//                                 ring and dropped its snapshot, published
+//                                 every used entry it completed, given back
+//                                 heads it did not finish (unpop_avail), and
+//                                 the return value is its final last_avail_idx.
+//                                 GET_VRING_BASE replies with exactly that
+//                                 value, so the reply is built only after the
+//                                 worker let go.
+//   on_call_fd_changed(device, q, fd)  SET_VRING_CALL on a ready queue (QEMU
+//                                 does this while running when it masks
+//                                 vectors). From return on, the worker uses
+//                                 `fd` (-1: do not notify); the old fd is
+//                                 closed right after the call returns.
+//   on_rarp_requested(device, mac)  SEND_RARP: the dataplane should send one
+//                                 RARP announcement for `mac` from this port.
+//
+// The fds in a snapshot stay open while the queue is ready (kick) or until
+// on_call_fd_changed/on_queue_stopped (call). The memory map is a shared
+// snapshot: holding it keeps every region mapped, so a worker never touches
+// unmapped memory even while a new table is being published.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+
+#include "virtio/features.hpp"
+#include "virtio/guest_memory.hpp"
+#include "virtio/split_ring.hpp"
+
+namespace vnet::vhost_user {
+
+class VhostUserDevice;
+
+using MacAddress = std::array<uint8_t, 6>;
+
+struct QueueSnapshot {
+    uint32_t index = 0;  // virtqueue index: 2*pair is RX (to the guest), 2*pair+1 is TX
+    virtio::SplitRingLayout layout{};
+    uint16_t last_avail_idx = 0;  // the next avail entry to take
+    uint16_t used_idx = 0;        // the guest's used->idx when the queue became ready
+    virtio::FeatureSet features;  // negotiated (SET_FEATURES)
+    int kick_fd = -1;             // -1: the front end never kicks (NOFD): poll the ring
+    int call_fd = -1;             // -1: no call fd: do not notify
+    std::shared_ptr<const virtio::GuestMemoryMap> memory;
+};
+
+class QueueObserver {
+public:
+    virtual ~QueueObserver() = default;
+
+    virtual void on_queue_ready(VhostUserDevice& device, uint32_t queue_index) = 0;
+    // Returns the worker's final last_avail_idx (see above).
+    virtual uint16_t on_queue_stopped(VhostUserDevice& device, uint32_t queue_index) = 0;
+    virtual void on_call_fd_changed(VhostUserDevice& device, uint32_t queue_index, int call_fd) = 0;
+    virtual void on_rarp_requested(VhostUserDevice& /*device*/, const MacAddress& /*mac*/) {}
+};
+
+}  // namespace vnet::vhost_user

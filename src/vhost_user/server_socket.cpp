@@ -1,0 +1,167 @@
+#include "vhost_user/server_socket.hpp"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+#include "vhost_user/unix_address.hpp"
+
+namespace vnet::vhost_user {
+namespace {
+
+[[noreturn]] void fail(int err, const std::string& what) {
+    throw std::system_error(err, std::generic_category(), what);
+}
+
+// A socket file nobody listens on is left over from a crash: remove it. A
+// live socket or any other kind of file is someone else's.
+void remove_stale_socket(const std::string& path, const sockaddr_un& addr) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) {
+        return;  // nothing there
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        fail(EEXIST, path + " exists and is not a socket");
+    }
+    UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (probe &&
+        ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) {
+        fail(EADDRINUSE, path + " is in use by a live server");
+    }
+    ::unlink(path.c_str());
+}
+
+// Rejections are logged, but a connect flood must not flood the log.
+bool should_log_rejection(uint64_t count) {
+    return count <= 10 || count % 1000 == 0;
+}
+
+}  // namespace
+
+ServerSocket::ServerSocket(io::Reactor& reactor, ServerOptions options, QueueObserver* observer)
+    : reactor_(reactor),
+      options_(std::move(options)),
+      observer_(observer),
+      log_(make_logger(options_.path)) {
+    if (options_.device.name == DeviceConfig{}.name) {
+        options_.device.name = options_.path;
+    }
+    options_.max_connections = std::max<uint32_t>(options_.max_connections, 1);
+    sockaddr_un addr;
+    if (!make_unix_address(options_.path, &addr)) {
+        fail(ENAMETOOLONG, "bad socket path '" + options_.path + "'");
+    }
+    remove_stale_socket(options_.path, addr);
+    listen_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!listen_) {
+        fail(errno, "socket");
+    }
+    if (::bind(listen_.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+        fail(errno, "bind " + options_.path);
+    }
+    struct stat st {};
+    if (::stat(options_.path.c_str(), &st) == 0) {
+        socket_dev_ = st.st_dev;
+        socket_ino_ = st.st_ino;
+    }
+    if (::listen(listen_.get(), 16) != 0) {
+        fail(errno, "listen " + options_.path);
+    }
+    reactor_.watch(listen_.get(), EPOLLIN, [this](uint32_t) { on_listen_ready(); });
+    log_->info("listening (at most {} front end(s))", options_.max_connections);
+}
+
+ServerSocket::~ServerSocket() {
+    reactor_.cancel(reap_timer_);
+    reactor_.cancel(resume_timer_);
+    connections_.clear();  // closes sockets, stops queues
+    if (listen_) {
+        reactor_.unwatch(listen_.get());
+        listen_.reset();
+    }
+    struct stat st {};
+    if (::lstat(options_.path.c_str(), &st) == 0 && st.st_dev == socket_dev_ &&
+        st.st_ino == socket_ino_) {
+        ::unlink(options_.path.c_str());
+    }
+}
+
+size_t ServerSocket::connection_count() const {
+    return std::count_if(connections_.begin(), connections_.end(),
+                         [](const auto& c) { return c->is_open(); });
+}
+
+std::vector<VhostUserDevice*> ServerSocket::devices() {
+    std::vector<VhostUserDevice*> out;
+    for (auto& c : connections_) {
+        if (VhostUserDevice* d = c->device()) {
+            out.push_back(d);
+        }
+    }
+    return out;
+}
+
+void ServerSocket::on_listen_ready() {
+    for (;;) {
+        UniqueFd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+        if (!fd) {
+            if (errno == EINTR || errno == ECONNABORTED) {
+                continue;
+            }
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                log_->warn("accept: {}; pausing", std::strerror(errno));
+                pause_accepting();
+            }
+            return;  // EAGAIN: all accepted
+        }
+        accept_one(std::move(fd));
+    }
+}
+
+void ServerSocket::accept_one(UniqueFd fd) {
+    if (connection_count() >= options_.max_connections) {
+        ++rejected_;
+        if (should_log_rejection(rejected_)) {
+            log_->warn("rejected a front end: {} already connected ({} rejected so far)",
+                       options_.max_connections, rejected_);
+        }
+        return;  // `fd` closes: the peer sees EOF
+    }
+    try {
+        connections_.push_back(std::make_unique<BackendConnection>(
+            reactor_, std::move(fd), options_.device, observer_, [this] { on_connection_closed(); },
+            options_.output_limit));
+    } catch (const std::exception& e) {
+        log_->error("could not set up a connection: {}", e.what());
+    }
+}
+
+void ServerSocket::on_connection_closed() {
+    // Called from inside the connection's own callback: destroy it later.
+    if (reap_timer_ == 0) {
+        reap_timer_ = reactor_.schedule(std::chrono::milliseconds(0), [this] {
+            reap_timer_ = 0;
+            reap_closed_connections();
+        });
+    }
+}
+
+void ServerSocket::reap_closed_connections() {
+    std::erase_if(connections_, [](const auto& c) { return !c->is_open(); });
+}
+
+void ServerSocket::pause_accepting() {
+    reactor_.unwatch(listen_.get());
+    resume_timer_ = reactor_.schedule(kAcceptPause, [this] {
+        resume_timer_ = 0;
+        reactor_.watch(listen_.get(), EPOLLIN, [this](uint32_t) { on_listen_ready(); });
+    });
+}
+
+}  // namespace vnet::vhost_user

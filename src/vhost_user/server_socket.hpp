@@ -1,0 +1,72 @@
+// ServerSocket: the back end listens on a unix socket path and runs one
+// VhostUserDevice per accepted front end, on a reactor it does not own.
+//
+// - Start-up: a stale socket file at `path` (a socket nobody listens on) is
+//   unlinked; a live one, or a non-socket file, is an error (std::system_error
+//   from the constructor: start-up only).
+// - At most `max_connections` front ends at a time (hostile-input rule 2);
+//   further ones are accepted and closed at once, so they see EOF instead of
+//   hanging in the backlog. After a disconnect the socket keeps listening.
+// - Accept never blocks; when the process is out of fds, accepting pauses for
+//   100 ms instead of spinning on a readable listen socket.
+// - Destruction closes every connection (stopping their queues), stops
+//   listening and removes the socket file if it is still ours.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/log.hpp"
+#include "common/unique_fd.hpp"
+#include "io/reactor.hpp"
+#include "vhost_user/backend_connection.hpp"
+#include "vhost_user/device.hpp"
+
+namespace vnet::vhost_user {
+
+struct ServerOptions {
+    std::string path;
+    uint32_t max_connections = 1;
+    DeviceConfig device;  // device.name defaults to `path` when left at its default
+    size_t output_limit = kDefaultOutputLimit;
+};
+
+class ServerSocket {
+public:
+    ServerSocket(io::Reactor& reactor, ServerOptions options, QueueObserver* observer);
+    ~ServerSocket();
+    ServerSocket(const ServerSocket&) = delete;
+    ServerSocket& operator=(const ServerSocket&) = delete;
+
+    const std::string& path() const { return options_.path; }
+    size_t connection_count() const;
+    // The devices of the open connections (for the control plane / tests).
+    std::vector<VhostUserDevice*> devices();
+    uint64_t rejected_connections() const { return rejected_; }
+
+private:
+    static constexpr std::chrono::milliseconds kAcceptPause{100};
+
+    void on_listen_ready();
+    void accept_one(UniqueFd fd);
+    void on_connection_closed();
+    void reap_closed_connections();
+    void pause_accepting();
+
+    io::Reactor& reactor_;
+    ServerOptions options_;
+    QueueObserver* observer_;
+    Logger log_;
+    UniqueFd listen_;
+    dev_t socket_dev_ = 0;
+    ino_t socket_ino_ = 0;
+    std::vector<std::unique_ptr<BackendConnection>> connections_;
+    io::Reactor::TimerId reap_timer_ = 0;
+    io::Reactor::TimerId resume_timer_ = 0;
+    uint64_t rejected_ = 0;
+};
+
+}  // namespace vnet::vhost_user
