@@ -1,0 +1,179 @@
+#include "io/uring_batch.hpp"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <system_error>
+
+namespace vnet::io {
+namespace {
+
+// Tried in order; EINVAL means "this kernel does not know a flag", so the
+// next, older set is tried. SUBMIT_ALL (5.18) keeps submitting after an SQE
+// that fails early, so every packet gets its own CQE. SINGLE_ISSUER +
+// DEFER_TASKRUN (6.1) run the completion work of linked requests inside our
+// own io_uring_enter wait instead of via task-work interrupts.
+constexpr unsigned kSetupFlagSets[] = {
+    IORING_SETUP_SUBMIT_ALL | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+        IORING_SETUP_R_DISABLED,
+    IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN,
+    IORING_SETUP_SUBMIT_ALL,
+    0,
+};
+
+bool is_transient_enter_error(int ret) {
+    // EINTR: a signal during the wait; EAGAIN/EBUSY: the kernel could not
+    // allocate requests or the CQ backlog must drain first (we drain it).
+    return ret == -EINTR || ret == -EAGAIN || ret == -EBUSY;
+}
+
+}  // namespace
+
+UringBatch::UringBatch(unsigned depth) : depth_(depth) {
+    int ret = -EINVAL;
+    for (unsigned flags : kSetupFlagSets) {
+        io_uring_params params{};
+        params.flags = flags;
+        ret = io_uring_queue_init_params(depth, &ring_, &params);
+        if (ret == 0) {
+            setup_flags_ = flags;
+            break;
+        }
+        if (ret != -EINVAL) {
+            break;
+        }
+    }
+    if (ret != 0) {
+        throw std::system_error(-ret, std::generic_category(),
+                                "io_uring_queue_init(" + std::to_string(depth) + ")");
+    }
+    fixed_fds_.fill(-1);
+    // Sparse table (5.19): slots start empty and are filled per fd.
+    fixed_files_ = io_uring_register_files_sparse(&ring_, kFixedFileSlots) == 0;
+}
+
+UringBatch::~UringBatch() {
+    io_uring_queue_exit(&ring_);
+}
+
+bool UringBatch::register_fd(int fd) {
+    if (!fixed_files_ || fd < 0) {
+        return false;
+    }
+    if (fixed_slot(fd) >= 0) {
+        return true;
+    }
+    auto free_slot = std::find(fixed_fds_.begin(), fixed_fds_.end(), -1);
+    if (free_slot == fixed_fds_.end()) {
+        return false;
+    }
+    const auto slot = static_cast<unsigned>(free_slot - fixed_fds_.begin());
+    if (io_uring_register_files_update(&ring_, slot, &fd, 1) != 1) {
+        return false;
+    }
+    *free_slot = fd;
+    return true;
+}
+
+void UringBatch::unregister_fd(int fd) {
+    const int slot = fixed_slot(fd);
+    if (slot < 0) {
+        return;
+    }
+    int empty = -1;
+    io_uring_register_files_update(&ring_, static_cast<unsigned>(slot), &empty, 1);
+    fixed_fds_[static_cast<size_t>(slot)] = -1;
+}
+
+int UringBatch::fixed_slot(int fd) const noexcept {
+    for (size_t i = 0; i < fixed_fds_.size(); ++i) {
+        if (fixed_fds_[i] == fd) {
+            return static_cast<int>(i);
+        }
+    }
+    return -1;
+}
+
+void UringBatch::enable_on_first_use() {
+    if (enabled_) {
+        return;
+    }
+    if ((setup_flags_ & IORING_SETUP_R_DISABLED) != 0) {
+        // io_uring_enable_rings() is declared by liburing 2.3 but not exported
+        // from its shared library, so register the opcode directly.
+        if (::syscall(__NR_io_uring_register, ring_.ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr,
+                      0) < 0) {
+            broken_error_ = -errno;
+            return;
+        }
+    }
+    enabled_ = true;
+}
+
+size_t UringBatch::run(Op op, int fd, const PacketIov* packets, size_t count, int* results,
+                       bool linked) {
+    const size_t n = std::min<size_t>(count, depth_);
+    std::fill_n(results, n, kNotAttempted);
+    if (n == 0 || broken()) {
+        return n;
+    }
+    enable_on_first_use();
+    if (broken()) {
+        return n;
+    }
+
+    const int slot = fixed_slot(fd);
+    const int target = slot >= 0 ? slot : fd;
+    for (size_t i = 0; i < n; ++i) {
+        // Never null: the SQ is empty between runs and n <= depth.
+        io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+        // Offset 0: tun and pipes are streams, the offset is ignored.
+        if (op == Op::writev) {
+            io_uring_prep_writev(sqe, target, packets[i].iov, packets[i].count, 0);
+        } else {
+            io_uring_prep_readv(sqe, target, packets[i].iov, packets[i].count, 0);
+        }
+        // RWF_NOWAIT: io_uring does not honour O_NONBLOCK on files that
+        // support IOCB_NOWAIT (tun, pipes, sockets: FMODE_NOWAIT); it would
+        // arm a poll and complete the write whenever there is room, so a
+        // full fd would stall the whole batch. RWF_NOWAIT makes it come back
+        // as -EAGAIN like writev() on an O_NONBLOCK fd, and IOCB_NOWAIT counts
+        // as non-blocking for tun_can_build_skb. No IOSQE_ASYNC: each
+        // operation runs inline in io_uring_enter, in submission order.
+        sqe->rw_flags = RWF_NOWAIT;
+        unsigned flags = slot >= 0 ? IOSQE_FIXED_FILE : 0;
+        if (linked && i + 1 < n) {
+            flags |= IOSQE_IO_LINK;
+        }
+        io_uring_sqe_set_flags(sqe, flags);
+        io_uring_sqe_set_data64(sqe, i);
+    }
+
+    size_t reaped = 0;
+    while (reaped < n) {
+        // Submits what is still in the SQ (all of it on the first pass) and
+        // waits until every operation of this run has completed.
+        const int ret = io_uring_submit_and_wait(&ring_, static_cast<unsigned>(n - reaped));
+        if (ret < 0 && !is_transient_enter_error(ret)) {
+            // E.g. EEXIST: used from a second thread. The ring cannot be
+            // trusted with further batches; the unreaped results stay
+            // kNotAttempted and the owner falls back to plain syscalls.
+            broken_error_ = ret;
+            return n;
+        }
+        unsigned head = 0;
+        unsigned seen = 0;
+        io_uring_cqe* cqe = nullptr;
+        io_uring_for_each_cqe(&ring_, head, cqe) {
+            results[io_uring_cqe_get_data64(cqe)] = cqe->res;
+            ++seen;
+        }
+        io_uring_cq_advance(&ring_, seen);
+        reaped += seen;
+    }
+    return n;
+}
+
+}  // namespace vnet::io

@@ -1,0 +1,123 @@
+// Test packets for the batched I/O tests: each packet is two iovecs, a
+// 12-byte virtio_net_hdr and a frame, like a guest TX chain, with contents
+// that differ per packet so misordering or mixing shows.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "common/unique_fd.hpp"
+#include "io/packet_batch.hpp"
+#include "virtio/net_header.hpp"
+
+namespace vnet::io::test {
+
+class TestPackets {
+public:
+    // Packet i has a frame of frame_sizes[i] bytes.
+    explicit TestPackets(const std::vector<size_t>& frame_sizes, uint8_t tag = 0) {
+        headers_.resize(frame_sizes.size());
+        frames_.resize(frame_sizes.size());
+        iovecs_.resize(frame_sizes.size() * 2);
+        for (size_t i = 0; i < frame_sizes.size(); ++i) {
+            headers_[i].num_buffers = static_cast<uint16_t>(i);
+            headers_[i].flags = tag;
+            frames_[i].resize(frame_sizes[i]);
+            for (size_t b = 0; b < frame_sizes[i]; ++b) {
+                frames_[i][b] = static_cast<uint8_t>(tag + i * 31 + b);
+            }
+            iovecs_[2 * i] = {&headers_[i], sizeof(virtio::NetHeader)};
+            iovecs_[2 * i + 1] = {frames_[i].data(), frames_[i].size()};
+        }
+        for (size_t i = 0; i < frame_sizes.size(); ++i) {
+            packets_.push_back(PacketIov{&iovecs_[2 * i], 2});
+        }
+    }
+
+    static TestPackets uniform(size_t count, size_t frame_size, uint8_t tag = 0) {
+        return TestPackets(std::vector<size_t>(count, frame_size), tag);
+    }
+
+    const std::vector<PacketIov>& packets() const { return packets_; }
+    size_t size() const { return packets_.size(); }
+    int wire_size(size_t i) const {
+        return static_cast<int>(sizeof(virtio::NetHeader) + frames_[i].size());
+    }
+    // The bytes packet i puts on the wire: header then frame.
+    std::vector<uint8_t> wire_bytes(size_t i) const {
+        const auto* h = reinterpret_cast<const uint8_t*>(&headers_[i]);
+        std::vector<uint8_t> out(h, h + sizeof(virtio::NetHeader));
+        out.insert(out.end(), frames_[i].begin(), frames_[i].end());
+        return out;
+    }
+    std::vector<uint8_t> all_wire_bytes(size_t first, size_t end) const {
+        std::vector<uint8_t> out;
+        for (size_t i = first; i < end; ++i) {
+            auto w = wire_bytes(i);
+            out.insert(out.end(), w.begin(), w.end());
+        }
+        return out;
+    }
+
+private:
+    std::vector<virtio::NetHeader> headers_;
+    std::vector<std::vector<uint8_t>> frames_;
+    std::vector<iovec> iovecs_;
+    std::vector<PacketIov> packets_;
+};
+
+// A connected SOCK_SEQPACKET pair keeps message boundaries, like a tap:
+// one writev is one packet, one read returns one packet.
+struct PacketPipe {
+    UniqueFd writer;
+    UniqueFd reader;
+
+    PacketPipe() {
+        int fds[2];
+        if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) == 0) {
+            writer.reset(fds[0]);
+            reader.reset(fds[1]);
+        }
+    }
+
+    // One message, or empty when none is queued.
+    std::vector<uint8_t> read_one() const {
+        std::vector<uint8_t> buf(70000);
+        const ssize_t n = ::recv(reader.get(), buf.data(), buf.size(), 0);
+        buf.resize(n > 0 ? static_cast<size_t>(n) : 0);
+        return buf;
+    }
+};
+
+// A byte pipe with a one-page buffer, both ends non-blocking: it fills up
+// after a few packets, which is how the tests see EAGAIN.
+struct SmallPipe {
+    UniqueFd writer;
+    UniqueFd reader;
+
+    explicit SmallPipe(int capacity = 4096) {
+        int fds[2];
+        if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) == 0) {
+            reader.reset(fds[0]);
+            writer.reset(fds[1]);
+            ::fcntl(writer.get(), F_SETPIPE_SZ, capacity);
+        }
+    }
+
+    std::vector<uint8_t> drain() const {
+        std::vector<uint8_t> out;
+        uint8_t buf[4096];
+        ssize_t n;
+        while ((n = ::read(reader.get(), buf, sizeof buf)) > 0) {
+            out.insert(out.end(), buf, buf + n);
+        }
+        return out;
+    }
+};
+
+}  // namespace vnet::io::test
