@@ -1,0 +1,113 @@
+// vnet-pktgen: a virtio-net front end over vhost-user, standing in for a VM.
+// It brings a device up the way QEMU or DPDK virtio-user would, then sends
+// (--tx, like testpmd txonly) or receives and verifies (--rx, like testpmd
+// rxonly), and prints stats a script can parse.
+#include <cinttypes>
+#include <cstdio>
+#include <exception>
+#include <memory>
+
+#include "driver/frontend_session.hpp"
+#include "driver/net_driver.hpp"
+#include "driver/packet_builder.hpp"
+#include "final_report.hpp"
+#include "pktgen_options.hpp"
+#include "run_control.hpp"
+#include "rx_receiver.hpp"
+#include "tx_generator.hpp"
+
+namespace vnet::pktgen {
+namespace {
+
+using virtio::Feature;
+using virtio::FeatureSet;
+
+driver::NetDriverConfig driver_config(const PktgenOptions& o) {
+    driver::NetDriverConfig c;
+    c.queue_size = o.queue_size;
+    FeatureSet wanted{Feature::version_1};
+    if (o.event_idx) {
+        wanted = wanted.with(Feature::ring_event_idx);
+    }
+    if (o.mrg_rxbuf) {
+        wanted = wanted.with(Feature::net_mrg_rxbuf);
+    }
+    if (o.gso) {
+        // TX: we hand over partial checksums and TSO frames (CSUM, HOST_TSO4);
+        // RX: we take them whole (GUEST_CSUM, GUEST_TSO4).
+        const FeatureSet gso = o.direction == Direction::tx
+                                   ? FeatureSet{Feature::net_csum, Feature::net_host_tso4}
+                                   : FeatureSet{Feature::net_guest_csum, Feature::net_guest_tso4};
+        wanted = wanted | gso;
+        c.required_features = c.required_features | gso;
+    }
+    c.wanted_features = wanted;
+    c.tx_slot_bytes = static_cast<uint32_t>(driver::PacketBuilder::kNetHeaderLen) + o.size_max;
+    if (o.gso && o.direction == Direction::rx && !o.mrg_rxbuf) {
+        // Without mergeable buffers a whole 64 KiB frame must fit in one.
+        c.rx_buffer_bytes =
+            static_cast<uint32_t>(driver::PacketBuilder::kNetHeaderLen) + driver::kMaxGsoFrameLen;
+    }
+    return c;
+}
+
+driver::FrontendSession open_session(const PktgenOptions& o) {
+    const auto timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(o.connect_timeout_s * 1000));
+    if (o.server) {
+        std::fprintf(stderr, "vnet-pktgen: waiting for a back end on %s\n", o.socket_path.c_str());
+        return driver::FrontendSession::accept(o.socket_path, timeout);
+    }
+    return driver::FrontendSession::connect(o.socket_path, timeout);
+}
+
+void report_link_up(const PktgenOptions& o, const driver::NetDriver& d) {
+    std::fprintf(stderr,
+                 "vnet-pktgen: link up on %s: features offered 0x%" PRIx64 " negotiated 0x%" PRIx64
+                 " protocol 0x%" PRIx64 ", queue size %u, mrg_rxbuf %s, event_idx %s\n",
+                 o.socket_path.c_str(), d.offered_features().bits(), d.negotiated_features().bits(),
+                 d.negotiated_protocol_features().bits(), o.queue_size,
+                 d.mrg_rxbuf() ? "on" : "off",
+                 d.negotiated_features().has(Feature::ring_event_idx) ? "on" : "off");
+}
+
+int run(const PktgenOptions& o) {
+    driver::NetDriver device(open_session(o), driver_config(o));
+    report_link_up(o, device);
+
+    FinalReport report;
+    const Clock::time_point start = Clock::now();
+    if (o.direction == Direction::tx) {
+        TxGenerator generator(device, o);
+        const TxCounters c = generator.run();
+        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        report.add_rates("tx", c.packets, c.bytes, seconds);
+        report.add_counters(c, kTxCounterTable);
+    } else {
+        RxReceiver receiver(device, o);
+        const RxCounters c = receiver.run();
+        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        report.add_rates("rx", c.packets, c.bytes, seconds);
+        report.add_counters(c, kRxCounterTable);
+    }
+    report.add("negotiated-features", device.negotiated_features().bits());
+    if (!device.stop()) {
+        std::fprintf(stderr, "vnet-pktgen: back end did not answer the stop requests\n");
+    }
+    report.print(o.json);
+    return 0;
+}
+
+}  // namespace
+}  // namespace vnet::pktgen
+
+int main(int argc, char** argv) {
+    const vnet::pktgen::PktgenOptions options = vnet::pktgen::parse_options(argc, argv);
+    vnet::pktgen::install_stop_signals();
+    try {
+        return vnet::pktgen::run(options);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "vnet-pktgen: %s\n", e.what());
+        return 1;
+    }
+}

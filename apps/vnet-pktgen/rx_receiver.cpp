@@ -1,0 +1,194 @@
+#include "rx_receiver.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "driver/packet_builder.hpp"
+#include "idle_waiter.hpp"
+#include "periodic_stats.hpp"
+#include "run_control.hpp"
+#include "virtio/net_header.hpp"
+
+namespace vnet::pktgen {
+
+using driver::FrameVerdict;
+using driver::NetDriver;
+using driver::PacketBuilder;
+
+RxReceiver::RxReceiver(NetDriver& device, const PktgenOptions& options)
+    : device_(device),
+      ring_(device.rx_ring()),
+      options_(options),
+      mrg_rxbuf_(device.mrg_rxbuf()),
+      completions_(ring_.size()),
+      peer_(device.session().socket_fd()) {
+    free_buffers_.reserve(ring_.size());
+    for (uint32_t b = ring_.size(); b-- > 0;) {
+        free_buffers_.push_back(static_cast<uint16_t>(b));
+    }
+}
+
+void RxReceiver::post_free_buffers() {
+    if (free_buffers_.empty()) {
+        return;
+    }
+    for (uint16_t b : free_buffers_) {
+        const std::span<std::byte> buf = device_.rx_buffer(b);
+        ring_.add_buffer(device_.gpa_of(buf.data()), static_cast<uint32_t>(buf.size()),
+                         driver::BufferAccess::device_writes, b);
+    }
+    free_buffers_.clear();
+    ring_.publish();
+    // A back end that ran out of buffers may be waiting for this kick.
+    if (ring_.kick_needed()) {
+        device_.kick(NetDriver::kRxQueue);
+        ++counters_.kicks;
+    }
+}
+
+uint16_t RxReceiver::process_used() {
+    driver::UsedRingError error;
+    const uint16_t n = ring_.reclaim(completions_, &error);
+    for (uint16_t i = 0; i < n; ++i) {
+        if (count_reached()) {
+            // Taken from the ring after the last wanted packet: not counted.
+            free_buffers_.push_back(static_cast<uint16_t>(completions_[i].cookie));
+            continue;
+        }
+        take_buffer(completions_[i]);
+    }
+    if (error != driver::UsedRingError::ok) {
+        throw std::runtime_error(std::string("RX used ring: ") + driver::to_string(error));
+    }
+    return n;
+}
+
+void RxReceiver::take_buffer(const driver::Completion& completion) {
+    const auto id = static_cast<uint16_t>(completion.cookie);
+    const std::span<const std::byte> buf = device_.rx_buffer(id);
+    // virtio 1.2 §2.7.8: len is what the device wrote; more than the buffer
+    // holds is a device bug, and we read no further than our buffer.
+    uint32_t len = completion.len;
+    if (len > buf.size()) {
+        ++counters_.bad_buffers;
+        len = static_cast<uint32_t>(buf.size());
+    }
+    if (buffers_missing_ == 0) {
+        start_frame(id, buf.first(len));
+        return;
+    }
+    piece_buffers_[piece_count_] = id;
+    pieces_[piece_count_++] = buf.first(len);
+    if (--buffers_missing_ == 0) {
+        finish_frame();
+    }
+}
+
+void RxReceiver::start_frame(uint16_t buffer, std::span<const std::byte> data) {
+    if (data.size() < PacketBuilder::kNetHeaderLen) {
+        ++counters_.bad_buffers;
+        free_buffers_.push_back(buffer);
+        return;
+    }
+    uint32_t buffers = 1;
+    if (mrg_rxbuf_) {
+        virtio::NetHeader hdr;
+        std::memcpy(&hdr, data.data(), sizeof hdr);
+        // virtio 1.2 §5.1.6.4: num_buffers >= 1, and the frame cannot span
+        // more buffers than we could have given the device.
+        buffers = hdr.num_buffers;
+        if (buffers == 0 || buffers > kMaxBuffersPerFrame || buffers > ring_.size()) {
+            ++counters_.bad_buffers;
+            buffers = 1;
+        }
+    }
+    piece_buffers_[0] = buffer;
+    pieces_[0] = data.subspan(PacketBuilder::kNetHeaderLen);
+    piece_count_ = 1;
+    buffers_missing_ = buffers - 1;
+    if (buffers_missing_ == 0) {
+        finish_frame();
+    }
+}
+
+void RxReceiver::finish_frame() {
+    const std::span<const driver::FramePiece> pieces(pieces_.data(), piece_count_);
+    size_t frame_len = 0;
+    for (const driver::FramePiece& p : pieces) {
+        frame_len += p.size();
+    }
+    ++counters_.packets;
+    counters_.bytes += frame_len;
+    count_verdict(verifier_.check(pieces));
+    for (uint32_t i = 0; i < piece_count_; ++i) {
+        free_buffers_.push_back(piece_buffers_[i]);
+    }
+    piece_count_ = 0;
+}
+
+void RxReceiver::count_verdict(const driver::FrameCheck& check) {
+    switch (check.verdict) {
+        case FrameVerdict::ok:
+            ++counters_.verified;
+            break;
+        case FrameVerdict::foreign:
+            ++counters_.foreign;
+            return;
+        case FrameVerdict::bad_length:
+            ++counters_.bad_length;
+            break;
+        case FrameVerdict::bad_ip_checksum:
+            ++counters_.bad_ip_checksum;
+            break;
+        case FrameVerdict::bad_payload:
+            ++counters_.bad_payload;
+            break;
+    }
+    // A damaged frame of ours still arrived: it is bad, not lost.
+    sequence_.record(check.seq);
+}
+
+RxCounters RxReceiver::run() {
+    const Clock::time_point start = Clock::now();
+    const RunDeadline deadline(start, options_.duration_s);
+    PeriodicStats stats("rx", options_.stats_interval_s, start);
+    IdleWaiter waiter(ring_, device_.call_fd(NetDriver::kRxQueue), options_.busy_poll_us);
+
+    post_free_buffers();
+    while (!count_reached() && !stop_requested()) {
+        const Clock::time_point now = Clock::now();
+        if (deadline.passed(now)) {
+            break;
+        }
+        if (peer_.closed(now)) {
+            std::fprintf(stderr, "vnet-pktgen: the back end closed the connection\n");
+            break;
+        }
+        const uint16_t taken = process_used();
+        post_free_buffers();
+        stats.tick(now, counters_.packets, counters_.bytes,
+                   counters_.bad_length + counters_.bad_ip_checksum + counters_.bad_payload,
+                   sequence_.missing());
+        if (taken != 0) {
+            waiter.worked();
+        } else {
+            counters_.wakeups += waiter.idle(now) ? 1 : 0;
+        }
+    }
+    // Stopped from outside: what the back end already delivered counts. A
+    // back end that keeps sending would keep this going, hence the bound.
+    for (int pass = 0; pass < 64 && !count_reached() && ring_.used_pending() != 0; ++pass) {
+        process_used();
+        post_free_buffers();
+    }
+
+    counters_.bad = counters_.bad_length + counters_.bad_ip_checksum + counters_.bad_payload +
+                    counters_.bad_buffers;
+    counters_.lost = sequence_.missing();
+    counters_.reordered = sequence_.reordered();
+    return counters_;
+}
+
+}  // namespace vnet::pktgen

@@ -1,0 +1,46 @@
+// The TX side of vnet-pktgen (testpmd txonly): keep the TX ring full of
+// stamped frames, a burst per avail publish and at most one kick per burst,
+// and take back what the back end has used.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "driver/net_driver.hpp"
+#include "driver/packet_builder.hpp"
+#include "periodic_stats.hpp"
+#include "pktgen_options.hpp"
+#include "run_control.hpp"
+#include "run_counters.hpp"
+
+namespace vnet::pktgen {
+
+class TxGenerator {
+public:
+    TxGenerator(driver::NetDriver& device, const PktgenOptions& options);
+
+    // Sends until --count, --duration or a stop signal, then waits up to
+    // --drain-timeout for the back end to use everything in flight.
+    TxCounters run();
+
+private:
+    uint32_t next_frame_len();
+    uint16_t reclaim_used();
+    uint32_t post_burst(uint32_t budget);
+    void wait_for_pacer(const RatePacer& pacer, Clock::time_point now);
+    void drain();
+
+    driver::NetDriver& device_;
+    driver::DriverSplitRing& ring_;
+    const PktgenOptions& options_;
+    driver::PacketBuilder builder_;
+    std::vector<uint16_t> free_slots_;      // stack of slot numbers (= cookies)
+    std::vector<uint32_t> slot_frame_len_;  // frame bytes each in-flight slot carries
+    std::vector<driver::Completion> completions_;
+    uint64_t rng_state_;
+    uint64_t next_seq_ = 0;
+    PeerWatch peer_;
+    TxCounters counters_;
+};
+
+}  // namespace vnet::pktgen
