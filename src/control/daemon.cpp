@@ -153,10 +153,19 @@ void Daemon::open_sockets() {
 
         ports::TapPort* tap = tap_peer_of(pc.name);
         ep.port->set_features_handler([this, tap, name = pc.name](virtio::FeatureSet f) {
-            if (tap != nullptr) {
+            if (tap == nullptr) {
+                return;
+            }
+            // Runs inside the vhost-user device's message handling: an
+            // exception here would unwind through the protocol engine and
+            // end the daemon, so a refused ioctl is logged and the tap keeps
+            // its offloads.
+            try {
                 ports::TunOffloads applied = tap->apply_guest_features(f);
                 log_->info("port {}: guest features 0x{:x}; tap {} offloads {}", name, f.bits(),
                            tap->name(), ports::to_string(applied));
+            } catch (const std::exception& e) {
+                log_->warn("port {}: guest features 0x{:x}: {}", name, f.bits(), e.what());
             }
         });
         ep.port->set_ring_error_handler([this, &ep](uint32_t ring, std::string reason) {

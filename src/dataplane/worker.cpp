@@ -130,6 +130,17 @@ void Worker::run_commands() {
         batch.swap(commands_);
         commands_pending_.store(false, std::memory_order_relaxed);
     }
+    if (batch.empty()) {
+        return;
+    }
+    // A command may hand a ring to a port or take it away, and the control
+    // thread closes the old kick fd once run_sync returns. Unregister now,
+    // while every fd is still open: once closed, EPOLL_CTL_DEL fails with
+    // EBADF and, since the front end still holds the same eventfd, the stale
+    // entry stays in the epoll set; and a new fd that reuses the number would
+    // look registered already and never be added (its kicks lost until the
+    // 100 ms timeout). The next sleep registers what it needs afresh.
+    forget_registrations();
     for (auto& command : batch) {
         command();
     }

@@ -5,6 +5,8 @@
 
 #include <cerrno>
 
+#include "ports/setup_error.hpp"
+
 namespace vnet::ports {
 
 namespace {
@@ -15,10 +17,10 @@ constexpr uint32_t kL2Overhead = 14 + 4;
 // A GSO super-frame: an IP packet of up to 64 KiB plus L2.
 constexpr uint32_t kMaxGsoFrame = 65535 + kL2Overhead;
 
-uint32_t max_packet_for(const TapDevice& tap, TunOffloads offloads) {
+uint32_t max_packet_for(const TapDevice& tap, unsigned link_mtu, TunOffloads offloads) {
     bool gso = offloads.has(TunOffload::tso4) || offloads.has(TunOffload::tso6) ||
                offloads.has(TunOffload::uso4);
-    uint32_t frame = gso ? kMaxGsoFrame : tap.mtu() + kL2Overhead;
+    uint32_t frame = gso ? kMaxGsoFrame : link_mtu + kL2Overhead;
     return tap.vnet_header_size() + frame;
 }
 
@@ -28,7 +30,8 @@ TapPort::TapPort(std::string name, const TapPortOptions& options)
     : Port(std::move(name)),
       tap_(options.tap),
       writer_(options.submit_mode, io::BatchWriter::kDefaultRingDepth, this->name()),
-      max_packet_(max_packet_for(tap_, tap_.offloads())) {
+      link_mtu_(tap_.mtu()),
+      max_packet_(max_packet_for(tap_, link_mtu_, tap_.offloads())) {
     writer_.register_fd(tap_.fd());
 }
 
@@ -38,7 +41,13 @@ TapPort::~TapPort() {
 
 TunOffloads TapPort::apply_guest_features(virtio::FeatureSet features) {
     TunOffloads applied = tap_.set_offloads(tun_offloads_for_guest(features));
-    max_packet_.store(max_packet_for(tap_, applied), std::memory_order_relaxed);
+    try {
+        link_mtu_ = tap_.mtu();
+    } catch (const PortSetupError&) {
+        // The link was moved to another network namespace (its fd still
+        // works, its name does not resolve here): keep the MTU seen at open.
+    }
+    max_packet_.store(max_packet_for(tap_, link_mtu_, applied), std::memory_order_relaxed);
     return applied;
 }
 

@@ -59,6 +59,7 @@ public:
 private:
     TapDevice tap_;
     io::BatchWriter writer_;
+    unsigned link_mtu_;  // control thread; last MTU read while the link was in our netns
     std::atomic<uint32_t> max_packet_;
     std::array<io::PacketIov, kMaxBurstPackets> submit_{};
     std::array<int, kMaxBurstPackets> results_{};

@@ -3,6 +3,7 @@
 #include <sys/epoll.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 
@@ -57,6 +58,7 @@ VhostUserPort::VhostUserPort(std::string name, uint16_t queue_pairs, RunOnOwner 
     : Port(std::move(name)),
       queue_pairs_(queue_pairs),
       run_on_owner_(std::move(run_on_owner)),
+      log_(make_logger(this->name())),
       rings_(2u * queue_pairs),
       counters_(std::make_unique<QueueCounters[]>(2u * queue_pairs)) {
     for (size_t i = 0; i < rings_.size(); ++i) {
@@ -445,9 +447,10 @@ uint16_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
         return device.queue_snapshot(queue_index).last_avail_idx;
     }
     uint16_t last_avail = 0;
+    uint16_t untaken = 0;
+    const bool is_tx = (queue_index % 2) == 1;
     on_owner(queue_index, [&] {
         Ring& r = rings_[queue_index];
-        bool is_tx = (queue_index % 2) == 1;
         if (r.memory) {
             // Finish what is ours to finish while the memory is still held:
             // publish completed entries, give back unused RX heads, and
@@ -463,11 +466,29 @@ uint16_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
             }
         }
         last_avail = r.ring.last_avail_idx();
+        if (is_tx && r.ready) {
+            // A fresh read: avail_count() may answer from its cached index.
+            uint16_t avail_idx = std::atomic_ref<uint16_t>(r.ring.layout().avail->idx)
+                                     .load(std::memory_order_acquire);
+            untaken = static_cast<uint16_t>(avail_idx - last_avail);
+            if (untaken > r.ring.size()) {
+                untaken = 0;  // a guest that broke the ring rules: nothing to report
+            }
+        }
         r.ready = false;
         r.memory.reset();
         r.kick_fd = -1;
         r.call_fd = -1;
     });
+    if (untaken != 0) {
+        // Not drops: the packets stay in the guest's ring, and a front end
+        // that restarts the ring from last_avail sends them. A front end
+        // that stops right after its last burst (testpmd on SIGINT) counts
+        // them as sent, so say how many there were.
+        log_->info(
+            "ring {} stopped at avail index {}: {} packet(s) the guest queued were not taken",
+            queue_index, last_avail, untaken);
+    }
     return last_avail;
 }
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/log.hpp"
 #include "ports/port.hpp"
 #include "vhost_user/queue_observer.hpp"
 #include "virtio/descriptor_chain.hpp"
@@ -140,6 +141,7 @@ private:
 
     uint16_t queue_pairs_;
     RunOnOwner run_on_owner_;
+    Logger log_;                                 // control thread only
     std::vector<Ring> rings_;                    // 2 per queue pair
     std::unique_ptr<QueueCounters[]> counters_;  // one per ring
     uint32_t generation_counter_ = 0;            // control thread (inside run_sync)
