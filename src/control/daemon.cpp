@@ -171,7 +171,7 @@ void Daemon::open_sockets() {
         ep.port->set_ring_error_handler([this, &ep](uint32_t ring, std::string reason) {
             // On a worker: only post. The device is looked up again on the
             // control thread, where it may already be gone.
-            control_queue_.post([this, &ep, ring, reason = std::move(reason)] {
+            control_queue_.post([&ep, ring, reason = std::move(reason)] {
                 for (vhost_user::VhostUserDevice* dev : ep.devices()) {
                     dev->mark_broken("ring " + std::to_string(ring) + ": " + reason);
                 }
