@@ -19,17 +19,18 @@
 
 namespace {
 
-vnet::control::Config config_from_flags(const std::string& socket_path, bool client,
+vnet::control::Config config_from_flags(const std::string& socket_path, int listen_fd, bool client,
                                         const std::vector<std::string>& taps, bool null_port) {
     using vnet::control::PortConfig;
     using vnet::control::PortType;
     vnet::control::Config c;
     std::vector<std::string> names;
-    if (!socket_path.empty()) {
+    if (!socket_path.empty() || listen_fd >= 0) {
         PortConfig vm;
         vm.name = "vm0";
         vm.type = PortType::vhost_user;
         vm.socket_path = socket_path;
+        vm.listen_fd = listen_fd;
         vm.client = client;
         c.ports.push_back(vm);
         names.push_back(vm.name);
@@ -68,9 +69,12 @@ int main(int argc, char** argv) {
     int tx_batch = -1, busy_poll_us = -1, stats_interval = -1;
     std::vector<int> cpus;
     int mtu = 0;
+    int listen_fd = -1;
 
     app.add_option("--config", config_file, "TOML file with ports, connections and options");
     app.add_option("--socket-path", socket_path, "vhost-user socket of the VM port");
+    app.add_option("--fd", listen_fd,
+                   "an inherited, listening vhost-user socket (instead of --socket-path)");
     app.add_flag("--client", client, "connect to a listening front end (reconnects forever)");
     app.add_option("--tap", taps, "tap device to open or create (twice for tap <-> tap)");
     app.add_flag("--null", null_port, "a discarding port (measures pure ring work)");
@@ -104,9 +108,9 @@ int main(int argc, char** argv) {
 
     try {
         vnet::set_log_level(log_level);
-        vnet::control::Config config = config_file.empty()
-                                           ? config_from_flags(socket_path, client, taps, null_port)
-                                           : vnet::control::load_config_file(config_file);
+        vnet::control::Config config =
+            config_file.empty() ? config_from_flags(socket_path, listen_fd, client, taps, null_port)
+                                : vnet::control::load_config_file(config_file);
         for (auto& p : config.ports) {
             p.persist |= persist;
             p.napi |= napi;

@@ -52,7 +52,7 @@ void Config::validate() const {
             throw std::invalid_argument("port name '" + p.name + "' is used twice");
         }
         if (p.type == PortType::vhost_user) {
-            if (p.socket_path.empty()) {
+            if (p.socket_path.empty() && p.listen_fd < 0) {
                 throw std::invalid_argument("port '" + p.name + "': socket_path is required");
             }
             if (p.socket_path.size() >= 108) {

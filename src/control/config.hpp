@@ -26,6 +26,7 @@ struct PortConfig {
     // vhost-user
     std::string socket_path;
     bool client = false;  // connect to a listening front end instead of listening
+    int listen_fd = -1;   // an inherited listening socket (--fd) instead of socket_path
     uint16_t queue_pairs = 1;
     std::optional<uid_t> socket_owner;
     std::optional<gid_t> socket_group;

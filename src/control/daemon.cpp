@@ -186,9 +186,14 @@ void Daemon::open_sockets() {
                        pc.socket_path);
         } else {
             vhost_user::ServerOptions o;
-            o.path = pc.socket_path;
+            o.path = pc.listen_fd >= 0 ? "fd:" + std::to_string(pc.listen_fd) : pc.socket_path;
+            o.listen_fd = pc.listen_fd;
             o.device = dc;
             ep.server = std::make_unique<vhost_user::ServerSocket>(reactor_, o, ep.port);
+            if (pc.listen_fd >= 0) {
+                log_->info("port {}: listening on inherited fd {}", pc.name, pc.listen_fd);
+                continue;
+            }
             if (pc.socket_owner || pc.socket_group) {
                 if (::chown(pc.socket_path.c_str(),
                             pc.socket_owner.value_or(static_cast<uid_t>(-1)),

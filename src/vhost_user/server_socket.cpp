@@ -1,5 +1,6 @@
 #include "vhost_user/server_socket.hpp"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -53,6 +54,10 @@ ServerSocket::ServerSocket(io::Reactor& reactor, ServerOptions options, QueueObs
         options_.device.name = options_.path;
     }
     options_.max_connections = std::max<uint32_t>(options_.max_connections, 1);
+    if (options_.listen_fd >= 0) {
+        adopt_listening_fd();
+        return;
+    }
     sockaddr_un addr;
     if (!make_unix_address(options_.path, &addr)) {
         fail(ENAMETOOLONG, "bad socket path '" + options_.path + "'");
@@ -75,6 +80,24 @@ ServerSocket::ServerSocket(io::Reactor& reactor, ServerOptions options, QueueObs
     }
     reactor_.watch(listen_.get(), EPOLLIN, [this](uint32_t) { on_listen_ready(); });
     log_->info("listening (at most {} front end(s))", options_.max_connections);
+}
+
+void ServerSocket::adopt_listening_fd() {
+    int accepting = 0;
+    socklen_t len = sizeof accepting;
+    if (::getsockopt(options_.listen_fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0) {
+        fail(errno, "--fd " + std::to_string(options_.listen_fd) + " is not a socket");
+    }
+    if (!accepting) {
+        fail(EINVAL, "--fd " + std::to_string(options_.listen_fd) + " is not a listening socket");
+    }
+    listen_.reset(options_.listen_fd);
+    int flags = ::fcntl(listen_.get(), F_GETFL);
+    ::fcntl(listen_.get(), F_SETFL, flags | O_NONBLOCK);
+    ::fcntl(listen_.get(), F_SETFD, FD_CLOEXEC);
+    reactor_.watch(listen_.get(), EPOLLIN, [this](uint32_t) { on_listen_ready(); });
+    log_->info("listening on inherited fd {} (at most {} front end(s))", listen_.get(),
+               options_.max_connections);
 }
 
 ServerSocket::~ServerSocket() {

@@ -29,6 +29,10 @@ namespace vnet::vhost_user {
 
 struct ServerOptions {
     std::string path;
+    // An already listening socket to adopt instead of binding `path` (the
+    // back-end convention --fd=FDNUM: the manager made the socket). `path`
+    // then only names it in logs and is never unlinked.
+    int listen_fd = -1;
     uint32_t max_connections = 1;
     DeviceConfig device;  // device.name defaults to `path` when left at its default
     size_t output_limit = kDefaultOutputLimit;
@@ -50,6 +54,7 @@ public:
 private:
     static constexpr std::chrono::milliseconds kAcceptPause{100};
 
+    void adopt_listening_fd();
     void on_listen_ready();
     void accept_one(UniqueFd fd);
     void on_connection_closed();
