@@ -1,5 +1,9 @@
 #include "ports/null_port.hpp"
 
+#include <algorithm>
+
+#include "virtio/net_header.hpp"
+
 namespace vnet::ports {
 
 NullPort::NullPort(std::string name) : Port(std::move(name)) {}
@@ -7,7 +11,9 @@ NullPort::NullPort(std::string name) : Port(std::move(name)) {}
 uint16_t NullPort::transmit_burst(uint16_t, const PacketBurst& burst) {
     uint64_t bytes = 0;
     for (uint16_t i = 0; i < burst.count; ++i) {
-        bytes += burst.packets[i].len;
+        // Frame bytes: every packet inside vnetd carries the 12-byte header.
+        bytes += burst.packets[i].len -
+                 std::min<uint32_t>(burst.packets[i].len, sizeof(virtio::NetHeader));
     }
     tx_.count_burst(burst.count, bytes);
     return burst.count;
@@ -24,7 +30,7 @@ bool NullPort::next_rx_buffer(uint16_t, uint32_t max_packet, std::span<const iov
 
 void NullPort::commit_rx_buffer(uint16_t, uint32_t len) {
     ++pending_packets_;
-    pending_bytes_ += len;
+    pending_bytes_ += len - std::min<uint32_t>(len, sizeof(virtio::NetHeader));
 }
 
 void NullPort::flush_rx_buffers(uint16_t) {

@@ -44,7 +44,7 @@ private:
 
 struct QueueCounters {
     Counter packets;
-    Counter bytes;
+    Counter bytes;  // frame bytes: the virtio-net header is not counted (as the kernel counts)
     Counter bursts;
     std::array<Counter, kBurstHistogramBuckets> burst_sizes;
     std::array<Counter, kDropReasonCount> drops;

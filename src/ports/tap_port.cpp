@@ -3,6 +3,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "ports/setup_error.hpp"
@@ -68,7 +69,7 @@ uint16_t TapPort::transmit_burst(uint16_t, const PacketBurst& burst) {
     for (size_t i = 0; i < finished; ++i) {
         if (results_[i] >= 0) {
             ++written;
-            bytes += burst.packets[i].len;
+            bytes += burst.packets[i].len - tap_.vnet_header_size();  // frame bytes
         } else {
             // Refused for good (a header the kernel rejects, link down): the
             // packet is completed to the guest and counted, never retried.
@@ -84,7 +85,7 @@ int32_t TapPort::receive_one(uint16_t, std::span<const iovec> buffer) {
     if (n > 0) {
         // Bursts (and their sizes) are counted by the destination at flush.
         rx_.packets.add(1);
-        rx_.bytes.add(static_cast<uint64_t>(n));
+        rx_.bytes.add(static_cast<uint64_t>(n) - tap_.vnet_header_size());
         return static_cast<int32_t>(n);
     }
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
@@ -114,7 +115,7 @@ void TapPort::commit_rx_buffer(uint16_t, uint32_t len) {
         return;
     }
     ++staged_packets_;
-    staged_bytes_ += len;
+    staged_bytes_ += len - std::min<uint32_t>(len, tap_.vnet_header_size());
 }
 
 void TapPort::flush_rx_buffers(uint16_t) {

@@ -146,7 +146,7 @@ void VhostUserPort::complete_burst(uint16_t queue, const PacketBurst& burst, uin
         // Copy semantics: the packet left guest memory, the used length is 0
         // (kernel vhost handle_tx_copy).
         r.ring.add_used(static_cast<uint16_t>(burst.packets[i].token), 0);
-        bytes += burst.packets[i].len;
+        bytes += burst.packets[i].len - r.header_size;  // frame bytes, as the kernel counts
     }
     done = std::min(done, r.in_flight_count);
     r.in_flight_first = static_cast<uint16_t>((r.in_flight_first + done) % kMaxBurstPackets);
@@ -299,7 +299,7 @@ void VhostUserPort::commit_rx_buffer(uint16_t queue, uint32_t len) {
     r.window_taken = 0;
     r.pending_used = static_cast<uint16_t>(r.pending_used + used_heads);
     ++r.burst_packets;
-    r.burst_bytes += len;
+    r.burst_bytes += len - std::min(len, r.header_size);
 }
 
 void VhostUserPort::flush_rx_buffers(uint16_t queue) {
