@@ -6,13 +6,20 @@ namespace vnet::virtio {
 
 const char* to_string(MemoryError e) {
     switch (e) {
-        case MemoryError::ok: return "ok";
-        case MemoryError::zero_size: return "region size is zero";
-        case MemoryError::address_overflow: return "region end overflows 64-bit addresses";
-        case MemoryError::null_host_address: return "region has no host mapping";
-        case MemoryError::overlaps_existing: return "region overlaps an existing region";
-        case MemoryError::too_many_regions: return "too many memory regions";
-        case MemoryError::no_such_region: return "no such memory region";
+        case MemoryError::ok:
+            return "ok";
+        case MemoryError::zero_size:
+            return "region size is zero";
+        case MemoryError::address_overflow:
+            return "region end overflows 64-bit addresses";
+        case MemoryError::null_host_address:
+            return "region has no host mapping";
+        case MemoryError::overlaps_existing:
+            return "region overlaps an existing region";
+        case MemoryError::too_many_regions:
+            return "too many memory regions";
+        case MemoryError::no_such_region:
+            return "no such memory region";
     }
     return "unknown memory error";
 }
@@ -45,10 +52,9 @@ MemoryError GuestMemoryMap::add(GuestRegion region) {
             return MemoryError::overlaps_existing;
         }
     }
-    auto pos = std::lower_bound(by_gpa_.begin(), by_gpa_.end(), region.guest_phys_addr,
-                                [](const GuestRegion& r, uint64_t gpa) {
-                                    return r.guest_phys_addr < gpa;
-                                });
+    auto pos = std::lower_bound(
+        by_gpa_.begin(), by_gpa_.end(), region.guest_phys_addr,
+        [](const GuestRegion& r, uint64_t gpa) { return r.guest_phys_addr < gpa; });
     by_gpa_.insert(pos, std::move(region));
     return MemoryError::ok;
 }
@@ -123,8 +129,8 @@ uint8_t* GuestMemoryMap::uva_to_host(uint64_t uva, uint64_t len) const {
     return r->host_addr + offset;
 }
 
-bool GuestMemoryMap::gpa_to_iovecs(uint64_t gpa, uint64_t len, std::span<iovec> out,
-                                   size_t* count, size_t* hint) const {
+bool GuestMemoryMap::gpa_to_iovecs(uint64_t gpa, uint64_t len, std::span<iovec> out, size_t* count,
+                                   size_t* hint) const {
     if (gpa + len < gpa) {
         return false;
     }

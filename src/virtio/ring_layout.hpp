@@ -67,9 +67,15 @@ struct VirtqUsed {
 #endif
 
 // Sizes of the three areas (virtio 1.2 §2.7 table "Virtqueue Part Alignment").
-constexpr uint64_t desc_table_bytes(uint32_t queue_size) { return 16ull * queue_size; }
-constexpr uint64_t avail_ring_bytes(uint32_t queue_size) { return 6ull + 2ull * queue_size; }
-constexpr uint64_t used_ring_bytes(uint32_t queue_size) { return 6ull + 8ull * queue_size; }
+constexpr uint64_t desc_table_bytes(uint32_t queue_size) {
+    return 16ull * queue_size;
+}
+constexpr uint64_t avail_ring_bytes(uint32_t queue_size) {
+    return 6ull + 2ull * queue_size;
+}
+constexpr uint64_t used_ring_bytes(uint32_t queue_size) {
+    return 6ull + 8ull * queue_size;
+}
 
 inline constexpr uint64_t kDescTableAlign = 16;
 inline constexpr uint64_t kAvailRingAlign = 2;

@@ -6,7 +6,9 @@
 namespace vnet {
 namespace {
 
-bool fd_is_open(int fd) { return ::fcntl(fd, F_GETFD) != -1; }
+bool fd_is_open(int fd) {
+    return ::fcntl(fd, F_GETFD) != -1;
+}
 
 TEST(UniqueFd, closes_its_fd_when_destroyed) {
     int raw = ::open("/dev/null", O_RDONLY | O_CLOEXEC);

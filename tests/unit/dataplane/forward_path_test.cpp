@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "unit/dataplane/fake_ports.hpp"
 #include "ports/null_port.hpp"
+#include "unit/dataplane/fake_ports.hpp"
 
 namespace vnet::dataplane {
 namespace {
