@@ -175,6 +175,14 @@ void Daemon::open_sockets() {
                 for (vhost_user::VhostUserDevice* dev : ep.devices()) {
                     dev->mark_broken("ring " + std::to_string(ring) + ": " + reason);
                 }
+                // USAGE.md "Hostile guests": the connection is dropped, now,
+                // not when the front end next speaks.
+                if (ep.server) {
+                    ep.server->close_broken_connections();
+                }
+                if (ep.client) {
+                    ep.client->close_if_broken();
+                }
             });
         });
         if (pc.client) {

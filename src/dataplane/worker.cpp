@@ -213,12 +213,23 @@ void Worker::sleep_until_ready() {
             return;  // a path ran out of budget, not of work
         }
         // Arming turns the guest's kicks back on and re-checks its ring:
-        // false means it queued more meanwhile, so look again instead.
-        if (wait == PathWait::source && !path.source().arm_receive_wait(path.source_queue())) {
+        // false means it queued more meanwhile, so look again instead. It
+        // writes guest memory, so it runs guarded like a turn does.
+        bool may_sleep = true;
+        uintptr_t fault_address = 0;
+        if (!run_guarded(
+                [&] {
+                    if (wait == PathWait::source) {
+                        may_sleep = path.source().arm_receive_wait(path.source_queue());
+                    } else if (wait == PathWait::destination) {
+                        may_sleep = path.destination().arm_transmit_wait(path.destination_queue());
+                    }
+                },
+                &fault_address)) {
+            path.on_guest_fault(fault_address);
             return;
         }
-        if (wait == PathWait::destination &&
-            !path.destination().arm_transmit_wait(path.destination_queue())) {
+        if (!may_sleep) {
             return;
         }
         want(path.wait_spec(wait));

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "common/guest_fault.hpp"
 #include "io/eventfd.hpp"
 #include "vhost_user/device.hpp"
 #include "virtio/net_header.hpp"
@@ -393,6 +394,7 @@ void VhostUserPort::on_guest_fault(uint16_t queue, uintptr_t address) {
         for (const virtio::GuestRegion& region : r.memory->regions()) {
             auto start = reinterpret_cast<uintptr_t>(region.host_addr);
             if (address - start < region.size) {
+                r.memory_lost = true;
                 fail_ring(ring_index, "guest memory",
                           "access faulted (SIGBUS): the front end shrank a memory region");
                 break;
@@ -451,30 +453,25 @@ uint16_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
     const bool is_tx = (queue_index % 2) == 1;
     on_owner(queue_index, [&] {
         Ring& r = rings_[queue_index];
-        if (r.memory) {
-            // Finish what is ours to finish while the memory is still held:
-            // publish completed entries, give back unused RX heads, and
-            // complete TX packets a destination still holds as dropped.
-            if (is_tx) {
-                complete_in_flight_as_dropped(r);
-            } else {
-                reset_rx_window(r);
+        if (r.memory && !r.memory_lost) {
+            // Hostile-input rule 4: the front end may have truncated its
+            // memory since the last turn (and then hung up, or sent
+            // GET_VRING_BASE). Finishing up is best effort; a fault here
+            // means there is nothing left to finish, not a dead daemon.
+            uintptr_t fault_address = 0;
+            if (!run_guarded([&] { untaken = finish_ring(r, is_tx); }, &fault_address)) {
+                r.memory_lost = true;
+                untaken = 0;
             }
-            if (r.pending_used != 0) {
-                r.ring.publish_used();
-                r.pending_used = 0;
-            }
+        }
+        if (r.memory_lost && r.in_flight_count != 0) {
+            // The guest's ring is gone: what a destination still held is
+            // dropped without a used entry.
+            r.counters->count_drop(DropReason::no_destination, r.in_flight_count);
+            r.in_flight_first = 0;
+            r.in_flight_count = 0;
         }
         last_avail = r.ring.last_avail_idx();
-        if (is_tx && r.ready) {
-            // A fresh read: avail_count() may answer from its cached index.
-            uint16_t avail_idx = std::atomic_ref<uint16_t>(r.ring.layout().avail->idx)
-                                     .load(std::memory_order_acquire);
-            untaken = static_cast<uint16_t>(avail_idx - last_avail);
-            if (untaken > r.ring.size()) {
-                untaken = 0;  // a guest that broke the ring rules: nothing to report
-            }
-        }
         r.ready = false;
         r.memory.reset();
         r.kick_fd = -1;
@@ -490,6 +487,30 @@ uint16_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
             queue_index, last_avail, untaken);
     }
     return last_avail;
+}
+
+uint16_t VhostUserPort::finish_ring(Ring& r, bool is_tx) {
+    // Finish what is ours to finish while the memory is still held:
+    // publish completed entries, give back unused RX heads, and complete
+    // TX packets a destination still holds as dropped.
+    if (is_tx) {
+        complete_in_flight_as_dropped(r);
+    } else {
+        reset_rx_window(r);
+    }
+    if (r.pending_used != 0) {
+        r.ring.publish_used();
+        r.pending_used = 0;
+    }
+    if (!is_tx || !r.ready) {
+        return 0;
+    }
+    // A fresh read: avail_count() may answer from its cached index.
+    const uint16_t avail_idx =
+        std::atomic_ref<uint16_t>(r.ring.layout().avail->idx).load(std::memory_order_acquire);
+    const auto untaken = static_cast<uint16_t>(avail_idx - r.ring.last_avail_idx());
+    return untaken > r.ring.size() ? 0
+                                   : untaken;  // a guest that broke the rules: nothing to report
 }
 
 void VhostUserPort::on_call_fd_changed(vhost_user::VhostUserDevice&, uint32_t queue_index,

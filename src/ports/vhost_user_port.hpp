@@ -103,6 +103,9 @@ private:
         bool mergeable = false;         // MRG_RXBUF
         int kick_fd = -1;
         int call_fd = -1;
+        // A guest access faulted (the front end shrank its memory): nothing
+        // may touch this ring's memory again, not even to finish up.
+        bool memory_lost = false;
         uint16_t pending_used = 0;  // added since the last publish
         uint32_t generation = 0;    // bumped each time the ring (re)starts
         // TX only: heads handed out by receive_burst and not yet completed,
@@ -138,6 +141,8 @@ private:
     bool grow_rx_window(uint32_t ring_index, Ring& r, uint32_t need_bytes);
     void reset_rx_window(Ring& r);
     void complete_in_flight_as_dropped(Ring& r);
+    // on_queue_stopped's work on guest memory; returns untaken TX heads.
+    uint16_t finish_ring(Ring& r, bool is_tx);
 
     uint16_t queue_pairs_;
     RunOnOwner run_on_owner_;

@@ -71,6 +71,13 @@ void ClientSocket::schedule_retry() {
     });
 }
 
+void ClientSocket::close_if_broken() {
+    VhostUserDevice* d = device();
+    if (d != nullptr && d->is_broken()) {
+        connection_->close("device broken: " + d->broken_reason());
+    }
+}
+
 void ClientSocket::on_connection_closed() {
     // Inside the connection's callback: it is destroyed by the retry timer.
     if (Clock::now() - connected_at_ >= options_.max_backoff) {

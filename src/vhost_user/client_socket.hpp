@@ -40,6 +40,9 @@ public:
     // The wait before the next attempt if the current one fails.
     std::chrono::milliseconds current_backoff() const { return backoff_; }
     uint64_t attempts() const { return attempts_; }
+    // Closes the connection if its device was broken from outside the
+    // protocol; the usual backoff then reconnects.
+    void close_if_broken();
 
 private:
     using Clock = std::chrono::steady_clock;

@@ -130,6 +130,15 @@ std::vector<VhostUserDevice*> ServerSocket::devices() {
     return out;
 }
 
+void ServerSocket::close_broken_connections() {
+    for (auto& c : connections_) {
+        VhostUserDevice* d = c->device();
+        if (d != nullptr && d->is_broken()) {
+            c->close("device broken: " + d->broken_reason());
+        }
+    }
+}
+
 void ServerSocket::on_listen_ready() {
     for (;;) {
         UniqueFd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));

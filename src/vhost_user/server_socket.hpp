@@ -50,6 +50,10 @@ public:
     // The devices of the open connections (for the control plane / tests).
     std::vector<VhostUserDevice*> devices();
     uint64_t rejected_connections() const { return rejected_; }
+    // Closes every connection whose device was broken from outside the
+    // protocol (a ring rule broken on the datapath): the front end sees EOF
+    // at once, as it does for a refused message, and its memory and fds go.
+    void close_broken_connections();
 
 private:
     static constexpr std::chrono::milliseconds kAcceptPause{100};
