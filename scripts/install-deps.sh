@@ -23,7 +23,7 @@ if ((${#missing[@]})); then
     echo "install-deps: installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
 # DPDK's virtio-user front end wants hugepages (reference/peer-baselines.md);
