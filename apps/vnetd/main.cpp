@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
     app.add_option("--stats-interval", stats_interval,
                    "log stats every N seconds (0: at exit only)");
     app.add_option("--stats-file", stats_file,
-                   "write stats as JSON here, every second and at exit");
+                   "write stats as JSON here, every stats interval (1 s if none) and at exit");
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
     app.add_flag("--print-capabilities", print_caps,
                  "print the vhost-user capabilities (JSON) and exit");
@@ -119,10 +119,10 @@ int main(int argc, char** argv) {
             }
             if (p.type == vnet::control::PortType::vhost_user) {
                 if (!socket_owner.empty()) {
-                    p.socket_owner = static_cast<uid_t>(std::stoul(socket_owner));
+                    p.socket_owner = vnet::control::parse_socket_owner(socket_owner);
                 }
                 if (!socket_group.empty()) {
-                    p.socket_group = static_cast<gid_t>(std::stoul(socket_group));
+                    p.socket_group = vnet::control::parse_socket_group(socket_group);
                 }
                 if (!socket_mode.empty()) {
                     p.socket_mode = static_cast<mode_t>(std::stoul(socket_mode, nullptr, 8));
@@ -142,10 +142,7 @@ int main(int argc, char** argv) {
             config.datapath.submit = *m;
         }
         if (!mode.empty()) {
-            if (mode != "event" && mode != "poll")
-                throw std::invalid_argument("--mode must be event or poll");
-            config.datapath.mode = mode == "poll" ? vnet::dataplane::WorkerMode::poll
-                                                  : vnet::dataplane::WorkerMode::event;
+            config.datapath.mode = vnet::control::parse_worker_mode(mode);
         }
         if (stats_interval >= 0)
             config.stats_interval_s = static_cast<uint32_t>(stats_interval);

@@ -92,25 +92,41 @@ void Config::validate() const {
     }
 }
 
+uid_t parse_socket_owner(const std::string& user_or_uid) {
+    if (const passwd* pw = ::getpwnam(user_or_uid.c_str())) {
+        return pw->pw_uid;
+    }
+    try {
+        return static_cast<uid_t>(std::stoul(user_or_uid));
+    } catch (const std::exception&) {
+        throw std::invalid_argument("socket owner '" + user_or_uid + "' is no user name or uid");
+    }
+}
+
+gid_t parse_socket_group(const std::string& group_or_gid) {
+    if (const group* gr = ::getgrnam(group_or_gid.c_str())) {
+        return gr->gr_gid;
+    }
+    try {
+        return static_cast<gid_t>(std::stoul(group_or_gid));
+    } catch (const std::exception&) {
+        throw std::invalid_argument("socket group '" + group_or_gid + "' is no group name or gid");
+    }
+}
+
+dataplane::WorkerMode parse_worker_mode(const std::string& s) {
+    if (s == "event")
+        return dataplane::WorkerMode::event;
+    if (s == "poll")
+        return dataplane::WorkerMode::poll;
+    throw std::invalid_argument("mode must be event or poll, not '" + s + "'");
+}
+
 namespace {
 
 template <class T>
 T get_or(const toml::table& t, const char* key, T fallback) {
     return t[key].value<T>().value_or(fallback);
-}
-
-uid_t parse_owner(const std::string& s) {
-    if (const passwd* pw = ::getpwnam(s.c_str())) {
-        return pw->pw_uid;
-    }
-    return static_cast<uid_t>(std::stoul(s));
-}
-
-gid_t parse_group(const std::string& s) {
-    if (const group* gr = ::getgrnam(s.c_str())) {
-        return gr->gr_gid;
-    }
-    return static_cast<gid_t>(std::stoul(s));
 }
 
 PortConfig parse_port(const toml::table& t) {
@@ -127,9 +143,9 @@ PortConfig parse_port(const toml::table& t) {
     p.client = get_or<bool>(t, "client", false);
     p.queue_pairs = static_cast<uint16_t>(get_or<int64_t>(t, "queue_pairs", 1));
     if (auto v = t["socket_owner"].value<std::string>())
-        p.socket_owner = parse_owner(*v);
+        p.socket_owner = parse_socket_owner(*v);
     if (auto v = t["socket_group"].value<std::string>())
-        p.socket_group = parse_group(*v);
+        p.socket_group = parse_socket_group(*v);
     if (auto v = t["socket_mode"].value<std::string>()) {
         p.socket_mode = static_cast<mode_t>(std::stoul(*v, nullptr, 8));
     }
@@ -172,11 +188,7 @@ Config load_config_file(const std::string& path) {
             static_cast<uint32_t>(get_or<int64_t>(*dp, "weight_packets", d.weight_packets));
         d.weight_bytes =
             static_cast<uint32_t>(get_or<int64_t>(*dp, "weight_bytes", d.weight_bytes));
-        std::string wm = get_or<std::string>(*dp, "mode", "event");
-        if (wm != "event" && wm != "poll") {
-            throw std::invalid_argument("mode must be event or poll, not '" + wm + "'");
-        }
-        d.mode = wm == "poll" ? dataplane::WorkerMode::poll : dataplane::WorkerMode::event;
+        d.mode = parse_worker_mode(get_or<std::string>(*dp, "mode", "event"));
         d.busy_poll_us = static_cast<uint32_t>(get_or<int64_t>(*dp, "busy_poll_us", 0));
         if (const toml::array* cpus = (*dp)["worker_cpus"].as_array()) {
             for (const auto& cpu : *cpus) {

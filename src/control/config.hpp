@@ -65,6 +65,12 @@ struct Config {
 
 Config load_config_file(const std::string& path);
 
+// Shared by the config file and the command line, so both accept the same
+// spellings. Each throws std::invalid_argument naming the bad value.
+uid_t parse_socket_owner(const std::string& user_or_uid);
+gid_t parse_socket_group(const std::string& group_or_gid);
+dataplane::WorkerMode parse_worker_mode(const std::string& s);
+
 const char* to_string(PortType t);
 std::optional<PortType> parse_port_type(const std::string& s);
 
