@@ -9,6 +9,7 @@
 // (docs/interop/vhost-user.rst "Backend program conventions"): --socket-path,
 // --print-capabilities, stays in the foreground, exits quickly on SIGTERM.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -65,7 +66,11 @@ int main(int argc, char** argv) {
     std::string config_file, socket_path, log_level = "info", submit, mode, stats_file;
     std::string socket_owner, socket_group, socket_mode;
     std::vector<std::string> taps;
+    std::string tap_xdp, tap_xdp_mode, tap_xdp_redirect;
     bool client = false, null_port = false, print_caps = false, persist = false, napi = false;
+    bool napi_frags = false;
+    std::string tx_peek, gro, gro_udp;
+    int64_t rx_frames = -1, rx_usecs = -1;
     int tx_batch = -1, busy_poll_us = -1, stats_interval = -1;
     std::vector<int> cpus;
     int mtu = 0;
@@ -77,12 +82,32 @@ int main(int argc, char** argv) {
                    "an inherited, listening vhost-user socket (instead of --socket-path)");
     app.add_flag("--client", client, "connect to a listening front end (reconnects forever)");
     app.add_option("--tap", taps, "tap device to open or create (twice for tap <-> tap)");
+    app.add_option("--tap-xdp", tap_xdp,
+                   "attach this XDP program to every --tap: FILE[:SECTION] (SECTION: a section "
+                   "or program name; default: the first XDP program)");
+    app.add_option("--tap-xdp-mode", tap_xdp_mode,
+                   "auto (native, else generic; default), native or generic");
+    app.add_option("--tap-xdp-redirect", tap_xdp_redirect,
+                   "interface whose ifindex goes into the program's redirect_map[0]");
     app.add_flag("--null", null_port, "a discarding port (measures pure ring work)");
     app.add_flag("--persist", persist, "keep created taps after exit");
     app.add_flag("--napi", napi, "open taps with IFF_NAPI (off: loses pps with one-packet writes)");
     app.add_option("--mtu", mtu, "MTU offered to the guest and set on the tap");
+    app.add_flag("--napi-frags", napi_frags, "open taps with IFF_NAPI|IFF_NAPI_FRAGS (test only)");
     app.add_option("--tx-batch", tx_batch,
-                   "packets per burst from a guest TX ring (1..64; 1 = per-packet)");
+                   "packets per burst from a TX ring (0..64; 0 = per-packet, default 64)");
+    app.add_option("--tx-peek", tx_peek,
+                   "on: hold a batch for one submission while the ring has more (default); "
+                   "off: submit each packet as it is taken")
+        ->check(CLI::IsMember({"on", "off"}));
+    app.add_option("--gro", gro, "on: merge TCP segments of a TX batch into one GSO tap write")
+        ->check(CLI::IsMember({"on", "off"}));
+    app.add_option("--gro-udp", gro_udp, "on: also merge UDP datagrams into USO tap writes")
+        ->check(CLI::IsMember({"on", "off"}));
+    app.add_option("--rx-frames", rx_frames,
+                   "guest RX coalescing: frames per used-index publish (0 = per batch)");
+    app.add_option("--rx-usecs", rx_usecs,
+                   "guest RX coalescing: publish at most this long after the first held frame");
     app.add_option("--submit", submit, "tap write submission: io_uring or writev");
     app.add_option("--mode", mode, "worker mode: event (sleep when idle) or poll (spin)");
     app.add_option("--busy-poll-us", busy_poll_us, "spin this long on idle rings before sleeping");
@@ -113,7 +138,8 @@ int main(int argc, char** argv) {
                                 : vnet::control::load_config_file(config_file);
         for (auto& p : config.ports) {
             p.persist |= persist;
-            p.napi |= napi;
+            p.napi |= napi || napi_frags;
+            p.napi_frags |= napi_frags;
             if (mtu > 0) {
                 p.mtu = static_cast<uint16_t>(mtu);
             }
@@ -129,8 +155,34 @@ int main(int argc, char** argv) {
                 }
             }
         }
+        // Like --napi and --mtu, the XDP flags apply to every --tap port; a
+        // config file names its programs per port instead.
+        if (!tap_xdp.empty() || !tap_xdp_mode.empty() || !tap_xdp_redirect.empty()) {
+            if (!config_file.empty()) {
+                throw std::invalid_argument(
+                    "--tap-xdp, --tap-xdp-mode and --tap-xdp-redirect apply to --tap ports; "
+                    "with --config use the port keys xdp, xdp_mode and xdp_redirect");
+            }
+            for (auto& p : config.ports) {
+                if (p.type == vnet::control::PortType::tap) {
+                    p.xdp = tap_xdp;
+                    p.xdp_mode = tap_xdp_mode.empty() ? p.xdp_mode : tap_xdp_mode;
+                    p.xdp_redirect = tap_xdp_redirect;
+                }
+            }
+        }
         if (tx_batch >= 0)
-            config.datapath.tx_batch = static_cast<uint16_t>(tx_batch);
+            config.datapath.tx_batch = static_cast<uint16_t>(std::min(tx_batch, 0xffff));
+        if (!tx_peek.empty())
+            config.datapath.tx_peek = tx_peek == "on";
+        if (!gro.empty())
+            config.datapath.gro = gro == "on";
+        if (!gro_udp.empty())
+            config.datapath.gro_udp = gro_udp == "on";
+        if (rx_frames >= 0)
+            config.datapath.rx_frames = static_cast<uint32_t>(std::min<int64_t>(rx_frames, 1 << 30));
+        if (rx_usecs >= 0)
+            config.datapath.rx_usecs = static_cast<uint32_t>(std::min<int64_t>(rx_usecs, 1 << 30));
         if (busy_poll_us >= 0)
             config.datapath.busy_poll_us = static_cast<uint32_t>(busy_poll_us);
         if (!cpus.empty())

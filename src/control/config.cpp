@@ -4,12 +4,23 @@
 #include <pwd.h>
 
 #include <toml++/toml.h>
+#include <algorithm>
+#include <cstdint>
 #include <set>
 #include <stdexcept>
 
 #include "ports/packet_burst.hpp"
+#include "ports/xdp_options.hpp"
 
 namespace vnet::control {
+
+namespace {
+// ethtool -C bounds worth accepting: a guest ring holds at most 32768
+// buffers, but holding more than a few hundred frames only adds latency; and
+// a publish later than 100 ms looks like a dead link to the guest.
+constexpr uint32_t kMaxRxFrames = 256;
+constexpr uint32_t kMaxRxUsecs = 100000;
+}  // namespace
 
 const char* to_string(PortType t) {
     switch (t) {
@@ -42,6 +53,45 @@ const PortConfig* Config::find_port(const std::string& name) const {
     return nullptr;
 }
 
+namespace {
+
+// The xdp keys of one port (docs/USAGE.md "XDP on the tap"). Whether FILE
+// exists and holds SECTION is found out when the program is loaded.
+void validate_xdp_keys(const PortConfig& p) {
+    const std::string where = "port '" + p.name + "': ";
+    bool any = !p.xdp.empty() || !p.xdp_redirect.empty() || p.xdp_mode != "auto";
+    if (any && p.type != PortType::tap) {
+        throw std::invalid_argument(where + "xdp, xdp_mode and xdp_redirect are for tap ports");
+    }
+    if (!ports::parse_xdp_mode(p.xdp_mode)) {
+        throw std::invalid_argument(where + "xdp_mode must be auto, native or generic, not '" +
+                                    p.xdp_mode + "'");
+    }
+    if (p.xdp.empty()) {
+        if (!p.xdp_redirect.empty()) {
+            throw std::invalid_argument(where + "xdp_redirect needs xdp (the program to attach)");
+        }
+        if (p.xdp_mode != "auto") {
+            throw std::invalid_argument(where + "xdp_mode needs xdp (the program to attach)");
+        }
+        return;
+    }
+    if (ports::split_xdp_spec(p.xdp).file.empty()) {
+        throw std::invalid_argument(where + "xdp must be FILE[:SECTION], not '" + p.xdp + "'");
+    }
+    if (p.xdp_redirect.size() > 15) {
+        throw std::invalid_argument(where + "xdp_redirect '" + p.xdp_redirect +
+                                    "' is longer than 15 characters");
+    }
+    const std::string& own = p.ifname.empty() ? p.name : p.ifname;
+    if (p.xdp_redirect == own) {
+        throw std::invalid_argument(where + "xdp_redirect names the port's own tap '" + own +
+                                    "' (a program sends frames back with XDP_TX)");
+    }
+}
+
+}  // namespace
+
 void Config::validate() const {
     std::set<std::string> names;
     for (const PortConfig& p : ports) {
@@ -68,6 +118,7 @@ void Config::validate() const {
             throw std::invalid_argument("port '" + p.name +
                                         "': tap name longer than 15 characters");
         }
+        validate_xdp_keys(p);
     }
     std::set<std::string> connected;
     for (const auto& [a, b] : connections) {
@@ -84,8 +135,14 @@ void Config::validate() const {
             throw std::invalid_argument("connect: a port cannot be connected to itself");
         }
     }
-    if (datapath.tx_batch < 1 || datapath.tx_batch > ports::kMaxBurstPackets) {
-        throw std::invalid_argument("tx_batch must be 1..64");
+    if (datapath.tx_batch > ports::kMaxBurstPackets) {
+        throw std::invalid_argument("tx_batch must be 0..64 (0: per-packet)");
+    }
+    if (datapath.rx_frames > kMaxRxFrames) {
+        throw std::invalid_argument("rx_frames must be 0..256");
+    }
+    if (datapath.rx_usecs > kMaxRxUsecs) {
+        throw std::invalid_argument("rx_usecs must be 0..100000");
     }
     if (datapath.weight_packets == 0 || datapath.weight_bytes == 0) {
         throw std::invalid_argument("weight_packets and weight_bytes must be > 0");
@@ -157,6 +214,9 @@ PortConfig parse_port(const toml::table& t) {
     p.napi_frags = get_or<bool>(t, "napi_frags", false);
     if (auto v = t["txqueuelen"].value<int64_t>())
         p.txqueuelen = static_cast<unsigned>(*v);
+    p.xdp = get_or<std::string>(t, "xdp", "");
+    p.xdp_mode = get_or<std::string>(t, "xdp_mode", p.xdp_mode);
+    p.xdp_redirect = get_or<std::string>(t, "xdp_redirect", "");
     return p;
 }
 
@@ -177,7 +237,15 @@ Config load_config_file(const std::string& path) {
     }
     if (const toml::table* dp = root["datapath"].as_table()) {
         DatapathConfig& d = c.datapath;
-        d.tx_batch = static_cast<uint16_t>(get_or<int64_t>(*dp, "tx_batch", d.tx_batch));
+        d.tx_batch = static_cast<uint16_t>(
+            std::clamp<int64_t>(get_or<int64_t>(*dp, "tx_batch", d.tx_batch), 0, 0xffff));
+        d.tx_peek = get_or<bool>(*dp, "tx_peek", d.tx_peek);
+        d.gro = get_or<bool>(*dp, "gro", d.gro);
+        d.gro_udp = get_or<bool>(*dp, "gro_udp", d.gro_udp);
+        d.rx_frames = static_cast<uint32_t>(
+            std::clamp<int64_t>(get_or<int64_t>(*dp, "rx_frames", 0), 0, UINT32_MAX));
+        d.rx_usecs = static_cast<uint32_t>(
+            std::clamp<int64_t>(get_or<int64_t>(*dp, "rx_usecs", 0), 0, UINT32_MAX));
         std::string submit = get_or<std::string>(*dp, "submit", "io_uring");
         auto mode = io::parse_batch_mode(submit);
         if (!mode) {

@@ -38,10 +38,21 @@ struct PortConfig {
     bool napi = false;
     bool napi_frags = false;
     std::optional<unsigned> txqueuelen;
+    // XDP on the tap (ports/tap_xdp.hpp, docs/USAGE.md "XDP on the tap"):
+    // "FILE[:SECTION]" (empty: none), the attach mode, and the interface the
+    // program's redirect_map[0] points at. Kept as written; validate() checks.
+    std::string xdp;
+    std::string xdp_mode = "auto";
+    std::string xdp_redirect;
 };
 
 struct DatapathConfig {
-    uint16_t tx_batch = 64;  // 1..64; 1 is the per-packet mode
+    uint16_t tx_batch = 64;  // 0..64; 0 is the per-packet mode (no batching at all)
+    bool tx_peek = true;     // hold a TX batch for one submission while the ring has more
+    bool gro = true;         // merge a TX batch's TCP segments into GSO frames (tap destinations)
+    bool gro_udp = false;    // ... and UDP datagrams into USO frames (needs Linux >= 6.2)
+    uint32_t rx_frames = 0;  // guest RX coalescing: frames per used-index publish (0: per batch)
+    uint32_t rx_usecs = 0;   // ... or at most this long after the first held frame
     io::BatchMode submit = io::BatchMode::io_uring;
     uint32_t weight_packets = 256;
     uint32_t weight_bytes = 0x80000;

@@ -43,6 +43,7 @@ Daemon::~Daemon() {
         w->stop();
     }
     workers_.clear();
+    xdp_programs_.clear();  // detach while the taps still exist
     ports_.clear();
 }
 
@@ -82,6 +83,7 @@ void Daemon::create_ports() {
                 log_->info("port {}: tap {} (ifindex {}, napi {}, submit {})", pc.name,
                            tap->device().name(), tap->device().ifindex(), tap->device().napi(),
                            io::to_string(tap->submit_mode()));
+                attach_xdp(pc, *tap);
                 ports_.push_back(std::move(tap));
                 break;
             }
@@ -98,6 +100,32 @@ void Daemon::create_ports() {
             }
         }
     }
+}
+
+// Right after the tap is opened, before any worker writes to it: the
+// program sees every frame vnetd sends (docs/USAGE.md "XDP on the tap").
+void Daemon::attach_xdp(const PortConfig& pc, ports::TapPort& tap) {
+    if (pc.xdp.empty()) {
+        return;
+    }
+    const std::string device = "tap '" + tap.device().name() + "'";
+    ports::TapXdpOptions o;
+    o.program = ports::split_xdp_spec(pc.xdp);
+    o.mode = ports::parse_xdp_mode(pc.xdp_mode).value_or(ports::XdpMode::auto_select);
+    if (!pc.xdp_redirect.empty()) {
+        o.redirect_ifindex = ports::xdp_redirect_target(device, pc.xdp_redirect);
+    }
+    auto xdp = std::make_unique<ports::TapXdpProgram>(device, tap.device().ifindex(), o);
+    log_->info("port {}: xdp program {} section {} from {} on tap {}: {} mode (id {}){}", pc.name,
+               xdp->program_name(), xdp->section(), xdp->file(), tap.device().name(),
+               ports::to_string(xdp->mode()), xdp->program_id(),
+               pc.xdp_redirect.empty() ? "" : ", redirect to " + pc.xdp_redirect);
+    xdp_programs_[pc.name] = std::move(xdp);
+}
+
+const ports::TapXdpProgram* Daemon::xdp_of(const std::string& port_name) const {
+    auto it = xdp_programs_.find(port_name);
+    return it == xdp_programs_.end() ? nullptr : it->second.get();
 }
 
 ports::Port* Daemon::port_named(const std::string& name) {
@@ -119,14 +147,43 @@ ports::TapPort* Daemon::tap_peer_of(const std::string& name) {
     return nullptr;
 }
 
+// A tap whose peer is not a guest (another tap, a discard port) can take
+// any GSO frame on the way out, since a tap accepts GSO writes whatever its
+// offloads say: let the host stack hand us 64 KB frames with partial
+// checksums (TUNSETOFFLOAD as if a guest had negotiated every GUEST_*
+// offload), the pass-through that spares segmenting and re-merging.
+// Segments that still arrive one by one (a sender with TSO off) come with
+// partial checksums too, which is what lets GRO merge them.
+void Daemon::offer_gso_to_tap(ports::Port& port, const ports::Port& peer) {
+    auto* tap = dynamic_cast<ports::TapPort*>(&port);
+    if (tap == nullptr || peer.kind() == ports::PortKind::vhost_user) {
+        return;
+    }
+    using virtio::Feature;
+    const virtio::FeatureSet everything{Feature::net_guest_csum, Feature::net_guest_tso4,
+                                        Feature::net_guest_tso6, Feature::net_guest_ecn,
+                                        Feature::net_guest_ufo,  Feature::net_guest_uso4,
+                                        Feature::net_guest_uso6};
+    ports::TunOffloads applied = tap->apply_guest_features(everything);
+    log_->info("port {}: tap {} offloads {} (peer {} takes GSO frames)", port.name(),
+               tap->device().name(), ports::to_string(applied), peer.name());
+}
+
 void Daemon::create_paths() {
     dataplane::PathOptions po;
     po.tx_batch = config_.datapath.tx_batch;
     po.weight_packets = config_.datapath.weight_packets;
     po.weight_bytes = config_.datapath.weight_bytes;
+    po.tx_peek = config_.datapath.tx_peek;
+    po.gro = config_.datapath.gro;
+    po.gro_udp = config_.datapath.gro_udp;
+    po.rx_frames = config_.datapath.rx_frames;
+    po.rx_usecs = config_.datapath.rx_usecs;
     for (const auto& [a_name, b_name] : config_.connections) {
         ports::Port* a = port_named(a_name);
         ports::Port* b = port_named(b_name);
+        offer_gso_to_tap(*a, *b);
+        offer_gso_to_tap(*b, *a);
         uint16_t queues = std::min(a->queue_count(), b->queue_count());
         for (uint16_t q = 0; q < queues; ++q) {
             dataplane::Worker& w = *workers_[q % workers_.size()];
@@ -138,8 +195,8 @@ void Daemon::create_paths() {
                 w.add_path(std::make_unique<dataplane::ForwardPath>(*b, q, *a, q, po));
             }
         }
-        log_->info("cross-connect {} <-> {} ({} queue pair(s), tx_batch {})", a_name, b_name,
-                   queues, po.tx_batch);
+        log_->info("cross-connect {} <-> {} ({} queue pair(s), tx_batch {}, tx_peek {}, gro {})",
+                   a_name, b_name, queues, po.tx_batch, po.tx_peek, po.gro);
     }
 }
 
@@ -250,16 +307,18 @@ void Daemon::report_stats(bool final_report) {
     if (!config_.stats_file.empty()) {
         nlohmann::json j;
         j["seconds"] = seconds;
+        j["datapath"] = datapath_json(config_.datapath);
         j["ports"] = nlohmann::json::array();
         for (ports::Port* p : all) {
-            j["ports"].push_back(port_stats_json(*p));
+            j["ports"].push_back(port_stats_json(*p, xdp_of(p->name())));
         }
         std::string tmp = config_.stats_file + ".tmp";
         std::ofstream(tmp) << j.dump(2) << "\n";
         std::rename(tmp.c_str(), config_.stats_file.c_str());
     }
     if (final_report) {
-        log_->info("final stats after {:.1f} s:\n{}", seconds, stats_table(all, seconds));
+        log_->info("final stats after {:.1f} s ({}):\n{}", seconds,
+                   datapath_summary(config_.datapath), stats_table(all, seconds));
     } else if (config_.stats_interval_s > 0) {
         log_->info("stats after {:.1f} s:\n{}", seconds, stats_table(all, seconds));
     }

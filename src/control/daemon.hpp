@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "dataplane/worker.hpp"
 #include "io/epoll_reactor.hpp"
 #include "ports/port.hpp"
+#include "ports/tap_xdp.hpp"
 #include "vhost_user/client_socket.hpp"
 #include "vhost_user/server_socket.hpp"
 
@@ -48,6 +50,9 @@ private:
     void create_workers();
     void create_ports();
     void create_paths();
+    void attach_xdp(const PortConfig& pc, ports::TapPort& tap);
+    const ports::TapXdpProgram* xdp_of(const std::string& port_name) const;
+    void offer_gso_to_tap(ports::Port& port, const ports::Port& peer);
     void open_sockets();
     void watch_signals();
     void report_stats(bool final_report);
@@ -60,6 +65,9 @@ private:
     ControlQueue control_queue_;
     std::vector<std::unique_ptr<dataplane::Worker>> workers_;
     std::vector<std::unique_ptr<ports::Port>> ports_;
+    // XDP programs on taps, by port name. Declared after ports_ so that they
+    // are detached before their taps close, also when a constructor throws.
+    std::map<std::string, std::unique_ptr<ports::TapXdpProgram>> xdp_programs_;
     std::vector<VhostUserEndpoint> endpoints_;
     UniqueFd signal_fd_;
     std::chrono::steady_clock::time_point started_;

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "ports/tap_port.hpp"
+
 namespace vnet::control {
 
 namespace {
@@ -21,6 +23,7 @@ nlohmann::json counters_json(const ports::QueueCounters& c) {
         drops[std::string(ports::to_string(static_cast<ports::DropReason>(r)))] = c.drops[r].get();
     }
     j["drops"] = drops;
+    j["gro"] = {{"frames", c.gro_frames.get()}, {"segments", c.gro_segments.get()}};
     return j;
 }
 
@@ -31,7 +34,7 @@ double mean_burst(const ports::QueueCounters& c) {
 
 }  // namespace
 
-nlohmann::json port_stats_json(ports::Port& port) {
+nlohmann::json port_stats_json(ports::Port& port, const ports::TapXdpProgram* xdp) {
     nlohmann::json j;
     j["name"] = port.name();
     j["kind"] = ports::to_string(port.kind());
@@ -42,7 +45,44 @@ nlohmann::json port_stats_json(ports::Port& port) {
                           {"tx", counters_json(port.tx_counters(q))}});
     }
     j["queues"] = queues;
+    if (xdp != nullptr) {
+        j["xdp"] = {{"file", xdp->file()},
+                    {"section", xdp->section()},
+                    {"program", xdp->program_name()},
+                    {"mode", ports::to_string(xdp->mode())},
+                    {"id", xdp->program_id()}};
+    }
+    if (auto* tap = dynamic_cast<ports::TapPort*>(&port)) {
+        j["tap"] = {{"ifname", tap->device().name()},
+                    {"napi", tap->device().napi()},
+                    {"offloads", ports::to_string(tap->device().offloads())},
+                    {"submit", std::string(io::to_string(tap->submit_mode()))}};
+    }
     return j;
+}
+
+nlohmann::json datapath_json(const DatapathConfig& d) {
+    return {{"tx_batch", d.tx_batch},
+            {"tx_peek", d.tx_peek},
+            {"gro", d.gro},
+            {"gro_udp", d.gro_udp},
+            {"rx_frames", d.rx_frames},
+            {"rx_usecs", d.rx_usecs},
+            {"submit", std::string(io::to_string(d.submit))},
+            {"mode", d.mode == dataplane::WorkerMode::poll ? "poll" : "event"},
+            {"busy_poll_us", d.busy_poll_us},
+            {"weight_packets", d.weight_packets},
+            {"weight_bytes", d.weight_bytes}};
+}
+
+std::string datapath_summary(const DatapathConfig& d) {
+    const nlohmann::json knobs = datapath_json(d);
+    std::string out;
+    for (auto it = knobs.begin(); it != knobs.end(); ++it) {
+        out += (out.empty() ? "" : " ") + it.key() + "=" +
+               (it->is_string() ? it->get<std::string>() : it->dump());
+    }
+    return out;
 }
 
 std::string stats_table(const std::vector<ports::Port*>& ports, double seconds) {

@@ -7,11 +7,18 @@
 #include <string>
 #include <vector>
 
+#include "control/config.hpp"
 #include "ports/port.hpp"
+#include "ports/tap_xdp.hpp"
 
 namespace vnet::control {
 
-nlohmann::json port_stats_json(ports::Port& port);
+// `xdp`: the program attached to the port's tap, if any (field "xdp").
+nlohmann::json port_stats_json(ports::Port& port, const ports::TapXdpProgram* xdp = nullptr);
+// The datapath knobs in effect, under their config-key names, so that every
+// benchmark row can show what it ran with.
+nlohmann::json datapath_json(const DatapathConfig& d);
+std::string datapath_summary(const DatapathConfig& d);
 // A table: one line per port and direction, with pps/Gbit/s over `seconds`.
 std::string stats_table(const std::vector<ports::Port*>& ports, double seconds);
 
