@@ -180,7 +180,8 @@ int main(int argc, char** argv) {
         if (!gro_udp.empty())
             config.datapath.gro_udp = gro_udp == "on";
         if (rx_frames >= 0)
-            config.datapath.rx_frames = static_cast<uint32_t>(std::min<int64_t>(rx_frames, 1 << 30));
+            config.datapath.rx_frames =
+                static_cast<uint32_t>(std::min<int64_t>(rx_frames, 1 << 30));
         if (rx_usecs >= 0)
             config.datapath.rx_usecs = static_cast<uint32_t>(std::min<int64_t>(rx_usecs, 1 << 30));
         if (busy_poll_us >= 0)
