@@ -10,7 +10,9 @@ packages=(
     libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev
     liburing-dev libbpf-dev libxdp-dev libgtest-dev libgmock-dev libbenchmark-dev
     # peers and test tools: DPDK testpmd lives in dpdk-dev, not in dpdk
-    dpdk dpdk-dev iproute2 iperf3 tcpdump busybox-static xdp-tools python3
+    dpdk dpdk-dev iproute2 ethtool iperf3 tcpdump busybox-static xdp-tools python3
+    # vnet-bench --charts
+    gnuplot-nox
     # a real guest under TCG
     qemu-system-x86 linux-image-amd64
 )

@@ -6,11 +6,18 @@ namespace vnet::dataplane {
 
 namespace {
 
-// A source that can hand out packets in its own memory is pushed; one that
-// needs buffers is filled. Taps and null ports only fill.
-ForwardPath::Style style_for(const ports::Port& source) {
-    return source.kind() == ports::PortKind::vhost_user ? ForwardPath::Style::push
-                                                        : ForwardPath::Style::fill;
+// A guest's TX ring hands out packets in guest memory: pushed. A tap that
+// feeds a guest is filled, so its reads land straight in guest RX buffers
+// (a discard port lends a scratch buffer the same way). A tap feeding
+// another tap reads a burst into its own staging slots and is pushed, so
+// the burst is written in one submission and can be merged by GRO.
+ForwardPath::Style style_for(const ports::Port& source, const ports::Port& destination) {
+    if (source.kind() == ports::PortKind::vhost_user) {
+        return ForwardPath::Style::push;
+    }
+    bool tap_to_tap =
+        source.kind() == ports::PortKind::tap && destination.kind() == ports::PortKind::tap;
+    return tap_to_tap ? ForwardPath::Style::push : ForwardPath::Style::fill;
 }
 
 }  // namespace
@@ -22,8 +29,18 @@ ForwardPath::ForwardPath(ports::Port& source, uint16_t source_queue, ports::Port
       destination_(destination),
       destination_queue_(destination_queue),
       options_(options),
-      style_(style_for(source)) {
-    options_.tx_batch = std::clamp<uint16_t>(options_.tx_batch, 1, ports::kMaxBurstPackets);
+      style_(style_for(source, destination)) {
+    options_.tx_batch = std::min<uint16_t>(options_.tx_batch, ports::kMaxBurstPackets);
+    burst_size_ = std::max<uint16_t>(options_.tx_batch, 1);
+    // Per-packet mode is the "no batching" baseline: no merging either.
+    if (style_ == Style::push && options_.gro && options_.tx_batch > 1 &&
+        destination.gso_header_size(destination_queue) != 0) {
+        gro_ = std::make_unique<Gro>();
+        gro_->options = gro::CoalesceOptions{.tcp = true, .udp = options_.gro_udp};
+    }
+    if (style_ == Style::push && !options_.tx_peek && options_.tx_batch > 1) {
+        single_ = std::make_unique<ports::PacketBurst>();
+    }
 }
 
 TurnResult ForwardPath::run_turn() {
@@ -43,13 +60,11 @@ TurnResult ForwardPath::push_turn() {
         pending_generation_ = generation;
     }
     while (turn.packets < options_.weight_packets && turn.bytes < options_.weight_bytes) {
-        if (pending_.count == 0) {
-            if (source_.receive_burst(source_queue_, pending_, options_.tx_batch) == 0) {
-                turn.wait = PathWait::source;
-                return turn;
-            }
+        if (pending_.count == 0 && !take_burst()) {
+            turn.wait = PathWait::source;
+            return turn;
         }
-        uint16_t sent = destination_.transmit_burst(destination_queue_, pending_);
+        uint16_t sent = transmit_pending();
         for (uint16_t i = 0; i < sent; ++i) {
             turn.bytes += pending_.packets[i].len;
         }
@@ -62,6 +77,79 @@ TurnResult ForwardPath::push_turn() {
         }
     }
     return turn;
+}
+
+bool ForwardPath::take_burst() {
+    if (source_.receive_burst(source_queue_, pending_, burst_size_) == 0) {
+        return false;
+    }
+    // The "more is coming" hint: while the ring still has packets (the
+    // source re-reads its avail index), hold the batch and keep taking, so
+    // one submission carries as much as the batch allows.
+    while (options_.tx_peek && pending_.count < burst_size_) {
+        uint16_t room = static_cast<uint16_t>(burst_size_ - pending_.count);
+        if (source_.receive_burst(source_queue_, pending_, room) == 0) {
+            break;
+        }
+    }
+    return true;
+}
+
+uint16_t ForwardPath::transmit_pending() {
+    if (single_ != nullptr) {
+        return transmit_one_by_one();
+    }
+    if (gro_ == nullptr || pending_.count < 2) {
+        return destination_.transmit_burst(destination_queue_, pending_);
+    }
+    Gro& g = *gro_;
+    const auto header_size =
+        static_cast<uint16_t>(destination_.gso_header_size(destination_queue_));
+    gro::CoalesceResult merged = g.coalescer.coalesce(pending_, header_size, g.options, g.merged);
+    if (merged.merged_frames == 0) {
+        return destination_.transmit_burst(destination_queue_, pending_);
+    }
+    uint16_t frames = destination_.transmit_burst(destination_queue_, g.merged);
+    ports::QueueCounters& counters = destination_.tx_counters(destination_queue_);
+    if (frames == merged.frames) {
+        counters.gro_frames.add(merged.merged_frames);
+        counters.gro_segments.add(merged.merged_segments);
+    } else {
+        // A prefix was taken: count the merged frames within it.
+        uint64_t merged_frames = 0, segments = 0;
+        uint16_t first = 0;
+        for (uint16_t f = 0; f < frames; ++f) {
+            uint16_t end = g.coalescer.source_packets(static_cast<uint16_t>(f + 1));
+            if (end - first > 1) {
+                ++merged_frames;
+                segments += end - first;
+            }
+            first = end;
+        }
+        counters.gro_frames.add(merged_frames);
+        counters.gro_segments.add(segments);
+    }
+    return g.coalescer.source_packets(frames);
+}
+
+// tx_peek off: the seed's "rx-frames 64 without MSG_MORE" row. Ring work
+// stays batched, but each packet is submitted as soon as it is taken, so the
+// destination never holds a batch.
+uint16_t ForwardPath::transmit_one_by_one() {
+    ports::PacketBurst& one = *single_;
+    uint16_t sent = 0;
+    while (sent < pending_.count) {
+        one.clear();
+        std::span<const iovec> iov = pending_.packet_iovecs(sent);
+        std::copy(iov.begin(), iov.end(), one.free_iovecs().begin());
+        const ports::BurstPacket& p = pending_.packets[sent];
+        one.push(p.iov_count, p.len, p.token);
+        if (destination_.transmit_burst(destination_queue_, one) == 0) {
+            break;
+        }
+        ++sent;
+    }
+    return sent;
 }
 
 TurnResult ForwardPath::fill_turn() {
@@ -83,7 +171,7 @@ TurnResult ForwardPath::fill_turn() {
         destination_.commit_rx_buffer(destination_queue_, static_cast<uint32_t>(len));
         ++turn.packets;
         turn.bytes += static_cast<uint32_t>(len);
-        if (++in_burst == options_.tx_batch) {
+        if (++in_burst == burst_size_) {
             destination_.flush_rx_buffers(destination_queue_);
             in_burst = 0;
         }
@@ -94,6 +182,9 @@ TurnResult ForwardPath::fill_turn() {
 
 void ForwardPath::on_guest_fault(uintptr_t address) {
     pending_.clear();
+    if (gro_ != nullptr) {
+        gro_->merged.clear();
+    }
     source_.on_guest_fault(source_queue_, address);
     destination_.on_guest_fault(destination_queue_, address);
 }

@@ -1,23 +1,36 @@
 // ForwardPath: moves packets one way from a (port, queue) to a (port, queue),
 // run to completion by the worker that owns both queues.
 //
-// The style follows the source: a source holding packets in memory (guest
-// TX) is pushed to the destination in bursts of up to tx_batch; a source
-// that needs buffers (a tap) is filled one packet at a time into the
-// destination's buffers, with one publish per burst. Either way a turn ends
-// after weight_packets packets or weight_bytes bytes (VHOST_NET_PKT_WEIGHT /
-// VHOST_NET_WEIGHT) so one ring cannot starve the others.
+// The style follows the ends: a source holding packets in memory (guest TX,
+// or a tap feeding another tap, which reads a burst into its own staging
+// slots) is pushed to the destination in bursts of up to tx_batch; a tap
+// feeding a guest (or a discard port) is filled one packet at a time
+// straight into the lent buffers, with one publish per burst.
+// Either way a turn ends after weight_packets packets or weight_bytes bytes
+// (VHOST_NET_PKT_WEIGHT / VHOST_NET_WEIGHT) so one ring cannot starve the
+// others.
+//
+// On the way to a tap, a pushed burst may go through user-space GRO
+// (gro::BurstCoalescer): a tap write is one packet, so fewer, bigger writes
+// are the user-space form of what NAPI+GRO gives the kernel.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
+#include "gro/burst_coalescer.hpp"
 #include "ports/packet_burst.hpp"
 #include "ports/port.hpp"
 
 namespace vnet::dataplane {
 
 struct PathOptions {
-    uint16_t tx_batch = 64;           // VHOST_NET_BATCH
+    uint16_t tx_batch = 64;  // VHOST_NET_BATCH; 0: per-packet (one pop, one write, one publish)
+    bool tx_peek = true;     // hold the batch for one submission (the MSG_MORE hint)
+    bool gro = true;         // coalesce TCP segments of a batch bound for a tap
+    bool gro_udp = false;    // ... and UDP datagrams (USO)
+    uint32_t rx_frames = 0;  // guest RX coalescing (ethtool -C rx-frames); 0: per batch
+    uint32_t rx_usecs = 0;   // ... deadline after the first held frame (ethtool -C rx-usecs)
     uint32_t weight_packets = 256;    // VHOST_NET_PKT_WEIGHT
     uint32_t weight_bytes = 0x80000;  // VHOST_NET_WEIGHT
 };
@@ -62,6 +75,13 @@ public:
 private:
     TurnResult push_turn();
     TurnResult fill_turn();
+    // Takes packets from the source into pending_: up to the batch size,
+    // peeking the source again while it has more (tx_peek). False if none.
+    bool take_burst();
+    // Hands pending_ to the destination (through GRO when on); returns how
+    // many of pending_'s packets were taken.
+    uint16_t transmit_pending();
+    uint16_t transmit_one_by_one();
 
     ports::Port& source_;
     uint16_t source_queue_;
@@ -73,6 +93,17 @@ private:
     // (a tap that said EAGAIN): kept, in order, for the next turn.
     ports::PacketBurst pending_;
     uint32_t pending_generation_ = 0;
+    // Packets per burst: tx_batch, or 1 in the per-packet mode (tx_batch 0).
+    uint16_t burst_size_;
+    // GRO state, only for a destination that takes GSO frames, with gro on.
+    struct Gro {
+        gro::CoalesceOptions options;
+        gro::BurstCoalescer coalescer;
+        ports::PacketBurst merged;
+    };
+    std::unique_ptr<Gro> gro_;
+    // tx_peek off: each packet goes to the destination in a burst of its own.
+    std::unique_ptr<ports::PacketBurst> single_;
 };
 
 }  // namespace vnet::dataplane

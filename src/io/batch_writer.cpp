@@ -58,7 +58,9 @@ void BatchWriter::unregister_fd(int fd) {
 
 size_t BatchWriter::submit(int fd, std::span<const PacketIov> packets, std::span<int> results) {
     packets = packets.first(std::min(packets.size(), results.size()));
-    if (uring_) {
+    // One packet is one syscall either way, and writev skips the SQE/CQE
+    // round trip: the ring only pays from two packets up.
+    if (uring_ && packets.size() > 1) {
         return submit_uring(fd, packets, results);
     }
     return write_each(fd, packets, results);

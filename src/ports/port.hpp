@@ -83,7 +83,22 @@ public:
     virtual void commit_rx_buffer(uint16_t queue, uint32_t len);
     // Destination: end of a burst: publish what was committed (one used-index
     // write, at most one notify) and give back buffers taken but not used.
+    // With rx coalescing on, the publish may be held (see below).
     virtual void flush_rx_buffers(uint16_t queue);
+
+    // ---- destination, guest RX coalescing (rx_frames / rx_usecs) -------------
+    // Hold the publish+notify at the end of a burst until `frames` frames are
+    // pending or `usecs` have passed since the first held one (0: until the
+    // end of the worker round). frames = 0: publish every burst. Ports that
+    // publish nothing (taps) ignore it.
+    virtual void set_rx_coalescing(uint16_t /*queue*/, uint32_t /*frames*/, uint32_t /*usecs*/) {}
+    // When frames held on `queue` must be published (steady_clock ns; a
+    // tiny value means "at the end of this round"); 0 if none are held.
+    virtual uint64_t rx_held_deadline(uint16_t /*queue*/) const { return 0; }
+    // Publishes held frames now (and notifies if the guest wants it).
+    // Between turns only, never inside a burst.
+    virtual void publish_held_rx(uint16_t /*queue*/) {}
+
     // Source: reads one packet into `buffer`. Returns its length, 0 when
     // there is nothing to read, or a negative errno.
     virtual int32_t receive_one(uint16_t queue, std::span<const iovec> buffer);
@@ -91,6 +106,11 @@ public:
     // The largest packet (header included) the source may produce, so the
     // destination can size its buffers.
     virtual uint32_t max_packet_size() const { return 65536 + 64; }
+
+    // Destination: the size of the virtio-net header each packet written to
+    // it starts with, if it takes GSO frames (a tap); 0 if it does not, and
+    // then no path merges segments for it (GRO).
+    virtual uint32_t gso_header_size(uint16_t /*queue*/) const { return 0; }
 
     // ---- events ----------------------------------------------------------------
     virtual WaitSpec receive_wait(uint16_t queue) const = 0;

@@ -44,6 +44,9 @@ void QueueCounters::reset() {
     for (Counter& c : drops) {
         c.reset();
     }
+    publishes_coalesced.reset();
+    gro_frames.reset();
+    gro_segments.reset();
 }
 
 std::string_view QueueCounters::histogram_label(size_t bucket) {

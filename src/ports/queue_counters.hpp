@@ -48,6 +48,15 @@ struct QueueCounters {
     Counter bursts;
     std::array<Counter, kBurstHistogramBuckets> burst_sizes;
     std::array<Counter, kDropReasonCount> drops;
+    // Guest RX rings: used-index publishes (each with the notify it may have
+    // sent) held back by rx_frames / rx_usecs and merged into a later one.
+    Counter publishes_coalesced;
+    // User-space GRO on a TX batch (tap destinations): frames written that
+    // were merged from several segments, and how many segments they carried.
+    // `packets` counts frames as written, so packets - gro_frames +
+    // gro_segments is what the source sent.
+    Counter gro_frames;
+    Counter gro_segments;
 
     void count_burst(uint16_t packets_in_burst, uint64_t bytes_in_burst) {
         if (packets_in_burst == 0) {

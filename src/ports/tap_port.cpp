@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "io/batch_reader.hpp"
 #include "ports/setup_error.hpp"
 
 namespace vnet::ports {
@@ -78,6 +79,44 @@ uint16_t TapPort::transmit_burst(uint16_t, const PacketBurst& burst) {
     }
     tx_.count_burst(written, bytes);
     return static_cast<uint16_t>(finished);
+}
+
+uint16_t TapPort::receive_burst(uint16_t, PacketBurst& burst, uint16_t max) {
+    if (burst.count != 0) {
+        return 0;
+    }
+    const uint32_t frame_max = max_packet_size();
+    if (frame_max > slot_size_) {
+        // Once per size change (offloads turned on): not per packet.
+        slots_.assign(size_t{kMaxBurstPackets} * frame_max, 0);
+        slot_size_ = frame_max;
+    }
+    max = std::min<uint16_t>(max, kMaxBurstPackets);
+    for (uint16_t i = 0; i < max; ++i) {
+        slot_iov_[i] = iovec{slots_.data() + size_t{i} * slot_size_, slot_size_};
+        read_[i] = io::PacketIov{&slot_iov_[i], 1};
+    }
+    io::ReadBurst got = io::read_burst(tap_.fd(), std::span<const io::PacketIov>(read_.data(), max),
+                                       std::span<int>(results_.data(), max));
+    if (got.stop < 0 && got.stop != -EAGAIN) {
+        rx_.count_drop(DropReason::rx_error);
+    }
+    uint64_t bytes = 0;
+    const uint32_t header = tap_.vnet_header_size();
+    for (size_t i = 0; i < got.packets; ++i) {
+        uint32_t len = static_cast<uint32_t>(results_[i]);
+        if (len <= header) {
+            // tun never returns less than the header plus a frame; a zero-length
+            // frame would only confuse the destination.
+            rx_.count_drop(DropReason::packet_too_short);
+            continue;
+        }
+        burst.free_iovecs()[0] = iovec{slot_iov_[i].iov_base, len};
+        burst.push(1, len, static_cast<uint32_t>(i));
+        bytes += len - header;
+    }
+    rx_.count_burst(burst.count, bytes);
+    return burst.count;
 }
 
 int32_t TapPort::receive_one(uint16_t, std::span<const iovec> buffer) {

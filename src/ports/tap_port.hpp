@@ -8,8 +8,13 @@
 //    (EINVAL for a header the kernel rejects) drop the packet, counted.
 //  * source, fill style: each packet is read (readv) straight into the
 //    destination's buffers, a guest's RX buffers.
-//  * destination, fill style (tap -> tap): the frame is read into a staging
-//    buffer and written at commit; a user-space copy cannot be avoided.
+//  * source, push style (tap -> tap, tap -> discard): a burst is read into
+//    the port's own staging slots (one per packet, sized for the largest
+//    frame) and handed out like a guest's TX burst, so the destination tap
+//    writes it in one submission, after GRO. The one user-space copy of a
+//    tap -> tap hop is this read; nothing copies it again.
+//  * destination, fill style: the frame is read into a staging buffer and
+//    written at commit (kept for ports that lend no buffers of their own).
 #pragma once
 
 #include <array>
@@ -44,8 +49,13 @@ public:
     TunOffloads apply_guest_features(virtio::FeatureSet features);
 
     uint16_t transmit_burst(uint16_t queue, const PacketBurst& burst) override;
+    // Reads up to `max` packets into the staging slots. The slots are reused
+    // by the next call, so call it only once the previous burst is done
+    // (an empty `burst`); otherwise it takes nothing.
+    uint16_t receive_burst(uint16_t queue, PacketBurst& burst, uint16_t max) override;
     int32_t receive_one(uint16_t queue, std::span<const iovec> buffer) override;
     uint32_t max_packet_size() const override;
+    uint32_t gso_header_size(uint16_t) const override { return tap_.vnet_header_size(); }
 
     bool next_rx_buffer(uint16_t queue, uint32_t max_packet, std::span<const iovec>* out) override;
     void commit_rx_buffer(uint16_t queue, uint32_t len) override;
@@ -63,7 +73,13 @@ private:
     std::atomic<uint32_t> max_packet_;
     std::array<io::PacketIov, kMaxBurstPackets> submit_{};
     std::array<int, kMaxBurstPackets> results_{};
-    // Fill-style destination (tap -> tap): one staging buffer.
+    // Push-style source: kMaxBurstPackets slots of slot_size_ bytes, sized on
+    // first use (and again only if the largest frame grows).
+    std::vector<uint8_t> slots_;
+    uint32_t slot_size_ = 0;
+    std::array<iovec, kMaxBurstPackets> slot_iov_{};
+    std::array<io::PacketIov, kMaxBurstPackets> read_{};
+    // Fill-style destination: one staging buffer.
     std::vector<uint8_t> staging_;
     iovec staging_iov_{};
     uint16_t staged_packets_ = 0;

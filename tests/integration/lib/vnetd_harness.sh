@@ -106,7 +106,8 @@ tap_stat() {
 }
 
 # vnetd_stats FILE PORT.DIR.FIELD...: the values, space-separated, from a
-# vnetd stats JSON (queue 0; FIELD "drops" is the sum of every reason).
+# vnetd stats JSON (queue 0; FIELD "drops" is the sum of every reason,
+# "gro_frames"/"gro_segments" the user-space GRO counters).
 vnetd_stats() {
     python3 - "$@" <<'EOF'
 import json, sys
@@ -119,7 +120,12 @@ for key in keys:
     if port not in ports:
         sys.exit(f"no port {port} in {path}")
     q = ports[port]["queues"][0][direction]
-    out.append(str(sum(q["drops"].values()) if field == "drops" else q[field]))
+    if field == "drops":
+        out.append(str(sum(q["drops"].values())))
+    elif field.startswith("gro_"):  # gro_frames, gro_segments
+        out.append(str(q["gro"][field[4:]]))
+    else:
+        out.append(str(q[field]))
 print(" ".join(out))
 EOF
 }

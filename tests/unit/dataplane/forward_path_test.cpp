@@ -101,8 +101,70 @@ TEST(ForwardPath, clamps_tx_batch_to_the_burst_capacity) {
     FakeSink dst;
     ForwardPath zero(src, 0, dst, 0, PathOptions{.tx_batch = 0});
     ForwardPath huge(src, 0, dst, 0, PathOptions{.tx_batch = 1000});
-    EXPECT_EQ(zero.options().tx_batch, 1);
+    EXPECT_EQ(zero.options().tx_batch, 0);  // 0 is the per-packet mode, kept as asked
     EXPECT_EQ(huge.options().tx_batch, ports::kMaxBurstPackets);
+}
+
+TEST(ForwardPath, per_packet_mode_takes_writes_and_completes_one_packet_at_a_time) {
+    FakePushSource src;
+    FakeSink dst;
+    src.queue_packets(5, 60);
+    ForwardPath path(src, 0, dst, 0, PathOptions{.tx_batch = 0});
+    TurnResult turn = path.run_turn();
+    EXPECT_EQ(turn.packets, 5u);
+    EXPECT_EQ(dst.burst_sizes, (std::vector<uint16_t>{1, 1, 1, 1, 1}));
+    EXPECT_EQ(src.complete_calls, 5);
+}
+
+// A source that hands out at most `per_call` packets per receive_burst, like
+// a ring the guest is still filling: each call re-reads the avail index.
+class TricklingSource : public FakePushSource {
+public:
+    uint16_t receive_burst(uint16_t q, ports::PacketBurst& burst, uint16_t max) override {
+        return FakePushSource::receive_burst(q, burst, std::min(max, per_call));
+    }
+    uint16_t per_call = 4;
+};
+
+TEST(ForwardPath, peek_holds_the_batch_while_the_source_has_more) {
+    TricklingSource src;
+    FakeSink dst;
+    src.queue_packets(40, 60);
+    ForwardPath path(src, 0, dst, 0, PathOptions{.tx_batch = 16});
+    TurnResult turn = path.run_turn();
+    EXPECT_EQ(turn.packets, 40u);
+    EXPECT_EQ(dst.burst_sizes, (std::vector<uint16_t>{16, 16, 8}));
+    EXPECT_EQ(src.complete_calls, 3);  // one used-ring publish per batch
+}
+
+TEST(ForwardPath, without_peek_each_packet_is_submitted_on_its_own_but_completed_per_batch) {
+    TricklingSource src;
+    FakeSink dst;
+    src.queue_packets(8, 60);
+    ForwardPath path(src, 0, dst, 0, PathOptions{.tx_batch = 16, .tx_peek = false});
+    TurnResult turn = path.run_turn();
+    EXPECT_EQ(turn.packets, 8u);
+    EXPECT_EQ(dst.burst_sizes, std::vector<uint16_t>(8, 1));
+    EXPECT_EQ(src.complete_calls, 2);  // the source's two bursts of 4
+    ASSERT_EQ(dst.received.size(), 8u);
+    for (size_t i = 0; i < 8; ++i) {
+        EXPECT_EQ(dst.received[i][0], i);  // in order
+    }
+}
+
+TEST(ForwardPath, without_peek_a_full_destination_keeps_the_rest_in_order) {
+    FakePushSource src;
+    FakeSink dst;
+    src.queue_packets(6, 60);
+    dst.room = 2;
+    ForwardPath path(src, 0, dst, 0, PathOptions{.tx_batch = 8, .tx_peek = false});
+    TurnResult first = path.run_turn();
+    EXPECT_EQ(first.packets, 2u);
+    EXPECT_EQ(first.wait, PathWait::destination);
+    dst.room = SIZE_MAX;
+    TurnResult second = path.run_turn();
+    EXPECT_EQ(second.packets, 4u);
+    EXPECT_EQ(src.completed, (std::vector<uint32_t>{0, 1, 2, 3, 4, 5}));
 }
 
 }  // namespace
