@@ -24,6 +24,7 @@ nlohmann::json counters_json(const ports::QueueCounters& c) {
     }
     j["drops"] = drops;
     j["gro"] = {{"frames", c.gro_frames.get()}, {"segments", c.gro_segments.get()}};
+    j["publishes_coalesced"] = c.publishes_coalesced.get();
     return j;
 }
 

@@ -4,8 +4,10 @@
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -31,14 +33,18 @@ Worker::Worker(WorkerOptions options)
     : options_(std::move(options)), busy_poll_us_(options_.busy_poll_us) {
     epoll_fd_.reset(::epoll_create1(EPOLL_CLOEXEC));
     wake_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!epoll_fd_ || !wake_fd_) {
-        throw std::runtime_error(std::string("worker: epoll/eventfd: ") + std::strerror(errno));
+    timer_fd_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+    if (!epoll_fd_ || !wake_fd_ || !timer_fd_) {
+        throw std::runtime_error(std::string("worker: epoll/eventfd/timerfd: ") +
+                                 std::strerror(errno));
     }
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = wake_fd_.get();
-    if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, wake_fd_.get(), &ev) != 0) {
-        throw std::runtime_error(std::string("worker: epoll_ctl: ") + std::strerror(errno));
+    for (int fd : {wake_fd_.get(), timer_fd_.get()}) {
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.fd = fd;
+        if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
+            throw std::runtime_error(std::string("worker: epoll_ctl: ") + std::strerror(errno));
+        }
     }
 }
 
@@ -107,6 +113,18 @@ void Worker::run_sync(std::function<void()> command) {
 
 ForwardPath& Worker::add_path(std::unique_ptr<ForwardPath> path) {
     forget_registrations();
+    // The worker owns the destination queue, so it is the one to configure
+    // it; turning coalescing off may publish what was held (guest memory).
+    ForwardPath& p = *path;
+    uintptr_t fault_address = 0;
+    if (!run_guarded(
+            [&] {
+                p.destination().set_rx_coalescing(p.destination_queue(), p.options().rx_frames,
+                                                  p.options().rx_usecs);
+            },
+            &fault_address)) {
+        p.on_guest_fault(fault_address);
+    }
     paths_.push_back(std::move(path));
     last_wait_.push_back(PathWait::none);
     return *paths_.back();
@@ -116,6 +134,8 @@ void Worker::remove_path(const ForwardPath* path) {
     forget_registrations();
     for (size_t i = 0; i < paths_.size(); ++i) {
         if (paths_[i].get() == path) {
+            // Its frames may be held waiting for more from this very path.
+            publish_held_rx(*paths_[i]);
             paths_.erase(paths_.begin() + static_cast<std::ptrdiff_t>(i));
             last_wait_.erase(last_wait_.begin() + static_cast<std::ptrdiff_t>(i));
             return;
@@ -160,6 +180,7 @@ bool Worker::run_round() {
         last_wait_[i] = turn.wait;
         worked |= turn.packets != 0;
     }
+    publish_due_rx(false);
     rounds_.store(rounds_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     return worked;
 }
@@ -188,6 +209,60 @@ void Worker::run() {
         sleep_until_ready();
         idle_since = 0;
     }
+    // Nothing filled may stay invisible to a guest once no one runs its ring.
+    publish_due_rx(true);
+}
+
+uint64_t Worker::publish_due_rx(bool all) {
+    uint64_t now = 0;
+    uint64_t earliest = 0;
+    for (const auto& path : paths_) {
+        // Port-local state only: no guest memory is read here.
+        uint64_t deadline = path->destination().rx_held_deadline(path->destination_queue());
+        if (deadline == 0) {
+            continue;
+        }
+        if (!all) {
+            if (now == 0) {
+                now = now_ns();  // once per round, and only while something is held
+            }
+            if (deadline > now) {
+                earliest = earliest == 0 ? deadline : std::min(earliest, deadline);
+                continue;
+            }
+        }
+        publish_held_rx(*path);
+    }
+    return earliest;
+}
+
+void Worker::publish_held_rx(ForwardPath& path) {
+    // Publishing writes the guest's used ring: guarded like a turn.
+    uintptr_t fault_address = 0;
+    if (!run_guarded([&] { path.destination().publish_held_rx(path.destination_queue()); },
+                     &fault_address)) {
+        path.on_guest_fault(fault_address);
+    }
+}
+
+// Why a timerfd and not epoll_wait's timeout: that is in milliseconds, so a
+// 50 us rx_usecs would cost a guest up to 1 ms; epoll_pwait2 takes
+// nanoseconds but needs Linux 5.11 and glibc 2.35. The timer stays
+// registered; it is re-armed only when the earliest deadline changes (one
+// syscall per sleep at most, and only while frames are held), and one that
+// fires after its frames went out by count just costs an empty round.
+void Worker::arm_rx_timer(uint64_t deadline_ns) {
+    if (deadline_ns == 0 || deadline_ns == timer_armed_ns_) {
+        return;
+    }
+    itimerspec spec{};
+    spec.it_value.tv_sec = static_cast<time_t>(deadline_ns / 1000000000);
+    spec.it_value.tv_nsec = static_cast<long>(deadline_ns % 1000000000);
+    if (::timerfd_settime(timer_fd_.get(), TFD_TIMER_ABSTIME, &spec, nullptr) == 0) {
+        timer_armed_ns_ = deadline_ns;
+    }
+    // On failure (not expected for a valid absolute time) the 100 ms epoll
+    // timeout still bounds how long the frames wait.
 }
 
 void Worker::want(const ports::WaitSpec& spec) {
@@ -235,6 +310,9 @@ void Worker::sleep_until_ready() {
         want(path.wait_spec(wait));
     }
     update_registrations();
+    // Held guest RX frames bound the sleep: the earliest one is due when
+    // the timer fires, with or without more traffic.
+    arm_rx_timer(publish_due_rx(false));
     sleeps_.store(sleeps_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 
     epoll_event ready[32];
@@ -243,7 +321,10 @@ void Worker::sleep_until_ready() {
     int n = ::epoll_wait(epoll_fd_.get(), ready, 32, 100);
     for (int i = 0; i < n; ++i) {
         int fd = ready[i].data.fd;
-        bool drain = fd == wake_fd_.get();
+        if (fd == timer_fd_.get()) {
+            timer_armed_ns_ = 0;  // fired: the round after this wake-up publishes
+        }
+        bool drain = fd == wake_fd_.get() || fd == timer_fd_.get();
         for (const ports::WaitSpec& r : registered_) {
             drain |= r.fd == fd && r.eventfd;
         }

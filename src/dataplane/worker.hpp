@@ -12,6 +12,12 @@
 // The control plane talks to a worker only through commands: closures run
 // on the worker thread between rounds (add/remove a path, stop a ring for
 // GET_VRING_BASE). run_sync() waits for one to finish.
+//
+// Guest RX coalescing (rx_frames / rx_usecs): a destination may hold the
+// publish+notify of frames it took. The worker owns their deadlines: it
+// publishes what is due at the end of every round, sleeps no longer than
+// the earliest deadline (a timerfd, see sleep_until_ready), and publishes
+// everything still held when a path goes away or the thread stops.
 #pragma once
 
 #include <atomic>
@@ -54,6 +60,8 @@ public:
     void run_sync(std::function<void()> command);
 
     // Only from the worker thread (inside a command) or while stopped.
+    // add_path also sets the destination queue's rx_frames / rx_usecs from
+    // the path's options (the last path added to a queue decides).
     ForwardPath& add_path(std::unique_ptr<ForwardPath> path);
     void remove_path(const ForwardPath* path);
     const std::vector<std::unique_ptr<ForwardPath>>& paths() const { return paths_; }
@@ -70,6 +78,11 @@ private:
     bool run_round();  // true if any path moved a packet
     void run_commands();
     void sleep_until_ready();
+    // Publishes held guest RX frames that are due (all of them if `all`);
+    // returns the earliest deadline still pending, 0 if none.
+    uint64_t publish_due_rx(bool all);
+    void publish_held_rx(ForwardPath& path);
+    void arm_rx_timer(uint64_t deadline_ns);
     void want(const ports::WaitSpec& spec);
     void update_registrations();
     void forget_registrations();
@@ -80,7 +93,9 @@ private:
     std::vector<PathWait> last_wait_;  // per path, from its last turn
 
     UniqueFd epoll_fd_;
-    UniqueFd wake_fd_;  // eventfd: commands and stop
+    UniqueFd wake_fd_;             // eventfd: commands and stop
+    UniqueFd timer_fd_;            // timerfd (CLOCK_MONOTONIC): the earliest held-RX deadline
+    uint64_t timer_armed_ns_ = 0;  // the deadline it is armed for; 0: not armed
     // What is registered with epoll, and what this sleep wants. A handful
     // of fds per worker: vectors searched linearly, no allocation once warm.
     std::vector<ports::WaitSpec> registered_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstring>
 
@@ -51,6 +52,14 @@ void copy_iovecs(std::span<const iovec> dst, std::span<const iovec> src, size_t 
             soff = 0;
         }
     }
+}
+
+// The worker compares deadlines against the same clock (steady_clock is
+// CLOCK_MONOTONIC, which its timerfd uses too).
+uint64_t now_ns() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
 }
 
 }  // namespace
@@ -200,7 +209,8 @@ bool VhostUserPort::grow_rx_window(uint32_t ring_index, Ring& r, uint32_t need_b
             return false;
         }
         if (popped == 0) {
-            return false;  // the guest has not posted enough buffers: park
+            r.rx_starved = true;  // held frames must go out now: see should_hold_rx_publish
+            return false;         // the guest has not posted enough buffers: park
         }
         for (uint16_t i = 0; i < popped; ++i) {
             virtio::DescriptorChain chain;
@@ -308,15 +318,73 @@ void VhostUserPort::flush_rx_buffers(uint16_t queue) {
     if (!r.ready) {
         return;
     }
-    if (r.pending_used != 0) {
-        publish_and_notify(r);
-    }
-    r.counters->count_burst(r.burst_packets, r.burst_bytes);
-    r.burst_packets = 0;
-    r.burst_bytes = 0;
     reset_rx_window(r);
     virtio::RingError ignored = virtio::RingError::ok;
     r.parked_avail = r.ring.avail_count(&ignored);
+    if (r.pending_used != 0) {
+        if (should_hold_rx_publish(r, r.parked_avail)) {
+            // A turn that found nothing flushes too: count only the bursts
+            // that brought frames, each one a publish the guest did not get.
+            if (r.burst_packets != r.held_packets) {
+                r.counters->publishes_coalesced.add(1);
+                r.held_packets = r.burst_packets;
+            }
+        } else {
+            publish_rx(r);
+        }
+    }
+    r.rx_starved = false;
+}
+
+// rx_frames is a minimum per publish, checked at the end of a burst: a burst
+// is never split, since publishing mid-burst would only add notifies.
+bool VhostUserPort::should_hold_rx_publish(Ring& r, uint16_t avail_left) {
+    const RxCoalescing& c = r.coalescing;
+    // A guest refills its RX ring when it sees used entries: holding while
+    // it has no buffers left would stall both sides until the deadline.
+    if (c.frames == 0 || r.burst_packets >= c.frames || r.rx_starved || avail_left == 0) {
+        return false;
+    }
+    if (r.held_deadline == 0) {
+        // One clock read per coalesced publish, not per packet.
+        r.held_deadline = c.usecs == 0 ? kHeldUntilRoundEnd : now_ns() + uint64_t{c.usecs} * 1000;
+    }
+    return true;
+}
+
+void VhostUserPort::publish_rx(Ring& r) {
+    publish_and_notify(r);
+    // Counted when the guest can see them: a burst is one publish.
+    r.counters->count_burst(r.burst_packets, r.burst_bytes);
+    r.burst_packets = 0;
+    r.burst_bytes = 0;
+    r.held_packets = 0;
+    r.held_deadline = 0;
+}
+
+void VhostUserPort::set_rx_coalescing(uint16_t queue, uint32_t frames, uint32_t usecs) {
+    if (queue >= queue_pairs_) {
+        return;
+    }
+    // More frames than a ring holds could never be pending: the count is a
+    // u16 (config validation keeps it far lower anyway).
+    rx_ring(queue).coalescing = RxCoalescing{std::min(frames, virtio::kMaxQueueSize), usecs};
+    if (frames == 0) {
+        publish_held_rx(queue);  // turned off: nothing may stay held without a deadline
+    }
+}
+
+uint64_t VhostUserPort::rx_held_deadline(uint16_t queue) const {
+    const Ring& r = rx_ring(queue);
+    return r.ready ? r.held_deadline : 0;  // a stopped ring publishes in finish_ring
+}
+
+void VhostUserPort::publish_held_rx(uint16_t queue) {
+    Ring& r = rx_ring(queue);
+    if (!r.ready || r.pending_used == 0) {
+        return;
+    }
+    publish_rx(r);
 }
 
 uint16_t VhostUserPort::transmit_burst(uint16_t queue, const PacketBurst& burst) {
@@ -424,8 +492,10 @@ void VhostUserPort::on_queue_ready(vhost_user::VhostUserDevice& device, uint32_t
     on_owner(queue_index, [&] {
         Ring& r = rings_[queue_index];
         QueueCounters* counters = r.counters;
+        RxCoalescing coalescing = r.coalescing;
         r = Ring{};
         r.counters = counters;
+        r.coalescing = coalescing;
         r.ring = virtio::SplitRing(s.layout, s.last_avail_idx, s.used_idx,
                                    s.features.has(virtio::Feature::ring_event_idx));
         r.memory = s.memory;
@@ -471,6 +541,15 @@ uint16_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
             r.in_flight_first = 0;
             r.in_flight_count = 0;
         }
+        if (r.burst_packets != 0) {
+            // RX frames held for coalescing that the guest can no longer be
+            // told about (its memory is gone): dropped, and said so.
+            r.counters->count_drop(DropReason::no_destination, r.burst_packets);
+            r.burst_packets = 0;
+            r.burst_bytes = 0;
+            r.held_packets = 0;
+            r.held_deadline = 0;
+        }
         last_avail = r.ring.last_avail_idx();
         r.ready = false;
         r.memory.reset();
@@ -497,6 +576,12 @@ uint16_t VhostUserPort::finish_ring(Ring& r, bool is_tx) {
         complete_in_flight_as_dropped(r);
     } else {
         reset_rx_window(r);
+        if (r.pending_used != 0) {
+            // Frames held for rx_frames / rx_usecs: the guest gets them (and
+            // the call it would have had) before the ring stops; a restart
+            // begins at the guest's used index and would reuse their buffers.
+            publish_rx(r);
+        }
     }
     if (r.pending_used != 0) {
         r.ring.publish_used();

@@ -62,6 +62,10 @@ public:
     void commit_rx_buffer(uint16_t queue, uint32_t len) override;
     void flush_rx_buffers(uint16_t queue) override;
 
+    void set_rx_coalescing(uint16_t queue, uint32_t frames, uint32_t usecs) override;
+    uint64_t rx_held_deadline(uint16_t queue) const override;
+    void publish_held_rx(uint16_t queue) override;
+
     WaitSpec receive_wait(uint16_t queue) const override;
     WaitSpec transmit_wait(uint16_t queue) const override;
     bool arm_receive_wait(uint16_t queue) override;
@@ -89,6 +93,15 @@ private:
         uint16_t iov_count;
         uint32_t bytes;
     };
+
+    // rx_frames / rx_usecs for one RX ring (DESIGN.md); frames = 0: off.
+    struct RxCoalescing {
+        uint32_t frames = 0;
+        uint32_t usecs = 0;
+    };
+    // The deadline of frames held with rx_usecs = 0: due at the end of the
+    // worker round that delivered them (any clock value is past it).
+    static constexpr uint64_t kHeldUntilRoundEnd = 1;
 
     struct Ring {
         bool ready = false;
@@ -123,8 +136,17 @@ private:
         uint16_t parked_avail = 0;   // avail heads left when the path parked
         std::array<iovec, kMaxBurstIovecs> window_iovecs{};
         uint16_t window_iovecs_used = 0;
+        // RX: frames (and their bytes) committed since the last publish. With
+        // coalescing they span several flushes; counted when published.
         uint16_t burst_packets = 0;
         uint64_t burst_bytes = 0;
+        uint16_t held_packets = 0;  // RX: burst_packets when the last flush held them
+        // RX: next_rx_buffer found too few posted buffers during this burst.
+        bool rx_starved = false;
+        // RX: when the held frames must be published (steady_clock ns); 0:
+        // nothing held, kHeldUntilRoundEnd: rx_usecs = 0.
+        uint64_t held_deadline = 0;
+        RxCoalescing coalescing;            // outlives restarts: it is configuration
         QueueCounters* counters = nullptr;  // outlives restarts: counts are per port
     };
 
@@ -138,6 +160,9 @@ private:
 
     void fail_ring(uint32_t ring_index, const char* what, const char* detail);
     void publish_and_notify(Ring& r);
+    // End of an RX burst: publish now, or hold for rx_frames / rx_usecs.
+    bool should_hold_rx_publish(Ring& r, uint16_t avail_left);
+    void publish_rx(Ring& r);
     bool grow_rx_window(uint32_t ring_index, Ring& r, uint32_t need_bytes);
     void reset_rx_window(Ring& r);
     void complete_in_flight_as_dropped(Ring& r);
