@@ -12,14 +12,18 @@
  * rx_packets + rx_dropped, is printed next to the count of successful writes.
  *
  *   tap_write_limit [-d seconds] [-s frame bytes] [-n] [-u batch] [-c cpu]
- *                   [-i ifname] [-k]
+ *                   [-i ifname] [-k] [-x object[:section]]
  *     -n  open the tap with IFF_NAPI
  *     -u  io_uring: `batch` IORING_OP_WRITE per io_uring_enter (RWF_NOWAIT)
  *     -k  keep the current network namespace (no unshare)
+ *     -x  attach this XDP program to the tap in native mode before writing
+ *         (e.g. build/bpf/xdp_drop.bpf.o; the section defaults to the first
+ *         program): the "raw limit, native XDP_DROP" row
  *
  * Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN for unshare).
  */
 #define _GNU_SOURCE
+#include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
@@ -48,6 +52,7 @@ struct options {
     unsigned batch; /* 0: write() loop */
     int cpu;
     int keep_netns;
+    const char* xdp; /* object[:section], or NULL */
     char ifname[IFNAMSIZ];
 };
 
@@ -90,6 +95,51 @@ static int open_tap(struct options* o) {
         die("SIOCSIFFLAGS");
     close(sock);
     return fd;
+}
+
+/* Loads `spec` (object[:section]) and attaches its program to the tap in
+ * native (driver) mode: tun runs it on every written frame in
+ * tun_build_skb. The object stays loaded until exit; closing the tap
+ * detaches it. */
+static void attach_xdp(const char* spec, const char* ifname) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", spec);
+    const char* section = NULL;
+    char* colon = strrchr(path, ':');
+    if (colon) {
+        *colon = '\0';
+        section = colon + 1;
+    }
+    struct bpf_object* obj = bpf_object__open_file(path, NULL);
+    if (!obj || libbpf_get_error(obj)) {
+        errno = obj ? (int)-libbpf_get_error(obj) : EINVAL;
+        die("bpf_object__open_file");
+    }
+    int err = bpf_object__load(obj);
+    if (err) {
+        errno = -err;
+        die("bpf_object__load");
+    }
+    struct bpf_program* prog = NULL;
+    struct bpf_program* p;
+    bpf_object__for_each_program(p, obj) {
+        if (!section || strcmp(bpf_program__section_name(p), section) == 0) {
+            prog = p;
+            break;
+        }
+    }
+    if (!prog) {
+        errno = ENOENT;
+        die("no such XDP program in the object");
+    }
+    const int ifindex = (int)if_nametoindex(ifname);
+    if (ifindex == 0)
+        die("if_nametoindex");
+    err = bpf_xdp_attach(ifindex, bpf_program__fd(prog), XDP_FLAGS_DRV_MODE, NULL);
+    if (err) {
+        errno = -err;
+        die("bpf_xdp_attach (native)");
+    }
 }
 
 /* rx_packets + rx_dropped of the tap, read over netlink (getifaddrs), so it
@@ -200,7 +250,7 @@ int main(int argc, char** argv) {
     struct options o = {.seconds = 5, .frame_size = 64, .cpu = -1};
     snprintf(o.ifname, IFNAMSIZ, "twl%d", (int)getpid() % 100000);
     int c;
-    while ((c = getopt(argc, argv, "d:s:nu:c:i:kh")) != -1) {
+    while ((c = getopt(argc, argv, "d:s:nu:c:i:kx:h")) != -1) {
         switch (c) {
             case 'd':
                 o.seconds = atof(optarg);
@@ -223,10 +273,13 @@ int main(int argc, char** argv) {
             case 'k':
                 o.keep_netns = 1;
                 break;
+            case 'x':
+                o.xdp = optarg;
+                break;
             default:
                 fprintf(stderr,
                         "usage: %s [-d seconds] [-s frame bytes] [-n] [-u batch] [-c cpu] "
-                        "[-i ifname] [-k]\n",
+                        "[-i ifname] [-k] [-x object[:section]]\n",
                         argv[0]);
                 return c == 'h' ? 0 : 2;
         }
@@ -246,6 +299,8 @@ int main(int argc, char** argv) {
     }
 
     const int fd = open_tap(&o);
+    if (o.xdp)
+        attach_xdp(o.xdp, o.ifname);
     static uint8_t buf[MAX_FRAME];
     build_packet(buf, o.frame_size);
     const size_t len = VNET_HDR_LEN + o.frame_size;
@@ -266,11 +321,11 @@ int main(int argc, char** argv) {
     else
         snprintf(path, sizeof path, "write");
     printf(
-        "tap_write_limit: %s frame=%zuB napi=%d path=%s seconds=%.2f writes_ok=%llu "
+        "tap_write_limit: %s frame=%zuB napi=%d xdp=%s path=%s seconds=%.2f writes_ok=%llu "
         "failed=%llu Mpps=%.3f tap_rx+dropped=%llu tap_Mpps=%.3f\n",
-        o.ifname, o.frame_size, o.napi, path, elapsed, (unsigned long long)ok,
-        (unsigned long long)failed, (double)ok / elapsed / 1e6, (unsigned long long)rx,
-        (double)rx / elapsed / 1e6);
+        o.ifname, o.frame_size, o.napi, o.xdp ? o.xdp : "none", path, elapsed,
+        (unsigned long long)ok, (unsigned long long)failed, (double)ok / elapsed / 1e6,
+        (unsigned long long)rx, (double)rx / elapsed / 1e6);
     close(fd);
     return 0;
 }
