@@ -66,36 +66,55 @@ size_t BatchWriter::submit(int fd, std::span<const PacketIov> packets, std::span
     return write_each(fd, packets, results);
 }
 
-// Each run is one linked chain, so a packet is only tried after the one
-// before it succeeded. A hard error or short write also cuts the chain
-// (the rest come back -ECANCELED); those packets have not been tried, so we
-// resubmit from there, which gives the same results as write_each.
+// Unlinked SQEs: io_uring issues each inline, in submission order, within
+// one io_uring_enter. (A linked chain, which stops at the first packet that
+// would block, runs every packet after the first as task work instead: on
+// this machine that cost more than the syscalls it saved; docs/BENCHMARKS.md.)
+//
+// A tap with its default sndbuf (INT_MAX) never answers EAGAIN, so in
+// practice every packet is written. When one would block (ENOBUFS/ENOMEM
+// under memory pressure; EAGAIN on a pipe or a tap whose sndbuf was
+// lowered), the packets after it were still tried:
+//  - none of them written: the result is a prefix, as write_each gives; the
+//    caller keeps the rest and retries after EPOLLOUT;
+//  - some written: the would-block packets before the last written one are
+//    reported as failed for good (the caller counts them as drops), since
+//    retrying them would put them behind packets that followed them.
 size_t BatchWriter::submit_uring(int fd, std::span<const PacketIov> packets,
                                  std::span<int> results) {
     const size_t n = packets.size();
     size_t next = 0;
     while (next < n) {
         const size_t ran = uring_->run(UringBatch::Op::writev, fd, packets.data() + next, n - next,
-                                       results.data() + next, /*linked=*/true);
+                                       results.data() + next, /*linked=*/false);
         const size_t end = next + ran;
-        // The head of a chain always runs, unless the ring broke before it.
-        size_t i = next;
-        for (; i < end; ++i) {
-            const int r = results[i];
-            if (r == kNotAttempted && (i != next || uring_->broken())) {
-                break;  // not tried: resubmit (or, ring broken, write) from here
-            }
-            if (is_would_block(r)) {
-                std::fill(results.begin() + static_cast<ptrdiff_t>(i) + 1,
-                          results.begin() + static_cast<ptrdiff_t>(n), kNotAttempted);
-                return i;
-            }
-        }
         if (uring_->broken()) {
+            // Nothing of this run was reaped past the first kNotAttempted.
+            size_t i = next;
+            while (i < end && results[i] != kNotAttempted) {
+                ++i;
+            }
             abandon_ring();
             return write_each(fd, packets, results, i);
         }
-        next = i;
+        size_t first_blocked = end;
+        size_t finished = next;  // one past the last packet not refused for now
+        for (size_t i = next; i < end; ++i) {
+            if (is_would_block(results[i])) {
+                first_blocked = std::min(first_blocked, i);
+            } else {
+                finished = i + 1;
+            }
+        }
+        if (first_blocked < end) {
+            const size_t keep_from = std::max(first_blocked, finished);
+            if (keep_from < end) {
+                std::fill(results.begin() + static_cast<ptrdiff_t>(keep_from) + 1,
+                          results.begin() + static_cast<ptrdiff_t>(n), kNotAttempted);
+                return keep_from;
+            }
+        }
+        next = end;
     }
     return n;
 }

@@ -21,12 +21,15 @@
 // thread is refused by the kernel (EEXIST); the writer then finishes that
 // batch and all later ones with writev, after one warning.
 //
-// Order is kept in both modes: packets are written front to back and nothing
-// after a packet that would block is written (io_uring: one IOSQE_IO_LINK
-// chain; a failure cuts the chain and the rest is resubmitted or reported).
-// The chain costs about 5% against unlinked SQEs (0.30 vs 0.32 Mpps above),
-// the price of a result that is always a prefix, which is what a guest TX
-// ring needs: it completes descriptors in order.
+// Order is kept in both modes: packets are written front to back, and the
+// result is always a prefix, which is what a guest TX ring needs (it
+// completes descriptors in order). io_uring issues unlinked SQEs, which run
+// inline in one io_uring_enter; the packets after one that would block are
+// still tried, so when some of them were written, the blocked ones between
+// are reported as failed for good rather than sent out of order (a tap at
+// its default sndbuf never blocks; see submit_uring). An IOSQE_IO_LINK
+// chain would avoid that but runs each packet as task work: slower than the
+// syscalls it saves (docs/BENCHMARKS.md).
 // The datapath neither allocates, locks nor logs per packet here.
 #pragma once
 
@@ -73,7 +76,9 @@ public:
     // drop it and count it). If that is less than packets.size(), then
     // results[k] (k = the return value) is -EAGAIN, -ENOBUFS or -ENOMEM
     // (is_would_block) and results after it are kNotAttempted: packets
-    // [k, size) were not written; keep them and wait for EPOLLOUT.
+    // [k, size) were not written; keep them and wait for EPOLLOUT. A
+    // would-block result inside the prefix (io_uring only: a later packet
+    // of the batch was written) means that packet is dropped.
     size_t submit(int fd, std::span<const PacketIov> packets, std::span<int> results);
 
 private:
