@@ -110,25 +110,21 @@ uint16_t ForwardPath::transmit_pending() {
         return destination_.transmit_burst(destination_queue_, pending_);
     }
     uint16_t frames = destination_.transmit_burst(destination_queue_, g.merged);
-    ports::QueueCounters& counters = destination_.tx_counters(destination_queue_);
-    if (frames == merged.frames) {
-        counters.gro_frames.add(merged.merged_frames);
-        counters.gro_segments.add(merged.merged_segments);
-    } else {
-        // A prefix was taken: count the merged frames within it.
-        uint64_t merged_frames = 0, segments = 0;
-        uint16_t first = 0;
-        for (uint16_t f = 0; f < frames; ++f) {
-            uint16_t end = g.coalescer.source_packets(static_cast<uint16_t>(f + 1));
-            if (end - first > 1) {
-                ++merged_frames;
-                segments += end - first;
-            }
-            first = end;
+    // Count the merged frames among those taken (a full tap takes a prefix).
+    uint64_t merged_frames = 0;
+    uint64_t segments = 0;
+    uint16_t first = 0;
+    for (uint16_t f = 0; f < frames; ++f) {
+        uint16_t end = g.coalescer.source_packets(static_cast<uint16_t>(f + 1));
+        if (end - first > 1) {
+            ++merged_frames;
+            segments += end - first;
         }
-        counters.gro_frames.add(merged_frames);
-        counters.gro_segments.add(segments);
+        first = end;
     }
+    ports::QueueCounters& counters = destination_.tx_counters(destination_queue_);
+    counters.gro_frames.add(merged_frames);
+    counters.gro_segments.add(segments);
     return g.coalescer.source_packets(frames);
 }
 
