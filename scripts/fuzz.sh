@@ -7,7 +7,7 @@ seconds=${1:-60}
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${VNET_FUZZ_BUILD_DIR:-$top/build-fuzz}
 
-cmake -S "$top" -B "$build" -G Ninja -DVNET_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+cmake -S "$top" -B "$build" -G Ninja -DVNET_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVNET_WERROR=ON \
       -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 ninja -C "$build" -j"$(nproc)"
 

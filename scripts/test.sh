@@ -12,11 +12,11 @@ jobs=$(nproc)
 bash scripts/install-deps.sh
 
 echo "== build (release, -Werror)"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVNET_WERROR=ON >/dev/null
 ninja -C build -j"$jobs"
 
 echo "== build (ASan+UBSan unit tests)"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DVNET_SANITIZE=ON >/dev/null
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DVNET_SANITIZE=ON -DVNET_WERROR=ON >/dev/null
 ninja -C build-asan -j"$jobs" vnet_unit_tests
 
 echo "== unit tests under ASan+UBSan"

@@ -8,7 +8,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "common/unique_fd.hpp"
@@ -48,18 +50,26 @@ public:
     int wire_size(size_t i) const {
         return static_cast<int>(sizeof(virtio::NetHeader) + frames_[i].size());
     }
-    // The bytes packet i puts on the wire: header then frame.
+    // The bytes packet i puts on the wire: header then frame. Sized up front
+    // and copied into place: g++ 12 at -O3 reports a false array-bounds
+    // error for vector::insert of a small array here.
     std::vector<uint8_t> wire_bytes(size_t i) const {
-        const auto* h = reinterpret_cast<const uint8_t*>(&headers_[i]);
-        std::vector<uint8_t> out(h, h + sizeof(virtio::NetHeader));
-        out.insert(out.end(), frames_[i].begin(), frames_[i].end());
+        std::vector<uint8_t> out(sizeof(virtio::NetHeader) + frames_[i].size());
+        std::memcpy(out.data(), &headers_[i], sizeof(virtio::NetHeader));
+        std::copy(frames_[i].begin(), frames_[i].end(), out.begin() + sizeof(virtio::NetHeader));
         return out;
     }
     std::vector<uint8_t> all_wire_bytes(size_t first, size_t end) const {
-        std::vector<uint8_t> out;
+        size_t total = 0;
+        for (size_t i = first; i < end; ++i) {
+            total += static_cast<size_t>(wire_size(i));
+        }
+        std::vector<uint8_t> out(total);
+        size_t at = 0;
         for (size_t i = first; i < end; ++i) {
             auto w = wire_bytes(i);
-            out.insert(out.end(), w.begin(), w.end());
+            std::copy(w.begin(), w.end(), out.begin() + static_cast<ptrdiff_t>(at));
+            at += w.size();
         }
         return out;
     }
