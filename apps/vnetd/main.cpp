@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
     std::vector<int> cpus;
     int mtu = 0;
     int listen_fd = -1;
+    int queue_pairs = -1;
 
     app.add_option("--config", config_file, "TOML file with ports, connections and options");
     app.add_option("--socket-path", socket_path, "vhost-user socket of the VM port");
@@ -93,6 +94,9 @@ int main(int argc, char** argv) {
     app.add_flag("--persist", persist, "keep created taps after exit");
     app.add_flag("--napi", napi, "open taps with IFF_NAPI (off: loses pps with one-packet writes)");
     app.add_option("--mtu", mtu, "MTU offered to the guest and set on the tap");
+    app.add_option("--queue-pairs", queue_pairs,
+                   "queue pairs of every port: the most a VM may enable (default 8), the "
+                   "queues of a tap (default: its VM peer's)");
     app.add_flag("--napi-frags", napi_frags, "open taps with IFF_NAPI|IFF_NAPI_FRAGS (test only)");
     app.add_option("--tx-batch", tx_batch,
                    "packets per burst from a TX ring (0..64; 0 = per-packet, default 64)");
@@ -142,6 +146,10 @@ int main(int argc, char** argv) {
             p.napi_frags |= napi_frags;
             if (mtu > 0) {
                 p.mtu = static_cast<uint16_t>(mtu);
+            }
+            if (queue_pairs >= 0) {
+                // Out of range stays out of range: validate() names it.
+                p.queue_pairs = static_cast<uint16_t>(std::clamp(queue_pairs, 0, 0xffff));
             }
             if (p.type == vnet::control::PortType::vhost_user) {
                 if (!socket_owner.empty()) {

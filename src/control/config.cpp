@@ -53,6 +53,44 @@ const PortConfig* Config::find_port(const std::string& name) const {
     return nullptr;
 }
 
+const PortConfig* Config::peer_of(const std::string& name) const {
+    for (const auto& [a, b] : connections) {
+        if (a == name) {
+            return find_port(b);
+        }
+        if (b == name) {
+            return find_port(a);
+        }
+    }
+    return nullptr;
+}
+
+size_t Config::connection_of(const std::string& name) const {
+    for (size_t i = 0; i < connections.size(); ++i) {
+        if (connections[i].first == name || connections[i].second == name) {
+            return i;
+        }
+    }
+    return 0;
+}
+
+uint16_t Config::queue_pairs_of(const PortConfig& port) const {
+    if (port.queue_pairs) {
+        return *port.queue_pairs;
+    }
+    if (port.type == PortType::vhost_user) {
+        return kDefaultQueuePairs;
+    }
+    const PortConfig* peer = peer_of(port.name);
+    if (peer == nullptr) {
+        return 1;
+    }
+    if (peer->queue_pairs) {
+        return *peer->queue_pairs;
+    }
+    return peer->type == PortType::vhost_user ? kDefaultQueuePairs : uint16_t{1};
+}
+
 namespace {
 
 // The xdp keys of one port (docs/USAGE.md "XDP on the tap"). Whether FILE
@@ -109,10 +147,11 @@ void Config::validate() const {
                 throw std::invalid_argument(
                     "port '" + p.name + "': socket_path is longer than a unix socket allows (107)");
             }
-            if (p.queue_pairs != 1) {
-                throw std::invalid_argument("port '" + p.name +
-                                            "': queue_pairs other than 1 is not supported yet");
-            }
+        }
+        if (p.queue_pairs && (*p.queue_pairs == 0 || *p.queue_pairs > kMaxQueuePairs)) {
+            throw std::invalid_argument("port '" + p.name + "': queue_pairs must be 1.." +
+                                        std::to_string(kMaxQueuePairs) + ", not " +
+                                        std::to_string(*p.queue_pairs));
         }
         if (p.type == PortType::tap && p.ifname.size() > 15) {
             throw std::invalid_argument("port '" + p.name +
@@ -198,7 +237,10 @@ PortConfig parse_port(const toml::table& t) {
     p.type = *parsed;
     p.socket_path = get_or<std::string>(t, "socket_path", "");
     p.client = get_or<bool>(t, "client", false);
-    p.queue_pairs = static_cast<uint16_t>(get_or<int64_t>(t, "queue_pairs", 1));
+    if (auto v = t["queue_pairs"].value<int64_t>()) {
+        // Out-of-range values are kept out of range for validate() to name.
+        p.queue_pairs = static_cast<uint16_t>(std::clamp<int64_t>(*v, 0, 0xffff));
+    }
     if (auto v = t["socket_owner"].value<std::string>())
         p.socket_owner = parse_socket_owner(*v);
     if (auto v = t["socket_group"].value<std::string>())

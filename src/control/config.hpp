@@ -20,6 +20,12 @@ namespace vnet::control {
 
 enum class PortType : uint8_t { vhost_user, tap, null };
 
+// Queue pairs a VM port offers unless told otherwise: the front end enables
+// what it wants of them (QEMU queues=N, virtio-user queues=N, ethtool -L).
+inline constexpr uint16_t kDefaultQueuePairs = 8;
+// vhost_user::kMaxQueuePairs (DPDK's VHOST_MAX_QUEUE_PAIRS).
+inline constexpr uint16_t kMaxQueuePairs = 128;
+
 struct PortConfig {
     std::string name;
     PortType type = PortType::null;
@@ -27,7 +33,9 @@ struct PortConfig {
     std::string socket_path;
     bool client = false;  // connect to a listening front end instead of listening
     int listen_fd = -1;   // an inherited listening socket (--fd) instead of socket_path
-    uint16_t queue_pairs = 1;
+    // vhost-user: the most queue pairs the front end may enable (GET_QUEUE_NUM);
+    // tap: tap queues (IFF_MULTI_QUEUE). Unset: Config::queue_pairs_of.
+    std::optional<uint16_t> queue_pairs;
     std::optional<uid_t> socket_owner;
     std::optional<gid_t> socket_group;
     std::optional<mode_t> socket_mode;
@@ -70,6 +78,16 @@ struct Config {
     std::string stats_file;         // JSON written every interval and at exit
 
     const PortConfig* find_port(const std::string& name) const;
+    // The port's cross-connect partner, if it has one.
+    const PortConfig* peer_of(const std::string& name) const;
+    // Index of the cross-connect the port is in (0 when it is in none):
+    // what dataplane::Placement places its queue pairs by.
+    size_t connection_of(const std::string& name) const;
+    // How many queue pairs a port serves: its queue_pairs if set; a VM
+    // port kDefaultQueuePairs (it serves as many as the front end enables
+    // of them); a tap or null port as many as its peer (a VM's queue pair q
+    // uses tap queue q), or 1.
+    uint16_t queue_pairs_of(const PortConfig& port) const;
     // Throws std::invalid_argument naming what is wrong.
     void validate() const;
 };

@@ -60,13 +60,15 @@ void Daemon::create_workers() {
         o.name = "vnet-worker" + std::to_string(i);
         workers_.push_back(std::make_unique<dataplane::Worker>(o));
     }
+    placement_ = dataplane::Placement(workers_.size());
 }
 
 void Daemon::create_ports() {
     for (const PortConfig& pc : config_.ports) {
         switch (pc.type) {
             case PortType::null:
-                ports_.push_back(std::make_unique<ports::NullPort>(pc.name));
+                ports_.push_back(
+                    std::make_unique<ports::NullPort>(pc.name, config_.queue_pairs_of(pc)));
                 break;
             case PortType::tap: {
                 ports::TapPortOptions o;
@@ -79,21 +81,22 @@ void Daemon::create_ports() {
                     o.tap.mtu = *pc.mtu;
                 }
                 o.submit_mode = config_.datapath.submit;
+                o.queues = config_.queue_pairs_of(pc);
                 auto tap = std::make_unique<ports::TapPort>(pc.name, o);
-                log_->info("port {}: tap {} (ifindex {}, napi {}, submit {})", pc.name,
-                           tap->device().name(), tap->device().ifindex(), tap->device().napi(),
-                           io::to_string(tap->submit_mode()));
+                log_->info("port {}: tap {} (ifindex {}, {} queue(s), napi {}, submit {})", pc.name,
+                           tap->device().name(), tap->device().ifindex(), tap->queue_count(),
+                           tap->device().napi(), io::to_string(tap->submit_mode()));
                 attach_xdp(pc, *tap);
                 ports_.push_back(std::move(tap));
                 break;
             }
             case PortType::vhost_user: {
-                // Queue pair q belongs to worker q mod n.
-                auto run_on_owner = [this](uint16_t queue, const std::function<void()>& work) {
-                    workers_[queue % workers_.size()]->run_sync(work);
+                auto run_on_owner = [this, connection = config_.connection_of(pc.name)](
+                                        uint16_t queue, const std::function<void()>& work) {
+                    workers_[placement_.worker_for(connection, queue)]->run_sync(work);
                 };
-                auto port =
-                    std::make_unique<ports::VhostUserPort>(pc.name, pc.queue_pairs, run_on_owner);
+                auto port = std::make_unique<ports::VhostUserPort>(
+                    pc.name, config_.queue_pairs_of(pc), run_on_owner);
                 endpoints_.push_back(VhostUserEndpoint{port.get(), nullptr, nullptr});
                 ports_.push_back(std::move(port));
                 break;
@@ -169,6 +172,34 @@ void Daemon::offer_gso_to_tap(ports::Port& port, const ports::Port& peer) {
                tap->device().name(), ports::to_string(applied), peer.name());
 }
 
+uint16_t Daemon::served_queue_pairs(const ports::Port& port) {
+    const PortConfig* peer = config_.peer_of(port.name());
+    ports::Port* other = peer == nullptr ? nullptr : port_named(peer->name);
+    return other == nullptr ? port.queue_count()
+                            : std::min(port.queue_count(), other->queue_count());
+}
+
+// A multiqueue tap gets frames on any attached queue (the kernel's flow
+// steering), so only the queues whose guest queue pair runs stay attached:
+// a guest with 1 of 4 pairs enabled still sees all its traffic.
+void Daemon::follow_queue_pairs(ports::VhostUserPort& port, ports::TapPort* tap) {
+    if (tap == nullptr || tap->queue_count() < 2) {
+        return;
+    }
+    for (uint16_t q = 1; q < tap->queue_count(); ++q) {
+        tap->set_queue_attached(q, false);  // until the guest runs queue pair q
+    }
+    port.set_queue_pair_handler([this, tap, name = port.name()](uint16_t q, bool running) {
+        // Inside the device's message handling: a refused ioctl must not
+        // unwind through the protocol engine.
+        try {
+            tap->set_queue_attached(q, running);
+        } catch (const std::exception& e) {
+            log_->warn("port {}: queue pair {}: {}", name, q, e.what());
+        }
+    });
+}
+
 void Daemon::create_paths() {
     dataplane::PathOptions po;
     po.tx_batch = config_.datapath.tx_batch;
@@ -179,14 +210,15 @@ void Daemon::create_paths() {
     po.gro_udp = config_.datapath.gro_udp;
     po.rx_frames = config_.datapath.rx_frames;
     po.rx_usecs = config_.datapath.rx_usecs;
-    for (const auto& [a_name, b_name] : config_.connections) {
+    for (size_t connection = 0; connection < config_.connections.size(); ++connection) {
+        const auto& [a_name, b_name] = config_.connections[connection];
         ports::Port* a = port_named(a_name);
         ports::Port* b = port_named(b_name);
         offer_gso_to_tap(*a, *b);
         offer_gso_to_tap(*b, *a);
         uint16_t queues = std::min(a->queue_count(), b->queue_count());
         for (uint16_t q = 0; q < queues; ++q) {
-            dataplane::Worker& w = *workers_[q % workers_.size()];
+            dataplane::Worker& w = *workers_[placement_.worker_for(connection, q)];
             // Null ports only sink: no path out of them.
             if (a->kind() != ports::PortKind::null) {
                 w.add_path(std::make_unique<dataplane::ForwardPath>(*a, q, *b, q, po));
@@ -195,8 +227,11 @@ void Daemon::create_paths() {
                 w.add_path(std::make_unique<dataplane::ForwardPath>(*b, q, *a, q, po));
             }
         }
-        log_->info("cross-connect {} <-> {} ({} queue pair(s), tx_batch {}, tx_peek {}, gro {})",
-                   a_name, b_name, queues, po.tx_batch, po.tx_peek, po.gro);
+        log_->info(
+            "cross-connect {} <-> {} ({} queue pair(s) from worker {}, tx_batch {}, "
+            "tx_peek {}, gro {})",
+            a_name, b_name, queues, placement_.worker_for(connection, 0), po.tx_batch, po.tx_peek,
+            po.gro);
     }
 }
 
@@ -205,10 +240,11 @@ void Daemon::open_sockets() {
         const PortConfig& pc = *config_.find_port(ep.port->name());
         vhost_user::DeviceConfig dc;
         dc.name = pc.name;
-        dc.max_queue_pairs = pc.queue_pairs;
+        dc.max_queue_pairs = served_queue_pairs(*ep.port);
         dc.mtu = pc.mtu;
 
         ports::TapPort* tap = tap_peer_of(pc.name);
+        follow_queue_pairs(*ep.port, tap);
         ep.port->set_features_handler([this, tap, name = pc.name](virtio::FeatureSet f) {
             if (tap == nullptr) {
                 return;

@@ -14,6 +14,7 @@
 #include "common/log.hpp"
 #include "control/config.hpp"
 #include "control/control_queue.hpp"
+#include "dataplane/placement.hpp"
 #include "dataplane/worker.hpp"
 #include "io/epoll_reactor.hpp"
 #include "ports/port.hpp"
@@ -58,12 +59,17 @@ private:
     void report_stats(bool final_report);
     ports::Port* port_named(const std::string& name);
     ports::TapPort* tap_peer_of(const std::string& name);
+    // Queue pairs that have paths: both ends of a cross-connect serve them.
+    uint16_t served_queue_pairs(const ports::Port& port);
+    // Wires a VM port's queue pairs to the tap queues of its peer.
+    void follow_queue_pairs(ports::VhostUserPort& port, ports::TapPort* tap);
 
     Config config_;
     Logger log_;
     io::EpollReactor reactor_;
     ControlQueue control_queue_;
     std::vector<std::unique_ptr<dataplane::Worker>> workers_;
+    dataplane::Placement placement_{1};
     std::vector<std::unique_ptr<ports::Port>> ports_;
     // XDP programs on taps, by port name. Declared after ports_ so that they
     // are detached before their taps close, also when a constructor throws.

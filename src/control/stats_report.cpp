@@ -89,17 +89,27 @@ std::string datapath_summary(const DatapathConfig& d) {
 std::string stats_table(const std::vector<ports::Port*>& ports, double seconds) {
     std::string out;
     char line[256];
-    std::snprintf(line, sizeof(line), "%-12s %-3s %12s %10s %9s %10s %8s\n", "port", "dir",
+    std::snprintf(line, sizeof(line), "%-12s %3s %-3s %12s %10s %9s %10s %8s\n", "port", "q", "dir",
                   "packets", "Mpps", "Gbit/s", "avg-burst", "drops");
     out += line;
     for (ports::Port* p : ports) {
         for (uint16_t q = 0; q < p->queue_count(); ++q) {
+            // A port offers more queue pairs than most guests enable: a queue
+            // pair that never moved or dropped a packet is left out (q 0 is
+            // always shown). The JSON has every queue.
+            if (q != 0 && p->rx_counters(q).packets.get() + p->tx_counters(q).packets.get() +
+                                  p->rx_counters(q).total_drops() +
+                                  p->tx_counters(q).total_drops() ==
+                              0) {
+                continue;
+            }
             for (int dir = 0; dir < 2; ++dir) {
                 const ports::QueueCounters& c = dir == 0 ? p->rx_counters(q) : p->tx_counters(q);
                 double pkts = static_cast<double>(c.packets.get());
                 double bits = static_cast<double>(c.bytes.get()) * 8.0;
-                std::snprintf(line, sizeof(line), "%-12s %-3s %12llu %10.3f %9.3f %10.1f %8llu\n",
-                              p->name().c_str(), dir == 0 ? "rx" : "tx",
+                std::snprintf(line, sizeof(line),
+                              "%-12s %3u %-3s %12llu %10.3f %9.3f %10.1f %8llu\n",
+                              p->name().c_str(), static_cast<unsigned>(q), dir == 0 ? "rx" : "tx",
                               static_cast<unsigned long long>(c.packets.get()),
                               seconds > 0 ? pkts / seconds / 1e6 : 0.0,
                               seconds > 0 ? bits / seconds / 1e9 : 0.0, mean_burst(c),

@@ -6,37 +6,44 @@
 
 namespace vnet::ports {
 
-NullPort::NullPort(std::string name) : Port(std::move(name)) {}
+NullPort::NullPort(std::string name, uint16_t queues) : Port(std::move(name)) {
+    for (uint16_t q = 0; q < std::max<uint16_t>(queues, 1); ++q) {
+        queues_.push_back(std::make_unique<Queue>());
+    }
+}
 
-uint16_t NullPort::transmit_burst(uint16_t, const PacketBurst& burst) {
+uint16_t NullPort::transmit_burst(uint16_t queue, const PacketBurst& burst) {
     uint64_t bytes = 0;
     for (uint16_t i = 0; i < burst.count; ++i) {
-        // Frame bytes: every packet inside vnetd carries the 12-byte header.
-        bytes += burst.packets[i].len -
-                 std::min<uint32_t>(burst.packets[i].len, sizeof(virtio::NetHeader));
+        // Frame bytes: without the header its source negotiated (10 or 12).
+        bytes += burst.packets[i].len - std::min<uint32_t>(burst.packets[i].len, burst.header_size);
     }
-    tx_.count_burst(burst.count, bytes);
+    queues_[queue]->tx.count_burst(burst.count, bytes);
     return burst.count;
 }
 
-bool NullPort::next_rx_buffer(uint16_t, uint32_t max_packet, std::span<const iovec>* out) {
-    if (scratch_.size() < max_packet) {
-        scratch_.resize(max_packet);  // grows once, on the first packet
+bool NullPort::next_rx_buffer(uint16_t queue, uint32_t max_packet, std::span<const iovec>* out) {
+    Queue& q = *queues_[queue];
+    if (q.scratch.size() < max_packet) {
+        q.scratch.resize(max_packet);  // grows once, on the first packet
     }
-    scratch_iov_ = iovec{scratch_.data(), max_packet};
-    *out = std::span<const iovec>(&scratch_iov_, 1);
+    q.scratch_iov = iovec{q.scratch.data(), max_packet};
+    *out = std::span<const iovec>(&q.scratch_iov, 1);
     return true;
 }
 
-void NullPort::commit_rx_buffer(uint16_t, uint32_t len) {
-    ++pending_packets_;
-    pending_bytes_ += len - std::min<uint32_t>(len, sizeof(virtio::NetHeader));
+void NullPort::commit_rx_buffer(uint16_t queue, uint32_t len) {
+    Queue& q = *queues_[queue];
+    ++q.pending_packets;
+    // Filled by a tap, whose reads carry its 12-byte header.
+    q.pending_bytes += len - std::min<uint32_t>(len, sizeof(virtio::NetHeader));
 }
 
-void NullPort::flush_rx_buffers(uint16_t) {
-    tx_.count_burst(pending_packets_, pending_bytes_);
-    pending_packets_ = 0;
-    pending_bytes_ = 0;
+void NullPort::flush_rx_buffers(uint16_t queue) {
+    Queue& q = *queues_[queue];
+    q.tx.count_burst(q.pending_packets, q.pending_bytes);
+    q.pending_packets = 0;
+    q.pending_bytes = 0;
 }
 
 }  // namespace vnet::ports

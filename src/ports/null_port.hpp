@@ -1,8 +1,10 @@
 // NullPort: a destination that discards and counts. It measures pure ring
 // work (guest TX -> null has no syscall per packet) and stands in for a
-// peer in tests. As a source it produces nothing.
+// peer in tests. As a source it produces nothing. Each queue has its own
+// counters and scratch buffer: queues may belong to different workers.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "ports/port.hpp"
@@ -11,9 +13,10 @@ namespace vnet::ports {
 
 class NullPort final : public Port {
 public:
-    explicit NullPort(std::string name);
+    explicit NullPort(std::string name, uint16_t queues = 1);
 
     PortKind kind() const override { return PortKind::null; }
+    uint16_t queue_count() const override { return static_cast<uint16_t>(queues_.size()); }
     bool queue_ready(uint16_t) const override { return true; }
 
     uint16_t transmit_burst(uint16_t queue, const PacketBurst& burst) override;
@@ -26,16 +29,19 @@ public:
 
     WaitSpec receive_wait(uint16_t) const override { return {}; }
     WaitSpec transmit_wait(uint16_t) const override { return {}; }
-    QueueCounters& rx_counters(uint16_t) override { return rx_; }
-    QueueCounters& tx_counters(uint16_t) override { return tx_; }
+    QueueCounters& rx_counters(uint16_t queue) override { return queues_[queue]->rx; }
+    QueueCounters& tx_counters(uint16_t queue) override { return queues_[queue]->tx; }
 
 private:
-    QueueCounters rx_;
-    QueueCounters tx_;
-    std::vector<uint8_t> scratch_;
-    iovec scratch_iov_{};
-    uint16_t pending_packets_ = 0;
-    uint64_t pending_bytes_ = 0;
+    struct Queue {
+        QueueCounters rx;
+        QueueCounters tx;
+        std::vector<uint8_t> scratch;
+        iovec scratch_iov{};
+        uint16_t pending_packets = 0;
+        uint64_t pending_bytes = 0;
+    };
+    std::vector<std::unique_ptr<Queue>> queues_;
 };
 
 }  // namespace vnet::ports

@@ -34,6 +34,9 @@ struct PacketBurst {
     std::array<iovec, kMaxBurstIovecs> iovecs{};
     uint16_t count = 0;
     uint16_t iovecs_used = 0;
+    // The virtio-net header every packet starts with, as its source
+    // negotiated it (10 or 12 bytes): destinations count frame bytes with it.
+    uint16_t header_size = 12;
 
     void clear() {
         count = 0;

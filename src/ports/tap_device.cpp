@@ -156,15 +156,7 @@ void TapDevice::configure_queue(const TapOptions& options) {
         }
     }
 
-    // INT_MAX is tun's default (tun_chr_open), but an attached persistent tap
-    // may carry a finite value from its last owner. A finite sndbuf turns off
-    // tun_can_build_skb (so the build_skb path and native XDP) and makes
-    // writes allocate through sock_alloc_send_pskb, where they can block or
-    // fail with EAGAIN (§1 rows 5 and 13). QEMU also sets INT_MAX.
-    int sndbuf = INT_MAX;
-    if (::ioctl(fd_.get(), TUNSETSNDBUF, &sndbuf) < 0) {
-        throw_setup_error(label(), "TUNSETSNDBUF INT_MAX", errno);
-    }
+    set_sndbuf_unlimited();
 
     // No offloads until the guest's features are known, as QEMU does at open:
     // a reused persistent tap must not keep a previous guest's TSO, which
@@ -174,6 +166,57 @@ void TapDevice::configure_queue(const TapOptions& options) {
     if (options.persist) {
         set_persist(true);
     }
+}
+
+void TapDevice::set_sndbuf_unlimited() {
+    // INT_MAX is tun's default (tun_chr_open), but an attached persistent tap
+    // may carry a finite value from its last owner. A finite sndbuf turns off
+    // tun_can_build_skb (so the build_skb path and native XDP) and makes
+    // writes allocate through sock_alloc_send_pskb, where they can block or
+    // fail with EAGAIN (§1 rows 5 and 13). QEMU also sets INT_MAX. It is per
+    // queue (each queue is a socket of its own).
+    int sndbuf = INT_MAX;
+    if (::ioctl(fd_.get(), TUNSETSNDBUF, &sndbuf) < 0) {
+        throw_setup_error(label(), "TUNSETSNDBUF INT_MAX", errno);
+    }
+}
+
+TapDevice TapDevice::another_queue_of(const TapDevice& first) {
+    TapDevice q;
+    q.name_ = first.name_;
+    if ((first.flags_ & IFF_MULTI_QUEUE) == 0) {
+        throw_option_error(q.label(), "a second queue needs a device opened with multi_queue");
+    }
+    q.fd_ = open_tun_control(q.label());
+    ifreq ifr{};
+    std::memcpy(ifr.ifr_name, q.name_.data(), q.name_.size());
+    // TUNGETIFF reports IFF_VNET_HDR and friends too; TUNSETIFF takes them back.
+    ifr.ifr_flags = static_cast<short>(
+        first.flags_ & (kRequiredFlags | IFF_MULTI_QUEUE | IFF_NAPI | IFF_NAPI_FRAGS));
+    if (::ioctl(q.fd_.get(), TUNSETIFF, &ifr) < 0) {
+        const int err = errno;
+        throw_setup_error(q.label(), "TUNSETIFF (another queue)", err, tunsetiff_hint(err));
+    }
+    q.set_sndbuf_unlimited();
+    // Header size, offloads, persistence and the link are the device's:
+    // set once by the first queue.
+    q.ifindex_ = first.ifindex_;
+    q.flags_ = first.flags_;
+    q.vnet_header_size_ = first.vnet_header_size_;
+    q.offloads_ = first.offloads_;
+    return q;
+}
+
+void TapDevice::set_queue_attached(bool attached) {
+    if (attached == attached_) {
+        return;
+    }
+    ifreq ifr{};
+    ifr.ifr_flags = static_cast<short>(attached ? IFF_ATTACH_QUEUE : IFF_DETACH_QUEUE);
+    if (::ioctl(fd_.get(), TUNSETQUEUE, &ifr) < 0) {
+        throw_setup_error(label(), attached ? "TUNSETQUEUE attach" : "TUNSETQUEUE detach", errno);
+    }
+    attached_ = attached;
 }
 
 void TapDevice::configure_link(const TapOptions& options) {

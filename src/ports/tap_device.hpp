@@ -56,6 +56,10 @@ struct TapOptions {
 class TapDevice {
 public:
     explicit TapDevice(const TapOptions& options);
+    // One more queue of `first`, a device opened with multi_queue: a fd of
+    // its own (TUNSETIFF with the same flags, its own sndbuf), sharing what
+    // belongs to the device (header size, offloads, link settings).
+    static TapDevice another_queue_of(const TapDevice& first);
     TapDevice(TapDevice&&) noexcept = default;
     TapDevice& operator=(TapDevice&&) noexcept = default;
     TapDevice(const TapDevice&) = delete;
@@ -87,6 +91,13 @@ public:
     // TUNSETPERSIST.
     void set_persist(bool persist);
 
+    // TUNSETQUEUE: a detached queue gets no frames from the kernel (its flow
+    // steering spreads over the attached ones) and refuses reads and writes
+    // (EBADFD). QEMU detaches the queues of a guest's disabled queue pairs.
+    // Only for multi_queue devices; idempotent.
+    void set_queue_attached(bool attached);
+    bool queue_attached() const noexcept { return attached_; }
+
     // Link settings by name: valid while the link is in our network namespace.
     unsigned txqueuelen() const;
     void set_txqueuelen(unsigned len);
@@ -95,7 +106,9 @@ public:
     void set_link_up(bool up);
 
 private:
+    TapDevice() = default;
     void configure_queue(const TapOptions& options);
+    void set_sndbuf_unlimited();
     void configure_link(const TapOptions& options);
     std::string label() const;
 
@@ -105,6 +118,7 @@ private:
     unsigned flags_ = 0;
     unsigned vnet_header_size_ = 0;
     bool created_ = false;
+    bool attached_ = true;
     TunOffloads offloads_;
 };
 

@@ -3,9 +3,14 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include <linux/if_tun.h>
+#include <net/if.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 
+#include "common/log.hpp"
 #include "io/batch_reader.hpp"
 #include "ports/setup_error.hpp"
 
@@ -28,28 +33,79 @@ uint32_t max_packet_for(const TapDevice& tap, unsigned link_mtu, TunOffloads off
 
 }  // namespace
 
-TapPort::TapPort(std::string name, const TapPortOptions& options)
-    : Port(std::move(name)),
-      tap_(options.tap),
-      writer_(options.submit_mode, io::BatchWriter::kDefaultRingDepth, this->name()),
-      link_mtu_(tap_.mtu()),
-      max_packet_(max_packet_for(tap_, link_mtu_, tap_.offloads())) {
-    writer_.register_fd(tap_.fd());
+TapPort::Queue::Queue(TapDevice device, io::BatchMode mode, std::string_view owner)
+    : tap(std::move(device)), writer(mode, io::BatchWriter::kDefaultRingDepth, owner) {
+    writer.register_fd(tap.fd());
 }
 
+std::vector<std::unique_ptr<TapPort::Queue>> TapPort::open_queues(const std::string& port_name,
+                                                                  const TapPortOptions& options) {
+    // tun's MAX_TAP_QUEUES.
+    constexpr uint16_t kMaxTapQueues = 256;
+    if (options.queues == 0 || options.queues > kMaxTapQueues) {
+        throw_option_error("tap '" + options.tap.name + "'",
+                           "queues must be 1.." + std::to_string(kMaxTapQueues) + ", not " +
+                               std::to_string(options.queues));
+    }
+    TapOptions first = options.tap;
+    first.multi_queue = first.multi_queue || options.queues > 1;
+    std::optional<TapDevice> device;
+    try {
+        device.emplace(first);
+    } catch (const PortSetupError& e) {
+        // EINVAL on an existing device: it was made single-queue (ip tuntap
+        // add without multi_queue). Serve it with one queue pair rather than
+        // refuse it; the guest then runs one queue pair on this tap.
+        const bool existed = !first.name.empty() && ::if_nametoindex(first.name.c_str()) != 0;
+        if (!first.multi_queue || options.tap.multi_queue || e.error_number() != EINVAL ||
+            !existed) {
+            throw;
+        }
+        first.multi_queue = false;
+        device.emplace(first);
+        make_logger(port_name)->warn(
+            "tap {} exists without multi_queue: serving 1 queue instead of {}", first.name,
+            options.queues);
+    }
+    const uint16_t count = device->flags() & IFF_MULTI_QUEUE ? options.queues : uint16_t{1};
+    std::vector<std::unique_ptr<Queue>> queues;
+    queues.push_back(std::make_unique<Queue>(std::move(*device), options.submit_mode, port_name));
+    for (uint16_t q = 1; q < count; ++q) {
+        queues.push_back(std::make_unique<Queue>(TapDevice::another_queue_of(queues[0]->tap),
+                                                 options.submit_mode, port_name));
+    }
+    return queues;
+}
+
+TapPort::TapPort(std::string name, const TapPortOptions& options)
+    : Port(std::move(name)),
+      queues_(open_queues(this->name(), options)),
+      link_mtu_(device().mtu()),
+      max_packet_(max_packet_for(device(), link_mtu_, device().offloads())) {}
+
 TapPort::~TapPort() {
-    writer_.unregister_fd(tap_.fd());
+    for (auto& q : queues_) {
+        q->writer.unregister_fd(q->tap.fd());
+    }
+}
+
+void TapPort::set_queue_attached(uint16_t queue, bool attached) {
+    if (queue == 0 || queue >= queues_.size()) {
+        return;
+    }
+    queues_[queue]->tap.set_queue_attached(attached);
 }
 
 TunOffloads TapPort::apply_guest_features(virtio::FeatureSet features) {
-    TunOffloads applied = tap_.set_offloads(tun_offloads_for_guest(features));
+    // Offloads belong to the device: one TUNSETOFFLOAD on any queue sets them.
+    TunOffloads applied = device().set_offloads(tun_offloads_for_guest(features));
     try {
-        link_mtu_ = tap_.mtu();
+        link_mtu_ = device().mtu();
     } catch (const PortSetupError&) {
         // The link was moved to another network namespace (its fd still
         // works, its name does not resolve here): keep the MTU seen at open.
     }
-    max_packet_.store(max_packet_for(tap_, link_mtu_, applied), std::memory_order_relaxed);
+    max_packet_.store(max_packet_for(device(), link_mtu_, applied), std::memory_order_relaxed);
     return applied;
 }
 
@@ -57,117 +113,125 @@ uint32_t TapPort::max_packet_size() const {
     return max_packet_.load(std::memory_order_relaxed);
 }
 
-uint16_t TapPort::transmit_burst(uint16_t, const PacketBurst& burst) {
+uint16_t TapPort::transmit_burst(uint16_t queue, const PacketBurst& burst) {
+    Queue& q = *queues_[queue];
     for (uint16_t i = 0; i < burst.count; ++i) {
-        submit_[i] = io::PacketIov{burst.iovecs.data() + burst.packets[i].first_iov,
-                                   burst.packets[i].iov_count};
+        q.submit[i] = io::PacketIov{burst.iovecs.data() + burst.packets[i].first_iov,
+                                    burst.packets[i].iov_count};
     }
     size_t finished =
-        writer_.submit(tap_.fd(), std::span<const io::PacketIov>(submit_.data(), burst.count),
-                       std::span<int>(results_.data(), burst.count));
+        q.writer.submit(q.tap.fd(), std::span<const io::PacketIov>(q.submit.data(), burst.count),
+                        std::span<int>(q.results.data(), burst.count));
     uint16_t written = 0;
     uint64_t bytes = 0;
     for (size_t i = 0; i < finished; ++i) {
-        if (results_[i] >= 0) {
+        if (q.results[i] >= 0) {
             ++written;
-            bytes += burst.packets[i].len - tap_.vnet_header_size();  // frame bytes
+            bytes += burst.packets[i].len - q.tap.vnet_header_size();  // frame bytes
         } else {
             // Refused for good (a header the kernel rejects, link down): the
             // packet is completed to the guest and counted, never retried.
-            tx_.count_drop(DropReason::tx_error);
+            q.tx.count_drop(DropReason::tx_error);
         }
     }
-    tx_.count_burst(written, bytes);
+    q.tx.count_burst(written, bytes);
     return static_cast<uint16_t>(finished);
 }
 
-uint16_t TapPort::receive_burst(uint16_t, PacketBurst& burst, uint16_t max) {
+uint16_t TapPort::receive_burst(uint16_t queue, PacketBurst& burst, uint16_t max) {
     if (burst.count != 0) {
         return 0;
     }
+    Queue& q = *queues_[queue];
     const uint32_t frame_max = max_packet_size();
-    if (frame_max > slot_size_) {
+    if (frame_max > q.slot_size) {
         // Once per size change (offloads turned on): not per packet.
-        slots_.assign(size_t{kMaxBurstPackets} * frame_max, 0);
-        slot_size_ = frame_max;
+        q.slots.assign(size_t{kMaxBurstPackets} * frame_max, 0);
+        q.slot_size = frame_max;
     }
     max = std::min<uint16_t>(max, kMaxBurstPackets);
     for (uint16_t i = 0; i < max; ++i) {
-        slot_iov_[i] = iovec{slots_.data() + size_t{i} * slot_size_, slot_size_};
-        read_[i] = io::PacketIov{&slot_iov_[i], 1};
+        q.slot_iov[i] = iovec{q.slots.data() + size_t{i} * q.slot_size, q.slot_size};
+        q.read[i] = io::PacketIov{&q.slot_iov[i], 1};
     }
-    io::ReadBurst got = io::read_burst(tap_.fd(), std::span<const io::PacketIov>(read_.data(), max),
-                                       std::span<int>(results_.data(), max));
+    io::ReadBurst got =
+        io::read_burst(q.tap.fd(), std::span<const io::PacketIov>(q.read.data(), max),
+                       std::span<int>(q.results.data(), max));
     if (got.stop < 0 && got.stop != -EAGAIN) {
-        rx_.count_drop(DropReason::rx_error);
+        q.rx.count_drop(DropReason::rx_error);
     }
     uint64_t bytes = 0;
-    const uint32_t header = tap_.vnet_header_size();
+    const uint32_t header = q.tap.vnet_header_size();
+    burst.header_size = static_cast<uint16_t>(header);
     for (size_t i = 0; i < got.packets; ++i) {
-        uint32_t len = static_cast<uint32_t>(results_[i]);
+        uint32_t len = static_cast<uint32_t>(q.results[i]);
         if (len <= header) {
             // tun never returns less than the header plus a frame; a zero-length
             // frame would only confuse the destination.
-            rx_.count_drop(DropReason::packet_too_short);
+            q.rx.count_drop(DropReason::packet_too_short);
             continue;
         }
-        burst.free_iovecs()[0] = iovec{slot_iov_[i].iov_base, len};
+        burst.free_iovecs()[0] = iovec{q.slot_iov[i].iov_base, len};
         burst.push(1, len, static_cast<uint32_t>(i));
         bytes += len - header;
     }
-    rx_.count_burst(burst.count, bytes);
+    q.rx.count_burst(burst.count, bytes);
     return burst.count;
 }
 
-int32_t TapPort::receive_one(uint16_t, std::span<const iovec> buffer) {
-    ssize_t n = ::readv(tap_.fd(), buffer.data(), static_cast<int>(buffer.size()));
+int32_t TapPort::receive_one(uint16_t queue, std::span<const iovec> buffer) {
+    Queue& q = *queues_[queue];
+    ssize_t n = ::readv(q.tap.fd(), buffer.data(), static_cast<int>(buffer.size()));
     if (n > 0) {
         // Bursts (and their sizes) are counted by the destination at flush.
-        rx_.packets.add(1);
-        rx_.bytes.add(static_cast<uint64_t>(n) - tap_.vnet_header_size());
+        q.rx.packets.add(1);
+        q.rx.bytes.add(static_cast<uint64_t>(n) - q.tap.vnet_header_size());
         return static_cast<int32_t>(n);
     }
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
-        rx_.count_drop(DropReason::rx_error);
+        q.rx.count_drop(DropReason::rx_error);
         return -errno;
     }
     return 0;
 }
 
-bool TapPort::next_rx_buffer(uint16_t, uint32_t max_packet, std::span<const iovec>* out) {
-    if (staging_.size() < max_packet) {
-        staging_.resize(max_packet);  // grows once, to the largest packet asked for
+bool TapPort::next_rx_buffer(uint16_t queue, uint32_t max_packet, std::span<const iovec>* out) {
+    Queue& q = *queues_[queue];
+    if (q.staging.size() < max_packet) {
+        q.staging.resize(max_packet);  // grows once, to the largest packet asked for
     }
-    staging_iov_ = iovec{staging_.data(), max_packet};
-    *out = std::span<const iovec>(&staging_iov_, 1);
+    q.staging_iov = iovec{q.staging.data(), max_packet};
+    *out = std::span<const iovec>(&q.staging_iov, 1);
     return true;
 }
 
-void TapPort::commit_rx_buffer(uint16_t, uint32_t len) {
-    iovec frame{staging_.data(), len};
-    ssize_t n = ::writev(tap_.fd(), &frame, 1);
+void TapPort::commit_rx_buffer(uint16_t queue, uint32_t len) {
+    Queue& q = *queues_[queue];
+    iovec frame{q.staging.data(), len};
+    ssize_t n = ::writev(q.tap.fd(), &frame, 1);
     if (n < 0) {
         // No room in a tap -> tap path: the kernel would drop it on its own
         // queue too; count it here where it happened.
-        tx_.count_drop(errno == EAGAIN || errno == ENOBUFS ? DropReason::no_destination
-                                                           : DropReason::tx_error);
+        q.tx.count_drop(errno == EAGAIN || errno == ENOBUFS ? DropReason::no_destination
+                                                            : DropReason::tx_error);
         return;
     }
-    ++staged_packets_;
-    staged_bytes_ += len - std::min<uint32_t>(len, tap_.vnet_header_size());
+    ++q.staged_packets;
+    q.staged_bytes += len - std::min<uint32_t>(len, q.tap.vnet_header_size());
 }
 
-void TapPort::flush_rx_buffers(uint16_t) {
-    tx_.count_burst(staged_packets_, staged_bytes_);
-    staged_packets_ = 0;
-    staged_bytes_ = 0;
+void TapPort::flush_rx_buffers(uint16_t queue) {
+    Queue& q = *queues_[queue];
+    q.tx.count_burst(q.staged_packets, q.staged_bytes);
+    q.staged_packets = 0;
+    q.staged_bytes = 0;
 }
 
-WaitSpec TapPort::receive_wait(uint16_t) const {
-    return WaitSpec{tap_.fd(), EPOLLIN, false};
+WaitSpec TapPort::receive_wait(uint16_t queue) const {
+    return WaitSpec{queues_[queue]->tap.fd(), EPOLLIN, false};
 }
-WaitSpec TapPort::transmit_wait(uint16_t) const {
-    return WaitSpec{tap_.fd(), EPOLLOUT, false};
+WaitSpec TapPort::transmit_wait(uint16_t queue) const {
+    return WaitSpec{queues_[queue]->tap.fd(), EPOLLOUT, false};
 }
 
 }  // namespace vnet::ports

@@ -1,4 +1,7 @@
-// TapPort: a host tap device as a port (one queue for now).
+// TapPort: a host tap device as a port. Queue pair q is tap queue q: with
+// more than one, the tap is opened IFF_MULTI_QUEUE with one fd per queue, and
+// each queue has its own writer, staging and counters, owned by the worker
+// that owns the queue pair (no sharing between workers).
 //
 //  * destination, push style: a burst from a guest's TX ring is written with
 //    one write per packet (tun takes exactly one per call), straight from
@@ -19,6 +22,7 @@
 
 #include <array>
 #include <atomic>
+#include <memory>
 #include <vector>
 
 #include "io/batch_writer.hpp"
@@ -30,6 +34,10 @@ namespace vnet::ports {
 struct TapPortOptions {
     TapOptions tap;
     io::BatchMode submit_mode = io::BatchMode::io_uring;
+    // Tap queues (IFF_MULTI_QUEUE when more than one; at most 256, tun's
+    // MAX_TAP_QUEUES). An existing single-queue tap of that name is served
+    // with one queue (logged) rather than refused.
+    uint16_t queues = 1;
 };
 
 class TapPort final : public Port {
@@ -38,15 +46,26 @@ public:
     ~TapPort() override;
 
     PortKind kind() const override { return PortKind::tap; }
+    uint16_t queue_count() const override { return static_cast<uint16_t>(queues_.size()); }
     bool queue_ready(uint16_t) const override { return true; }
 
-    TapDevice& device() { return tap_; }
-    io::BatchMode submit_mode() const { return writer_.mode(); }
+    // Queue 0's device: the name, ifindex, flags and offloads of the tap.
+    TapDevice& device() { return queues_[0]->tap; }
+    const TapDevice& device() const { return queues_[0]->tap; }
+    io::BatchMode submit_mode() const { return queues_[0]->writer.mode(); }
 
     // The guest at the other end negotiated `features`: let the kernel hand
     // us what it can digest (TUNSETOFFLOAD, QEMU's rule), and size reads.
     // Control thread; an ioctl, safe while the worker reads and writes.
     TunOffloads apply_guest_features(virtio::FeatureSet features);
+
+    // Control thread: attach or detach tap queue `queue` as the guest's
+    // queue pair of that number starts or stops, so that the kernel steers
+    // frames only to queues someone reads. Queue 0 always stays attached
+    // (a guest always runs queue pair 0). Call detach only once the worker
+    // has let go of the queue pair, attach before it starts.
+    void set_queue_attached(uint16_t queue, bool attached);
+    bool queue_attached(uint16_t queue) const { return queues_[queue]->tap.queue_attached(); }
 
     uint16_t transmit_burst(uint16_t queue, const PacketBurst& burst) override;
     // Reads up to `max` packets into the staging slots. The slots are reused
@@ -55,7 +74,7 @@ public:
     uint16_t receive_burst(uint16_t queue, PacketBurst& burst, uint16_t max) override;
     int32_t receive_one(uint16_t queue, std::span<const iovec> buffer) override;
     uint32_t max_packet_size() const override;
-    uint32_t gso_header_size(uint16_t) const override { return tap_.vnet_header_size(); }
+    uint32_t gso_header_size(uint16_t) const override { return device().vnet_header_size(); }
 
     bool next_rx_buffer(uint16_t queue, uint32_t max_packet, std::span<const iovec>* out) override;
     void commit_rx_buffer(uint16_t queue, uint32_t len) override;
@@ -63,29 +82,38 @@ public:
 
     WaitSpec receive_wait(uint16_t queue) const override;
     WaitSpec transmit_wait(uint16_t queue) const override;
-    QueueCounters& rx_counters(uint16_t) override { return rx_; }
-    QueueCounters& tx_counters(uint16_t) override { return tx_; }
+    QueueCounters& rx_counters(uint16_t queue) override { return queues_[queue]->rx; }
+    QueueCounters& tx_counters(uint16_t queue) override { return queues_[queue]->tx; }
 
 private:
-    TapDevice tap_;
-    io::BatchWriter writer_;
+    // One tap queue and everything its worker uses with it.
+    struct Queue {
+        Queue(TapDevice device, io::BatchMode mode, std::string_view owner);
+        TapDevice tap;
+        io::BatchWriter writer;
+        std::array<io::PacketIov, kMaxBurstPackets> submit{};
+        std::array<int, kMaxBurstPackets> results{};
+        // Push-style source: kMaxBurstPackets slots of slot_size bytes, sized
+        // on first use (and again only if the largest frame grows).
+        std::vector<uint8_t> slots;
+        uint32_t slot_size = 0;
+        std::array<iovec, kMaxBurstPackets> slot_iov{};
+        std::array<io::PacketIov, kMaxBurstPackets> read{};
+        // Fill-style destination: one staging buffer.
+        std::vector<uint8_t> staging;
+        iovec staging_iov{};
+        uint16_t staged_packets = 0;
+        uint64_t staged_bytes = 0;
+        QueueCounters rx;
+        QueueCounters tx;
+    };
+
+    static std::vector<std::unique_ptr<Queue>> open_queues(const std::string& port_name,
+                                                           const TapPortOptions& options);
+
+    std::vector<std::unique_ptr<Queue>> queues_;
     unsigned link_mtu_;  // control thread; last MTU read while the link was in our netns
     std::atomic<uint32_t> max_packet_;
-    std::array<io::PacketIov, kMaxBurstPackets> submit_{};
-    std::array<int, kMaxBurstPackets> results_{};
-    // Push-style source: kMaxBurstPackets slots of slot_size_ bytes, sized on
-    // first use (and again only if the largest frame grows).
-    std::vector<uint8_t> slots_;
-    uint32_t slot_size_ = 0;
-    std::array<iovec, kMaxBurstPackets> slot_iov_{};
-    std::array<io::PacketIov, kMaxBurstPackets> read_{};
-    // Fill-style destination: one staging buffer.
-    std::vector<uint8_t> staging_;
-    iovec staging_iov_{};
-    uint16_t staged_packets_ = 0;
-    uint64_t staged_bytes_ = 0;
-    QueueCounters rx_;
-    QueueCounters tx_;
 };
 
 }  // namespace vnet::ports

@@ -70,7 +70,8 @@ VhostUserPort::VhostUserPort(std::string name, uint16_t queue_pairs, RunOnOwner 
       run_on_owner_(std::move(run_on_owner)),
       log_(make_logger(this->name())),
       rings_(2u * queue_pairs),
-      counters_(std::make_unique<QueueCounters[]>(2u * queue_pairs)) {
+      counters_(std::make_unique<QueueCounters[]>(2u * queue_pairs)),
+      ring_running_(2u * queue_pairs, false) {
     for (size_t i = 0; i < rings_.size(); ++i) {
         rings_[i].counters = &counters_[i];
     }
@@ -108,6 +109,7 @@ uint16_t VhostUserPort::receive_burst(uint16_t queue, PacketBurst& burst, uint16
         return 0;
     }
     uint16_t taken = 0;
+    burst.header_size = static_cast<uint16_t>(r.header_size);
     for (uint16_t i = 0; i < popped; ++i) {
         virtio::DescriptorChain chain;
         virtio::ChainError e =
@@ -115,6 +117,15 @@ uint16_t VhostUserPort::receive_burst(uint16_t queue, PacketBurst& burst, uint16
         if (e == virtio::ChainError::too_many_segments && burst.iovecs_used != 0) {
             r.ring.unpop_avail(static_cast<uint16_t>(popped - i));  // no room left: next burst
             break;
+        }
+        if (e == virtio::ChainError::too_many_segments) {
+            // More segments than one write takes (UIO_MAXIOV) even in an
+            // empty burst: legal for the guest, impossible for a tap. The
+            // packet is completed unsent and counted; the ring goes on.
+            r.counters->count_drop(DropReason::too_many_segments);
+            r.ring.add_used(heads[i], 0);
+            ++r.pending_used;
+            continue;
         }
         if (e != virtio::ChainError::ok) {
             r.counters->count_drop(DropReason::bad_descriptor_chain);
@@ -166,11 +177,11 @@ void VhostUserPort::complete_burst(uint16_t queue, const PacketBurst& burst, uin
     publish_and_notify(r);
 }
 
-void VhostUserPort::complete_in_flight_as_dropped(Ring& r) {
+void VhostUserPort::complete_in_flight_as_dropped(Ring& r, DropReason reason) {
     for (uint16_t i = 0; i < r.in_flight_count; ++i) {
         r.ring.add_used(r.in_flight[(r.in_flight_first + i) % kMaxBurstPackets], 0);
     }
-    r.counters->count_drop(DropReason::no_destination, r.in_flight_count);
+    r.counters->count_drop(reason, r.in_flight_count);
     r.pending_used = static_cast<uint16_t>(r.pending_used + r.in_flight_count);
     r.in_flight_first = 0;
     r.in_flight_count = 0;
@@ -485,9 +496,21 @@ void VhostUserPort::on_queue_ready(vhost_user::VhostUserDevice& device, uint32_t
         return;  // more queue pairs than this port serves: left idle
     }
     vhost_user::QueueSnapshot s = device.queue_snapshot(queue_index);
-    bool first = std::none_of(rings_.begin(), rings_.end(), [](const Ring& r) { return r.ready; });
+    bool first = std::none_of(ring_running_.begin(), ring_running_.end(), [](bool b) { return b; });
     if (first && on_features_) {
         on_features_(s.features);
+    }
+    const auto pair = static_cast<uint16_t>(queue_index / 2);
+    const uint32_t other = queue_index ^ 1u;
+    ring_running_[queue_index] = true;
+    if (ring_running_[other]) {
+        // The pair runs once this ring is picked up: whatever serves the
+        // other end of it (a tap queue) must be there first.
+        if (on_queue_pair_) {
+            on_queue_pair_(pair, true);
+        }
+        log_->info("queue pair {} running (rings {} and {}, {} entries)", pair, queue_index & ~1u,
+                   queue_index | 1u, s.layout.size);
     }
     on_owner(queue_index, [&] {
         Ring& r = rings_[queue_index];
@@ -521,6 +544,13 @@ uint16_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
     uint16_t last_avail = 0;
     uint16_t untaken = 0;
     const bool is_tx = (queue_index % 2) == 1;
+    // A ring the front end disabled (ethtool -L shrinking the queue pairs)
+    // loses what a destination still held because of that, not because the
+    // peer went away: the drop says which.
+    const DropReason held_drop = device.queue_disabled(queue_index) ? DropReason::queue_disabled
+                                                                    : DropReason::no_destination;
+    const bool pair_was_running = ring_running_[queue_index] && ring_running_[queue_index ^ 1u];
+    ring_running_[queue_index] = false;
     on_owner(queue_index, [&] {
         Ring& r = rings_[queue_index];
         if (r.memory && !r.memory_lost) {
@@ -529,7 +559,7 @@ uint16_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
             // GET_VRING_BASE). Finishing up is best effort; a fault here
             // means there is nothing left to finish, not a dead daemon.
             uintptr_t fault_address = 0;
-            if (!run_guarded([&] { untaken = finish_ring(r, is_tx); }, &fault_address)) {
+            if (!run_guarded([&] { untaken = finish_ring(r, is_tx, held_drop); }, &fault_address)) {
                 r.memory_lost = true;
                 untaken = 0;
             }
@@ -556,6 +586,14 @@ uint16_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
         r.kick_fd = -1;
         r.call_fd = -1;
     });
+    if (pair_was_running) {
+        const auto pair = static_cast<uint16_t>(queue_index / 2);
+        if (on_queue_pair_) {
+            on_queue_pair_(pair, false);  // the worker let go of it above
+        }
+        log_->info("queue pair {} stopped (ring {}{})", pair, queue_index,
+                   held_drop == DropReason::queue_disabled ? " disabled by the front end" : "");
+    }
     if (untaken != 0) {
         // Not drops: the packets stay in the guest's ring, and a front end
         // that restarts the ring from last_avail sends them. A front end
@@ -568,12 +606,12 @@ uint16_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
     return last_avail;
 }
 
-uint16_t VhostUserPort::finish_ring(Ring& r, bool is_tx) {
+uint16_t VhostUserPort::finish_ring(Ring& r, bool is_tx, DropReason held_drop) {
     // Finish what is ours to finish while the memory is still held:
     // publish completed entries, give back unused RX heads, and complete
     // TX packets a destination still holds as dropped.
     if (is_tx) {
-        complete_in_flight_as_dropped(r);
+        complete_in_flight_as_dropped(r, held_drop);
     } else {
         reset_rx_window(r);
         if (r.pending_used != 0) {

@@ -38,6 +38,12 @@ public:
     // Called on the control thread when the first ring of a connection starts:
     // the negotiated features (to set a tap's offloads and header size).
     using FeaturesHandler = std::function<void(virtio::FeatureSet negotiated)>;
+    // Called on the control thread when queue pair `queue` is about to run
+    // (both rings ready: before the worker picks them up) or has stopped
+    // (after the worker let go): a multiqueue tap attaches or detaches the
+    // tap queue of that number, so the kernel steers frames only to queue
+    // pairs the guest enabled (ethtool -L).
+    using QueuePairHandler = std::function<void(uint16_t queue, bool running)>;
 
     // Runs `work` on the thread that owns queue pair `queue` and returns once
     // it ran (dataplane::Worker::run_sync): how the observer callbacks reach
@@ -49,6 +55,7 @@ public:
 
     void set_ring_error_handler(RingErrorHandler handler) { on_ring_error_ = std::move(handler); }
     void set_features_handler(FeaturesHandler handler) { on_features_ = std::move(handler); }
+    void set_queue_pair_handler(QueuePairHandler handler) { on_queue_pair_ = std::move(handler); }
 
     PortKind kind() const override { return PortKind::vhost_user; }
     uint16_t queue_count() const override { return queue_pairs_; }
@@ -165,9 +172,10 @@ private:
     void publish_rx(Ring& r);
     bool grow_rx_window(uint32_t ring_index, Ring& r, uint32_t need_bytes);
     void reset_rx_window(Ring& r);
-    void complete_in_flight_as_dropped(Ring& r);
+    void complete_in_flight_as_dropped(Ring& r, DropReason reason);
     // on_queue_stopped's work on guest memory; returns untaken TX heads.
-    uint16_t finish_ring(Ring& r, bool is_tx);
+    // Packets a destination still holds are dropped as `held_drop`.
+    uint16_t finish_ring(Ring& r, bool is_tx, DropReason held_drop);
 
     uint16_t queue_pairs_;
     RunOnOwner run_on_owner_;
@@ -175,8 +183,12 @@ private:
     std::vector<Ring> rings_;                    // 2 per queue pair
     std::unique_ptr<QueueCounters[]> counters_;  // one per ring
     uint32_t generation_counter_ = 0;            // control thread (inside run_sync)
+    // Control thread: rings the device has handed to the dataplane (between
+    // on_queue_ready and on_queue_stopped), to tell when a pair starts/stops.
+    std::vector<bool> ring_running_;
     RingErrorHandler on_ring_error_;
     FeaturesHandler on_features_;
+    QueuePairHandler on_queue_pair_;
 };
 
 }  // namespace vnet::ports

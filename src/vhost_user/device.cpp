@@ -171,6 +171,11 @@ bool VhostUserDevice::queue_ready(uint32_t queue_index) const {
     return queue_index < queues_.size() && queues_[queue_index].ready;
 }
 
+bool VhostUserDevice::queue_disabled(uint32_t queue_index) const {
+    return queue_index < queues_.size() && !broken_ && features_set_ &&
+           queue_started(queues_[queue_index]) && !queue_enabled(queues_[queue_index]);
+}
+
 QueueSnapshot VhostUserDevice::queue_snapshot(uint32_t queue_index) const {
     QueueSnapshot s;
     if (!queue_ready(queue_index)) {

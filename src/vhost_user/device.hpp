@@ -108,6 +108,10 @@ public:
     uint32_t max_queue_pairs() const { return queue_count() / 2; }
 
     bool queue_ready(uint32_t queue_index) const;
+    // The front end turned the ring off (SET_VRING_ENABLE 0) while it is set
+    // up: what the dataplane still holds of it is dropped as queue_disabled,
+    // not as a lost peer.
+    bool queue_disabled(uint32_t queue_index) const;
     // Valid (layout non-null) only while queue_ready(queue_index).
     QueueSnapshot queue_snapshot(uint32_t queue_index) const;
 

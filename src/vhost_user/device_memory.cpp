@@ -57,6 +57,16 @@ MessageError VhostUserDevice::handle_set_mem_table(Message& m, Message&) {
 MessageError VhostUserDevice::handle_add_mem_reg(Message& m, Message&) {
     SingleMemoryRegion msg;
     m.read_payload(msg);
+    // QEMU (7.2) runs one vhost device per queue pair on the connection and
+    // each adds every region: a region exactly like one we hold is the same
+    // memory again, acknowledged and not mapped twice. Anything else that
+    // overlaps is still refused by the map.
+    for (const virtio::GuestRegion& r : memory_->regions()) {
+        if (r.guest_phys_addr == msg.region.guest_phys_addr &&
+            r.user_addr == msg.region.userspace_addr && r.size == msg.region.memory_size) {
+            return MessageError::ok;
+        }
+    }
     // GET_MAX_MEM_SLOTS promised this many; never more.
     if (memory_->region_count() >= kAdvertisedMemSlots) {
         return MessageError::mem_too_many_regions;

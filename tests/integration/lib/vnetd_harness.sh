@@ -29,7 +29,7 @@ vnetd_harness_cleanup() {
     for ns in "${NETNS[@]}"; do
         ip netns del "$ns" 2>/dev/null
     done
-    [ -n "${WORK:-}" ] && rm -rf "$WORK"
+    [ -n "${WORK:-}" ] && [ -z "${VNET_KEEP_WORK:-}" ] && rm -rf "$WORK"
 }
 
 vnetd_harness_init() {

@@ -4,7 +4,8 @@
 #   /modules/*.ko and /modules/order: the virtio-pci + virtio-net drivers of
 #     the given Debian kernel with their dependencies, in load order; modules
 #     built into that kernel (modules.builtin) are left out
-#   /usr/bin/iperf3 with the shared libraries ldd names, at the same paths
+#   /usr/bin/iperf3 and ethtool (queue pairs: ethtool -l/-L) with the shared
+#     libraries ldd names, at the same paths
 #   /init: guest_init.sh from this folder
 #
 # Usage: build_initramfs.sh KERNEL_VERSION OUT.cpio.gz
@@ -17,6 +18,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 MODDIR=/lib/modules/$KVER
 BUSYBOX=${VNET_BUSYBOX:-/bin/busybox}
 IPERF3=$(command -v iperf3)
+ETHTOOL=$(command -v ethtool || echo /usr/sbin/ethtool)
 
 die() {
     echo "build_initramfs: $*" >&2
@@ -29,6 +31,7 @@ die() {
 [[ "$(ldd "$BUSYBOX" 2>&1 || true)" == *"not a dynamic"* ]] ||
     die "$BUSYBOX is not statically linked (install busybox-static)"
 [ -n "$IPERF3" ] || die "iperf3 not found"
+[ -x "$ETHTOOL" ] || die "ethtool not found (Debian package ethtool)"
 
 ROOT=$(mktemp -d "${TMPDIR:-/tmp}/vnet-initramfs.XXXXXX")
 trap 'rm -rf "$ROOT"' EXIT
@@ -95,15 +98,17 @@ for m in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_p
 done
 printf '%s\n' "${ORDER[@]}" >"$ROOT/modules/order"
 
-# ---- iperf3 and its libraries ---------------------------------------------
+# ---- iperf3, ethtool and their libraries -----------------------------------
 copy_with_path() {
     mkdir -p "$ROOT$(dirname "$1")"
     cp -L "$1" "$ROOT$1"
 }
-copy_with_path "$IPERF3"
-while read -r lib; do
-    copy_with_path "$lib"
-done < <(ldd "$IPERF3" | grep -oE '/[^ ]+' | sort -u)
+for tool in "$IPERF3" "$ETHTOOL"; do
+    copy_with_path "$tool"
+    while read -r lib; do
+        copy_with_path "$lib"
+    done < <(ldd "$tool" | grep -oE '/[^ ]+' | sort -u)
+done
 # iperf3 (glibc) resolves numeric addresses only; an empty hosts file keeps
 # getaddrinfo quiet.
 : >"$ROOT/etc/hosts"

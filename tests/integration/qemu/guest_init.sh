@@ -5,6 +5,10 @@
 #   vnet_guest=IP   eth0's address (/24)
 #   vnet_secs=N     seconds per iperf3 direction
 #   vnet_trace_drops=1  (optional) report the kernel's skb drops and reasons
+#   vnet_mq=N       (optional) multiqueue run instead of the two iperf3
+#                   directions: ethtool -l, -L combined 1, -L combined N, and
+#                   one iperf3 client per CPU (ports 5201+cpu), each pinned so
+#                   that XPS sends it through that CPU's queue pair
 # and reports on the console, one fact per line, each line starting with
 # "VNET-GUEST " so that the host can grep them out of the kernel's output.
 # Always ends with "VNET-GUEST done" and a power-off, whatever failed.
@@ -36,6 +40,7 @@ for w in $(cat /proc/cmdline); do
     vnet_guest=*) GUEST_IP=${w#*=} ;;
     vnet_secs=*) SECS=${w#*=} ;;
     vnet_trace_drops=1) TRACE_DROPS=1 ;;
+    vnet_mq=*) MQ=${w#*=} ;;
     esac
 done
 # vnet_trace_drops=1: record every kfree_skb (a drop, with its reason) and
@@ -84,6 +89,44 @@ ping -c 3 -i 0.5 -W 5 "$HOST_IP" >/tmp/ping.out 2>&1
 rc=$?
 report ping /tmp/ping.out
 say "ping-rc $rc"
+
+# Multiqueue: the queue pairs as the driver sees them, shrunk to one and
+# grown back at run time (QEMU turns each change into SET_VRING_ENABLE),
+# then one stream per CPU.
+if [ -n "${MQ:-}" ]; then
+    ethtool -l eth0 >/tmp/channels.out 2>&1
+    report channels /tmp/channels.out
+    ethtool -L eth0 combined 1 >/tmp/l1.out 2>&1
+    say "ethtool-L1-rc $?"
+    report ethtool-L1 /tmp/l1.out
+    ethtool -l eth0 | sed -n '/Current/,$p' | grep Combined >/tmp/l1c.out 2>&1
+    report channels-after-L1 /tmp/l1c.out
+    sleep 1
+    ethtool -L eth0 combined "$MQ" >/tmp/ln.out 2>&1
+    say "ethtool-LN-rc $?"
+    report ethtool-LN /tmp/ln.out
+    ethtool -l eth0 | sed -n '/Current/,$p' | grep Combined >/tmp/lnc.out 2>&1
+    report channels-after-LN /tmp/lnc.out
+    cpu=0
+    while [ $cpu -lt "$MQ" ]; do
+        taskset -c $cpu timeout $((SECS + 40)) iperf3 -c "$HOST_IP" -p $((5201 + cpu)) -t "$SECS" \
+            -f m --connect-timeout 10000 >/tmp/iperf-cpu$cpu.out 2>&1 &
+        cpu=$((cpu + 1))
+    done
+    wait
+    cpu=0
+    while [ $cpu -lt "$MQ" ]; do
+        report "iperf-cpu$cpu" /tmp/iperf-cpu$cpu.out
+        cpu=$((cpu + 1))
+    done
+    sleep 1
+    ethtool -S eth0 | grep -E '(rx|tx)_queue_[0-9]+_packets' >/tmp/qstats.out 2>&1
+    report queue-stats /tmp/qstats.out
+    for f in /sys/class/net/eth0/statistics/*; do
+        say "eth0 ${f##*/} $(cat "$f")"
+    done
+    finish
+fi
 
 # guest -> host (tx), then host -> guest (rx, iperf3 -R)
 for dir in tx rx; do

@@ -46,20 +46,30 @@ private:
 class GuestRxHarness {
 public:
     static constexpr uint16_t kRingSize = 64;
+    // The TX ring may be larger: a chain longer than one write takes
+    // (UIO_MAXIOV segments) needs more descriptors than 64.
+    static constexpr uint16_t kMaxTxRingSize = 2048;
     static constexpr uint32_t kBufferSize = 2048;
-    static constexpr uint64_t kBuffersGpa = 0x80000;  // 64 x 2 KiB, inside the 1 MiB region
+    static constexpr uint64_t kBuffersGpa = 0x80000;    // 64 x 2 KiB, inside the 1 MiB region
+    static constexpr uint64_t kTxBuffersGpa = 0xa0000;  // TX payload bytes, up to 0xfffff
 
     using RunOnOwner = VhostUserPort::RunOnOwner;
 
     // `run_on_owner` as the daemon passes it (a worker's run_sync), or
     // inline when the test itself is the owning thread.
-    explicit GuestRxHarness(RunOnOwner run_on_owner =
-                                [](uint16_t, const std::function<void()>& work) { work(); })
-        : port("vm", 1, std::move(run_on_owner)) {
+    explicit GuestRxHarness(
+        RunOnOwner run_on_owner = [](uint16_t, const std::function<void()>& work) { work(); },
+        uint16_t tx_ring_size = kRingSize, bool ring_enable = false)
+        : port("vm", 1, std::move(run_on_owner)), tx_ring_size_(tx_ring_size) {
         vhost_user::DeviceConfig config;
         config.name = "rx-coalescing";
         // No EVENT_IDX: every publish wants a call, so calls count publishes.
+        // With ring_enable, PROTOCOL_FEATURES too: rings then run only after
+        // SET_VRING_ENABLE 1, and set_ring_enabled() can turn them off.
         config.features = virtio::FeatureSet{virtio::Feature::version_1};
+        if (ring_enable) {
+            config.features = config.features.with(virtio::Feature::vhost_user_protocol_features);
+        }
         device = std::make_unique<vhost_user::VhostUserDevice>(config, &port);
         send(vhost_user::test::RequestBuilder(vhost_user::Request::set_features)
                  .payload(config.features.bits()));
@@ -75,6 +85,16 @@ public:
         send(vhost_user::test::RequestBuilder(vhost_user::Request::set_vring_call)
                  .payload(uint64_t{0})
                  .fd(call.get()));
+        if (ring_enable) {
+            set_ring_enabled(0, true);
+            set_ring_enabled(1, true);
+        }
+    }
+
+    // SET_VRING_ENABLE, as QEMU sends it when the guest changes ethtool -L.
+    void set_ring_enabled(uint32_t q, bool enabled) {
+        send(vhost_user::test::RequestBuilder(vhost_user::Request::set_vring_enable)
+                 .payload(vhost_user::VringState{q, enabled ? 1u : 0u}));
     }
 
     ~GuestRxHarness() { device.reset(); }  // stops the rings through the port first
@@ -89,7 +109,7 @@ public:
     // (0: RX, 1: TX; the port serves queue pair 0 only with both running).
     void start_ring(uint32_t q, uint32_t base = 0) {
         send(vhost_user::test::RequestBuilder(vhost_user::Request::set_vring_num)
-                 .payload(vhost_user::VringState{q, kRingSize}));
+                 .payload(vhost_user::VringState{q, q == 1 ? tx_ring_size_ : kRingSize}));
         send(vhost_user::test::RequestBuilder(vhost_user::Request::set_vring_base)
                  .payload(vhost_user::VringState{q, base}));
         send(vhost_user::test::RequestBuilder(vhost_user::Request::set_vring_addr)
@@ -119,9 +139,33 @@ public:
         auto* avail = reinterpret_cast<virtio::VirtqAvail*>(guest(mem.avail_uva(0)));
         std::atomic_ref<uint16_t>(avail->idx).store(next_avail_, std::memory_order_release);
     }
-    uint16_t used_idx() {
-        auto* used = reinterpret_cast<virtio::VirtqUsed*>(guest(mem.used_uva(0)));
+    uint16_t used_idx(uint32_t q = 0) {
+        auto* used = reinterpret_cast<virtio::VirtqUsed*>(guest(mem.used_uva(q)));
         return std::atomic_ref<uint16_t>(used->idx).load(std::memory_order_acquire);
+    }
+    uint32_t used_len(uint32_t q, uint16_t slot) {
+        auto* used = reinterpret_cast<virtio::VirtqUsed*>(guest(mem.used_uva(q)));
+        return used->ring[slot].len;
+    }
+
+    // Guest side of the TX ring (ring 1): one chain of direct descriptors
+    // of `segment_bytes` each, made available at once. Returns its head.
+    uint16_t post_tx_chain(uint16_t segments, uint32_t segment_bytes) {
+        const uint16_t head = next_tx_desc_;
+        for (uint16_t i = 0; i < segments; ++i) {
+            const auto slot = static_cast<uint16_t>((head + i) % tx_ring_size_);
+            const bool last = i + 1 == segments;
+            virtio::VirtqDesc d{kTxBuffersGpa, segment_bytes,
+                                last ? uint16_t{0} : virtio::VirtqDesc::kFlagNext,
+                                static_cast<uint16_t>((slot + 1) % tx_ring_size_)};
+            std::memcpy(guest(mem.desc_uva(1)) + 16u * slot, &d, sizeof d);
+        }
+        next_tx_desc_ = static_cast<uint16_t>((head + segments) % tx_ring_size_);
+        auto* avail = reinterpret_cast<virtio::VirtqAvail*>(guest(mem.avail_uva(1)));
+        avail->ring[next_tx_avail_ % tx_ring_size_] = head;
+        ++next_tx_avail_;
+        std::atomic_ref<uint16_t>(avail->idx).store(next_tx_avail_, std::memory_order_release);
+        return head;
     }
     // Calls received on the RX ring so far.
     uint64_t notifies() {
@@ -141,7 +185,10 @@ public:
 private:
     uint8_t* guest(uint64_t uva) { return mem.host + (uva - mem.kUva); }
 
+    uint16_t tx_ring_size_;
     uint16_t next_avail_ = 0;
+    uint16_t next_tx_desc_ = 0;
+    uint16_t next_tx_avail_ = 0;
     uint64_t notified_ = 0;
 };
 

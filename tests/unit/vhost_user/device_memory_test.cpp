@@ -208,6 +208,25 @@ TEST_F(VhostUserMemory, rem_mem_reg_of_an_unknown_region_is_refused_and_its_fd_c
     EXPECT_FALSE(test::fd_is_open(received));
 }
 
+TEST_F(VhostUserMemory, the_same_region_added_again_is_acknowledged_and_not_mapped_twice) {
+    // QEMU 7.2 with queues=N: one vhost device per queue pair, each adds
+    // every region over the one connection.
+    GuestMemory mem;
+    SingleMemoryRegion reg{0, {0, 0x10000, 0x100000, 0}};
+    h.send(RequestBuilder(Request::add_mem_reg, kNeedReply).payload(reg).fd(mem.fd.get()));
+    const uint8_t* mapped = h.device->memory()->regions()[0].host_addr;
+    RequestBuilder again(Request::add_mem_reg, kNeedReply);
+    again.payload(reg).fd(mem.fd.get());
+    const int received = again.msg->fds[0].get();
+    auto r = h.send(again);
+    EXPECT_EQ(r.result.error, MessageError::ok);
+    EXPECT_EQ(r.u64(), 0u);
+    EXPECT_FALSE(h.device->is_broken());
+    ASSERT_EQ(h.device->memory()->region_count(), 1u);
+    EXPECT_EQ(h.device->memory()->regions()[0].host_addr, mapped);
+    EXPECT_FALSE(test::fd_is_open(received));
+}
+
 TEST_F(VhostUserMemory, add_mem_reg_overlapping_an_existing_region_is_refused) {
     GuestMemory mem;
     SingleMemoryRegion reg{0, {0, 0x10000, 0x100000, 0}};
