@@ -17,6 +17,7 @@
 #include "common/log.hpp"
 #include "control/config.hpp"
 #include "control/daemon.hpp"
+#include "control/option_table.hpp"
 
 namespace {
 
@@ -59,73 +60,85 @@ vnet::control::Config config_from_flags(const std::string& socket_path, int list
     return c;
 }
 
+// Every option of the table is a flag (the key with dashes); the ones that
+// build ports (--socket-path, --tap, ...) are registered by hand above it.
+struct TableFlag {
+    const vnet::control::OptionSpec* option;
+    CLI::Option* cli;
+    std::vector<std::string> values;
+};
+
+void add_table_flags(CLI::App& app, std::vector<TableFlag>& flags) {
+    const auto table = vnet::control::option_table();
+    flags.reserve(table.size());  // CLI11 keeps pointers to each `values`
+    for (const vnet::control::OptionSpec& o : table) {
+        if (o.identity) {
+            continue;
+        }
+        std::string names = vnet::control::flag_of(o);
+        if (!o.flag_alias.empty()) {
+            names += "," + std::string(o.flag_alias);
+        }
+        TableFlag& f = flags.emplace_back(TableFlag{&o, nullptr, {}});
+        f.cli = app.add_option(names, f.values, std::string(o.help));
+        f.cli->type_name(std::string(o.value_name));
+        if (vnet::control::is_boolean(o)) {
+            f.cli->expected(0, 1);  // a bare --napi means on
+        } else if (o.key != "worker_cpus") {
+            f.cli->expected(1);  // given twice: the last one counts
+            f.cli->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+        }
+    }
+}
+
+// The flags that were given, applied over the config (file or flags).
+void apply_table_flags(vnet::control::Config& config, const std::vector<TableFlag>& flags,
+                       bool from_file) {
+    for (const TableFlag& f : flags) {
+        if (f.cli->count() == 0) {
+            continue;
+        }
+        if (from_file && f.option->key.starts_with("xdp")) {
+            // The XDP flags name one program for the --tap ports; a config
+            // file names its programs per port.
+            throw std::invalid_argument(std::string(f.option->flag_alias) +
+                                        " applies to --tap ports; with --config use the port key " +
+                                        std::string(f.option->key));
+        }
+        std::string text;
+        if (f.values.empty()) {
+            text = "on";
+        } else if (f.option->key == "worker_cpus") {
+            for (const std::string& v : f.values) {
+                text += (text.empty() ? "" : ",") + v;
+            }
+        } else {
+            text = f.values.back();
+        }
+        vnet::control::apply_flag(config, *f.option, text);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"vnetd: user-space virtio-net data plane (vhost-user back end)"};
-    std::string config_file, socket_path, log_level = "info", submit, mode, stats_file;
-    std::string socket_owner, socket_group, socket_mode;
+    std::string config_file, socket_path;
     std::vector<std::string> taps;
-    std::string tap_xdp, tap_xdp_mode, tap_xdp_redirect;
-    bool client = false, null_port = false, print_caps = false, persist = false, napi = false;
-    bool napi_frags = false;
-    std::string tx_peek, gro, gro_udp;
-    int64_t rx_frames = -1, rx_usecs = -1;
-    int tx_batch = -1, busy_poll_us = -1, stats_interval = -1;
-    std::vector<int> cpus;
-    int mtu = 0;
+    bool client = false, null_port = false, print_caps = false;
     int listen_fd = -1;
-    int queue_pairs = -1;
 
     app.add_option("--config", config_file, "TOML file with ports, connections and options");
     app.add_option("--socket-path", socket_path, "vhost-user socket of the VM port");
     app.add_option("--fd", listen_fd,
-                   "an inherited, listening vhost-user socket (instead of --socket-path)");
+                   "serve an inherited listening socket (fd number) instead of --socket-path");
     app.add_flag("--client", client, "connect to a listening front end (reconnects forever)");
     app.add_option("--tap", taps, "tap device to open or create (twice for tap <-> tap)");
-    app.add_option("--tap-xdp", tap_xdp,
-                   "attach this XDP program to every --tap: FILE[:SECTION] (SECTION: a section "
-                   "or program name; default: the first XDP program)");
-    app.add_option("--tap-xdp-mode", tap_xdp_mode,
-                   "auto (native, else generic; default), native or generic");
-    app.add_option("--tap-xdp-redirect", tap_xdp_redirect,
-                   "interface whose ifindex goes into the program's redirect_map[0]");
     app.add_flag("--null", null_port, "a discarding port (measures pure ring work)");
-    app.add_flag("--persist", persist, "keep created taps after exit");
-    app.add_flag("--napi", napi, "open taps with IFF_NAPI (off: loses pps with one-packet writes)");
-    app.add_option("--mtu", mtu, "MTU offered to the guest and set on the tap");
-    app.add_option("--queue-pairs", queue_pairs,
-                   "queue pairs of every port: the most a VM may enable (default 8), the "
-                   "queues of a tap (default: its VM peer's)");
-    app.add_flag("--napi-frags", napi_frags, "open taps with IFF_NAPI|IFF_NAPI_FRAGS (test only)");
-    app.add_option("--tx-batch", tx_batch,
-                   "packets per burst from a TX ring (0..64; 0 = per-packet, default 64)");
-    app.add_option("--tx-peek", tx_peek,
-                   "on: hold a batch for one submission while the ring has more (default); "
-                   "off: submit each packet as it is taken")
-        ->check(CLI::IsMember({"on", "off"}));
-    app.add_option("--gro", gro, "on: merge TCP segments of a TX batch into one GSO tap write")
-        ->check(CLI::IsMember({"on", "off"}));
-    app.add_option("--gro-udp", gro_udp, "on: also merge UDP datagrams into USO tap writes")
-        ->check(CLI::IsMember({"on", "off"}));
-    app.add_option("--rx-frames", rx_frames,
-                   "guest RX coalescing: frames per used-index publish (0 = per batch)");
-    app.add_option("--rx-usecs", rx_usecs,
-                   "guest RX coalescing: publish at most this long after the first held frame");
-    app.add_option("--submit", submit, "tap write submission: io_uring or writev");
-    app.add_option("--mode", mode, "worker mode: event (sleep when idle) or poll (spin)");
-    app.add_option("--busy-poll-us", busy_poll_us, "spin this long on idle rings before sleeping");
-    app.add_option("--cpu", cpus, "pin a worker to this CPU (repeat for more workers)");
-    app.add_option("--socket-owner", socket_owner, "owner (user name or uid) of the socket");
-    app.add_option("--socket-group", socket_group, "group (name or gid) of the socket");
-    app.add_option("--socket-mode", socket_mode, "permissions of the socket, octal (e.g. 0660)");
-    app.add_option("--stats-interval", stats_interval,
-                   "log stats every N seconds (0: at exit only)");
-    app.add_option("--stats-file", stats_file,
-                   "write stats as JSON here, every stats interval (1 s if none) and at exit");
-    app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
     app.add_flag("--print-capabilities", print_caps,
                  "print the vhost-user capabilities (JSON) and exit");
+    std::vector<TableFlag> table_flags;
+    add_table_flags(app, table_flags);
     CLI11_PARSE(app, argc, argv);
 
     if (print_caps) {
@@ -136,80 +149,11 @@ int main(int argc, char** argv) {
     }
 
     try {
-        vnet::set_log_level(log_level);
         vnet::control::Config config =
             config_file.empty() ? config_from_flags(socket_path, listen_fd, client, taps, null_port)
                                 : vnet::control::load_config_file(config_file);
-        for (auto& p : config.ports) {
-            p.persist |= persist;
-            p.napi |= napi || napi_frags;
-            p.napi_frags |= napi_frags;
-            if (mtu > 0) {
-                p.mtu = static_cast<uint16_t>(mtu);
-            }
-            if (queue_pairs >= 0) {
-                // Out of range stays out of range: validate() names it.
-                p.queue_pairs = static_cast<uint16_t>(std::clamp(queue_pairs, 0, 0xffff));
-            }
-            if (p.type == vnet::control::PortType::vhost_user) {
-                if (!socket_owner.empty()) {
-                    p.socket_owner = vnet::control::parse_socket_owner(socket_owner);
-                }
-                if (!socket_group.empty()) {
-                    p.socket_group = vnet::control::parse_socket_group(socket_group);
-                }
-                if (!socket_mode.empty()) {
-                    p.socket_mode = static_cast<mode_t>(std::stoul(socket_mode, nullptr, 8));
-                }
-            }
-        }
-        // Like --napi and --mtu, the XDP flags apply to every --tap port; a
-        // config file names its programs per port instead.
-        if (!tap_xdp.empty() || !tap_xdp_mode.empty() || !tap_xdp_redirect.empty()) {
-            if (!config_file.empty()) {
-                throw std::invalid_argument(
-                    "--tap-xdp, --tap-xdp-mode and --tap-xdp-redirect apply to --tap ports; "
-                    "with --config use the port keys xdp, xdp_mode and xdp_redirect");
-            }
-            for (auto& p : config.ports) {
-                if (p.type == vnet::control::PortType::tap) {
-                    p.xdp = tap_xdp;
-                    p.xdp_mode = tap_xdp_mode.empty() ? p.xdp_mode : tap_xdp_mode;
-                    p.xdp_redirect = tap_xdp_redirect;
-                }
-            }
-        }
-        if (tx_batch >= 0)
-            config.datapath.tx_batch = static_cast<uint16_t>(std::min(tx_batch, 0xffff));
-        if (!tx_peek.empty())
-            config.datapath.tx_peek = tx_peek == "on";
-        if (!gro.empty())
-            config.datapath.gro = gro == "on";
-        if (!gro_udp.empty())
-            config.datapath.gro_udp = gro_udp == "on";
-        if (rx_frames >= 0)
-            config.datapath.rx_frames =
-                static_cast<uint32_t>(std::min<int64_t>(rx_frames, 1 << 30));
-        if (rx_usecs >= 0)
-            config.datapath.rx_usecs = static_cast<uint32_t>(std::min<int64_t>(rx_usecs, 1 << 30));
-        if (busy_poll_us >= 0)
-            config.datapath.busy_poll_us = static_cast<uint32_t>(busy_poll_us);
-        if (!cpus.empty())
-            config.datapath.worker_cpus = cpus;
-        if (!submit.empty()) {
-            auto m = vnet::io::parse_batch_mode(submit);
-            if (!m)
-                throw std::invalid_argument("--submit must be io_uring or writev");
-            config.datapath.submit = *m;
-        }
-        if (!mode.empty()) {
-            config.datapath.mode = vnet::control::parse_worker_mode(mode);
-        }
-        if (stats_interval >= 0)
-            config.stats_interval_s = static_cast<uint32_t>(stats_interval);
-        if (!stats_file.empty())
-            config.stats_file = stats_file;
-        config.log_level = log_level;
+        apply_table_flags(config, table_flags, !config_file.empty());
+        vnet::set_log_level(config.log_level);
         config.validate();
 
         vnet::control::Daemon daemon(std::move(config));

@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "control/option_table.hpp"
 #include "ports/packet_burst.hpp"
 #include "ports/xdp_options.hpp"
 
@@ -220,46 +221,106 @@ dataplane::WorkerMode parse_worker_mode(const std::string& s) {
 
 namespace {
 
-template <class T>
-T get_or(const toml::table& t, const char* key, T fallback) {
-    return t[key].value<T>().value_or(fallback);
+// A TOML value as the text the option table parses: what a flag would say.
+std::string value_text(const toml::node& node, std::string_view key) {
+    // By the node's own type: toml++'s value<T>() converts between them
+    // (an integer reads as a bool).
+    if (const auto* v = node.as_string()) {
+        return v->get();
+    }
+    if (const auto* v = node.as_boolean()) {
+        return v->get() ? "on" : "off";
+    }
+    if (const auto* v = node.as_integer()) {
+        return std::to_string(v->get());
+    }
+    if (const toml::array* a = node.as_array()) {
+        std::string out;
+        for (const toml::node& item : *a) {
+            out += (out.empty() ? "" : ",") + value_text(item, key);
+        }
+        return out;
+    }
+    throw std::invalid_argument(std::string(key) +
+                                " must be a string, a number, on/off or a list of those");
 }
 
-PortConfig parse_port(const toml::table& t) {
+// Every key of `table` through the option table; an unknown key is an
+// error that names it (the caller adds the file).
+void apply_table(const toml::table& table, OptionScope scope, const std::string& where,
+                 Config& config, PortConfig* port,
+                 std::initializer_list<std::string_view> structural = {}) {
+    for (const auto& [k, node] : table) {
+        const std::string_view key = k.str();
+        if (std::find(structural.begin(), structural.end(), key) != structural.end()) {
+            continue;
+        }
+        const OptionSpec* option = find_option(scope, key);
+        if (option == nullptr) {
+            throw std::invalid_argument(where + ": unknown key '" + std::string(key) + "'");
+        }
+        try {
+            option->set(config, port, value_text(node, key));
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument(where + ": " + e.what());
+        }
+    }
+}
+
+PortConfig parse_port(const toml::table& t, Config& config) {
     PortConfig p;
-    p.name = get_or<std::string>(t, "name", "");
-    std::string type = get_or<std::string>(t, "type", "");
+    p.name = t["name"].value<std::string>().value_or("");
+    const std::string where = "port '" + p.name + "'";
+    std::string type = t["type"].value<std::string>().value_or("");
     auto parsed = parse_port_type(type);
     if (!parsed) {
-        throw std::invalid_argument("port '" + p.name +
-                                    "': type must be vhost-user, tap or null, not '" + type + "'");
+        throw std::invalid_argument(where + ": type must be vhost-user, tap or null, not '" + type +
+                                    "'");
     }
     p.type = *parsed;
-    p.socket_path = get_or<std::string>(t, "socket_path", "");
-    p.client = get_or<bool>(t, "client", false);
-    if (auto v = t["queue_pairs"].value<int64_t>()) {
-        // Out-of-range values are kept out of range for validate() to name.
-        p.queue_pairs = static_cast<uint16_t>(std::clamp<int64_t>(*v, 0, 0xffff));
+    if (p.type == PortType::tap) {
+        p.ifname = p.name;  // `tap` names another device
     }
-    if (auto v = t["socket_owner"].value<std::string>())
-        p.socket_owner = parse_socket_owner(*v);
-    if (auto v = t["socket_group"].value<std::string>())
-        p.socket_group = parse_socket_group(*v);
-    if (auto v = t["socket_mode"].value<std::string>()) {
-        p.socket_mode = static_cast<mode_t>(std::stoul(*v, nullptr, 8));
-    }
-    if (auto v = t["mtu"].value<int64_t>())
-        p.mtu = static_cast<uint16_t>(*v);
-    p.ifname = get_or<std::string>(t, "tap", p.type == PortType::tap ? p.name : "");
-    p.persist = get_or<bool>(t, "persist", false);
-    p.napi = get_or<bool>(t, "napi", false);
-    p.napi_frags = get_or<bool>(t, "napi_frags", false);
-    if (auto v = t["txqueuelen"].value<int64_t>())
-        p.txqueuelen = static_cast<unsigned>(*v);
-    p.xdp = get_or<std::string>(t, "xdp", "");
-    p.xdp_mode = get_or<std::string>(t, "xdp_mode", p.xdp_mode);
-    p.xdp_redirect = get_or<std::string>(t, "xdp_redirect", "");
+    apply_table(t, OptionScope::port, where, config, &p, {"name", "type"});
     return p;
+}
+
+Config parse_root(const toml::table& root) {
+    Config c;
+    for (const auto& [k, node] : root) {
+        const std::string_view key = k.str();
+        if (key != "daemon" && key != "datapath" && key != "port" && key != "connect") {
+            throw std::invalid_argument("unknown key '" + std::string(key) +
+                                        "' (tables: [daemon], [datapath], [[port]], [[connect]])");
+        }
+    }
+    if (const toml::table* d = root["daemon"].as_table()) {
+        apply_table(*d, OptionScope::daemon, "[daemon]", c, nullptr);
+    }
+    if (const toml::table* dp = root["datapath"].as_table()) {
+        apply_table(*dp, OptionScope::datapath, "[datapath]", c, nullptr);
+    }
+    if (const toml::array* ports = root["port"].as_array()) {
+        for (const auto& p : *ports) {
+            if (const toml::table* t = p.as_table()) {
+                c.ports.push_back(parse_port(*t, c));
+            }
+        }
+    }
+    if (const toml::array* conns = root["connect"].as_array()) {
+        for (const auto& conn : *conns) {
+            const toml::table* t = conn.as_table();
+            const toml::array* pair = t ? (*t)["ports"].as_array() : nullptr;
+            if (pair == nullptr || pair->size() != 2 || t->size() != 1) {
+                throw std::invalid_argument(
+                    "each [[connect]] needs ports = [\"a\", \"b\"] "
+                    "and nothing else");
+            }
+            c.connections.emplace_back((*pair)[0].value<std::string>().value_or(""),
+                                       (*pair)[1].value<std::string>().value_or(""));
+        }
+    }
+    return c;
 }
 
 }  // namespace
@@ -272,57 +333,10 @@ Config load_config_file(const std::string& path) {
         throw std::invalid_argument(path + ": " + std::string(e.description()));
     }
     Config c;
-    if (const toml::table* d = root["daemon"].as_table()) {
-        c.log_level = get_or<std::string>(*d, "log_level", c.log_level);
-        c.stats_interval_s = static_cast<uint32_t>(get_or<int64_t>(*d, "stats_interval_s", 0));
-        c.stats_file = get_or<std::string>(*d, "stats_file", "");
-    }
-    if (const toml::table* dp = root["datapath"].as_table()) {
-        DatapathConfig& d = c.datapath;
-        d.tx_batch = static_cast<uint16_t>(
-            std::clamp<int64_t>(get_or<int64_t>(*dp, "tx_batch", d.tx_batch), 0, 0xffff));
-        d.tx_peek = get_or<bool>(*dp, "tx_peek", d.tx_peek);
-        d.gro = get_or<bool>(*dp, "gro", d.gro);
-        d.gro_udp = get_or<bool>(*dp, "gro_udp", d.gro_udp);
-        d.rx_frames = static_cast<uint32_t>(
-            std::clamp<int64_t>(get_or<int64_t>(*dp, "rx_frames", 0), 0, UINT32_MAX));
-        d.rx_usecs = static_cast<uint32_t>(
-            std::clamp<int64_t>(get_or<int64_t>(*dp, "rx_usecs", 0), 0, UINT32_MAX));
-        std::string submit = get_or<std::string>(*dp, "submit", "io_uring");
-        auto mode = io::parse_batch_mode(submit);
-        if (!mode) {
-            throw std::invalid_argument("submit must be io_uring or writev, not '" + submit + "'");
-        }
-        d.submit = *mode;
-        d.weight_packets =
-            static_cast<uint32_t>(get_or<int64_t>(*dp, "weight_packets", d.weight_packets));
-        d.weight_bytes =
-            static_cast<uint32_t>(get_or<int64_t>(*dp, "weight_bytes", d.weight_bytes));
-        d.mode = parse_worker_mode(get_or<std::string>(*dp, "mode", "event"));
-        d.busy_poll_us = static_cast<uint32_t>(get_or<int64_t>(*dp, "busy_poll_us", 0));
-        if (const toml::array* cpus = (*dp)["worker_cpus"].as_array()) {
-            for (const auto& cpu : *cpus) {
-                d.worker_cpus.push_back(static_cast<int>(cpu.value<int64_t>().value_or(0)));
-            }
-        }
-    }
-    if (const toml::array* ports = root["port"].as_array()) {
-        for (const auto& p : *ports) {
-            if (const toml::table* t = p.as_table()) {
-                c.ports.push_back(parse_port(*t));
-            }
-        }
-    }
-    if (const toml::array* conns = root["connect"].as_array()) {
-        for (const auto& conn : *conns) {
-            const toml::table* t = conn.as_table();
-            const toml::array* pair = t ? (*t)["ports"].as_array() : nullptr;
-            if (pair == nullptr || pair->size() != 2) {
-                throw std::invalid_argument("each [[connect]] needs ports = [\"a\", \"b\"]");
-            }
-            c.connections.emplace_back((*pair)[0].value<std::string>().value_or(""),
-                                       (*pair)[1].value<std::string>().value_or(""));
-        }
+    try {
+        c = parse_root(root);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(path + ": " + e.what());
     }
     c.validate();
     return c;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "control/option_table.hpp"
 #include "control/stats_report.hpp"
 #include "ports/null_port.hpp"
 #include "ports/tap_port.hpp"
@@ -343,7 +344,7 @@ void Daemon::report_stats(bool final_report) {
     if (!config_.stats_file.empty()) {
         nlohmann::json j;
         j["seconds"] = seconds;
-        j["datapath"] = datapath_json(config_.datapath);
+        j["datapath"] = datapath_json(config_);
         j["ports"] = nlohmann::json::array();
         for (ports::Port* p : all) {
             j["ports"].push_back(port_stats_json(*p, xdp_of(p->name())));
@@ -353,8 +354,8 @@ void Daemon::report_stats(bool final_report) {
         std::rename(tmp.c_str(), config_.stats_file.c_str());
     }
     if (final_report) {
-        log_->info("final stats after {:.1f} s ({}):\n{}", seconds,
-                   datapath_summary(config_.datapath), stats_table(all, seconds));
+        log_->info("final stats after {:.1f} s ({}):\n{}", seconds, datapath_summary(config_),
+                   stats_table(all, seconds));
     } else if (config_.stats_interval_s > 0) {
         log_->info("stats after {:.1f} s:\n{}", seconds, stats_table(all, seconds));
     }

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "control/option_table.hpp"
 #include "ports/tap_port.hpp"
 
 namespace vnet::control {
@@ -62,22 +63,8 @@ nlohmann::json port_stats_json(ports::Port& port, const ports::TapXdpProgram* xd
     return j;
 }
 
-nlohmann::json datapath_json(const DatapathConfig& d) {
-    return {{"tx_batch", d.tx_batch},
-            {"tx_peek", d.tx_peek},
-            {"gro", d.gro},
-            {"gro_udp", d.gro_udp},
-            {"rx_frames", d.rx_frames},
-            {"rx_usecs", d.rx_usecs},
-            {"submit", std::string(io::to_string(d.submit))},
-            {"mode", d.mode == dataplane::WorkerMode::poll ? "poll" : "event"},
-            {"busy_poll_us", d.busy_poll_us},
-            {"weight_packets", d.weight_packets},
-            {"weight_bytes", d.weight_bytes}};
-}
-
-std::string datapath_summary(const DatapathConfig& d) {
-    const nlohmann::json knobs = datapath_json(d);
+std::string datapath_summary(const Config& config) {
+    const nlohmann::json knobs = datapath_json(config);
     std::string out;
     for (auto it = knobs.begin(); it != knobs.end(); ++it) {
         out += (out.empty() ? "" : " ") + it.key() + "=" +

@@ -17,8 +17,8 @@ namespace vnet::control {
 nlohmann::json port_stats_json(ports::Port& port, const ports::TapXdpProgram* xdp = nullptr);
 // The datapath knobs in effect, under their config-key names, so that every
 // benchmark row can show what it ran with.
-nlohmann::json datapath_json(const DatapathConfig& d);
-std::string datapath_summary(const DatapathConfig& d);
+// "key=value ..." of every datapath option (option_table.hpp's datapath_json).
+std::string datapath_summary(const Config& config);
 // A table: one line per port and direction, with pps/Gbit/s over `seconds`.
 std::string stats_table(const std::vector<ports::Port*>& ports, double seconds);
 

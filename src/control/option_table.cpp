@@ -1,0 +1,458 @@
+#include "control/option_table.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <limits>
+#include <stdexcept>
+
+#include "io/packet_batch.hpp"
+
+namespace vnet::control {
+
+namespace {
+
+// Setters check that a value is well-formed and fits its field; what it
+// means (ranges, combinations) is Config::validate's, once, for the config
+// file and the flags alike.
+[[noreturn]] void bad_value(std::string_view key, std::string_view text, std::string_view want) {
+    throw std::invalid_argument(std::string(key) + " must be " + std::string(want) + ", not '" +
+                                std::string(text) + "'");
+}
+
+uint64_t parse_uint(std::string_view key, std::string_view text, uint64_t min, uint64_t max) {
+    uint64_t v = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc{} || end != text.data() + text.size() || v < min || v > max) {
+        bad_value(key, text, std::to_string(min) + ".." + std::to_string(max));
+    }
+    return v;
+}
+
+bool parse_on_off(std::string_view key, std::string_view text) {
+    if (text == "on" || text == "true") {
+        return true;
+    }
+    if (text == "off" || text == "false") {
+        return false;
+    }
+    bad_value(key, text, "on or off");
+}
+
+std::string on_off(bool b) {
+    return b ? "on" : "off";
+}
+
+std::string text_or_none(const std::string& s) {
+    return s.empty() ? "" : s;
+}
+
+template <class T>
+std::string number(T v) {
+    return std::to_string(v);
+}
+
+template <class T>
+std::string optional_number(const std::optional<T>& v) {
+    return v ? std::to_string(*v) : "";
+}
+
+std::vector<int> parse_cpu_list(std::string_view key, std::string_view text) {
+    std::vector<int> cpus;
+    size_t start = 0;
+    while (start <= text.size() && !text.empty()) {
+        size_t comma = text.find(',', start);
+        std::string_view item = text.substr(
+            start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+        cpus.push_back(static_cast<int>(parse_uint(key, item, 0, 4095)));
+        if (comma == std::string_view::npos) {
+            break;
+        }
+        start = comma + 1;
+    }
+    return cpus;
+}
+
+std::string cpu_list(const std::vector<int>& cpus) {
+    std::string out;
+    for (int c : cpus) {
+        out += (out.empty() ? "" : ",") + std::to_string(c);
+    }
+    return out;
+}
+
+using D = DatapathConfig;
+using P = PortConfig;
+
+// Row helpers keep each row on a line or two: a datapath number, a
+// datapath on/off, a port on/off.
+#define VNET_DATAPATH_UINT(field, value_name, help)                                         \
+    OptionSpec {                                                                            \
+#field, OptionScope::datapath, std::nullopt, value_name, help, {}, false,                 \
+            [](Config& c, PortConfig*, std::string_view t) {                                      \
+                using T = decltype(D::field);                                                     \
+                c.datapath.field =                                                                \
+                    static_cast<T>(parse_uint(#field, t, 0, std::numeric_limits<T>::max()));      \
+            },                                                                                    \
+            [](const Config& c, const PortConfig*) { return number(c.datapath.field); } \
+    }
+#define VNET_DATAPATH_BOOL(field, help)                                                     \
+    OptionSpec {                                                                            \
+#field, OptionScope::datapath, std::nullopt, "on|off", help, {}, false,                   \
+            [](Config& c, PortConfig*, std::string_view t) {                                      \
+                c.datapath.field = parse_on_off(#field, t);                                       \
+            },                                                                                    \
+            [](const Config& c, const PortConfig*) { return on_off(c.datapath.field); } \
+    }
+#define VNET_PORT_BOOL(field, type, help)                                                           \
+    OptionSpec {                                                                                    \
+#field, OptionScope::port, type, "on|off", help,                                            \
+            {}, false,                                                                              \
+             [](Config&, PortConfig * p,                                                            \
+                std::string_view                                                                    \
+                    t) { p->field = parse_on_off(#field, t); },                                     \
+                                                             [](const Config&,                      \
+                                                                const PortConfig*                   \
+                                                                    p) { return on_off(p->field); } \
+    }
+
+constexpr std::array kOptions = {
+    // ---- ports: what they are (on the command line these build the ports)
+    OptionSpec{"socket_path",
+               OptionScope::port,
+               PortType::vhost_user,
+               "PATH",
+               "the VM port's vhost-user socket",
+               {},
+               true,
+               [](Config&, PortConfig* p, std::string_view t) { p->socket_path = t; },
+               [](const Config&, const PortConfig* p) { return text_or_none(p->socket_path); }},
+    OptionSpec{
+        "client",
+        OptionScope::port,
+        PortType::vhost_user,
+        "on|off",
+        "connect to a listening front end instead of listening (reconnects forever)",
+        {},
+        true,
+        [](Config&, PortConfig* p, std::string_view t) { p->client = parse_on_off("client", t); },
+        [](const Config&, const PortConfig* p) { return on_off(p->client); }},
+    OptionSpec{"tap",
+               OptionScope::port,
+               PortType::tap,
+               "NAME",
+               "tap device to open or create (repeat `--tap` for tap ↔ tap); default: the "
+               "port's name",
+               {},
+               true,
+               [](Config&, PortConfig* p, std::string_view t) { p->ifname = t; },
+               [](const Config&, const PortConfig* p) { return text_or_none(p->ifname); }},
+    // ---- ports: settings (as flags: applied to every port of the kind)
+    OptionSpec{"queue_pairs",
+               OptionScope::port,
+               std::nullopt,
+               "N",
+               "VM port: the most queue pairs the front end may enable (VIRTIO_NET_F_MQ, "
+               "1..128; default 8); tap: its queues (IFF_MULTI_QUEUE above 1; default: its VM "
+               "peer's). See \"Multiqueue\"",
+               {},
+               false,
+               [](Config&, PortConfig* p, std::string_view t) {
+                   p->queue_pairs = static_cast<uint16_t>(parse_uint("queue_pairs", t, 0, 65535));
+               },
+               [](const Config&, const PortConfig* p) { return optional_number(p->queue_pairs); }},
+    OptionSpec{"mtu",
+               OptionScope::port,
+               std::nullopt,
+               "N",
+               "offered to the guest (VIRTIO_NET_F_MTU) and set on the tap",
+               {},
+               false,
+               [](Config&, PortConfig* p, std::string_view t) {
+                   p->mtu = static_cast<uint16_t>(parse_uint("mtu", t, 68, 65535));
+               },
+               [](const Config&, const PortConfig* p) { return optional_number(p->mtu); }},
+    OptionSpec{"socket_owner",
+               OptionScope::port,
+               PortType::vhost_user,
+               "USER",
+               "owner (user name or uid) of the listening socket",
+               {},
+               false,
+               [](Config&, PortConfig* p, std::string_view t) {
+                   p->socket_owner = parse_socket_owner(std::string(t));
+               },
+               [](const Config&, const PortConfig* p) { return optional_number(p->socket_owner); }},
+    OptionSpec{"socket_group",
+               OptionScope::port,
+               PortType::vhost_user,
+               "GROUP",
+               "group (name or gid) of the listening socket",
+               {},
+               false,
+               [](Config&, PortConfig* p, std::string_view t) {
+                   p->socket_group = parse_socket_group(std::string(t));
+               },
+               [](const Config&, const PortConfig* p) { return optional_number(p->socket_group); }},
+    OptionSpec{"socket_mode",
+               OptionScope::port,
+               PortType::vhost_user,
+               "OCTAL",
+               "permissions of the listening socket, e.g. 0660",
+               {},
+               false,
+               [](Config&, PortConfig* p, std::string_view t) {
+                   unsigned v = 0;
+                   auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v, 8);
+                   if (ec != std::errc{} || end != t.data() + t.size() || v > 07777) {
+                       bad_value("socket_mode", t, "an octal mode such as 0660");
+                   }
+                   p->socket_mode = static_cast<mode_t>(v);
+               },
+               [](const Config&, const PortConfig* p) { return optional_number(p->socket_mode); }},
+    VNET_PORT_BOOL(persist, PortType::tap, "keep created taps after exit"),
+    VNET_PORT_BOOL(napi, PortType::tap,
+                   "open taps with `IFF_NAPI` (measured here: one-packet writes lose pps with it)"),
+    OptionSpec{"napi_frags",
+               OptionScope::port,
+               PortType::tap,
+               "on|off",
+               "also `IFF_NAPI_FRAGS` (turns napi on; upstream calls it \"very much test only\")",
+               {},
+               false,
+               [](Config&, PortConfig* p, std::string_view t) {
+                   p->napi_frags = parse_on_off("napi_frags", t);
+                   p->napi = p->napi || p->napi_frags;  // tun needs IFF_NAPI with it
+               },
+               [](const Config&, const PortConfig* p) { return on_off(p->napi_frags); }},
+    OptionSpec{"txqueuelen",
+               OptionScope::port,
+               PortType::tap,
+               "N",
+               "the tap's host → reader queue (kernel default 500)",
+               {},
+               false,
+               [](Config&, PortConfig* p, std::string_view t) {
+                   p->txqueuelen = static_cast<unsigned>(parse_uint("txqueuelen", t, 1, 1u << 20));
+               },
+               [](const Config&, const PortConfig* p) { return optional_number(p->txqueuelen); }},
+    OptionSpec{"xdp", OptionScope::port, PortType::tap, "FILE[:SECTION]",
+               "an XDP program for the tap, attached before the first write (see \"XDP on the "
+               "tap\")",
+               "--tap-xdp", false, [](Config&, PortConfig* p, std::string_view t) { p->xdp = t; },
+               [](const Config&, const PortConfig* p) { return text_or_none(p->xdp); }},
+    OptionSpec{"xdp_mode", OptionScope::port, PortType::tap, "auto|native|generic",
+               "how the program is attached: native first (auto), or only one way",
+               "--tap-xdp-mode", false,
+               [](Config&, PortConfig* p, std::string_view t) { p->xdp_mode = t; },
+               [](const Config&, const PortConfig* p) { return p->xdp_mode; }},
+    OptionSpec{"xdp_redirect", OptionScope::port, PortType::tap, "IFNAME",
+               "the interface in the program's `redirect_map[0]`", "--tap-xdp-redirect", false,
+               [](Config&, PortConfig* p, std::string_view t) { p->xdp_redirect = t; },
+               [](const Config&, const PortConfig* p) { return text_or_none(p->xdp_redirect); }},
+    // ---- the datapath
+    VNET_DATAPATH_UINT(tx_batch, "0..64",
+                       "packets taken from a TX ring (a guest's, or a tap's reads in tap ↔ tap) "
+                       "and submitted at once (VHOST_NET_BATCH); 0 = per-packet mode: one pop, "
+                       "one `writev`, one used-ring publish per packet, no GRO"),
+    VNET_DATAPATH_BOOL(tx_peek,
+                       "the \"more is coming\" hint: while the ring still has packets, hold the "
+                       "batch and take more, then submit once; `off` submits each packet as it is "
+                       "taken (ring work stays batched)"),
+    VNET_DATAPATH_BOOL(gro,
+                       "user-space GRO: merge consecutive TCP segments of one flow in a batch "
+                       "bound for a tap into one GSO write; tap stats count written frames, "
+                       "`gro.frames`/`gro.segments` how many were merged from how many segments"),
+    VNET_DATAPATH_BOOL(gro_udp,
+                       "also merge same-size UDP datagrams into USO writes (needs Linux ≥ 6.2)"),
+    VNET_DATAPATH_UINT(rx_frames, "0..256",
+                       "guest RX coalescing: hold the used-index publish and notify until this "
+                       "many frames are pending (ethtool -C rx-frames); 0 = one publish per burst"),
+    VNET_DATAPATH_UINT(rx_usecs, "0..100000",
+                       "guest RX coalescing: publish at the latest this long after the first held "
+                       "frame (ethtool -C rx-usecs)"),
+    OptionSpec{"submit",
+               OptionScope::datapath,
+               std::nullopt,
+               "io_uring|writev",
+               "tap writes: one io_uring submission per burst, or one writev per packet",
+               {},
+               false,
+               [](Config& c, PortConfig*, std::string_view t) {
+                   auto m = io::parse_batch_mode(std::string(t));
+                   if (!m) {
+                       bad_value("submit", t, "io_uring or writev");
+                   }
+                   c.datapath.submit = *m;
+               },
+               [](const Config& c, const PortConfig*) {
+                   return std::string(io::to_string(c.datapath.submit));
+               }},
+    OptionSpec{"mode",
+               OptionScope::datapath,
+               std::nullopt,
+               "event|poll",
+               "`event`: sleep in epoll on kicks and tap readiness when idle; `poll`: spin (PMD "
+               "style)",
+               {},
+               false,
+               [](Config& c, PortConfig*, std::string_view t) {
+                   c.datapath.mode = parse_worker_mode(std::string(t));
+               },
+               [](const Config& c, const PortConfig*) {
+                   return std::string(c.datapath.mode == dataplane::WorkerMode::poll ? "poll"
+                                                                                     : "event");
+               }},
+    VNET_DATAPATH_UINT(busy_poll_us, "N", "spin this long on idle rings before sleeping"),
+    VNET_DATAPATH_UINT(weight_packets, "N",
+                       "packets per ring per turn before the next ring gets its turn "
+                       "(VHOST_NET_PKT_WEIGHT)"),
+    VNET_DATAPATH_UINT(weight_bytes, "N", "bytes per ring per turn (VHOST_NET_WEIGHT)"),
+    OptionSpec{"worker_cpus", OptionScope::datapath, std::nullopt, "CPU,...",
+               "one worker thread per CPU given, pinned there (the flag repeats: `--cpu 0 --cpu "
+               "1`); none: one unpinned worker",
+               "--cpu", false,
+               [](Config& c, PortConfig*, std::string_view t) {
+                   c.datapath.worker_cpus = parse_cpu_list("worker_cpus", t);
+               },
+               [](const Config& c, const PortConfig*) { return cpu_list(c.datapath.worker_cpus); }},
+    // ---- the daemon
+    OptionSpec{"log_level",
+               OptionScope::daemon,
+               std::nullopt,
+               "LEVEL",
+               "trace, debug, info, warn, error, off",
+               {},
+               false,
+               [](Config& c, PortConfig*, std::string_view t) { c.log_level = t; },
+               [](const Config& c, const PortConfig*) { return c.log_level; }},
+    OptionSpec{
+        "stats_interval_s", OptionScope::daemon, std::nullopt, "N",
+        "log a stats table every N seconds; 0: only the final one", "--stats-interval", false,
+        [](Config& c, PortConfig*, std::string_view t) {
+            c.stats_interval_s = static_cast<uint32_t>(parse_uint("stats_interval_s", t, 0, 86400));
+        },
+        [](const Config& c, const PortConfig*) { return number(c.stats_interval_s); }},
+    OptionSpec{"stats_file",
+               OptionScope::daemon,
+               std::nullopt,
+               "FILE",
+               "JSON stats, rewritten every stats interval (every second if none is set) and at "
+               "exit",
+               {},
+               false,
+               [](Config& c, PortConfig*, std::string_view t) { c.stats_file = t; },
+               [](const Config& c, const PortConfig*) { return text_or_none(c.stats_file); }},
+};
+
+#undef VNET_DATAPATH_UINT
+#undef VNET_DATAPATH_BOOL
+#undef VNET_PORT_BOOL
+
+// Keys are unique within a scope: one name, one meaning.
+constexpr bool keys_unique() {
+    for (size_t i = 0; i < kOptions.size(); ++i) {
+        for (size_t j = i + 1; j < kOptions.size(); ++j) {
+            if (kOptions[i].scope == kOptions[j].scope && kOptions[i].key == kOptions[j].key) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+static_assert(keys_unique(), "an option key appears twice in one scope");
+
+bool applies_to(const OptionSpec& o, const PortConfig& p) {
+    return !o.port_type || *o.port_type == p.type;
+}
+
+}  // namespace
+
+const char* to_string(OptionScope s) {
+    switch (s) {
+        case OptionScope::daemon:
+            return "daemon";
+        case OptionScope::datapath:
+            return "datapath";
+        case OptionScope::port:
+            return "port";
+    }
+    return "unknown";
+}
+
+std::span<const OptionSpec> option_table() {
+    return kOptions;
+}
+
+const OptionSpec* find_option(OptionScope scope, std::string_view key) {
+    for (const OptionSpec& o : kOptions) {
+        if (o.scope == scope && o.key == key) {
+            return &o;
+        }
+    }
+    return nullptr;
+}
+
+std::string flag_of(const OptionSpec& option) {
+    std::string flag = "--" + std::string(option.key);
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    return flag;
+}
+
+bool is_boolean(const OptionSpec& option) {
+    return option.value_name == "on|off";
+}
+
+void apply_flag(Config& config, const OptionSpec& option, std::string_view text) {
+    if (option.scope != OptionScope::port) {
+        option.set(config, nullptr, text);
+        return;
+    }
+    for (PortConfig& p : config.ports) {
+        if (applies_to(option, p)) {
+            option.set(config, &p, text);
+        }
+    }
+}
+
+nlohmann::json datapath_json(const Config& config) {
+    nlohmann::json j = nlohmann::json::object();
+    for (const OptionSpec& o : kOptions) {
+        if (o.scope != OptionScope::datapath) {
+            continue;
+        }
+        const std::string text = o.get(config, nullptr);
+        if (is_boolean(o)) {
+            j[std::string(o.key)] = text == "on";
+        } else if (!text.empty() && std::all_of(text.begin(), text.end(), ::isdigit)) {
+            j[std::string(o.key)] = std::stoull(text);
+        } else {
+            j[std::string(o.key)] = text;
+        }
+    }
+    return j;
+}
+
+std::string markdown_table() {
+    const Config defaults;
+    const PortConfig port_defaults;
+    std::string out = "| flag / key | scope | default | meaning |\n|---|---|---|---|\n";
+    for (const OptionSpec& o : kOptions) {
+        std::string names = "`" + flag_of(o) + "`";
+        if (!o.flag_alias.empty()) {
+            names += " (`" + std::string(o.flag_alias) + "`)";
+        }
+        names += " / `" + std::string(o.key) + "`";
+        std::string scope = to_string(o.scope);
+        if (o.port_type) {
+            scope += std::string(" (") + to_string(*o.port_type) + ")";
+        }
+        std::string def = o.get(defaults, &port_defaults);
+        out += "| " + names + " | " + scope + " | " + (def.empty() ? "—" : "`" + def + "`") +
+               " | " + std::string(o.help) + " |\n";
+    }
+    return out;
+}
+
+}  // namespace vnet::control
