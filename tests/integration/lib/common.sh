@@ -30,8 +30,8 @@
 #                   (PASS: line, exit 0), skip MSG (SKIP: line, exit 77),
 #                   ok MSG (an "ok:" progress line), fail_log FILE [LINES]
 #                   check_equal, check_zero, check_vnetd_bytes
-#   names           VT_ID (= the test's pid), ns_name VAR PREFIX [SUFFIX],
-#                   link_name VAR PREFIX [SUFFIX] (fails above 15 chars)
+#   names           VT_ID (= the test's pid), ns_name PREFIX [SUFFIX],
+#                   link_name PREFIX [SUFFIX] (fails above 15 characters)
 #   netns, links    netns_new NAME [--ipv6], netns_del NAME,
 #                   link_stat NS DEV FIELD, fd_count PID
 #   vnetd, pktgen   vnetd_stats FILE PORT.DIR.FIELD..., pktgen_value FILE KEY
@@ -135,13 +135,15 @@ _vt_remove_work() {
 
 # bg_start [--out FILE] [--err FILE] [--log FILE] [--in FILE] [--stop SIG]
 #          [--grace SECS] [--] CMD [ARG...]
-# Starts CMD in the background, tracked (see track; --stop and --grace are
-# its SIGNAL and SECONDS at exit). --log sends stdout and stderr to one
-# file; stdin is /dev/null unless --in. BG_PID is CMD's pid: start it with
-# a command that execs (taskset, ip netns exec, stdbuf do) so that signals
-# reach the program itself. Do not call it in $(...).
+# Starts CMD (a program, not a shell function) in the background, tracked
+# (see track; --stop and --grace are its SIGNAL and SECONDS at exit).
+# --out/--err redirect stdout/stderr, --log both to one file, --in stdin;
+# what is not redirected is inherited (stdin is /dev/null, as for any
+# background job of a script). BG_PID is CMD's own pid (the subshell execs
+# it; wrappers that exec, like taskset, ip netns exec and stdbuf, keep
+# it), so signals reach the program. Do not call it in $(...).
 bg_start() {
-    local out=/dev/null err=/dev/null in=/dev/null sig=TERM grace=5
+    local out="" err="" in=/dev/null sig=TERM grace=5
     while [ $# -gt 0 ]; do
         case $1 in
             --out) out=$2; shift 2 ;;
@@ -154,11 +156,16 @@ bg_start() {
             *) break ;;
         esac
     done
-    if [ "$out" = "$err" ] && [ "$out" != /dev/null ]; then
-        "$@" <"$in" >"$out" 2>&1 &
-    else
-        "$@" <"$in" >"$out" 2>"$err" &
-    fi
+    (
+        exec <"$in"
+        if [ -n "$out" ]; then exec >"$out"; fi
+        if [ -n "$err" ] && [ "$err" = "$out" ]; then
+            exec 2>&1
+        elif [ -n "$err" ]; then
+            exec 2>"$err"
+        fi
+        exec "$@"
+    ) &
     BG_PID=$!
     track "$BG_PID" "$sig" "$grace"
 }
@@ -226,18 +233,20 @@ log_count() { [ "$(grep -cE -- "$2" "$1" 2>/dev/null)" -ge "$3" ]; }
 # ---- reporting -------------------------------------------------------------------
 
 # fail_log FILE [LINES]: on failure, print the last LINES (default 30) of
-# FILE. Without any fail_log, fail prints every non-empty *.log, *.err and
-# *.out file in WORK.
+# FILE. Without any fail_log, fail prints the last VT_FAIL_LINES (30) lines
+# of every non-empty *.log, *.err and *.out file in WORK.
 fail_log() {
     _VT_FAIL_LOGS+=("${2:-30} $1")
 }
 
 # fail MESSAGE: print "FAIL: MESSAGE" and the logs (see fail_log), exit 1.
-# In a subshell ($(...), a pipeline) it prints to stderr, so the message is
-# not swallowed by a capture, and exits the subshell only: check $? there.
+# In a subshell ($(...), < <(...), a pipeline) it prints the FAIL line to
+# stderr (not into the capture) and ends the test too: SIGTERM to the
+# test's shell, which exits 143 through the EXIT trap.
 fail() {
     if [ "$BASH_SUBSHELL" -gt 0 ]; then
         echo "FAIL: $*" >&2
+        kill -TERM "$VT_ID"
         exit 1
     fi
     echo "FAIL: $*"
@@ -245,7 +254,7 @@ fail() {
     local entries=("${_VT_FAIL_LOGS[@]}")
     if [ ${#entries[@]} = 0 ] && [ -n "${WORK:-}" ]; then
         for f in "$WORK"/*.log "$WORK"/*.err "$WORK"/*.out; do
-            entries+=("30 $f")
+            entries+=("${VT_FAIL_LINES:-30} $f")
         done
     fi
     for entry in "${entries[@]}"; do
@@ -312,17 +321,16 @@ check_vnetd_bytes() {
 
 # ---- names -----------------------------------------------------------------------
 
-# ns_name VAR PREFIX [SUFFIX]: VAR=PREFIX-<pid>[-SUFFIX], a netns name of
-# this run.
-ns_name() { printf -v "$1" '%s' "$2-$VT_ID${3:+-$3}"; }
+# ns_name PREFIX [SUFFIX]: PREFIX-<pid>[-SUFFIX], a netns name of this run.
+ns_name() { echo "$1-$VT_ID${2:+-$2}"; }
 
-# link_name VAR PREFIX [SUFFIX]: VAR=PREFIX<pid>SUFFIX, a link name of this
-# run; fails when it is longer than IFNAMSIZ - 1 = 15 characters (pids
+# link_name PREFIX [SUFFIX]: PREFIX<pid>SUFFIX, a link name of this run;
+# fails the test when it is longer than IFNAMSIZ - 1 = 15 characters (pids
 # have up to 7 digits, so PREFIX + SUFFIX should stay within 8).
 link_name() {
-    local name="$2$VT_ID${3:-}"
+    local name="$1$VT_ID${2:-}"
     [ ${#name} -le 15 ] || fail "link name $name is longer than 15 characters"
-    printf -v "$1" '%s' "$name"
+    echo "$name"
 }
 
 # ---- network namespaces and links ------------------------------------------------
