@@ -53,7 +53,7 @@ _VT_CLEANING=""
 _VT_FAIL_LOGS=()       # "LINES FILE" entries for fail (fail_log)
 
 # on_exit CMD [ARG...]: run CMD ARG... at exit (after everything registered
-# later). Its output goes to /dev/null and its status is ignored.
+# later). Its stderr goes to /dev/null and its status is ignored.
 on_exit() {
     _VT_STACK+=("$(printf '%q ' "$@")")
 }
@@ -106,7 +106,7 @@ _vt_cleanup() {
     _VT_CLEANUP_T0=$(_vt_now_us)
     local i
     for ((i = ${#_VT_STACK[@]} - 1; i >= 0; i--)); do
-        eval "${_VT_STACK[i]}" >/dev/null 2>&1
+        eval "${_VT_STACK[i]}" 2>/dev/null
     done
     _VT_STACK=()
     return "$rc"
@@ -125,7 +125,7 @@ work_dir() {
 }
 _vt_remove_work() {
     if [ "${VNET_KEEP_WORK:-${KEEP_WORK:-0}}" != 0 ]; then
-        echo "work directory kept: $1" >&2
+        echo "work directory kept: $1"
     else
         rm -rf "$1"
     fi
