@@ -50,6 +50,7 @@ VT_ID=$$
 _VT_STACK=()           # undo actions, each one shell-quoted command line
 declare -A _VT_PIDS=() # tracked pid -> "SIGNAL SECONDS" (how to stop it at exit)
 _VT_CLEANING=""
+declare -A _VT_OWNER=() # tracked pid -> pid of the shell that started it
 _VT_FAIL_LOGS=()       # "LINES FILE" entries for fail (fail_log)
 
 # on_exit CMD [ARG...]: run CMD ARG... at exit (after everything registered
@@ -62,12 +63,23 @@ on_exit() {
 # SIGNAL (default TERM) and SECONDS (default 5) to go before SIGKILL.
 track() {
     _VT_PIDS[$1]="${2:-TERM} ${3:-5}"
+    _VT_OWNER[$1]=$BASHPID
     on_exit _vt_reap "$1"
+}
+
+# _vt_ours PID: PID runs (is not a zombie) and is still a child of the
+# shell that started it (not a process that took over the number of one
+# that exited and was reaped).
+_vt_ours() {
+    local stat state ppid
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    read -r state ppid _ <<<"${stat##*) }"
+    [ "$state" != Z ] && [ "$ppid" = "${_VT_OWNER[$1]:-$BASHPID}" ]
 }
 
 # forget PID: it has exited and was waited for; not ours to signal any more.
 forget() {
-    unset "_VT_PIDS[$1]"
+    unset "_VT_PIDS[$1]" "_VT_OWNER[$1]"
 }
 
 # _vt_reap PID: (at exit) wait for a process that was sent its signal, until
@@ -77,10 +89,10 @@ _vt_reap() {
     [ -n "${_VT_PIDS[$pid]:-}" ] || return 0
     local secs=${_VT_PIDS[$pid]#* }
     local end=$((_VT_CLEANUP_T0 + secs * 1000000))
-    while kill -0 "$pid" 2>/dev/null && [ "$(_vt_now_us)" -lt "$end" ]; do
+    while _vt_ours "$pid" && [ "$(_vt_now_us)" -lt "$end" ]; do
         sleep 0.1
     done
-    kill -KILL "$pid" 2>/dev/null
+    _vt_ours "$pid" && kill -KILL "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
     forget "$pid"
 }
@@ -101,7 +113,7 @@ _vt_cleanup() {
     local pid sig
     for pid in "${!_VT_PIDS[@]}"; do
         sig=${_VT_PIDS[$pid]%% *}
-        kill -"$sig" "$pid" 2>/dev/null
+        _vt_ours "$pid" && kill -"$sig" "$pid" 2>/dev/null
     done
     _VT_CLEANUP_T0=$(_vt_now_us)
     local i
@@ -170,9 +182,10 @@ bg_start() {
     track "$BG_PID" "$sig" "$grace"
 }
 
-# running PID: the process exists. exited PID: it does not any more.
-running() { kill -0 "$1" 2>/dev/null; }
-exited() { ! kill -0 "$1" 2>/dev/null; }
+# running PID: the process (a child of this shell) still runs.
+# exited PID: it does not any more.
+running() { _vt_ours "$1"; }
+exited() { ! _vt_ours "$1"; }
 
 # stop_pid PID [SIGNAL] [SECONDS]: send SIGNAL (default TERM), wait up to
 # SECONDS (default 20) for the exit, SIGKILL it if it is still there, reap
@@ -187,12 +200,12 @@ stop_pid() {
     local pid=$1 sig=${2:-TERM} secs=${3:-20} rc=0 end
     end=$(($(_vt_now_us) + secs * 1000000))
     {
-        kill -"$sig" "$pid" || true
-        while kill -0 "$pid" && [ "$(_vt_now_us)" -lt "$end" ]; do
+        if _vt_ours "$pid"; then kill -"$sig" "$pid" || true; fi
+        while _vt_ours "$pid" && [ "$(_vt_now_us)" -lt "$end" ]; do
             sleep 0.1
         done
     } 2>/dev/null
-    if kill -0 "$pid" 2>/dev/null; then
+    if _vt_ours "$pid"; then
         echo "stop_pid: pid $pid still running $secs s after SIG$sig; sending SIGKILL"
         kill -KILL "$pid" 2>/dev/null || true
     fi
