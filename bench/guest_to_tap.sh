@@ -31,46 +31,45 @@ vnetd=$build/apps/vnetd
 testpmd=$(command -v dpdk-testpmd)
 [ -x "$vnetd" ] || { echo "build vnetd first (ninja -C $build vnetd)"; exit 1; }
 
-work=$(mktemp -d /tmp/vnet-bench.XXXXXX)
-ns=vnbench$$
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
-    sleep 0.5
-    for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-    ip netns del "$ns" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-ip netns add "$ns"
+# shellcheck source=../tests/integration/lib/common.sh
+. "$top/tests/integration/lib/common.sh"
+work_dir vnet-bench
+work=$WORK
+ns=$(ns_name vnbench)
+# IPv6 off: the stack sends nothing of its own through the taps.
+netns_new "$ns"
 
 hp=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
 if [ "$(cat $hp)" -lt 256 ]; then echo 512 >"$hp"; fi
 gen_mem=(--in-memory --single-file-segments -m 512)
+# EAL arguments: the generator on hugepages, the DPDK back end without.
+DPDK_MEM=("${gen_mem[@]}")
+dpdk_eal gen '0@1,1@0'
+gen_eal=("${EAL_ARGS[@]}")
+DPDK_MEM=(--no-huge -m 1024)
+dpdk_eal be '0@1,1@1'
+be_eal=("${EAL_ARGS[@]}")
+unset DPDK_MEM
 
 # tap_count NAME: rx_packets + rx_dropped of a tap that lives in $ns
 tap_count() {
     ip netns exec "$ns" sh -c "echo \$((\$(cat /sys/class/net/$1/statistics/rx_packets) + \$(cat /sys/class/net/$1/statistics/rx_dropped)))"
 }
 
-wait_for_socket() { for _ in $(seq 100); do [ -S "$1" ] && return 0; sleep 0.1; done; return 1; }
-wait_for_link() { for _ in $(seq 100); do ip link show "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }
+link_exists() { ip link show "$1" >/dev/null 2>&1; }
 
 # start_generator SOCK SIZE LOG: virtio-user txonly on CPU 0 (main lcore idle on CPU 1)
 start_generator() {
-    stdbuf -oL "$testpmd" --lcores '0@1,1@0' --no-pci --file-prefix "gen$$" "${gen_mem[@]}" \
+    bg_start --log "$3" --stop INT stdbuf -oL "$testpmd" "${gen_eal[@]}" \
         --vdev "net_virtio_user0,path=$1,queues=1,queue_size=1024,mac=02:00:00:00:00:01" -- \
         --nb-cores=1 --forward-mode=txonly --txpkts="$2" --burst=32 --txd=1024 --rxd=1024 \
-        --stats-period 1 --eth-peer=0,02:00:00:00:00:02 >"$3" 2>&1 &
-    pids+=($!)
-    gen_pid=$!
+        --stats-period 1 --eth-peer=0,02:00:00:00:00:02
+    gen_pid=$BG_PID
 }
 
 # testpmd prints its first periodic stats once forwarding runs: EAL set-up
 # (hugepages, the vhost-user handshake) can take seconds and must not count.
-wait_for_forwarding() { for _ in $(seq 300); do grep -q 'Tx-pps' "$1" && return 0; sleep 0.1; done; return 1; }
-
-stop_pid() { kill -INT "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+wait_for_forwarding() { wait_for 30 "the generator did not start forwarding" log_has "$1" 'Tx-pps'; }
 
 # Mpps of the last whole seconds printed by testpmd's --stats-period (Tx-pps of port 0)
 generator_mpps() {
@@ -91,12 +90,13 @@ measure_tap() {
 }
 
 run_vnetd() {  # SIZE SINK(tap|null) -> Mpps
-    local size=$1 sink=$2 sock=$work/vnetd.sock tap=vbt$$ log=$work/vnetd-$size-$sink.log
+    local size=$1 sink=$2 sock=$work/vnetd.sock tap=vbt$$
+    local log=$work/vnetd-$size-$sink.log
     local args=(--socket-path "$sock" --cpu 1 --log-level warn)
     if [ "$sink" = tap ]; then args+=(--tap "$tap"); else args+=(--null); fi
-    "$vnetd" "${args[@]}" >"$log" 2>&1 &
-    local vpid=$!; pids+=($vpid)
-    wait_for_socket "$sock"
+    bg_start --log "$log" --stop INT "$vnetd" "${args[@]}"
+    local vpid=$BG_PID
+    wait_for 10 "vnetd did not create $sock" test -S "$sock"
     if [ "$sink" = tap ]; then
         ip link set "$tap" netns "$ns"; ip -n "$ns" link set "$tap" up
     fi
@@ -104,27 +104,29 @@ run_vnetd() {  # SIZE SINK(tap|null) -> Mpps
     wait_for_forwarding "$work/gen-vnetd-$size-$sink.log"
     local r
     if [ "$sink" = tap ]; then r=$(measure_tap "$tap"); else sleep $((seconds + 2)); r=$(generator_mpps "$work/gen-vnetd-$size-$sink.log"); fi
-    stop_pid "$gen_pid"; stop_pid "$vpid"
+    stop_pid "$gen_pid" INT || true; stop_pid "$vpid" INT || true
     echo "$r"
 }
 
 run_dpdk() {  # SIZE SINK(tap|null) -> Mpps
-    local size=$1 sink=$2 sock=$work/dpdk.sock tap=dbt$$ log=$work/dpdk-$size-$sink.log
+    local size=$1 sink=$2 sock=$work/dpdk.sock tap=dbt$$
+    local log=$work/dpdk-$size-$sink.log
     local vdevs=(--vdev "net_vhost0,iface=$sock,queues=1") mode=rxonly
     if [ "$sink" = tap ]; then vdevs+=(--vdev "net_tap0,iface=$tap"); mode=io; fi
-    stdbuf -oL "$testpmd" --lcores '0@1,1@1' --no-pci --no-huge -m 1024 --file-prefix "be$$" "${vdevs[@]}" -- \
+    bg_start --log "$log" --stop INT stdbuf -oL "$testpmd" "${be_eal[@]}" "${vdevs[@]}" -- \
         --nb-cores=1 --forward-mode="$mode" --burst=32 --txd=1024 --rxd=1024 --stats-period 1 \
-        --total-num-mbufs=65536 >"$log" 2>&1 &
-    local dpid=$!; pids+=($dpid)
-    wait_for_socket "$sock"
+        --total-num-mbufs=65536
+    local dpid=$BG_PID
+    wait_for 10 "testpmd did not create $sock" test -S "$sock"
     if [ "$sink" = tap ]; then
-        wait_for_link "$tap"; ip link set "$tap" netns "$ns"; ip -n "$ns" link set "$tap" up
+        wait_for 10 "testpmd did not create $tap" link_exists "$tap"
+        ip link set "$tap" netns "$ns"; ip -n "$ns" link set "$tap" up
     fi
     start_generator "$sock" "$size" "$work/gen-dpdk-$size-$sink.log"
     wait_for_forwarding "$work/gen-dpdk-$size-$sink.log"
     local r
     if [ "$sink" = tap ]; then r=$(measure_tap "$tap"); else sleep $((seconds + 2)); r=$(generator_mpps "$work/gen-dpdk-$size-$sink.log"); fi
-    stop_pid "$gen_pid"; stop_pid "$dpid"
+    stop_pid "$gen_pid" INT || true; stop_pid "$dpid" INT || true
     echo "$r"
 }
 

@@ -33,68 +33,22 @@ if [ "$(id -u)" != 0 ]; then
     exit 1
 fi
 
-work=$(mktemp -d /tmp/vnetd-demo.XXXXXX)
-ns=vnetd-demo-$$
-tap=vdemo$$
+# shellcheck source=../tests/integration/lib/common.sh
+. "$top/tests/integration/lib/common.sh"
+work_dir vnetd-demo
+work=$WORK
+VT_FAIL_LINES=25
+ns=$(ns_name vnetd-demo)
+tap=$(link_name vdemo)
 sock=$work/vm0.sock
 stats=$work/vnetd-stats.json
-pids=()
-
-cleanup() {
-    local pid
-    for pid in "${pids[@]}"; do
-        kill -TERM "$pid" 2>/dev/null
-    done
-    for pid in "${pids[@]}"; do
-        for _ in $(seq 30); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$pid" 2>/dev/null
-        wait "$pid" 2>/dev/null
-    done
-    ip netns del "$ns" 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-die() {
-    echo "demo.sh: FAILED: $*" >&2
-    local f
-    for f in "$work"/*.log; do
-        [ -s "$f" ] || continue
-        echo "----- $(basename "$f") (last 25 lines)" >&2
-        tail -n 25 "$f" >&2
-    done
-    exit 1
-}
-
-# reaped PID: it has exited and was waited for; not ours to signal any more.
-reaped() {
-    local keep=() p
-    for p in "${pids[@]}"; do
-        [ "$p" = "$1" ] || keep+=("$p")
-    done
-    pids=("${keep[@]}")
-}
-
-# wait_for FILE REGEX SECONDS
-wait_for() {
-    local i
-    for ((i = 0; i < $3 * 10; i++)); do
-        grep -qE "$2" "$1" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
 
 echo "== installing dependencies (scripts/install-deps.sh)"
-bash scripts/install-deps.sh >"$work/install-deps.log" 2>&1 || die "scripts/install-deps.sh"
+bash scripts/install-deps.sh >"$work/install-deps.log" 2>&1 || fail "scripts/install-deps.sh"
 
 echo "== building vnetd and vnet-pktgen in build/"
 { cmake -S . -B build -G Ninja && ninja -C build vnetd vnet-pktgen; } >"$work/build.log" 2>&1 ||
-    die "the build"
+    fail "the build"
 vnetd=$top/build/apps/vnetd
 pktgen=$top/build/apps/vnet-pktgen
 frames=$top/tests/integration/lib/pktgen_frames.py
@@ -110,16 +64,12 @@ if [ "$ncpu" -ge 2 ]; then
 fi
 
 echo "== namespace $ns with vnetd's tap $tap; vnetd listens on $sock"
-ip netns add "$ns" || die "ip netns add $ns"
-ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 \
-    net.ipv6.conf.default.disable_ipv6=1 || die "disabling IPv6 in $ns"
-ip netns exec "$ns" "$vnetd" --socket-path "$sock" --tap "$tap" --stats-file "$stats" \
-    "${vnetd_cpu[@]}" >"$work/vnetd.log" 2>&1 &
-vnetd_pid=$!
-pids+=("$vnetd_pid")
-wait_for "$work/vnetd.log" "listening on" 10 || die "vnetd did not start"
-ip -n "$ns" link set "$tap" up || die "$tap up"
-wait_for "$stats" "seconds" 5 || die "vnetd wrote no stats file"
+netns_new "$ns"
+bg_start --log "$work/vnetd.log" ip netns exec "$ns" "$vnetd" --socket-path "$sock" --tap "$tap" \
+    --stats-file "$stats" "${vnetd_cpu[@]}"
+wait_for 10 "vnetd did not start" log_has "$work/vnetd.log" "listening on"
+ip -n "$ns" link set "$tap" up || fail "$tap up"
+wait_for 5 "vnetd wrote no stats file" log_has "$stats" "seconds"
 
 stats_seconds() {
     python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$stats" 2>/dev/null
@@ -134,7 +84,7 @@ snapshot() {
         sleep 0.1
         [ "$(stats_seconds)" != "$before" ] && break
     done
-    cp "$stats" "$work/$1.json" || die "reading $stats"
+    cp "$stats" "$work/$1.json" || fail "reading $stats"
     local f
     for f in rx_packets rx_bytes rx_dropped tx_packets tx_bytes tx_dropped; do
         echo "$f $(ip netns exec "$ns" cat "/sys/class/net/$tap/statistics/$f")"
@@ -145,7 +95,7 @@ snapshot() {
 guest_tx() {
     snapshot "$1-before"
     "${guest_cpu[@]}" "$pktgen" --socket-path "$sock" --tx --size "$2" --duration "$3" \
-        --stats-interval 0 >"$work/$1.out" 2>"$work/$1.log" || die "vnet-pktgen --tx"
+        --stats-interval 0 >"$work/$1.out" 2>"$work/$1.log" || fail "vnet-pktgen --tx"
     snapshot "$1-after"
 }
 
@@ -153,26 +103,23 @@ echo "== guest -> host: vnet-pktgen sends 64 B frames for $seconds s"
 guest_tx g2h64 64 "$seconds"
 
 echo "== host -> guest: a Python AF_PACKET sender in $ns sends 64 B frames for $seconds s"
-"${guest_cpu[@]}" "$pktgen" --socket-path "$sock" --rx --stats-interval 0 \
-    >"$work/h2g64.out" 2>"$work/h2g64.log" &
-rx_pid=$!
-pids+=("$rx_pid")
-wait_for "$work/h2g64.log" "link up" 30 || die "vnet-pktgen --rx did not come up"
+bg_start --out "$work/h2g64.out" --err "$work/h2g64.log" \
+    "${guest_cpu[@]}" "$pktgen" --socket-path "$sock" --rx --stats-interval 0
+rx_pid=$BG_PID
+wait_for 30 "vnet-pktgen --rx did not come up" log_has "$work/h2g64.log" "link up"
 snapshot h2g64-before
 ip netns exec "$ns" python3 "$frames" inject --ifname "$tap" --duration "$seconds" --size 64 \
     --src-mac 02:00:00:00:00:02 --dst-mac 02:00:00:00:00:01 \
-    >"$work/inject.out" 2>"$work/inject.log" || die "the AF_PACKET sender"
+    >"$work/inject.out" 2>"$work/inject.log" || fail "the AF_PACKET sender"
 sleep 0.5  # what is still queued in the tap reaches the guest
-kill -INT "$rx_pid"
-wait "$rx_pid" || die "vnet-pktgen --rx"
-reaped "$rx_pid"
+stop_pid "$rx_pid" INT || fail "vnet-pktgen --rx"
 snapshot h2g64-after
 
 echo "== guest -> host: vnet-pktgen sends 1500 B frames for $big_seconds s"
 guest_tx g2h1500 1500 "$big_seconds"
 
 echo
-python3 - "$work" "$tap" <<'EOF' || die "the report"
+python3 - "$work" "$tap" <<'EOF' || fail "the report"
 import json, sys
 
 work, tap = sys.argv[1], sys.argv[2]

@@ -20,7 +20,8 @@
 #
 # Usage: test_hostile_frontend.sh BUILD_DIR [ATTACK...]   (root; exit 77 = skipped)
 #   HOSTILE_SHRINK_ROUNDS (default 5): rounds per shrink-memfd variant.
-#   KEEP_WORK=1 keeps the work directory (vnetd log, one log per attack).
+#   VNET_KEEP_WORK=1 (or KEEP_WORK=1) keeps the work directory (vnetd log,
+#   one log per attack).
 set -uo pipefail
 
 build=${1:?usage: test_hostile_frontend.sh BUILD_DIR [ATTACK...]}
@@ -30,78 +31,38 @@ pktgen_bin=$build/apps/vnet-pktgen
 hostile_bin=$build/tests/integration/tools/vnet-hostile
 shrink_rounds=${HOSTILE_SHRINK_ROUNDS:-5}
 
-if [[ $(id -u) != 0 ]]; then
-    echo "SKIP: needs root (network namespaces, taps)"
-    exit 77
-fi
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib/common.sh
+. "$here/lib/common.sh"
+[[ $(id -u) == 0 ]] || skip "needs root (network namespaces, taps)"
 for bin in "$vnetd_bin" "$pktgen_bin" "$hostile_bin"; do
-    if [[ ! -x $bin ]]; then
-        echo "FAIL: $bin is not built"
-        exit 1
-    fi
+    [[ -x $bin ]] || fail "$bin is not built"
 done
 
-id=$$
-work=$(mktemp -d /tmp/test_hostile_frontend.XXXXXX)
-ns_a=vhA$id
-ns_b=vhB$id
-tap_a=vhtA$id
-tap_b=vhtB$id
+work_dir test_hostile_frontend
+work=$WORK
+ns_a=$(ns_name vhA)
+ns_b=$(ns_name vhB)
+tap_a=$(link_name vhtA)
+tap_b=$(link_name vhtB)
 sock_a=$work/vmA.sock
 sock_b=$work/vmB.sock
 stats=$work/stats.json
 log=$work/vnetd.log
 vnetd_pid=""
-pktgen_b_pid=""
-bg_pid=""
-
-cleanup() {
-    set +e
-    for pid in $bg_pid $pktgen_b_pid $vnetd_pid; do
-        kill -TERM "$pid" 2>/dev/null
-    done
-    for pid in $bg_pid $pktgen_b_pid $vnetd_pid; do
-        for _ in $(seq 50); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$pid" 2>/dev/null
-        wait "$pid" 2>/dev/null
-    done
-    ip netns del "$ns_a" 2>/dev/null
-    ip netns del "$ns_b" 2>/dev/null
-    ip link del "$tap_a" 2>/dev/null
-    ip link del "$tap_b" 2>/dev/null
-    if [[ -n ${KEEP_WORK:-} ]]; then
-        echo "work directory kept: $work"
-    else
-        rm -rf "$work"
-    fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-fail() {
-    echo "FAIL: $*"
-    echo "----- vnetd log (last 40 lines)"
-    tail -n 40 "$log" 2>/dev/null | sed 's/^/  /'
-    echo "----- vnet-pktgen (vmB) log (last 5 lines)"
-    tail -n 5 "$work/pktgen_b.log" 2>/dev/null | sed 's/^/  /'
-    exit 1
-}
+fail_log "$log" 40
+fail_log "$work/pktgen_b.log" 5
 
 # ---- observations --------------------------------------------------------------
 
-vnetd_alive() { kill -0 "$vnetd_pid" 2>/dev/null; }
-
-fd_count() { ls "/proc/$vnetd_pid/fd" 2>/dev/null | wc -l; }
+vnetd_alive() { running "$vnetd_pid"; }
 
 # The steady fd count: the least of several samples (the stats writer opens
 # its file for a moment every second).
 steady_fd_count() {
     local min=999999 n
     for _ in $(seq 10); do
-        n=$(fd_count)
+        n=$(fd_count "$vnetd_pid")
         ((n < min)) && min=$n
         sleep 0.1
     done
@@ -112,7 +73,7 @@ steady_fd_count() {
 settle_fds() {
     local n
     for _ in $(seq 100); do
-        n=$(fd_count)
+        n=$(fd_count "$vnetd_pid")
         [[ $n == "$baseline_fds" ]] && {
             echo "$n"
             return 0
@@ -129,7 +90,7 @@ port_packets() {
         '.ports[] | select(.name == $p) | .queues[0][$d].packets' "$stats" 2>/dev/null || echo 0
 }
 
-tap_rx() { ip netns exec "$1" cat "/sys/class/net/$2/statistics/rx_packets" 2>/dev/null || echo 0; }
+tap_rx() { link_stat "$1" "$2" rx_packets || echo 0; }
 
 log_lines() { wc -l <"$log"; }
 
@@ -296,8 +257,11 @@ ports = ["vmA", "tapA"]
 ports = ["vmB", "tapB"]
 EOF
 
-"$vnetd_bin" --config "$work/vnetd.toml" >"$log" 2>&1 &
-vnetd_pid=$!
+bg_start --log "$log" "$vnetd_bin" --config "$work/vnetd.toml"
+vnetd_pid=$BG_PID
+# vnetd's taps go with it; should one outlive it, it goes at exit too.
+on_exit ip link del "$tap_a"
+on_exit ip link del "$tap_b"
 for _ in $(seq 100); do
     [[ -S $sock_a && -S $sock_b ]] && ip link show "$tap_a" >/dev/null 2>&1 &&
         ip link show "$tap_b" >/dev/null 2>&1 && break
@@ -310,22 +274,16 @@ done
 for pair in "$ns_a:$tap_a" "$ns_b:$tap_b"; do
     ns=${pair%%:*}
     tap=${pair#*:}
-    ip netns add "$ns" || fail "ip netns add $ns"
-    ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 \
-        net.ipv6.conf.default.disable_ipv6=1
+    netns_new "$ns"
     ip link set "$tap" netns "$ns" || fail "move $tap into $ns"
     ip -n "$ns" link set "$tap" up || fail "$tap up"
 done
 
 # Pair B: traffic for the whole run, paced so the attacker gets CPU time.
-taskset -c 0 "$pktgen_bin" --socket-path "$sock_b" --tx --size 64 --rate 2000 --duration 0 \
-    --connect-timeout 20 >"$work/pktgen_b.log" 2>&1 &
-pktgen_b_pid=$!
-for _ in $(seq 100); do
-    (($(port_packets vmB rx) > 0)) && break
-    sleep 0.1
-done
-(($(port_packets vmB rx) > 0)) || fail "pair B does not forward (vmB rx packets stay 0)"
+bg_start --log "$work/pktgen_b.log" taskset -c 0 "$pktgen_bin" --socket-path "$sock_b" --tx --size 64 \
+    --rate 2000 --duration 0 --connect-timeout 20
+b_forwards() { (($(port_packets vmB rx) > 0)); }
+wait_for 10 "pair B does not forward (vmB rx packets stay 0)" b_forwards
 require_pair_b_forwards 0 "start" 0
 sleep 1
 baseline_fds=$(steady_fd_count)
@@ -348,9 +306,9 @@ run_attack() {
     b_tap0=$(tap_rx "$ns_b" "$tap_b")
     start=$(date +%s.%N)
 
-    taskset -c 0 "$hostile_bin" --socket-path "$sock_a" --attack "$attack" \
-        --watch-pid "$vnetd_pid" "${extra[@]}" >"$out" 2>&1 &
-    bg_pid=$!
+    bg_start --log "$out" taskset -c 0 "$hostile_bin" --socket-path "$sock_a" --attack "$attack" \
+        --watch-pid "$vnetd_pid" "${extra[@]}"
+    local bg_pid=$BG_PID
     if [[ $attack == half-message ]]; then
         # During the stall: the other pair forwards and the control thread
         # keeps rewriting the stats file.
@@ -361,7 +319,7 @@ run_attack() {
     fi
     wait "$bg_pid"
     rc=$?
-    bg_pid=""
+    forget "$bg_pid"
     local took
     took=$(echo "$(date +%s.%N) - $start" | bc)
     sed 's/^/    /' "$out"
@@ -440,4 +398,4 @@ fi
 
 echo "summary (baseline $baseline_fds fds):"
 printf '  %s\n' "${summary[@]}"
-echo "PASS: ${#attacks[@]} attack(s); vnetd survived all, pair B kept forwarding"
+pass "${#attacks[@]} attack(s); vnetd survived all, pair B kept forwarding"

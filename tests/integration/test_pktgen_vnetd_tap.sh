@@ -63,24 +63,20 @@ G=${VNET_TEST_GSO_FRAMES:-2000}
 GSO_SIZE=${VNET_TEST_GSO_SIZE:-16384}
 read -r -a VNETD_EXTRA <<<"${VNET_TEST_VNETD_ARGS:-}"
 
-if [ "$(id -u)" != 0 ]; then
-    echo "SKIP: needs root (netns, tap)"
-    exit 77
-fi
+# shellcheck source=lib/common.sh
+. "$HERE/lib/common.sh"
+[ "$(id -u)" = 0 ] || skip "needs root (netns, tap)"
 for tool in ip python3 tcpdump timeout; do
-    command -v "$tool" >/dev/null || { echo "SKIP: $tool not found"; exit 77; }
+    command -v "$tool" >/dev/null || skip "$tool not found"
 done
 for bin in "$VNETD" "$PKTGEN"; do
-    [ -x "$bin" ] || { echo "FAIL: $bin not built"; exit 1; }
+    [ -x "$bin" ] || fail "$bin not built"
 done
 
-ID=$$
-WORK=$(mktemp -d /tmp/vnetd-pktgen-tap.XXXXXX)
-# shellcheck source=lib/vnetd_harness.sh
-. "$HERE/lib/vnetd_harness.sh"
-vnetd_harness_init
-NS_HOST="vpt-host-$ID"
-new_netns "$NS_HOST"
+ID=$VT_ID
+work_dir vnetd-pktgen-tap
+NS_HOST=$(ns_name vpt-host)
+netns_new "$NS_HOST"
 # Different per run, reproducible within it: the checker regenerates pktgen's sizes.
 SEED=$ID
 
@@ -88,16 +84,15 @@ SEED=$ID
 # stats STATS) whose tap TAP has been moved into NS and is up.
 start_case() {
     local label=$1
-    NS="vpt-$label-$ID"
-    TAP="vpt$ID$label"  # IFNAMSIZ: at most 15 characters
+    NS=$(ns_name vpt "$label")
+    TAP=$(link_name vpt "$label")
     SOCK="$WORK/$label.sock"
     STATS="$WORK/vnetd-$label.json"
-    new_netns "$NS"
-    ip netns exec "$NS_HOST" "$VNETD" --socket-path "$SOCK" --tap "$TAP" \
-        --stats-file "$STATS" "${VNETD_EXTRA[@]}" >"$WORK/vnetd-$label.log" 2>&1 &
-    VNETD_PID=$!
-    track "$VNETD_PID"
-    wait_for "$WORK/vnetd-$label.log" "listening on" 10 || fail "($label) vnetd did not listen"
+    netns_new "$NS"
+    bg_start --log "$WORK/vnetd-$label.log" ip netns exec "$NS_HOST" "$VNETD" --socket-path "$SOCK" \
+        --tap "$TAP" --stats-file "$STATS" "${VNETD_EXTRA[@]}"
+    VNETD_PID=$BG_PID
+    wait_for 10 "($label) vnetd did not listen" log_has "$WORK/vnetd-$label.log" "listening on"
     ip -n "$NS_HOST" link set "$TAP" netns "$NS" || fail "($label) moving $TAP into $NS"
     ip -n "$NS" link set "$TAP" up || fail "($label) $TAP up in $NS"
 }
@@ -106,22 +101,17 @@ start_case() {
 # tap, which it created, must go away with it.
 stop_vnetd() {
     stop_pid "$VNETD_PID" TERM || fail "($1) vnetd exited with status $? on SIGTERM"
-    local i
-    for ((i = 0; i < 30; i++)); do
-        ip -n "$NS" link show "$TAP" >/dev/null 2>&1 || return 0
-        sleep 0.1
-    done
-    fail "($1) $TAP still exists after vnetd exited"
+    wait_for 3 "($1) $TAP still exists after vnetd exited" link_gone
 }
+link_gone() { ! ip -n "$NS" link show "$TAP" >/dev/null 2>&1; }
 
 # start_capture LABEL: tcpdump in NS on TAP, frames the tap received only.
 start_capture() {
     PCAP="$WORK/$1.pcap"
-    ip netns exec "$NS" tcpdump -i "$TAP" -Q in -n -s 0 -B 131072 -Z root -w "$PCAP" \
-        >"$WORK/tcpdump-$1.out" 2>"$WORK/tcpdump-$1.err" &
-    TCPDUMP_PID=$!
-    track "$TCPDUMP_PID"
-    wait_for "$WORK/tcpdump-$1.err" "listening on" 10 || fail "($1) tcpdump did not start"
+    bg_start --out "$WORK/tcpdump-$1.out" --err "$WORK/tcpdump-$1.err" \
+        ip netns exec "$NS" tcpdump -i "$TAP" -Q in -n -s 0 -B 131072 -Z root -w "$PCAP"
+    TCPDUMP_PID=$BG_PID
+    wait_for 10 "($1) tcpdump did not start" log_has "$WORK/tcpdump-$1.err" "listening on"
 }
 
 # stop_capture LABEL: sets CAP_RECEIVED (frames the capture socket saw) and
@@ -154,9 +144,9 @@ case_tx() {
         fail "($label) vnet-pktgen failed"
     stop_capture "$label"
     local tap_rx tap_rx_bytes tap_rx_dropped
-    tap_rx=$(tap_stat "$NS" "$TAP" rx_packets)
-    tap_rx_bytes=$(tap_stat "$NS" "$TAP" rx_bytes)
-    tap_rx_dropped=$(tap_stat "$NS" "$TAP" rx_dropped)
+    tap_rx=$(link_stat "$NS" "$TAP" rx_packets)
+    tap_rx_bytes=$(link_stat "$NS" "$TAP" rx_bytes)
+    tap_rx_dropped=$(link_stat "$NS" "$TAP" rx_dropped)
     stop_vnetd "$label"
     local check vm_rx vm_rx_bytes vm_rx_drops tap_tx tap_tx_bytes tap_tx_drops
     read -r vm_rx vm_rx_bytes vm_rx_drops tap_tx tap_tx_bytes tap_tx_drops < <(vnetd_stats "$STATS" \
@@ -189,27 +179,22 @@ case_rx() {
     echo "== ($label) $N frames ($*) injected in the netns -> tap -> vnetd -> pktgen --rx"
     start_case "$label"
     ip -n "$NS" link set "$TAP" txqueuelen "$N" || fail "($label) txqueuelen $N"
-    timeout 300 "$PKTGEN" --socket-path "$SOCK" --rx --count "$N" --duration 240 \
-        --stats-interval 0 >"$WORK/pktgen-$label.out" 2>"$WORK/pktgen-$label.err" &
-    local pg_pid=$!
-    track "$pg_pid"
-    wait_for "$WORK/pktgen-$label.err" "link up" 30 || fail "($label) pktgen did not come up"
+    bg_start --out "$WORK/pktgen-$label.out" --err "$WORK/pktgen-$label.err" \
+        timeout 300 "$PKTGEN" --socket-path "$SOCK" --rx --count "$N" --duration 240 --stats-interval 0
+    local pg_pid=$BG_PID
+    wait_for 30 "($label) pktgen did not come up" log_has "$WORK/pktgen-$label.err" "link up"
     local sent
     sent=$(ip netns exec "$NS" timeout 300 python3 "$FRAMES" inject --ifname "$TAP" --count "$N" \
         --seed "$SEED" --dst-mac 02:00:00:00:00:01 --src-mac 02:00:00:00:00:02 "$@" \
         2>"$WORK/inject-$label.log") || fail "($label) the injector failed: $(cat "$WORK/inject-$label.log")"
     echo "($label) injector: $sent"
     # pktgen stops by itself after N frames (or at --duration: then counts differ).
-    local i
-    for ((i = 0; i < 600; i++)); do
-        kill -0 "$pg_pid" 2>/dev/null || break
-        sleep 0.1
-    done
+    wait_until 60 exited "$pg_pid"
     stop_pid "$pg_pid" INT || fail "($label) vnet-pktgen --rx failed"
     local tap_tx tap_tx_bytes tap_tx_dropped
-    tap_tx=$(tap_stat "$NS" "$TAP" tx_packets)
-    tap_tx_bytes=$(tap_stat "$NS" "$TAP" tx_bytes)
-    tap_tx_dropped=$(tap_stat "$NS" "$TAP" tx_dropped)
+    tap_tx=$(link_stat "$NS" "$TAP" tx_packets)
+    tap_tx_bytes=$(link_stat "$NS" "$TAP" tx_bytes)
+    tap_tx_dropped=$(link_stat "$NS" "$TAP" tx_dropped)
     stop_vnetd "$label"
     local vm_tx vm_tx_bytes vm_tx_drops vtap_rx vtap_rx_bytes vtap_rx_drops
     read -r vm_tx vm_tx_bytes vm_tx_drops vtap_rx vtap_rx_bytes vtap_rx_drops < <(vnetd_stats "$STATS" \
@@ -246,26 +231,23 @@ case_gso() {
     # (a plain 16 KB frame) is told apart from a GSO skb.
     PCAP="$WORK/$label.pcap"
     local hdrs="$WORK/$label.vnethdr" ready="$WORK/$label.ready"
-    ip netns exec "$NS" timeout 300 python3 "$FRAMES" capture --ifname "$TAP" --pcap "$PCAP" \
-        --vnet-hdr "$hdrs" --count "$G" --timeout 10 --ready "$ready" \
-        >"$WORK/capture-$label.out" 2>"$WORK/capture-$label.log" &
-    local cap_pid=$!
-    track "$cap_pid"
-    local i
-    for ((i = 0; i < 100; i++)); do [ -e "$ready" ] && break; sleep 0.1; done
-    [ -e "$ready" ] || fail "($label) the capture did not start"
+    bg_start --out "$WORK/capture-$label.out" --err "$WORK/capture-$label.log" \
+        ip netns exec "$NS" timeout 300 python3 "$FRAMES" capture --ifname "$TAP" --pcap "$PCAP" \
+        --vnet-hdr "$hdrs" --count "$G" --timeout 10 --ready "$ready"
+    local cap_pid=$BG_PID
+    wait_for 10 "($label) the capture did not start" test -e "$ready"
     timeout 300 "$PKTGEN" --socket-path "$SOCK" --tx --gso --count "$G" --size "$GSO_SIZE" \
         --stats-interval 0 >"$WORK/pktgen-$label.out" 2>"$WORK/pktgen-$label.err" ||
         fail "($label) vnet-pktgen --gso failed"
     # The capture ends after G frames, or 10 s after the last one.
-    for ((i = 0; i < 300; i++)); do kill -0 "$cap_pid" 2>/dev/null || break; sleep 0.1; done
+    wait_until 30 exited "$cap_pid"
     stop_pid "$cap_pid" INT || fail "($label) the capture failed: $(cat "$WORK/capture-$label.log")"
     local cap_dropped
     cap_dropped=$(awk '{print $4}' "$WORK/capture-$label.out")
     local tap_rx tap_rx_bytes tap_rx_dropped mtu
-    tap_rx=$(tap_stat "$NS" "$TAP" rx_packets)
-    tap_rx_bytes=$(tap_stat "$NS" "$TAP" rx_bytes)
-    tap_rx_dropped=$(tap_stat "$NS" "$TAP" rx_dropped)
+    tap_rx=$(link_stat "$NS" "$TAP" rx_packets)
+    tap_rx_bytes=$(link_stat "$NS" "$TAP" rx_bytes)
+    tap_rx_dropped=$(link_stat "$NS" "$TAP" rx_dropped)
     mtu=$(ip netns exec "$NS" cat "/sys/class/net/$TAP/mtu")
     stop_vnetd "$label"
     local vm_rx vm_rx_bytes vm_rx_drops tap_tx tap_tx_bytes tap_tx_drops
@@ -303,4 +285,4 @@ case_tx a2 --size 64
 case_rx b --size-range 60-1514
 case_gso c
 
-echo "PASS"
+pass

@@ -32,10 +32,8 @@ IPERF3=$(command -v iperf3 || true)
 QEMU_TIMEOUT=${VNET_QEMU_TIMEOUT:-150}
 IPERF_SECS=${VNET_QEMU_IPERF_SECS:-3}
 
-skip() {
-    echo "SKIP: $*"
-    exit 77
-}
+# shellcheck source=lib/common.sh
+. "$HERE/lib/common.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (network namespaces, taps)"
 [ -n "$QEMU" ] || skip "qemu-system-x86_64 not found (Debian package qemu-system-x86)"
 [ -n "$IPERF3" ] || skip "iperf3 not found"
@@ -56,93 +54,32 @@ if [ -z "$KERNEL" ]; then
 fi
 [ -r "$KERNEL" ] || skip "no /boot/vmlinuz-* with /lib/modules (Debian package linux-image-amd64)"
 KVER=${KERNEL#/boot/vmlinuz-}
-if [ ! -x "$VNETD" ]; then
-    echo "FAIL: $VNETD not built"
-    exit 1
-fi
+[ -x "$VNETD" ] || fail "$VNETD not built"
 
-WORK=$(mktemp -d /tmp/vnet-qemu-guest.XXXXXX)
-NS="vnet-qemu-$$"
-TAP="vnqemu$$"  # IFNAMSIZ: at most 15 characters; pids have at most 7 digits
+work_dir vnet-qemu-guest
+NS=$(ns_name vnet-qemu)
+TAP=$(link_name vnqemu)
 SOCK="$WORK/vhost-user.sock"
 STATS="$WORK/stats.json"
-HOST_IP=10.77.$(($$ % 250)).1
-GUEST_IP=10.77.$(($$ % 250)).2
-PIDS=()
+HOST_IP=10.77.$((VT_ID % 250)).1
+GUEST_IP=10.77.$((VT_ID % 250)).2
 T0=$(date +%s.%N)
-
-cleanup() {
-    local pid i
-    for pid in "${PIDS[@]}"; do
-        kill -TERM "$pid" 2>/dev/null
-    done
-    for pid in "${PIDS[@]}"; do
-        for ((i = 0; i < 50; i++)); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$pid" 2>/dev/null
-        wait "$pid" 2>/dev/null
-    done
-    ip netns del "$NS" 2>/dev/null
-    if [ "${VNET_KEEP_WORK:-0}" = 1 ]; then
-        echo "kept $WORK"
-    else
-        rm -rf "$WORK"
-    fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP PIPE
-
-fail() {
-    echo "FAIL: $*"
-    local f
-    for f in vnetd.log iperf3-server.log qemu.log console.txt; do
-        [ -s "$WORK/$f" ] || continue
-        echo "----- $f (last 40 lines)"
-        tail -n 40 "$WORK/$f"
-    done
-    exit 1
-}
-
-# wait_for SECONDS COMMAND...: until COMMAND succeeds.
-wait_for() {
-    local n=$(($1 * 10)) i
-    shift
-    for ((i = 0; i < n; i++)); do
-        "$@" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
-
-# stop_pid PID: SIGTERM, wait up to 10 s (then SIGKILL); the exit status
-# goes to STOP_RC (not printed: wait must run in this shell, not in $(...)).
-stop_pid() {
-    local i
-    kill -TERM "$1" 2>/dev/null
-    for ((i = 0; i < 100; i++)); do
-        kill -0 "$1" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -KILL "$1" 2>/dev/null
-    wait "$1" 2>/dev/null
-    STOP_RC=$?
-}
+for f in vnetd.log iperf3-server.log qemu.log console.txt; do
+    fail_log "$WORK/$f" 40
+done
 
 echo "== guest kernel $KVER; netns $NS, tap $TAP, host $HOST_IP, guest $GUEST_IP"
 bash "$HERE/qemu/build_initramfs.sh" "$KVER" "$WORK/initrd.gz" 2>"$WORK/initramfs.log" ||
     fail "initramfs: $(cat "$WORK/initramfs.log")"
 
-ip netns add "$NS" || fail "ip netns add $NS"
+netns_new "$NS"
 
 # ---- vnetd (server) and the tap ------------------------------------------
-"$VNETD" --socket-path "$SOCK" --tap "$TAP" --stats-file "$STATS" --log-level debug \
-    >"$WORK/vnetd.log" 2>&1 &
-VNETD_PID=$!
-PIDS+=("$VNETD_PID")
-wait_for 10 test -S "$SOCK" || fail "vnetd did not create $SOCK"
-wait_for 10 test -e "/sys/class/net/$TAP" || fail "vnetd did not create tap $TAP"
+bg_start --log "$WORK/vnetd.log" "$VNETD" --socket-path "$SOCK" --tap "$TAP" --stats-file "$STATS" \
+    --log-level debug
+VNETD_PID=$BG_PID
+wait_for 10 "vnetd did not create $SOCK" test -S "$SOCK"
+wait_for 10 "vnetd did not create tap $TAP" test -e "/sys/class/net/$TAP"
 ip link set "$TAP" netns "$NS" || fail "could not move $TAP into $NS"
 ip -n "$NS" addr add "$HOST_IP/24" dev "$TAP" || fail "ip addr add"
 # No IPv6 on either side: no router solicitations or DAD arriving after the
@@ -152,29 +89,26 @@ ip -n "$NS" link set "$TAP" up || fail "ip link set $TAP up"
 ip -n "$NS" link set lo up
 
 # ---- iperf3 server in the namespace (serves both client runs) -------------
-ip netns exec "$NS" "$IPERF3" -s -B "$HOST_IP" -f m >"$WORK/iperf3-server.log" 2>&1 &
-IPERF_PID=$!
-PIDS+=("$IPERF_PID")
+bg_start --log "$WORK/iperf3-server.log" ip netns exec "$NS" "$IPERF3" -s -B "$HOST_IP" -f m
+IPERF_PID=$BG_PID
 iperf_listening() { ip netns exec "$NS" ss -Hltn "sport = :5201" | grep -q LISTEN; }
-wait_for 10 iperf_listening || fail "iperf3 -s did not start listening"
+wait_for 10 "iperf3 -s did not start listening" iperf_listening
 
 # ---- the guest -------------------------------------------------------------
 # vectors=0: QEMU 7.2 TCG + vhost-user + MSI-X segfaults (peer-baselines.md).
 echo "== booting the guest (timeout ${QEMU_TIMEOUT}s)"
 T_QEMU=$(date +%s.%N)
-timeout -k 5 "$QEMU_TIMEOUT" "$QEMU" -accel tcg -m 512 -smp 1 -nodefaults -no-user-config \
+bg_start --log "$WORK/qemu.log" timeout -k 5 "$QEMU_TIMEOUT" "$QEMU" -accel tcg -m 512 -smp 1 -nodefaults -no-user-config \
     -kernel "$KERNEL" -initrd "$WORK/initrd.gz" \
     -append "console=ttyS0 quiet panic=-1 ipv6.disable=1 vnet_host=$HOST_IP vnet_guest=$GUEST_IP vnet_secs=$IPERF_SECS ${VNET_QEMU_APPEND:-}" \
     -display none -monitor none -serial "file:$WORK/console.log" -no-reboot \
     -object memory-backend-memfd,id=mem,size=512M,share=on -numa node,memdev=mem \
     -chardev "socket,id=chr0,path=$SOCK" \
     -netdev type=vhost-user,id=net0,chardev=chr0 \
-    -device virtio-net-pci,netdev=net0,mac=52:54:00:12:34:56,vectors=0,mrg_rxbuf=on,csum=on,guest_csum=on,gso=on,host_tso4=on,guest_tso4=on \
-    </dev/null >"$WORK/qemu.log" 2>&1 &
-QEMU_PID=$!
-PIDS+=("$QEMU_PID")
-while kill -0 "$QEMU_PID" 2>/dev/null; do
-    if ! kill -0 "$VNETD_PID" 2>/dev/null; then
+    -device virtio-net-pci,netdev=net0,mac=52:54:00:12:34:56,vectors=0,mrg_rxbuf=on,csum=on,guest_csum=on,gso=on,host_tso4=on,guest_tso4=on
+QEMU_PID=$BG_PID
+while running "$QEMU_PID"; do
+    if ! running "$VNETD_PID"; then
         tr -d '\r' <"$WORK/console.log" >"$WORK/console.txt" 2>/dev/null
         fail "vnetd exited while the guest was running"
     fi
@@ -182,6 +116,7 @@ while kill -0 "$QEMU_PID" 2>/dev/null; do
 done
 wait "$QEMU_PID"
 QEMU_RC=$?
+forget "$QEMU_PID"
 T_QEMU_END=$(date +%s.%N)
 tr -d '\r' <"$WORK/console.log" >"$WORK/console.txt"
 [ "$QEMU_RC" = 124 ] && fail "QEMU still running after ${QEMU_TIMEOUT}s"
@@ -189,9 +124,9 @@ tr -d '\r' <"$WORK/console.log" >"$WORK/console.txt"
 grep -q '^VNET-GUEST done' "$WORK/console.txt" || fail "the guest did not finish its script"
 
 # Stop vnetd now: it writes the final stats at exit.
-stop_pid "$IPERF_PID"
-stop_pid "$VNETD_PID"
-VNETD_RC=$STOP_RC
+stop_pid "$IPERF_PID" TERM 10
+stop_pid "$VNETD_PID" TERM 10
+VNETD_RC=$?
 [ "$VNETD_RC" = 0 ] || fail "vnetd exited with $VNETD_RC on SIGTERM"
 
 # ---- what the guest saw ------------------------------------------------------
@@ -334,4 +269,4 @@ if ((${#FAILS[@]})); then
     printf '  failed: %s\n' "${FAILS[@]}"
     fail "${#FAILS[@]} check(s) failed"
 fi
-echo "PASS"
+pass

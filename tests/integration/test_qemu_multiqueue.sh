@@ -26,10 +26,9 @@ IPERF3=$(command -v iperf3 || true)
 QEMU_TIMEOUT=${VNET_QEMU_TIMEOUT:-240}
 IPERF_SECS=${VNET_QEMU_IPERF_SECS:-4}
 
-WORK=$(mktemp -d /tmp/vnet-qemu-mq.XXXXXX)
-# shellcheck source=lib/vnetd_harness.sh
-. "$HERE/lib/vnetd_harness.sh"
-vnetd_harness_init
+# shellcheck source=lib/common.sh
+source "$HERE/lib/common.sh"
+work_dir vnet-qemu-mq
 
 [ "$(id -u)" = 0 ] || fail "needs root (network namespaces, taps)"
 [ -n "$QEMU" ] || fail "qemu-system-x86_64 not found (scripts/install-deps.sh)"
@@ -45,8 +44,8 @@ done
 [ -r "$KERNEL" ] || fail "no /boot/vmlinuz-* with /lib/modules (linux-image-amd64)"
 KVER=${KERNEL#/boot/vmlinuz-}
 
-NS="vnet-qmq-$$"
-TAP="vnqmq$$"
+NS=$(ns_name vnet-qmq)
+TAP=$(link_name vnqmq)
 SOCK="$WORK/vhost-user.sock"
 STATS="$WORK/stats.json"
 HOST_IP=10.78.$(($$ % 250)).1
@@ -54,20 +53,19 @@ GUEST_IP=10.78.$(($$ % 250)).2
 
 bash "$HERE/qemu/build_initramfs.sh" "$KVER" "$WORK/initrd.gz" 2>"$WORK/initramfs.err" ||
     fail "initramfs: $(cat "$WORK/initramfs.err")"
-new_netns "$NS"
+netns_new "$NS"
 
-"$VNETD" --socket-path "$SOCK" --tap "$TAP" --queue-pairs 2 --cpu 0 --cpu 1 \
-    --stats-file "$STATS" >"$WORK/vnetd.log" 2>&1 &
-VNETD_PID=$!
-track "$VNETD_PID"
-wait_for "$WORK/vnetd.log" "listening on" 10 || fail "vnetd did not listen"
+bg_start --log "$WORK/vnetd.log" "$VNETD" --socket-path "$SOCK" --tap "$TAP" --queue-pairs 2 \
+    --cpu 0 --cpu 1 --stats-file "$STATS"
+VNETD_PID=$BG_PID
+wait_for 10 "vnetd did not listen" log_has "$WORK/vnetd.log" "listening on"
 ip link set "$TAP" netns "$NS" || fail "could not move $TAP into $NS"
 ip -n "$NS" addr add "$HOST_IP/24" dev "$TAP" || fail "ip addr add"
 ip -n "$NS" link set "$TAP" up || fail "ip link set $TAP up"
 ip -n "$NS" link set lo up
 for port in 5201 5202; do
-    ip netns exec "$NS" "$IPERF3" -s -B "$HOST_IP" -p "$port" -f m >"$WORK/iperf3-$port.log" 2>&1 &
-    track $!
+    bg_start --log "$WORK/iperf3-$port.log" ip netns exec "$NS" "$IPERF3" -s -B "$HOST_IP" \
+        -p "$port" -f m
 done
 sleep 0.5
 
@@ -123,15 +121,7 @@ echo "== per-queue counters (guest driver vs vnetd)"
 guest 'queue-stats: '
 qstat() { guest 'queue-stats: ' | awk -v k="$1:" '$1 == k { print $2 }'; }
 # vnetd_queue PORT QUEUE DIR: packets of one queue from the stats JSON.
-vnetd_queue() {
-    python3 - "$STATS" "$@" <<'EOF'
-import json, sys
-path, port, queue, direction = sys.argv[1:5]
-for p in json.load(open(path))["ports"]:
-    if p["name"] == port:
-        print(p["queues"][int(queue)][direction]["packets"])
-EOF
-}
+vnetd_queue() { vnetd_stats "$STATS" "$1.$3.packets.$2"; }
 TOTAL_RX=0
 TOTAL_TX=0
 for q in 0 1; do
@@ -147,4 +137,4 @@ for q in 0 1; do
 done
 check_equal totals "guest_eth0_tx_packets=$(guest 'eth0 tx_packets ')" "vnetd_vm0_rx=$TOTAL_RX"
 check_equal totals "guest_eth0_rx_packets=$(guest 'eth0 rx_packets ')" "vnetd_vm0_tx=$TOTAL_TX"
-echo "PASS"
+pass

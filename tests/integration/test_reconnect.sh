@@ -40,22 +40,17 @@ K=2000
 CYCLES=3
 read -r -a VNETD_EXTRA <<<"${VNET_TEST_VNETD_ARGS:-}"
 
-if [ "$(id -u)" != 0 ]; then
-    echo "SKIP: needs root (netns, tap)"
-    exit 77
-fi
+# shellcheck source=lib/common.sh
+. "$HERE/lib/common.sh"
+[ "$(id -u)" = 0 ] || skip "needs root (netns, tap)"
 for tool in ip python3 timeout; do
-    command -v "$tool" >/dev/null || { echo "SKIP: $tool not found"; exit 77; }
+    command -v "$tool" >/dev/null || skip "$tool not found"
 done
 for bin in "$VNETD" "$PKTGEN"; do
-    [ -x "$bin" ] || { echo "FAIL: $bin not built"; exit 1; }
+    [ -x "$bin" ] || fail "$bin not built"
 done
 
-ID=$$
-WORK=$(mktemp -d /tmp/vnetd-reconnect.XXXXXX)
-# shellcheck source=lib/vnetd_harness.sh
-. "$HERE/lib/vnetd_harness.sh"
-vnetd_harness_init
+work_dir vnetd-reconnect
 
 threads_of() { awk '/^Threads:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
 guest_maps_of() { grep -c "vnet-driver-memory" "/proc/$1/maps" 2>/dev/null; }
@@ -65,63 +60,59 @@ resources_of() { echo "fds $(fd_count "$1") threads $(threads_of "$1") guest-map
 start_vnetd() {
     local label=$1
     shift
-    ip netns exec "$NS" "$VNETD" --tap "$TAP" --stats-file "$STATS" "${VNETD_EXTRA[@]}" "$@" \
-        >"$WORK/vnetd-$label.log" 2>&1 &
-    VNETD_PID=$!
-    track "$VNETD_PID"
+    bg_start --log "$WORK/vnetd-$label.log" \
+        ip netns exec "$NS" "$VNETD" --tap "$TAP" --stats-file "$STATS" "${VNETD_EXTRA[@]}" "$@"
+    VNETD_PID=$BG_PID
 }
 
 # start_pktgen LOGNAME ARGS...: PKTGEN_PID; stdout in LOGNAME.out, stderr in LOGNAME.err.
 start_pktgen() {
     local name=$1
     shift
-    "$PKTGEN" --socket-path "$SOCK" --stats-interval 0 "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
-    PKTGEN_PID=$!
-    track "$PKTGEN_PID"
+    bg_start --out "$WORK/$name.out" --err "$WORK/$name.err" \
+        "$PKTGEN" --socket-path "$SOCK" --stats-interval 0 "$@"
+    PKTGEN_PID=$BG_PID
 }
 
 # wait_tap_growth LABEL FROM AT_LEAST: tap rx_packets passes FROM + AT_LEAST within 20 s.
 wait_tap_growth() {
-    local i now
-    for ((i = 0; i < 200; i++)); do
-        now=$(tap_stat "$NS" "$TAP" rx_packets)
-        [ "$now" -ge $(($2 + $3)) ] && return 0
-        kill -0 "$VNETD_PID" 2>/dev/null || fail "($1) vnetd died"
-        sleep 0.1
-    done
+    wait_until 20 tap_grew_or_vnetd_died "$2" "$3"
+    local now
+    now=$(link_stat "$NS" "$TAP" rx_packets)
+    [ "$now" -ge $(($2 + $3)) ] 2>/dev/null && return 0
+    running "$VNETD_PID" || fail "($1) vnetd died"
     fail "($1) the tap's rx_packets stayed at $now (from $2): traffic did not resume"
+}
+# tap_grew_or_vnetd_died FROM AT_LEAST: tap rx_packets >= FROM + AT_LEAST,
+# or no vnetd any more (no use waiting then).
+tap_grew_or_vnetd_died() {
+    running "$VNETD_PID" || return 0
+    [ "$(link_stat "$NS" "$TAP" rx_packets)" -ge $(($1 + $2)) ]
 }
 
 # after_kill LABEL CLOSED_COUNT: vnetd survived the guest's death and let go
 # of everything that guest had (fds, threads, its memory mappings).
 after_kill() {
-    local label=$1 closed=$2 i now
-    wait_for_count "$WORK/vnetd-$label.log" "connection closed" "$closed" 10 ||
-        fail "($label) vnetd did not notice the guest's death"
-    kill -0 "$VNETD_PID" 2>/dev/null || fail "($label) vnetd (pid $VNETD_PID) died with the guest"
-    for ((i = 0; i < 50; i++)); do
-        now=$(resources_of "$VNETD_PID")
-        [ "$now" = "$BASELINE" ] && break
-        sleep 0.1
-    done
+    local label=$1 closed=$2 now
+    wait_for 10 "($label) vnetd did not notice the guest's death" \
+        log_count "$WORK/vnetd-$label.log" "connection closed" "$closed"
+    running "$VNETD_PID" || fail "($label) vnetd (pid $VNETD_PID) died with the guest"
+    wait_until 5 at_baseline
+    now=$RESOURCES_NOW
     [ "$now" = "$BASELINE" ] || fail "($label) vnetd holds $now after the guest died, baseline $BASELINE"
     # Nothing of the dead guest's ring reaches the tap any more.
     local a b
-    a=$(tap_stat "$NS" "$TAP" rx_packets)
+    a=$(link_stat "$NS" "$TAP" rx_packets)
     sleep 0.3
-    b=$(tap_stat "$NS" "$TAP" rx_packets)
+    b=$(link_stat "$NS" "$TAP" rx_packets)
     [ "$a" = "$b" ] || fail "($label) the tap still receives ($a -> $b) with the guest gone"
     echo "($label) guest $closed gone: vnetd pid $VNETD_PID alive, $now, tap rx_packets $b"
 }
 
-# wait_for_count FILE REGEX N SECONDS: at least N lines match.
-wait_for_count() {
-    local i
-    for ((i = 0; i < $4 * 10; i++)); do
-        [ "$(grep -cE "$2" "$1" 2>/dev/null)" -ge "$3" ] && return 0
-        sleep 0.1
-    done
-    return 1
+# at_baseline: vnetd's resources (kept in RESOURCES_NOW) equal BASELINE.
+at_baseline() {
+    RESOURCES_NOW=$(resources_of "$VNETD_PID")
+    [ "$RESOURCES_NOW" = "$BASELINE" ]
 }
 
 # exact_run LABEL ARGS...: one pktgen --tx --count M run; the tap's
@@ -130,12 +121,11 @@ exact_run() {
     local label=$1 name=$2
     shift 2
     local before after
-    before=$(tap_stat "$NS" "$TAP" rx_packets)
+    before=$(link_stat "$NS" "$TAP" rx_packets)
     start_pktgen "$name" --tx --count "$M" --size 64 "$@"
-    local i
-    for ((i = 0; i < 600; i++)); do kill -0 "$PKTGEN_PID" 2>/dev/null || break; sleep 0.1; done
+    wait_until 60 exited "$PKTGEN_PID"
     stop_pid "$PKTGEN_PID" INT || fail "($label) the exact run's pktgen failed"
-    after=$(tap_stat "$NS" "$TAP" rx_packets)
+    after=$(link_stat "$NS" "$TAP" rx_packets)
     check_equal "$label" "sent=$M" "pktgen_tx-packets=$(pktgen_value "$WORK/$name.out" tx-packets)" \
         "kernel_tap_rx_packets_growth=$((after - before))"
 }
@@ -144,10 +134,10 @@ exact_run() {
 final_totals() {
     local label=$1 injected=$2
     local tap_rx tap_rx_dropped tap_tx tap_tx_dropped
-    tap_rx=$(tap_stat "$NS" "$TAP" rx_packets)
-    tap_rx_dropped=$(tap_stat "$NS" "$TAP" rx_dropped)
-    tap_tx=$(tap_stat "$NS" "$TAP" tx_packets)
-    tap_tx_dropped=$(tap_stat "$NS" "$TAP" tx_dropped)
+    tap_rx=$(link_stat "$NS" "$TAP" rx_packets)
+    tap_rx_dropped=$(link_stat "$NS" "$TAP" rx_dropped)
+    tap_tx=$(link_stat "$NS" "$TAP" tx_packets)
+    tap_tx_dropped=$(link_stat "$NS" "$TAP" tx_dropped)
     stop_pid "$VNETD_PID" TERM || fail "($label) vnetd exited with status $? on SIGTERM"
     local vm_rx vm_rx_drops vtap_tx vtap_tx_drops vtap_rx vtap_rx_drops vm_tx vm_tx_drops
     read -r vm_rx vm_rx_drops vtap_tx vtap_tx_drops vtap_rx vtap_rx_drops vm_tx vm_tx_drops < <(
@@ -163,21 +153,21 @@ final_totals() {
 
 # ---------------------------------------------------------------- (a)
 echo "== (a) vnetd server; vnet-pktgen --tx SIGKILLed mid-traffic $CYCLES times"
-NS="vrc-a-$ID"
-TAP="vrc${ID}a"
+NS=$(ns_name vrc-a)
+TAP=$(link_name vrc a)
 SOCK="$WORK/a.sock"
 STATS="$WORK/vnetd-a.json"
-new_netns "$NS"
+netns_new "$NS"
 start_vnetd a --socket-path "$SOCK"
-wait_for "$WORK/vnetd-a.log" "listening on" 10 || fail "(a) vnetd did not listen"
+wait_for 10 "(a) vnetd did not listen" log_has "$WORK/vnetd-a.log" "listening on"
 ip -n "$NS" link set "$TAP" up txqueuelen 10000 || fail "(a) $TAP up"
 BASELINE=$(resources_of "$VNETD_PID")
 echo "(a) vnetd pid $VNETD_PID baseline: $BASELINE"
 
 for ((cycle = 1; cycle <= CYCLES; cycle++)); do
-    before=$(tap_stat "$NS" "$TAP" rx_packets)
+    before=$(link_stat "$NS" "$TAP" rx_packets)
     start_pktgen "pktgen-a$cycle" --tx --size 64
-    wait_for "$WORK/pktgen-a$cycle.err" "link up" 15 || fail "(a) guest $cycle did not come up"
+    wait_for 15 "(a) guest $cycle did not come up" log_has "$WORK/pktgen-a$cycle.err" "link up"
     wait_tap_growth a "$before" 20000
     stop_pid "$PKTGEN_PID" KILL
     after_kill a "$cycle"
@@ -186,11 +176,11 @@ done
 exact_run a pktgen-a-exact
 echo "(a) a guest receives $K frames injected from the netns"
 start_pktgen pktgen-a-rx --rx --count "$K" --duration 60
-wait_for "$WORK/pktgen-a-rx.err" "link up" 15 || fail "(a) the receiving guest did not come up"
+wait_for 15 "(a) the receiving guest did not come up" log_has "$WORK/pktgen-a-rx.err" "link up"
 sent=$(ip netns exec "$NS" timeout 60 python3 "$FRAMES" inject --ifname "$TAP" --count "$K" \
     --size 64 --dst-mac 02:00:00:00:00:01 --src-mac 02:00:00:00:00:02 2>"$WORK/inject-a.log") ||
     fail "(a) the injector failed"
-for ((i = 0; i < 300; i++)); do kill -0 "$PKTGEN_PID" 2>/dev/null || break; sleep 0.1; done
+wait_until 30 exited "$PKTGEN_PID"
 stop_pid "$PKTGEN_PID" INT || fail "(a) pktgen --rx failed"
 OUT="$WORK/pktgen-a-rx.out"
 check_equal a "injected=$(awk '{print $2}' <<<"$sent")" "pktgen_rx-packets=$(pktgen_value "$OUT" rx-packets)" \
@@ -201,13 +191,13 @@ final_totals a "$K"
 
 # ---------------------------------------------------------------- (b)
 echo "== (b) vnetd --client; vnet-pktgen --server SIGKILLed and restarted on the same path $CYCLES times"
-NS="vrc-b-$ID"
-TAP="vrc${ID}b"
+NS=$(ns_name vrc-b)
+TAP=$(link_name vrc b)
 SOCK="$WORK/b.sock"
 STATS="$WORK/vnetd-b.json"
-new_netns "$NS"
+netns_new "$NS"
 start_vnetd b --socket-path "$SOCK" --client
-wait_for "$WORK/vnetd-b.log" "connect failed" 10 || fail "(b) vnetd did not try to connect"
+wait_for 10 "(b) vnetd did not try to connect" log_has "$WORK/vnetd-b.log" "connect failed"
 ip -n "$NS" link set "$TAP" up || fail "(b) $TAP up"
 # A reconnect attempt holds a socket for a moment: take two equal samples.
 for ((i = 0; i < 20; i++)); do
@@ -230,7 +220,7 @@ listen_and_time() {
     for ((i = 0; i < 400; i++)); do
         [ -z "$t_listen" ] && [ -S "$SOCK" ] && t_listen=$(date +%s%N)
         grep -q "link up" "$WORK/$name.err" 2>/dev/null && break
-        kill -0 "$PKTGEN_PID" 2>/dev/null || fail "(b) $name exited before vnetd connected"
+        running "$PKTGEN_PID" || fail "(b) $name exited before vnetd connected"
         sleep 0.05
     done
     t1=$(date +%s%N)
@@ -242,7 +232,7 @@ listen_and_time() {
 }
 
 for ((cycle = 1; cycle <= CYCLES; cycle++)); do
-    before=$(tap_stat "$NS" "$TAP" rx_packets)
+    before=$(link_stat "$NS" "$TAP" rx_packets)
     listen_and_time "pktgen-b$cycle" --tx --size 64
     wait_tap_growth b "$before" 20000
     stop_pid "$PKTGEN_PID" KILL
@@ -251,14 +241,14 @@ for ((cycle = 1; cycle <= CYCLES; cycle++)); do
     sleep "${DOWNTIME[$cycle]}"
 done
 
-before=$(tap_stat "$NS" "$TAP" rx_packets)
+before=$(link_stat "$NS" "$TAP" rx_packets)
 listen_and_time pktgen-b-exact --tx --size 64 --count "$M"
 echo "(b) last guest: vnetd connected after $RECONNECT_MS ms (listener was away ${DOWNTIME[$CYCLES]} s)"
-for ((i = 0; i < 600; i++)); do kill -0 "$PKTGEN_PID" 2>/dev/null || break; sleep 0.1; done
+wait_until 60 exited "$PKTGEN_PID"
 stop_pid "$PKTGEN_PID" INT || fail "(b) the exact run's pktgen failed"
 check_equal b "sent=$M" "pktgen_tx-packets=$(pktgen_value "$WORK/pktgen-b-exact.out" tx-packets)" \
-    "kernel_tap_rx_packets_growth=$(($(tap_stat "$NS" "$TAP" rx_packets) - before))"
+    "kernel_tap_rx_packets_growth=$(($(link_stat "$NS" "$TAP" rx_packets) - before))"
 after_kill b $((CYCLES + 1))
 final_totals b 0
 
-echo "PASS"
+pass

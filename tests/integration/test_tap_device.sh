@@ -7,7 +7,7 @@
 # netns, in both writer modes; frames sent from the netns must be read back.
 # Also: offloads applied for real (ethtool -k), open errors are clear, IFF_NAPI
 # opens when offered, and a tap goes away with its fd unless persistent.
-# Everything it makes is named after $$ and removed on exit.
+# Everything it makes is named after its pid and removed on exit.
 set -euo pipefail
 
 build=${1:?usage: test_tap_device.sh BUILD_DIR}
@@ -15,34 +15,20 @@ here=$(cd "$(dirname "$0")" && pwd)
 probe_bin=$build/tests/integration/tools/tap_probe
 frames_py=$here/tools/tap_frames.py
 
-ns=vtns$$
-tap=vt$$
-napi_tap=vtn$$
-persist_tap=vtp$$
-work=$(mktemp -d /tmp/test_tap_device.XXXXXX)
+# shellcheck source=lib/common.sh
+. "$here/lib/common.sh"
+ns=$(ns_name vtns)
+tap=$(link_name vt)
+napi_tap=$(link_name vtn)
+persist_tap=$(link_name vtp)
+work_dir test_tap_device
+work=$WORK
+fail_log "$work/probe.log" 1000
 probe_pid=""
 capture_pid=""
-
-cleanup() {
-    set +e
-    for pid in $capture_pid $probe_pid; do
-        kill "$pid" 2>/dev/null
-        wait "$pid" 2>/dev/null
-    done
-    ip netns del "$ns" 2>/dev/null
-    for dev in "$tap" "$napi_tap" "$persist_tap"; do
-        ip link del "$dev" 2>/dev/null
-    done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() {
-    echo "FAIL: $*"
-    [[ -s $work/probe.log ]] && sed 's/^/  tap_probe: /' "$work/probe.log"
-    exit 1
-}
-pass() { echo "ok: $*"; }
+for dev in "$tap" "$napi_tap" "$persist_tap"; do
+    on_exit ip link del "$dev"
+done
 
 # value of key=value in a line: field KEY LINE
 field() { grep -o "\b$1=[^ ]*" <<<"$2" | head -1 | cut -d= -f2-; }
@@ -55,6 +41,7 @@ field() { grep -o "\b$1=[^ ]*" <<<"$2" | head -1 | cut -d= -f2-; }
 probe_start() {
     coproc PROBE { exec "$probe_bin" serve "$@" 2>>"$work/probe.log"; }
     probe_pid=$PROBE_PID
+    track "$probe_pid"
     probe_in=${PROBE[1]}
     probe_out=${PROBE[0]}
     IFS= read -r -t 20 -u "$probe_out" ready || fail "tap_probe serve $* did not start"
@@ -80,6 +67,7 @@ probe_quit() {
     echo quit >&"$probe_in"
     local rc=0
     wait "$probe_pid" || rc=$?
+    forget "$probe_pid"
     probe_pid=""
     [[ $rc == 0 ]] || fail "tap_probe exited with $rc"
 }
@@ -87,19 +75,17 @@ probe_quit() {
 # ---- AF_PACKET capture in the netns, started before the writer writes.
 capture_start() { # ifname count tag size
     rm -f "$work/ready"
-    ip netns exec "$ns" python3 "$frames_py" capture --ifname "$1" --count "$2" --tag "$3" \
-        --size "$4" --timeout 20 --ready "$work/ready" >"$work/capture.out" 2>&1 &
-    capture_pid=$!
-    for _ in $(seq 100); do
-        [[ -e $work/ready ]] && return 0
-        sleep 0.1
-    done
+    bg_start --log "$work/capture.out" ip netns exec "$ns" python3 "$frames_py" capture \
+        --ifname "$1" --count "$2" --tag "$3" --size "$4" --timeout 20 --ready "$work/ready"
+    capture_pid=$BG_PID
+    wait_until 10 test -e "$work/ready" && return 0
     fail "capture did not start: $(cat "$work/capture.out")"
 }
 
 capture_wait() {
     local rc=0
     wait "$capture_pid" || rc=$?
+    forget "$capture_pid"
     capture_pid=""
     [[ $rc == 0 ]] || fail "capture: $(cat "$work/capture.out")"
 }
@@ -114,7 +100,7 @@ check_tx() { # ifname mode count size tag
     used=$(field mode "$answer")
     [[ $used == "$2" ]] || echo "warning: $2 requested, $used used (io_uring unavailable?)"
     capture_wait
-    pass "$3 frames of $4 B written with $used arrived byte-exact in order ($1)"
+    ok "$3 frames of $4 B written with $used arrived byte-exact in order ($1)"
 }
 
 # RX: the netns sends COUNT frames; tap_probe must read each, exactly.
@@ -124,7 +110,7 @@ check_rx() { # ifname count size tag
     probe_cmd read "$2" 5000
     python3 "$frames_py" verify --count "$2" --tag "$4" --size "$3" <"$work/answer.txt" ||
         fail "read back from $1"
-    pass "$2 frames of $3 B sent from the netns were read back byte-exact ($1)"
+    ok "$2 frames of $3 B sent from the netns were read back byte-exact ($1)"
 }
 
 link_gone() { ! ip link show "$1" >/dev/null 2>&1 && ! ip -n "$ns" link show "$1" >/dev/null 2>&1; }
@@ -139,12 +125,11 @@ if "$probe_bin" serve --name way-too-long-name </dev/null 2>"$work/err"; then
     fail "a 17-character name was accepted"
 fi
 grep -q "way-too-long-name.*at most 15" "$work/err" || fail "unclear error: $(cat "$work/err")"
-pass "a too-long name fails with: $(cat "$work/err")"
+ok "a too-long name fails with: $(cat "$work/err")"
 
-ip netns add "$ns"
 # No IPv6 router solicitations or MLD reports on the moved tap: the reader
 # should see only test frames (others are skipped anyway).
-ip netns exec "$ns" sysctl -qw net.ipv6.conf.default.disable_ipv6=1 net.ipv6.conf.all.disable_ipv6=1
+netns_new "$ns"
 
 # ---- a created tap with MTU, txqueuelen and link up
 probe_start --name "$tap" --mtu 1400 --txqueuelen 2000
@@ -153,14 +138,14 @@ probe_start --name "$tap" --mtu 1400 --txqueuelen 2000
 link=$(ip link show "$tap")
 grep -q "mtu 1400" <<<"$link" && grep -q "qlen 2000" <<<"$link" && grep -q "[<,]UP[,>]" <<<"$link" ||
     fail "ip link disagrees: $link"
-pass "created $tap: $ready"
+ok "created $tap: $ready"
 
 # A second single-queue opener of the same name is refused, with a hint.
 if "$probe_bin" serve --name "$tap" </dev/null 2>"$work/err"; then
     fail "a second single-queue open of $tap succeeded"
 fi
 grep -q "TUNSETIFF failed.*EBUSY.*multi_queue" "$work/err" || fail "unclear error: $(cat "$work/err")"
-pass "a second opener fails with: $(cat "$work/err")"
+ok "a second opener fails with: $(cat "$work/err")"
 
 # ---- offloads, applied for real and read back with ethtool
 all=guest_csum,guest_tso4,guest_tso6,guest_ecn,guest_ufo,guest_uso4,guest_uso6
@@ -178,7 +163,7 @@ if command -v ethtool >/dev/null; then
         grep -q "^tx-udp-segmentation: on" <<<"$k" || fail "USO applied but not on: $k"
     fi
 fi
-pass "all GUEST_* offloads -> TUNSETOFFLOAD $applied (kernel $(uname -r))"
+ok "all GUEST_* offloads -> TUNSETOFFLOAD $applied (kernel $(uname -r))"
 
 probe_cmd offloads guest_tso4,guest_tso6,guest_uso4,guest_uso6
 [[ $(field applied "$answer") == none ]] || fail "segmentation without GUEST_CSUM: $answer"
@@ -187,11 +172,11 @@ if command -v ethtool >/dev/null; then
     grep -q "^tx-checksumming: off" <<<"$k" && grep -q "^tcp-segmentation-offload: off" <<<"$k" ||
         fail "ethtool after none: $k"
 fi
-pass "TSO/USO without GUEST_CSUM -> none"
+ok "TSO/USO without GUEST_CSUM -> none"
 
 probe_cmd offloads guest_csum,guest_uso4,guest_ecn
 [[ $(field applied "$answer") == csum ]] || fail "USO4 alone / ECN alone: $answer"
-pass "GUEST_USO4 without USO6 and GUEST_ECN without TSO -> csum only"
+ok "GUEST_USO4 without USO6 and GUEST_ECN without TSO -> csum only"
 probe_cmd offloads none
 
 # ---- move the link into the netns; the fd keeps working
@@ -207,7 +192,7 @@ check_rx "$tap" 50 1414 10
 
 probe_quit
 link_gone "$tap" || fail "$tap still exists after its only fd closed"
-pass "$tap went away with its fd (not persistent)"
+ok "$tap went away with its fd (not persistent)"
 
 # ---- IFF_NAPI
 if [[ $napi_offered == 1 ]]; then
@@ -220,18 +205,18 @@ if [[ $napi_offered == 1 ]]; then
     check_rx "$napi_tap" 64 64 11
     probe_quit
     link_gone "$napi_tap" || fail "$napi_tap still exists"
-    pass "IFF_NAPI tap works and went away with its fd"
+    ok "IFF_NAPI tap works and went away with its fd"
 
     probe_start --name "$napi_tap" --napi --napi-frags
     [[ $(field napi_frags "$ready") == 1 ]] || fail "IFF_NAPI_FRAGS not reported: $ready"
     probe_quit
-    pass "IFF_NAPI_FRAGS opens when offered"
+    ok "IFF_NAPI_FRAGS opens when offered"
 else
     if "$probe_bin" serve --name "$napi_tap" --napi </dev/null 2>"$work/err"; then
         fail "--napi accepted although TUNGETFEATURES does not offer it"
     fi
     grep -q "does not offer" "$work/err" || fail "unclear error: $(cat "$work/err")"
-    pass "IFF_NAPI not offered here; asking for it fails with: $(cat "$work/err")"
+    ok "IFF_NAPI not offered here; asking for it fails with: $(cat "$work/err")"
 fi
 
 # ---- persist, and attaching more queues to an existing multi-queue tap
@@ -240,16 +225,16 @@ probe_start --name "$persist_tap" --persist --multi-queue
 second=$("$probe_bin" serve --name "$persist_tap" --multi-queue </dev/null 2>>"$work/probe.log") ||
     fail "second queue of $persist_tap"
 [[ $(field created "$second") == 0 ]] || fail "second queue: $second"
-pass "a second queue attaches to multi-queue $persist_tap"
+ok "a second queue attaches to multi-queue $persist_tap"
 probe_quit
 ip link show "$persist_tap" >/dev/null 2>&1 || fail "persistent $persist_tap vanished with its fd"
-pass "persistent $persist_tap outlives its fd"
+ok "persistent $persist_tap outlives its fd"
 
 probe_start --name "$persist_tap" --multi-queue
 [[ $(field created "$ready") == 0 ]] || fail "re-open of $persist_tap: $ready"
 probe_cmd persist 0
 probe_quit
 link_gone "$persist_tap" || fail "$persist_tap still exists after persist 0 and close"
-pass "after TUNSETPERSIST 0, $persist_tap went away with its fd"
+ok "after TUNSETPERSIST 0, $persist_tap went away with its fd"
 
-echo "PASS test_tap_device"
+pass

@@ -38,28 +38,24 @@ BPF="$BUILD_DIR/bpf"
 HERE=$(cd "$(dirname "$0")" && pwd)
 N=${VNET_TEST_FRAMES:-20000}
 
-if [ "$(id -u)" != 0 ]; then
-    echo "SKIP: needs root (netns, tap, BPF)"
-    exit 77
-fi
+# shellcheck source=lib/common.sh
+. "$HERE/lib/common.sh"
+[ "$(id -u)" = 0 ] || skip "needs root (netns, tap, BPF)"
 for tool in ip python3 tcpdump timeout; do
-    command -v "$tool" >/dev/null || { echo "SKIP: $tool not found"; exit 77; }
+    command -v "$tool" >/dev/null || skip "$tool not found"
 done
 for bin in "$VNETD" "$PKTGEN" "$PROBE" "$BPF/xdp_drop.bpf.o" "$BPF/xdp_pass.bpf.o" \
     "$BPF/xdp_redirect.bpf.o"; do
-    [ -e "$bin" ] || { echo "FAIL: $bin not built"; exit 1; }
+    [ -e "$bin" ] || fail "$bin not built"
 done
 
-ID=$$
-WORK=$(mktemp -d /tmp/vnetd-tap-xdp.XXXXXX)
-# shellcheck source=lib/vnetd_harness.sh
-. "$HERE/lib/vnetd_harness.sh"
-vnetd_harness_init
-NS="vxdp-$ID"
-new_netns "$NS"
-# Both taps live in NS, which the harness deletes at exit (and them with it).
-TAP="vxa$ID"   # IFNAMSIZ: at most 15 characters
-RTAP="vxr$ID"
+ID=$VT_ID
+work_dir vnetd-tap-xdp
+NS=$(ns_name vxdp)
+netns_new "$NS"
+# Both taps live in NS, which is deleted at exit (and them with it).
+TAP=$(link_name vxa)
+RTAP=$(link_name vxr)
 ip -n "$NS" tuntap add dev "$TAP" mode tap vnet_hdr || fail "ip tuntap add $TAP"
 ip -n "$NS" link set "$TAP" up || fail "$TAP up"
 
@@ -97,11 +93,10 @@ start_vnetd() {
     SOCK="$WORK/$label.sock"
     STATS="$WORK/vnetd-$label.json"
     LOG="$WORK/vnetd-$label.log"
-    ip netns exec "$NS" "$VNETD" --socket-path "$SOCK" --tap "$TAP" --stats-file "$STATS" "$@" \
-        >"$LOG" 2>&1 &
-    VNETD_PID=$!
-    track "$VNETD_PID"
-    wait_for "$LOG" "listening on" 10 || fail "($label) vnetd did not listen"
+    bg_start --log "$LOG" \
+        ip netns exec "$NS" "$VNETD" --socket-path "$SOCK" --tap "$TAP" --stats-file "$STATS" "$@"
+    VNETD_PID=$BG_PID
+    wait_for 10 "($label) vnetd did not listen" log_has "$LOG" "listening on"
 }
 
 # send LABEL: pktgen sends exactly N frames of 64 B through vnetd.
@@ -133,16 +128,15 @@ stop_vnetd() {
 
 # counters: tap rx_packets, rx_dropped, vnetd's tap tx count comes later.
 snapshot() {
-    RX0=$(tap_stat "$NS" "$TAP" rx_packets)
-    DROP0=$(tap_stat "$NS" "$TAP" rx_dropped)
+    RX0=$(link_stat "$NS" "$TAP" rx_packets)
+    DROP0=$(link_stat "$NS" "$TAP" rx_dropped)
 }
 
 start_capture() {
-    ip netns exec "$NS" tcpdump -i "$TAP" -Q in -n -s 0 -B 65536 -Z root -w "$WORK/$1.pcap" \
-        >"$WORK/tcpdump-$1.out" 2>"$WORK/tcpdump-$1.err" &
-    TCPDUMP_PID=$!
-    track "$TCPDUMP_PID"
-    wait_for "$WORK/tcpdump-$1.err" "listening on" 10 || fail "($1) tcpdump did not start"
+    bg_start --out "$WORK/tcpdump-$1.out" --err "$WORK/tcpdump-$1.err" \
+        ip netns exec "$NS" tcpdump -i "$TAP" -Q in -n -s 0 -B 65536 -Z root -w "$WORK/$1.pcap"
+    TCPDUMP_PID=$BG_PID
+    wait_for 10 "($1) tcpdump did not start" log_has "$WORK/tcpdump-$1.err" "listening on"
 }
 
 # stop_capture LABEL: CAP_RECEIVED = frames the capture saw.
@@ -169,8 +163,8 @@ case_local() {
     send "$label"
     stop_capture "$label"
     local rx dropped
-    rx=$(($(tap_stat "$NS" "$TAP" rx_packets) - RX0))
-    dropped=$(($(tap_stat "$NS" "$TAP" rx_dropped) - DROP0))
+    rx=$(($(link_stat "$NS" "$TAP" rx_packets) - RX0))
+    dropped=$(($(link_stat "$NS" "$TAP" rx_dropped) - DROP0))
     stop_vnetd "$label" "$want_mode"
     local vtap_tx vtap_drops
     read -r vtap_tx vtap_drops < <(vnetd_stats "$STATS" "$TAP.tx.packets" "$TAP.tx.drops")
@@ -188,25 +182,24 @@ case_redirect() {
     mkfifo "$WORK/probe.in"
     # RTAP's queue holds every frame, so the count does not depend on
     # how fast tap_probe reads.
-    ip netns exec "$NS" "$PROBE" serve --name "$RTAP" --txqueuelen $((N + 1000)) \
-        <"$WORK/probe.in" >"$WORK/probe.out" 2>"$WORK/probe.err" &
-    local probe_pid=$!
-    track "$probe_pid"
+    bg_start --in "$WORK/probe.in" --out "$WORK/probe.out" --err "$WORK/probe.err" \
+        ip netns exec "$NS" "$PROBE" serve --name "$RTAP" --txqueuelen $((N + 1000))
+    local probe_pid=$BG_PID
     exec 7>"$WORK/probe.in"
-    wait_for "$WORK/probe.out" "^ready" 10 || fail "($label) tap_probe did not open $RTAP"
+    wait_for 10 "($label) tap_probe did not open $RTAP" log_has "$WORK/probe.out" "^ready"
     local rtap_tx0
-    rtap_tx0=$(tap_stat "$NS" "$RTAP" tx_packets)
+    rtap_tx0=$(link_stat "$NS" "$RTAP" tx_packets)
     start_vnetd "$label" --tap-xdp "$BPF/xdp_redirect.bpf.o:xdp" --tap-xdp-redirect "$RTAP"
     grep -q "redirect to $RTAP" "$LOG" || fail "($label) vnetd did not log the redirect"
     snapshot
     send "$label"
     # pktgen's frames are not tap_probe's test frames: they count as "other".
     echo "read 1 3000" >&7
-    wait_for "$WORK/probe.out" "^ok read=" 20 || fail "($label) tap_probe did not answer"
+    wait_for 20 "($label) tap_probe did not answer" log_has "$WORK/probe.out" "^ok read="
     local line read_other rx dropped rtap_tx
-    rx=$(($(tap_stat "$NS" "$TAP" rx_packets) - RX0))
-    dropped=$(($(tap_stat "$NS" "$TAP" rx_dropped) - DROP0))
-    rtap_tx=$(($(tap_stat "$NS" "$RTAP" tx_packets) - rtap_tx0))
+    rx=$(($(link_stat "$NS" "$TAP" rx_packets) - RX0))
+    dropped=$(($(link_stat "$NS" "$TAP" rx_dropped) - DROP0))
+    rtap_tx=$(($(link_stat "$NS" "$RTAP" tx_packets) - rtap_tx0))
     echo "quit" >&7
     exec 7>&-
     stop_pid "$probe_pid" TERM
@@ -226,7 +219,8 @@ case_bad() {
     local label=$1 want=$2
     shift 2
     echo "== ($label) vnetd $*"
-    local badtap="vxb$ID"
+    local badtap
+    badtap=$(link_name vxb)
     ip netns exec "$NS" timeout 20 "$VNETD" --socket-path "$WORK/$label.sock" --tap "$badtap" \
         "$@" >"$WORK/vnetd-$label.log" 2>&1
     local rc=$?
@@ -257,4 +251,4 @@ case_bad redirect-nowhere \
     "tap '@TAP@': xdp_redirect 'vxn$ID': no such network device in vnetd's network namespace" \
     --tap-xdp "$BPF/xdp_redirect.bpf.o" --tap-xdp-redirect "vxn$ID"
 
-echo "PASS"
+pass

@@ -31,42 +31,22 @@ TESTPMD=$(command -v dpdk-testpmd || true)
 SECONDS_TX=${VNET_TEST_SECONDS:-3}
 N_FRAMES=${VNET_TEST_FRAMES:-20000}
 
-WORK=$(mktemp -d /tmp/vnetd-mq.XXXXXX)
-# shellcheck source=lib/vnetd_harness.sh
-. "$HERE/lib/vnetd_harness.sh"
-vnetd_harness_init
+# shellcheck source=lib/common.sh
+source "$HERE/lib/common.sh"
+work_dir vnetd-mq
 
 [ "$(id -u)" = 0 ] || fail "needs root (netns, tap, DPDK EAL)"
 [ -n "$TESTPMD" ] || fail "dpdk-testpmd not found (scripts/install-deps.sh installs dpdk-dev)"
 [ -x "$VNETD" ] || fail "$VNETD not built"
 
-ID=$$
-PREFIX="vnetd-mq-$ID"
-TAP="vmq$ID"
-NS_HOST="vnetd-mq-h-$ID"
-NS="vnetd-mq-n-$ID"
-LAST_CPU=$(($(nproc) - 1))
-EAL=(--lcores "0@$LAST_CPU,1@0" --main-lcore 0 --no-pci --no-huge -m 512)
-trap 'rm -rf /var/run/dpdk/"$PREFIX"-?; vnetd_harness_cleanup' EXIT
+TAP=$(link_name vmq)
+NS_HOST=$(ns_name vnetd-mq h)
+NS=$(ns_name vnetd-mq n)
+netns_new "$NS_HOST"
+netns_new "$NS"
 
-new_netns "$NS_HOST"
-new_netns "$NS"
-
-# vnetd_queue FILE PORT QUEUE DIR FIELD: one per-queue counter of the stats
-# JSON (FIELD drops: the sum of every reason).
-vnetd_queue() {
-    python3 - "$@" <<'EOF'
-import json, sys
-path, port, queue, direction, field = sys.argv[1:6]
-for p in json.load(open(path))["ports"]:
-    if p["name"] == port:
-        c = p["queues"][int(queue)][direction]
-        print(sum(c["drops"].values()) if field == "drops" else c[field])
-        break
-else:
-    sys.exit(f"no port {port} in {path}")
-EOF
-}
+# vnetd_queue FILE PORT QUEUE DIR FIELD: one per-queue counter.
+vnetd_queue() { vnetd_stats "$1" "$2.$4.$5.$3"; }
 
 # testpmd_stream LOG QUEUE FIELD: FIELD of testpmd's per-stream forward
 # stats for queue QUEUE (printed at stop when there are several streams).
@@ -100,24 +80,22 @@ start_case() {
     local label=$1 queues=$2 mode=$3
     shift 3
     SOCK="$WORK/$label.sock"
-    ip netns exec "$NS_HOST" "$VNETD" --tap "$TAP" --socket-path "$SOCK" \
-        --stats-file "$WORK/vnetd-$label.json" "$@" >"$WORK/vnetd-$label.log" 2>&1 &
-    VNETD_PID=$!
-    track "$VNETD_PID"
-    wait_for "$WORK/vnetd-$label.log" "listening on" 10 || fail "($label) vnetd did not listen"
+    bg_start --log "$WORK/vnetd-$label.log" ip netns exec "$NS_HOST" "$VNETD" --tap "$TAP" \
+        --socket-path "$SOCK" --stats-file "$WORK/vnetd-$label.json" "$@"
+    VNETD_PID=$BG_PID
+    wait_for 10 "($label) vnetd did not listen" log_has "$WORK/vnetd-$label.log" "listening on"
     ip -n "$NS_HOST" link set "$TAP" netns "$NS" || fail "($label) moving $TAP into $NS"
     ip -n "$NS" link set "$TAP" up || fail "($label) $TAP up"
     [ "$(attached_queues)" = 1 ] || fail "($label) $(attached_queues) tap queues attached before the guest came"
-    "$TESTPMD" "${EAL[@]}" --file-prefix="$PREFIX-$label" \
+    dpdk_eal "$label" "0@$LAST_CPU,1@0"
+    bg_start --log "$WORK/testpmd-$label.log" "$TESTPMD" "${EAL_ARGS[@]}" \
         --vdev "net_virtio_user0,queues=$queues,queue_size=256,mac=02:00:00:00:00:01,path=$SOCK" \
         -- --nb-cores=1 --rxq="$queues" --txq="$queues" --rxd=256 --txd=256 \
-        --total-num-mbufs=32768 --stats-period 1 --forward-mode="$mode" --txpkts=64 \
-        >"$WORK/testpmd-$label.log" 2>&1 &
-    TESTPMD_PID=$!
-    track "$TESTPMD_PID"
-    wait_for "$WORK/testpmd-$label.log" "Port statistics" 30 || fail "($label) testpmd did not start"
-    wait_for "$WORK/vnetd-$label.log" "queue pair $((queues - 1)) running" 10 ||
-        fail "($label) vnetd did not run queue pair $((queues - 1))"
+        --total-num-mbufs=32768 --stats-period 1 --forward-mode="$mode" --txpkts=64
+    TESTPMD_PID=$BG_PID
+    wait_for 30 "($label) testpmd did not start" log_has "$WORK/testpmd-$label.log" "Port statistics"
+    wait_for 10 "($label) vnetd did not run queue pair $((queues - 1))" \
+        log_has "$WORK/vnetd-$label.log" "queue pair $((queues - 1)) running"
     ATTACHED=$(attached_queues)
 }
 
@@ -125,9 +103,9 @@ stop_case() {
     local label=$1
     stop_pid "$TESTPMD_PID" INT
     grep -q "Bye" "$WORK/testpmd-$label.log" || fail "($label) testpmd did not exit cleanly"
-    KERNEL_RX=$(($(tap_stat "$NS" "$TAP" rx_packets) + $(tap_stat "$NS" "$TAP" rx_dropped)))
-    KERNEL_TX=$(tap_stat "$NS" "$TAP" tx_packets)
-    wait_for "$WORK/vnetd-$label.log" "connection closed" 10 || fail "($label) testpmd did not hang up"
+    KERNEL_RX=$(($(link_stat "$NS" "$TAP" rx_packets) + $(link_stat "$NS" "$TAP" rx_dropped)))
+    KERNEL_TX=$(link_stat "$NS" "$TAP" tx_packets)
+    wait_for 10 "($label) testpmd did not hang up" log_has "$WORK/vnetd-$label.log" "connection closed"
     AFTER=$(attached_queues)
     stop_pid "$VNETD_PID" TERM || fail "($label) vnetd did not exit 0"
 }
@@ -210,4 +188,4 @@ check_equal c "sent=$SENT" "kernel_tap_tx_packets=$KERNEL_TX" \
     "captured=$GOT"
 check_equal c "tap_queues_attached_while_running=$ATTACHED" "queue_pairs=2"
 
-echo "PASS"
+pass

@@ -59,143 +59,46 @@ N_FRAMES=${VNET_TEST_FRAMES:-20000}
 FRAME_SIZE=${VNET_TEST_FRAME_SIZE:-64}
 read -r -a VNETD_EXTRA <<<"${VNET_TEST_VNETD_ARGS:-}"
 
-if [ "$(id -u)" != 0 ]; then
-    echo "SKIP: needs root (netns, tap, DPDK EAL)"
-    exit 77
-fi
-if [ -z "$TESTPMD" ]; then
-    echo "SKIP: dpdk-testpmd not found (Debian package dpdk)"
-    exit 77
-fi
+# shellcheck source=lib/common.sh
+. "$HERE/lib/common.sh"
+[ "$(id -u)" = 0 ] || skip "needs root (netns, tap, DPDK EAL)"
+[ -n "$TESTPMD" ] || skip "dpdk-testpmd not found (Debian package dpdk)"
 for tool in ip python3 taskset timeout; do
-    command -v "$tool" >/dev/null || { echo "SKIP: $tool not found"; exit 77; }
+    command -v "$tool" >/dev/null || skip "$tool not found"
 done
-if [ ! -x "$VNETD" ]; then
-    echo "FAIL: $VNETD not built"
-    exit 1
-fi
+[ -x "$VNETD" ] || fail "$VNETD not built"
 
-ID=$$
-WORK=$(mktemp -d /tmp/vnetd-testpmd.XXXXXX)
-PREFIX="vnetd-vu-$ID"
-TAP="vtp$ID"  # IFNAMSIZ: at most 15 characters
+work_dir vnetd-testpmd
+VT_FAIL_LINES=40
+TAP=$(link_name vtp)
 # vnetd runs in NS_HOST, a stand-in for the host with IPv6 off: a tap is up
 # from the moment vnetd creates it, and in a namespace with IPv6 the kernel
 # sends an MLD report or a DAD probe through it before the test can move it
 # (the tap's counters and its queue move along, and the guest would get it).
-NS_HOST="vnetd-vu-host-$ID"
-PIDS=()
-NETNS=()
-HUGEPAGES_BEFORE=""
+NS_HOST=$(ns_name vnetd-vu-host)
 HP=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
 
-cleanup() {
-    local pid ns
-    for pid in "${PIDS[@]}"; do
-        kill -TERM "$pid" 2>/dev/null
-    done
-    sleep 0.3
-    for pid in "${PIDS[@]}"; do
-        kill -KILL "$pid" 2>/dev/null
-        wait "$pid" 2>/dev/null
-    done
-    for ns in "${NETNS[@]}"; do
-        ip netns del "$ns" 2>/dev/null
-    done
-    if [ -n "$HUGEPAGES_BEFORE" ]; then
-        echo "$HUGEPAGES_BEFORE" >"$HP" 2>/dev/null
-    fi
-    rm -rf "$WORK" /var/run/dpdk/"$PREFIX"-?
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-NCPU=$(nproc)
-LAST_CPU=$((NCPU - 1))
 VNETD_CPU=$LAST_CPU
 PMD_CPU=0
 # testpmd: lcore 0 (main: stats, signals) shares vnetd's CPU, lcore 1
 # (forwarding, busy-polls) has CPU 0 to itself.
-EAL=(--lcores "0@$VNETD_CPU,1@$PMD_CPU" --main-lcore 0 --no-pci)
+LCORES="0@$VNETD_CPU,1@$PMD_CPU"
 if [ "${VNET_TEST_HUGEPAGES:-0}" = 1 ]; then
     if [ "$(cat "$HP" 2>/dev/null || echo 0)" = 0 ]; then
-        HUGEPAGES_BEFORE=0
-        echo 512 >"$HP" || { echo "SKIP: cannot reserve hugepages"; exit 77; }
+        echo 512 >"$HP" || skip "cannot reserve hugepages"
+        restore_hugepages() { echo 0 >"$HP"; }
+        on_exit restore_hugepages
     fi
-    EAL+=(--in-memory --single-file-segments -m 512)
-else
-    EAL+=(--no-huge -m 512)
+    DPDK_MEM=(--in-memory --single-file-segments -m 512)
 fi
 # A 256-entry ring needs few mbufs; testpmd's default pool does not fit 512 MiB.
 PMD=(--nb-cores=1 --rxq=1 --txq=1 --rxd=256 --txd=256 --total-num-mbufs=16384 --stats-period 1)
-
-fail() {
-    echo "FAIL: $*"
-    local f
-    for f in "$WORK"/*.log; do
-        [ -f "$f" ] || continue
-        echo "----- $(basename "$f") (last 40 lines)"
-        tail -n 40 "$f"
-    done
-    exit 1
-}
-
-# wait_for FILE REGEX SECONDS
-wait_for() {
-    local i
-    for ((i = 0; i < $3 * 10; i++)); do
-        grep -qE "$2" "$1" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
-
-# stop_pid PID SIGNAL: send SIGNAL, then wait (up to 20 s) for the exit.
-stop_pid() {
-    kill -"$2" "$1" 2>/dev/null
-    local i
-    for ((i = 0; i < 200; i++)); do
-        kill -0 "$1" 2>/dev/null || break
-        sleep 0.1
-    done
-    wait "$1" 2>/dev/null
-}
-
-# new_netns NAME: a namespace whose stack sends nothing on its own (no IPv6:
-# no router solicitations, DAD or MLD reports through the tap).
-new_netns() {
-    ip netns add "$1" || fail "ip netns add $1"
-    NETNS+=("$1")
-    ip netns exec "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 \
-        net.ipv6.conf.default.disable_ipv6=1 || fail "sysctl in $1"
-}
 
 # testpmd_fwd LOG FIELD: FIELD (RX-packets, TX-packets, RX-dropped,
 # TX-dropped) from the final "Forward statistics for port 0" in LOG.
 testpmd_fwd() {
     sed -n '/Forward statistics for port 0/,/-----------------------/p' "$1" |
         grep -oE "$2: +[0-9]+" | tail -n 1 | grep -oE '[0-9]+$'
-}
-
-# tap_stat NS FIELD: /sys/class/net/$TAP/statistics/FIELD, read in NS.
-tap_stat() {
-    ip netns exec "$1" cat "/sys/class/net/$TAP/statistics/$2"
-}
-
-# vnetd_stat FILE PORT DIR FIELD: e.g. vm0 rx packets (queue 0) from the JSON.
-vnetd_stat() {
-    python3 - "$@" <<'EOF'
-import json, sys
-path, port, direction, field = sys.argv[1:5]
-stats = json.load(open(path))
-for p in stats["ports"]:
-    if p["name"] == port:
-        q = p["queues"][0][direction]
-        print(sum(q["drops"].values()) if field == "drops" else q[field])
-        break
-else:
-    sys.exit(f"no port {port} in {path}")
-EOF
 }
 
 start_vnetd() {  # LOG STATS [netns NS] -- vnetd args
@@ -207,23 +110,9 @@ start_vnetd() {  # LOG STATS [netns NS] -- vnetd args
         shift 2
     fi
     shift  # --
-    "${prefix[@]}" taskset -c "$VNETD_CPU" "$VNETD" --tap "$TAP" --cpu "$VNETD_CPU" \
-        --stats-file "$stats" "${VNETD_EXTRA[@]}" "$@" >"$log" 2>&1 &
-    VNETD_PID=$!
-    PIDS+=("$VNETD_PID")
-}
-
-# check_equal CASE NAME=VALUE...: every value must equal the first.
-check_equal() {
-    local label=$1 first="" pair
-    shift
-    echo "($label) $*"
-    for pair in "$@"; do
-        local value=${pair#*=}
-        [ -n "$value" ] || fail "($label) ${pair%%=*} is missing"
-        [ -n "$first" ] || first=$value
-        [ "$value" = "$first" ] || fail "($label) ${pair%%=*} = $value, expected $first"
-    done
+    bg_start --log "$log" "${prefix[@]}" taskset -c "$VNETD_CPU" "$VNETD" --tap "$TAP" \
+        --cpu "$VNETD_CPU" --stats-file "$stats" "${VNETD_EXTRA[@]}" "$@"
+    VNETD_PID=$BG_PID
 }
 
 # finish_txonly CASE NS: testpmd (pid TESTPMD_PID, forwarding) sends for
@@ -238,8 +127,8 @@ finish_txonly() {
     pmd_tx=$(testpmd_fwd "$WORK/testpmd-$label.log" TX-packets)
     pmd_rx=$(testpmd_fwd "$WORK/testpmd-$label.log" RX-packets)
     # testpmd has let go of the rings (GET_VRING_BASE): nothing more arrives.
-    tap_rx=$(tap_stat "$ns" rx_packets)
-    tap_rx_dropped=$(tap_stat "$ns" rx_dropped)
+    tap_rx=$(link_stat "$ns" "$TAP" rx_packets)
+    tap_rx_dropped=$(link_stat "$ns" "$TAP" rx_dropped)
     stop_pid "$VNETD_PID" TERM
     local stats="$WORK/vnetd-$label.json"
     [ -n "$pmd_tx" ] && [ "$pmd_tx" -gt 0 ] || fail "($label) testpmd sent nothing"
@@ -253,10 +142,10 @@ finish_txonly() {
         awk -F': ' '{ n += $2 } END { print n + 0 }')
     [ "$untaken" -le 256 ] || fail "($label) $untaken packets left in a 256-entry ring"
     local vm_rx vm_rx_drops tap_tx tap_tx_drops
-    vm_rx=$(vnetd_stat "$stats" vm0 rx packets)
-    vm_rx_drops=$(vnetd_stat "$stats" vm0 rx drops)
-    tap_tx=$(vnetd_stat "$stats" "$TAP" tx packets)
-    tap_tx_drops=$(vnetd_stat "$stats" "$TAP" tx drops)
+    vm_rx=$(vnetd_stats "$stats" vm0.rx.packets)
+    vm_rx_drops=$(vnetd_stats "$stats" vm0.rx.drops)
+    tap_tx=$(vnetd_stats "$stats" "$TAP.tx.packets")
+    tap_tx_drops=$(vnetd_stats "$stats" "$TAP.tx.drops")
     echo "($label) untaken in the TX ring at testpmd's stop: $untaken;" \
         "vnetd drops: vm0 rx $vm_rx_drops, $TAP tx $tap_tx_drops;" \
         "kernel tap rx_packets $tap_rx rx_dropped $tap_rx_dropped;" \
@@ -279,48 +168,47 @@ if [ -n "${VNET_TEST_VDEV_ARGS:-}" ]; then
 fi
 
 echo "== (a) vnetd server, tap moved into a netns; testpmd virtio-user txonly ($FRAME_SIZE B)"
-NS_A="vnetd-vu-a-$ID"
-new_netns "$NS_A"
-new_netns "$NS_HOST"
+NS_A=$(ns_name vnetd-vu-a)
+netns_new "$NS_A"
+netns_new "$NS_HOST"
 SOCK_A="$WORK/a.sock"
 start_vnetd "$WORK/vnetd-a.log" "$WORK/vnetd-a.json" netns "$NS_HOST" -- --socket-path "$SOCK_A"
-wait_for "$WORK/vnetd-a.log" "listening on" 10 || fail "(a) vnetd did not listen"
+wait_for 10 "(a) vnetd did not listen" log_has "$WORK/vnetd-a.log" "listening on"
 ip -n "$NS_HOST" link set "$TAP" netns "$NS_A" || fail "(a) moving $TAP into $NS_A"
 ip -n "$NS_A" link set "$TAP" up || fail "(a) $TAP up in $NS_A"
-"$TESTPMD" "${EAL[@]}" --file-prefix="$PREFIX-a" --vdev "$VDEV_BASE,path=$SOCK_A" \
-    -- "${PMD[@]}" --forward-mode=txonly --txpkts="$FRAME_SIZE" >"$WORK/testpmd-a.log" 2>&1 &
-TESTPMD_PID=$!
-PIDS+=("$TESTPMD_PID")
-wait_for "$WORK/testpmd-a.log" "Port statistics" 30 || fail "(a) testpmd did not start forwarding"
+dpdk_eal a "$LCORES"
+bg_start --log "$WORK/testpmd-a.log" "$TESTPMD" "${EAL_ARGS[@]}" --vdev "$VDEV_BASE,path=$SOCK_A" \
+    -- "${PMD[@]}" --forward-mode=txonly --txpkts="$FRAME_SIZE"
+TESTPMD_PID=$BG_PID
+wait_for 30 "(a) testpmd did not start forwarding" log_has "$WORK/testpmd-a.log" "Port statistics"
 finish_txonly a "$NS_A"
 
 echo "== (b) vnetd client in a netns; testpmd virtio-user server=1 txonly ($FRAME_SIZE B)"
-NS_B="vnetd-vu-b-$ID"
-new_netns "$NS_B"
+NS_B=$(ns_name vnetd-vu-b)
+netns_new "$NS_B"
 SOCK_B="$WORK/b.sock"
-"$TESTPMD" "${EAL[@]}" --file-prefix="$PREFIX-b" --vdev "$VDEV_BASE,path=$SOCK_B,server=1" \
-    -- "${PMD[@]}" --forward-mode=txonly --txpkts="$FRAME_SIZE" >"$WORK/testpmd-b.log" 2>&1 &
-TESTPMD_PID=$!
-PIDS+=("$TESTPMD_PID")
-for ((i = 0; i < 300; i++)); do [ -S "$SOCK_B" ] && break; sleep 0.1; done
-[ -S "$SOCK_B" ] || fail "(b) testpmd did not listen on $SOCK_B"
+dpdk_eal b "$LCORES"
+bg_start --log "$WORK/testpmd-b.log" "$TESTPMD" "${EAL_ARGS[@]}" \
+    --vdev "$VDEV_BASE,path=$SOCK_B,server=1" -- "${PMD[@]}" --forward-mode=txonly --txpkts="$FRAME_SIZE"
+TESTPMD_PID=$BG_PID
+wait_for 30 "(b) testpmd did not listen on $SOCK_B" test -S "$SOCK_B"
 start_vnetd "$WORK/vnetd-b.log" "$WORK/vnetd-b.json" netns "$NS_B" -- --socket-path "$SOCK_B" --client
-wait_for "$WORK/testpmd-b.log" "Port statistics" 30 || fail "(b) testpmd did not start forwarding"
+wait_for 30 "(b) testpmd did not start forwarding" log_has "$WORK/testpmd-b.log" "Port statistics"
 finish_txonly b "$NS_B"
 
 echo "== (c) vnetd server; testpmd virtio-user macswap reflects $N_FRAMES frames sent from the netns"
-NS_C="vnetd-vu-c-$ID"
-new_netns "$NS_C"
+NS_C=$(ns_name vnetd-vu-c)
+netns_new "$NS_C"
 SOCK_C="$WORK/c.sock"
 start_vnetd "$WORK/vnetd-c.log" "$WORK/vnetd-c.json" netns "$NS_HOST" -- --socket-path "$SOCK_C"
-wait_for "$WORK/vnetd-c.log" "listening on" 10 || fail "(c) vnetd did not listen"
+wait_for 10 "(c) vnetd did not listen" log_has "$WORK/vnetd-c.log" "listening on"
 ip -n "$NS_HOST" link set "$TAP" netns "$NS_C" || fail "(c) moving $TAP into $NS_C"
 ip -n "$NS_C" link set "$TAP" up || fail "(c) $TAP up in $NS_C"
-"$TESTPMD" "${EAL[@]}" --file-prefix="$PREFIX-c" --vdev "$VDEV_BASE,path=$SOCK_C" \
-    -- "${PMD[@]}" --forward-mode=macswap >"$WORK/testpmd-c.log" 2>&1 &
-TESTPMD_PID=$!
-PIDS+=("$TESTPMD_PID")
-wait_for "$WORK/testpmd-c.log" "Port statistics" 30 || fail "(c) testpmd did not start forwarding"
+dpdk_eal c "$LCORES"
+bg_start --log "$WORK/testpmd-c.log" "$TESTPMD" "${EAL_ARGS[@]}" --vdev "$VDEV_BASE,path=$SOCK_C" \
+    -- "${PMD[@]}" --forward-mode=macswap
+TESTPMD_PID=$BG_PID
+wait_for 30 "(c) testpmd did not start forwarding" log_has "$WORK/testpmd-c.log" "Port statistics"
 ip netns exec "$NS_C" taskset -c "$VNETD_CPU" timeout 120 python3 "$REFLECT_CHECK" \
     --ifname "$TAP" --count "$N_FRAMES" --size "$FRAME_SIZE" --dst-mac 02:00:00:00:00:01 \
     >"$WORK/reflect-c.out" 2>"$WORK/reflect-c.log"
@@ -328,28 +216,28 @@ REFLECT_RC=$?
 cat "$WORK/reflect-c.out"
 stop_pid "$TESTPMD_PID" INT
 grep -q "Bye" "$WORK/testpmd-c.log" || fail "(c) testpmd did not exit cleanly"
-TAP_TX_C=$(tap_stat "$NS_C" tx_packets)
-TAP_RX_C=$(tap_stat "$NS_C" rx_packets)
-TAP_RX_DROPPED_C=$(tap_stat "$NS_C" rx_dropped)
-TAP_TX_DROPPED_C=$(tap_stat "$NS_C" tx_dropped)
+TAP_TX_C=$(link_stat "$NS_C" "$TAP" tx_packets)
+TAP_RX_C=$(link_stat "$NS_C" "$TAP" rx_packets)
+TAP_RX_DROPPED_C=$(link_stat "$NS_C" "$TAP" rx_dropped)
+TAP_TX_DROPPED_C=$(link_stat "$NS_C" "$TAP" tx_dropped)
 stop_pid "$VNETD_PID" TERM
 STATS_C="$WORK/vnetd-c.json"
 read -r _ SENT_C _ GOT_C _ _ _ _ _ _ <"$WORK/reflect-c.out"
 check_equal c "sent=$SENT_C" \
     "kernel_tap_tx_packets=$TAP_TX_C" \
-    "vnetd_tap_rx=$(vnetd_stat "$STATS_C" "$TAP" rx packets)" \
-    "vnetd_vm0_tx=$(vnetd_stat "$STATS_C" vm0 tx packets)" \
+    "vnetd_tap_rx=$(vnetd_stats "$STATS_C" "$TAP.rx.packets")" \
+    "vnetd_vm0_tx=$(vnetd_stats "$STATS_C" vm0.tx.packets)" \
     "testpmd_RX-packets=$(testpmd_fwd "$WORK/testpmd-c.log" RX-packets)" \
     "testpmd_TX-packets=$(testpmd_fwd "$WORK/testpmd-c.log" TX-packets)" \
-    "vnetd_vm0_rx=$(vnetd_stat "$STATS_C" vm0 rx packets)" \
-    "vnetd_tap_tx=$(vnetd_stat "$STATS_C" "$TAP" tx packets)" \
+    "vnetd_vm0_rx=$(vnetd_stats "$STATS_C" vm0.rx.packets)" \
+    "vnetd_tap_tx=$(vnetd_stats "$STATS_C" "$TAP.tx.packets")" \
     "kernel_tap_rx_packets=$TAP_RX_C" \
     "captured=$GOT_C"
 echo "(c) kernel tap rx_dropped $TAP_RX_DROPPED_C tx_dropped $TAP_TX_DROPPED_C;" \
-    "vnetd drops: tap rx $(vnetd_stat "$STATS_C" "$TAP" rx drops) vm0 tx $(vnetd_stat "$STATS_C" vm0 tx drops)" \
-    "vm0 rx $(vnetd_stat "$STATS_C" vm0 rx drops) tap tx $(vnetd_stat "$STATS_C" "$TAP" tx drops)"
+    "vnetd drops: tap rx $(vnetd_stats "$STATS_C" "$TAP.rx.drops") vm0 tx $(vnetd_stats "$STATS_C" vm0.tx.drops)" \
+    "vm0 rx $(vnetd_stats "$STATS_C" vm0.rx.drops) tap tx $(vnetd_stats "$STATS_C" "$TAP.tx.drops")"
 [ "$SENT_C" = "$N_FRAMES" ] || fail "(c) sent $SENT_C of $N_FRAMES"
 [ "$REFLECT_RC" = 0 ] || fail "(c) the reflect check failed: $(cat "$WORK/reflect-c.log")"
 [ "$TAP_RX_DROPPED_C" = 0 ] && [ "$TAP_TX_DROPPED_C" = 0 ] || fail "(c) the tap dropped frames"
 
-echo "PASS"
+pass

@@ -12,40 +12,26 @@ set -u
 BUILD_DIR=${1:?usage: $0 BUILD_DIR}
 BENCH="$BUILD_DIR/apps/vnet-bench"
 
-if [ "$(id -u)" != 0 ]; then
-    echo "SKIP: needs root (netns, taps, XDP, DPDK)"
-    exit 77
-fi
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib/common.sh
+. "$HERE/lib/common.sh"
+[ "$(id -u)" = 0 ] || skip "needs root (netns, taps, XDP, DPDK)"
 for tool in ip python3; do
-    command -v "$tool" >/dev/null || { echo "SKIP: $tool not found"; exit 77; }
+    command -v "$tool" >/dev/null || skip "$tool not found"
 done
-if [ ! -x "$BENCH" ]; then
-    echo "FAIL: $BENCH not built"
-    exit 1
-fi
+[ -x "$BENCH" ] || fail "$BENCH not built"
 
-WORK=$(mktemp -d /tmp/vnet-bench-test.XXXXXX)
-BENCH_PID=""
-cleanup() {
-    [ -n "$BENCH_PID" ] && kill -INT "$BENCH_PID" 2>/dev/null && wait "$BENCH_PID" 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+work_dir vnet-bench-test
+fail_log "$WORK/bench.out" 60
+fail_log "$WORK/logs/commands.log" 30
 
-fail() {
-    echo "FAIL: $*"
-    [ -f "$WORK/bench.out" ] && { echo "----- vnet-bench output (last 60 lines)"; tail -n 60 "$WORK/bench.out"; }
-    [ -f "$WORK/logs/commands.log" ] && { echo "----- commands.log (last 30 lines)"; tail -n 30 "$WORK/logs/commands.log"; }
-    exit 1
-}
-
-"$BENCH" --quick --json "$WORK/bench.json" --charts "$WORK/charts" --log-dir "$WORK/logs" \
-    >"$WORK/bench.out" 2>&1 &
-BENCH_PID=$!
+# At exit (if it still runs): SIGINT, and time to stop what it started.
+bg_start --log "$WORK/bench.out" --stop INT --grace 60 \
+    "$BENCH" --quick --json "$WORK/bench.json" --charts "$WORK/charts" --log-dir "$WORK/logs"
+BENCH_PID=$BG_PID
 wait "$BENCH_PID"
 RC=$?
-BENCH_PID=""
+forget "$BENCH_PID"
 [ "$RC" = 0 ] || fail "vnet-bench exited with $RC"
 [ -s "$WORK/bench.json" ] || fail "no JSON written"
 
@@ -111,4 +97,4 @@ fi
 if ip -o link show | grep -q "vb$RUN_ID"; then
     fail "links of run $RUN_ID left behind"
 fi
-echo "PASS"
+pass

@@ -1,0 +1,441 @@
+# shellcheck shell=bash
+# The one shell library of the integration tests (and scripts/demo.sh).
+# Source it first thing after `set -u` (or -euo pipefail):
+#
+#   HERE=$(cd "$(dirname "$0")" && pwd)
+#   # shellcheck source=lib/common.sh
+#   source "$HERE/lib/common.sh"
+#   work_dir vnetd-foo          # WORK=/tmp/vnetd-foo.XXXXXX, removed at exit
+#
+# Sourcing it installs the EXIT trap (and INT/TERM/HUP/PIPE traps that exit
+# 128+n, so the EXIT trap runs then too). Do not install traps of your own:
+# register undo actions with on_exit instead.
+#
+# What it offers (each function has its own comment below):
+#   cleanup stack   on_exit CMD...          run in reverse order at exit
+#                   track PID [SIG] [SECS]  a process to stop at exit
+#                   forget PID              it was waited for: not ours now
+#                   work_dir NAME           WORK, a temp dir removed at exit
+#                                           (kept with VNET_KEEP_WORK=1)
+#   processes       bg_start [opts] CMD...  background, logs captured, tracked;
+#                                           BG_PID is its pid
+#                   stop_pid PID [SIG] [SECS]  SIG (TERM), bounded wait,
+#                                           SIGKILL fallback; returns the
+#                                           exit status
+#                   running PID / exited PID
+#   waiting         wait_until SECS CMD...  0 when CMD succeeded in time
+#                   wait_for SECS MSG CMD...   the same, or fail MSG
+#                   log_has FILE ERE, log_count FILE ERE N  (conditions)
+#   reporting       fail MSG (FAIL: line, logs, exit 1), pass [MSG]
+#                   (PASS: line, exit 0), skip MSG (SKIP: line, exit 77),
+#                   ok MSG (an "ok:" progress line), fail_log FILE [LINES]
+#                   check_equal, check_zero, check_vnetd_bytes
+#   names           VT_ID (= the test's pid), ns_name PREFIX [SUFFIX],
+#                   link_name PREFIX [SUFFIX] (fails above 15 characters)
+#   netns, links    netns_new NAME [--ipv6], netns_del NAME,
+#                   link_stat NS DEV FIELD, fd_count PID
+#   vnetd, pktgen   vnetd_stats FILE PORT.DIR.FIELD..., pktgen_value FILE KEY
+#   DPDK            NCPU, LAST_CPU, dpdk_eal NAME LCORES (sets EAL_ARGS)
+#
+# Processes: every process is stopped by its PID only, and only those this
+# test started and registered (bg_start, track). Nothing is killed by name.
+
+[ -n "${_VT_COMMON_LOADED:-}" ] && return 0
+_VT_COMMON_LOADED=1
+
+VT_ID=$$
+
+# ---- the cleanup stack ---------------------------------------------------------
+
+_VT_STACK=()           # undo actions, each one shell-quoted command line
+declare -A _VT_PIDS=() # tracked pid -> "SIGNAL SECONDS" (how to stop it at exit)
+_VT_CLEANING=""
+declare -A _VT_OWNER=() # tracked pid -> pid of the shell that started it
+_VT_FAIL_LOGS=()       # "LINES FILE" entries for fail (fail_log)
+
+# on_exit CMD [ARG...]: run CMD ARG... at exit (after everything registered
+# later). Its stderr goes to /dev/null and its status is ignored.
+on_exit() {
+    _VT_STACK+=("$(printf '%q ' "$@")")
+}
+
+# track PID [SIGNAL] [SECONDS]: a process this test started; at exit it gets
+# SIGNAL (default TERM) and SECONDS (default 5) to go before SIGKILL.
+track() {
+    _VT_PIDS[$1]="${2:-TERM} ${3:-5}"
+    _VT_OWNER[$1]=$BASHPID
+    on_exit _vt_reap "$1"
+}
+
+# _vt_ours PID: PID runs (is not a zombie) and is still a child of the
+# shell that started it (not a process that took over the number of one
+# that exited and was reaped).
+_vt_ours() {
+    local stat state ppid
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    read -r state ppid _ <<<"${stat##*) }"
+    [ "$state" != Z ] && [ "$ppid" = "${_VT_OWNER[$1]:-$BASHPID}" ]
+}
+
+# forget PID: it has exited and was waited for; not ours to signal any more.
+forget() {
+    unset "_VT_PIDS[$1]" "_VT_OWNER[$1]"
+}
+
+# _vt_reap PID: (at exit) wait for a process that was sent its signal, until
+# its deadline; then SIGKILL it. Only tracked pids (not forgotten ones).
+_vt_reap() {
+    local pid=$1
+    [ -n "${_VT_PIDS[$pid]:-}" ] || return 0
+    local secs=${_VT_PIDS[$pid]#* }
+    local end=$((_VT_CLEANUP_T0 + secs * 1000000))
+    while _vt_ours "$pid" && [ "$(_vt_now_us)" -lt "$end" ]; do
+        sleep 0.1
+    done
+    _vt_ours "$pid" && kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    forget "$pid"
+}
+
+# Microseconds since the epoch (EPOCHREALTIME without its decimal point).
+_vt_now_us() { echo "${EPOCHREALTIME//[!0-9]/}"; }
+
+# The EXIT trap: signals every tracked process at once, then runs the stack
+# in reverse. Runs once (a second signal or exit inside it does nothing),
+# never fails and keeps the script's exit status.
+_vt_cleanup() {
+    local rc=$?
+    [ -n "$_VT_CLEANING" ] && return "$rc"
+    _VT_CLEANING=1
+    set +e +u
+    set +o pipefail
+    trap '' INT TERM HUP PIPE
+    local pid sig
+    for pid in "${!_VT_PIDS[@]}"; do
+        sig=${_VT_PIDS[$pid]%% *}
+        _vt_ours "$pid" && kill -"$sig" "$pid" 2>/dev/null
+    done
+    _VT_CLEANUP_T0=$(_vt_now_us)
+    local i
+    for ((i = ${#_VT_STACK[@]} - 1; i >= 0; i--)); do
+        eval "${_VT_STACK[i]}" 2>/dev/null
+    done
+    _VT_STACK=()
+    return "$rc"
+}
+trap _vt_cleanup EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 141' PIPE
+trap 'exit 143' TERM
+
+# work_dir NAME: WORK becomes a new directory /tmp/NAME.XXXXXX, removed at
+# exit unless VNET_KEEP_WORK=1 (or KEEP_WORK=1) says to keep it.
+work_dir() {
+    WORK=$(mktemp -d "/tmp/$1.XXXXXX") || fail "mktemp -d /tmp/$1.XXXXXX"
+    on_exit _vt_remove_work "$WORK"
+}
+_vt_remove_work() {
+    if [ "${VNET_KEEP_WORK:-${KEEP_WORK:-0}}" != 0 ]; then
+        echo "work directory kept: $1"
+    else
+        rm -rf "$1"
+    fi
+}
+
+# ---- processes -------------------------------------------------------------------
+
+# bg_start [--out FILE] [--err FILE] [--log FILE] [--in FILE] [--stop SIG]
+#          [--grace SECS] [--] CMD [ARG...]
+# Starts CMD (a program, not a shell function) in the background, tracked
+# (see track; --stop and --grace are its SIGNAL and SECONDS at exit).
+# --out/--err redirect stdout/stderr, --log both to one file, --in stdin;
+# what is not redirected is inherited (stdin is /dev/null, as for any
+# background job of a script). BG_PID is CMD's own pid (the subshell execs
+# it; wrappers that exec, like taskset, ip netns exec and stdbuf, keep
+# it), so signals reach the program. Do not call it in $(...).
+bg_start() {
+    local out="" err="" in=/dev/null sig=TERM grace=5
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --out) out=$2; shift 2 ;;
+            --err) err=$2; shift 2 ;;
+            --log) out=$2; err=$2; shift 2 ;;
+            --in) in=$2; shift 2 ;;
+            --stop) sig=$2; shift 2 ;;
+            --grace) grace=$2; shift 2 ;;
+            --) shift; break ;;
+            *) break ;;
+        esac
+    done
+    (
+        exec <"$in"
+        if [ -n "$out" ]; then exec >"$out"; fi
+        if [ -n "$err" ] && [ "$err" = "$out" ]; then
+            exec 2>&1
+        elif [ -n "$err" ]; then
+            exec 2>"$err"
+        fi
+        exec "$@"
+    ) &
+    BG_PID=$!
+    track "$BG_PID" "$sig" "$grace"
+}
+
+# running PID: the process (a child of this shell) still runs.
+# exited PID: it does not any more.
+running() { _vt_ours "$1"; }
+exited() { ! _vt_ours "$1"; }
+
+# stop_pid PID [SIGNAL] [SECONDS]: send SIGNAL (default TERM), wait up to
+# SECONDS (default 20) for the exit, SIGKILL it if it is still there, reap
+# it and forget it. Returns its exit status (128+n for a signal n: 137 when
+# it had to be killed), so `stop_pid "$PID" || fail "exit status $?"`
+# asserts a clean exit. A process that already exited is just reaped.
+# Must run in this shell (not in $(...)): only the parent can reap.
+# stderr is closed around the reaping: bash reports a child killed by a
+# signal ("Killed") on stderr, and a test that kills on purpose should
+# not print that.
+stop_pid() {
+    local pid=$1 sig=${2:-TERM} secs=${3:-20} rc=0 end
+    end=$(($(_vt_now_us) + secs * 1000000))
+    {
+        if _vt_ours "$pid"; then kill -"$sig" "$pid" || true; fi
+        while _vt_ours "$pid" && [ "$(_vt_now_us)" -lt "$end" ]; do
+            sleep 0.1
+        done
+    } 2>/dev/null
+    if _vt_ours "$pid"; then
+        echo "stop_pid: pid $pid still running $secs s after SIG$sig; sending SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    { wait "$pid" || rc=$?; } 2>/dev/null
+    forget "$pid"
+    return "$rc"
+}
+
+# ---- waiting ---------------------------------------------------------------------
+
+# wait_until SECONDS CMD [ARG...]: run CMD (stderr discarded) every 0.1 s
+# until it succeeds (return 0) or SECONDS (an integer) of wall-clock time
+# have passed; CMD gets one last try at the deadline (return 1 if it fails).
+wait_until() {
+    local end=$(($(_vt_now_us) + $1 * 1000000))
+    shift
+    while true; do
+        "$@" 2>/dev/null && return 0
+        [ "$(_vt_now_us)" -lt "$end" ] || break
+        sleep 0.1
+    done
+    "$@" 2>/dev/null
+}
+
+# wait_for SECONDS MESSAGE CMD [ARG...]: wait_until, or fail MESSAGE.
+wait_for() {
+    local secs=$1 msg=$2
+    shift 2
+    wait_until "$secs" "$@" || fail "$msg (waited ${secs} s for: $*)"
+}
+
+# log_has FILE ERE: a line of FILE matches ERE.
+log_has() { grep -qE -- "$2" "$1" 2>/dev/null; }
+
+# log_count FILE ERE N: at least N lines of FILE match ERE.
+log_count() { [ "$(grep -cE -- "$2" "$1" 2>/dev/null)" -ge "$3" ]; }
+
+# ---- reporting -------------------------------------------------------------------
+
+# fail_log FILE [LINES]: on failure, print the last LINES (default 30) of
+# FILE. Without any fail_log, fail prints the last VT_FAIL_LINES (30) lines
+# of every non-empty *.log, *.err and *.out file in WORK.
+fail_log() {
+    _VT_FAIL_LOGS+=("${2:-30} $1")
+}
+
+# fail MESSAGE: print "FAIL: MESSAGE" and the logs (see fail_log), exit 1.
+# In a subshell ($(...), < <(...), a pipeline) it prints the FAIL line to
+# stderr (not into the capture) and ends the test too: SIGTERM to the
+# test's shell, which exits 143 through the EXIT trap.
+fail() {
+    if [ "$BASH_SUBSHELL" -gt 0 ]; then
+        echo "FAIL: $*" >&2
+        kill -TERM "$VT_ID"
+        exit 1
+    fi
+    echo "FAIL: $*"
+    local entry f n
+    local entries=("${_VT_FAIL_LOGS[@]}")
+    if [ ${#entries[@]} = 0 ] && [ -n "${WORK:-}" ]; then
+        for f in "$WORK"/*.log "$WORK"/*.err "$WORK"/*.out; do
+            entries+=("${VT_FAIL_LINES:-30} $f")
+        done
+    fi
+    for entry in "${entries[@]}"; do
+        n=${entry%% *}
+        f=${entry#* }
+        [ -s "$f" ] || continue
+        echo "----- $(basename "$f") (last $n lines)"
+        tail -n "$n" "$f"
+    done
+    exit 1
+}
+
+# pass [MESSAGE]: print "PASS: MESSAGE" (default: the script's name), exit 0.
+pass() {
+    echo "PASS: ${*:-$(basename "$0")}"
+    exit 0
+}
+
+# skip MESSAGE: print "SKIP: MESSAGE", exit 77.
+skip() {
+    echo "SKIP: $*"
+    exit 77
+}
+
+# ok MESSAGE: one check passed (a progress line, the test goes on).
+ok() { echo "ok: $*"; }
+
+# check_equal CASE NAME=VALUE...: every value must equal the first.
+check_equal() {
+    local label=$1 first="" pair value
+    shift
+    echo "($label) $*"
+    for pair in "$@"; do
+        value=${pair#*=}
+        [ -n "$value" ] || fail "($label) ${pair%%=*} is missing"
+        [ -n "$first" ] || first=$value
+        [ "$value" = "$first" ] || fail "($label) ${pair%%=*} = $value, expected $first"
+    done
+}
+
+# check_zero CASE NAME=VALUE...: every value must be 0.
+check_zero() {
+    local label=$1 pair value
+    shift
+    for pair in "$@"; do
+        value=${pair#*=}
+        [ "$value" = 0 ] || fail "($label) ${pair%%=*} = ${value:-missing}, expected 0"
+    done
+}
+
+# check_vnetd_bytes CASE NAME VNETD_BYTES FRAME_BYTES PACKETS: vnetd's byte
+# counters count each packet's 12-byte virtio-net header along with the
+# frame (tap_port.cpp, vhost_user_port.cpp); the kernel and vnet-pktgen
+# count frame bytes only. Either convention passes, nothing in between.
+check_vnetd_bytes() {
+    local label=$1 name=$2 got=$3 frame=$4 packets=$5
+    if [ "$got" = "$frame" ]; then
+        return 0
+    fi
+    [ "$got" = $((frame + 12 * packets)) ] ||
+        fail "($label) vnetd $name bytes = $got: neither the frame bytes $frame" \
+            "nor frames + 12-byte virtio-net headers $((frame + 12 * packets))"
+}
+
+# ---- names -----------------------------------------------------------------------
+
+# ns_name PREFIX [SUFFIX]: PREFIX-<pid>[-SUFFIX], a netns name of this run.
+ns_name() { echo "$1-$VT_ID${2:+-$2}"; }
+
+# link_name PREFIX [SUFFIX]: PREFIX<pid>SUFFIX, a link name of this run;
+# fails the test when it is longer than IFNAMSIZ - 1 = 15 characters (pids
+# have up to 7 digits, so PREFIX + SUFFIX should stay within 8).
+link_name() {
+    local name="$1$VT_ID${2:-}"
+    [ ${#name} -le 15 ] || fail "link name $name is longer than 15 characters"
+    echo "$name"
+}
+
+# ---- network namespaces and links ------------------------------------------------
+
+# netns_new NAME [--ipv6]: a namespace, deleted at exit. Without --ipv6 its
+# IPv6 is off, so the stack sends nothing of its own (no MLD report, DAD
+# probe or router solicitation) through a tap that lives there: every frame
+# a tap counts is then the test's. With --ipv6: IPv6 on, without DAD, and
+# lo up.
+netns_new() {
+    ip netns add "$1" || fail "ip netns add $1"
+    on_exit ip netns del "$1"
+    if [ "${2:-}" = --ipv6 ]; then
+        ip netns exec "$1" sysctl -qw net.ipv6.conf.all.accept_dad=0 \
+            net.ipv6.conf.default.accept_dad=0 || fail "sysctl in $1"
+        ip -n "$1" link set lo up || fail "lo up in $1"
+    else
+        ip netns exec "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 \
+            net.ipv6.conf.default.disable_ipv6=1 || fail "sysctl in $1"
+    fi
+}
+
+# netns_del NAME: delete it now (the exit's delete then finds nothing).
+netns_del() {
+    ip netns del "$1" || fail "ip netns del $1"
+}
+
+# link_stat NS DEV FIELD: the kernel counter FIELD (rx_packets, tx_dropped,
+# ...) of DEV, /sys/class/net/DEV/statistics/FIELD, read in NS ("" = this
+# namespace). Prints nothing and returns 1 when there is no such counter.
+link_stat() {
+    if [ -n "$1" ]; then
+        ip netns exec "$1" cat "/sys/class/net/$2/statistics/$3" 2>/dev/null
+    else
+        cat "/sys/class/net/$2/statistics/$3" 2>/dev/null
+    fi
+}
+
+# fd_count PID: open file descriptors of PID (0 when it is gone).
+fd_count() {
+    { ls -U "/proc/$1/fd" 2>/dev/null || true; } | wc -l
+}
+
+# ---- vnetd and vnet-pktgen -------------------------------------------------------
+
+# vnetd_stats FILE PORT.DIR.FIELD[.QUEUE]...: the values, space-separated,
+# from a vnetd stats JSON (queue QUEUE, default 0; FIELD "drops" is the sum
+# of every reason, "gro_frames"/"gro_segments" the user-space GRO counters).
+vnetd_stats() {
+    python3 - "$@" <<'EOF'
+import json, sys
+path, keys = sys.argv[1], sys.argv[2:]
+stats = json.load(open(path))
+ports = {p["name"]: p for p in stats["ports"]}
+out = []
+for key in keys:
+    port, direction, field, *queue = key.split(".")
+    if port not in ports:
+        sys.exit(f"no port {port} in {path}")
+    q = ports[port]["queues"][int(queue[0]) if queue else 0][direction]
+    if field == "drops":
+        out.append(str(sum(q["drops"].values())))
+    elif field.startswith("gro_"):  # gro_frames, gro_segments
+        out.append(str(q["gro"][field[4:]]))
+    else:
+        out.append(str(q[field]))
+print(" ".join(out))
+EOF
+}
+
+# pktgen_value FILE KEY: "KEY: N" from vnet-pktgen's final report (stdout).
+pktgen_value() {
+    grep -E "^$2: " "$1" | tail -n 1 | awk '{print $2}'
+}
+
+# ---- DPDK ------------------------------------------------------------------------
+
+NCPU=$(nproc)
+# shellcheck disable=SC2034 # for the scripts
+LAST_CPU=$((NCPU - 1))
+
+# dpdk_eal NAME LCORES: EAL_ARGS becomes the EAL arguments of one DPDK
+# instance: --lcores LCORES (e.g. "0@0,1@1": lcore 0, the main one, on
+# CPU 0), --main-lcore 0, --no-pci, the memory arguments DPDK_MEM (default
+# --no-huge -m 512: memfd-backed, nothing reserved in /dev/hugepages) and
+# a --file-prefix of its own, vnet-<pid>-NAME, whose runtime directory
+# /var/run/dpdk/<prefix> is removed at exit.
+dpdk_eal() {
+    local prefix="vnet-$VT_ID-$1"
+    local mem=(--no-huge -m 512)
+    [ -n "${DPDK_MEM+x}" ] && mem=("${DPDK_MEM[@]}")
+    # shellcheck disable=SC2034 # for the scripts
+    EAL_ARGS=(--lcores "$2" --main-lcore 0 --no-pci "${mem[@]}" --file-prefix="$prefix")
+    on_exit rm -rf "/var/run/dpdk/$prefix"
+}
