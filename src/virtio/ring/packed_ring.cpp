@@ -130,6 +130,11 @@ PopStatus PackedRing::pop(std::span<iovec> out, PoppedChain& chain) {
     if (id >= layout_.size) {
         return PopStatus::id_out_of_range;
     }
+    // virtio 1.2 §2.8.16: the driver reuses a slot only after seeing it used, so at most Queue
+    // Size slots are in flight; more means our used writes would land on unread descriptors
+    if (slots_between(used_, avail_, layout_.size) + slots > layout_.size) {
+        return PopStatus::too_many_in_flight;
+    }
     avail_ = advance(avail_, slots, layout_.size);
     given_back_ = static_cast<uint16_t>(given_back_ - std::min<uint32_t>(slots, given_back_));
     segments.finish(chain);

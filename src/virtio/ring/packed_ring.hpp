@@ -64,6 +64,8 @@ public:
     uint32_t vring_base() const;
     // Validates `num` completely, then resets every cursor to it. Upper 16
     // bits 0 (DPDK virtio-user sends only the avail half) means used = avail.
+    // That makes "used at slot 0, wrap 0" ambiguous: export only with nothing
+    // in flight (as the port's stop does), then used = avail anyway.
     BaseError restore_vring_base(uint32_t num);
 
 private:

@@ -24,6 +24,8 @@ const char* to_string(PopStatus s) {
             return "buffer id >= queue size";
         case PopStatus::descriptor_not_available:
             return "chained descriptor not marked available for this wrap";
+        case PopStatus::too_many_in_flight:
+            return "more descriptors in flight than the queue size";
         case PopStatus::indirect_not_negotiated:
             return "INDIRECT flag without INDIRECT_DESC";
         case PopStatus::indirect_nested:

@@ -20,6 +20,7 @@ enum class PopStatus : uint8_t {
     chain_too_long,            // packed: a chain of more slots than the ring has
     id_out_of_range,           // packed: buffer id >= queue size
     descriptor_not_available,  // packed: a chained descriptor's AVAIL/USED bits are stale
+    too_many_in_flight,        // packed: more slots available than the driver got back
     indirect_not_negotiated,   // INDIRECT without VIRTIO_F_INDIRECT_DESC
     indirect_nested,           // INDIRECT inside an indirect table
     indirect_with_next,        // INDIRECT together with NEXT

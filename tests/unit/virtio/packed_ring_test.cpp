@@ -118,6 +118,19 @@ TEST(PackedRing, rejects_a_buffer_id_out_of_range) {
     EXPECT_EQ(r.ring_.avail_position(), PackedPosition{});
 }
 
+TEST(PackedRing, rejects_more_slots_in_flight_than_the_ring_holds) {
+    Raw r(2);
+    r.put(0, kData, 8, 0);
+    r.put(1, kData, 8, 1);
+    ASSERT_EQ(r.pop(), PopStatus::ok);
+    ASSERT_EQ(r.pop(), PopStatus::ok);
+    // Neither slot came back used, yet slot 0 claims to be available for the next lap.
+    r.put(0, kData, 8, 0, 0, /*wrap=*/false);
+    EXPECT_EQ(r.pop(), PopStatus::too_many_in_flight);
+    r.ring_.add_used(0, 1, 0);  // once one is used (even unpublished) the slot may be reused
+    EXPECT_EQ(r.pop(), PopStatus::ok);
+}
+
 TEST(PackedRing, rejects_a_chained_descriptor_not_marked_available) {
     Raw r;
     r.put(0, kData, 8, 0, N);
