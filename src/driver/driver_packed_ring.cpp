@@ -59,9 +59,8 @@ uint16_t DriverPackedRing::take_id() {
     return id;
 }
 
-void DriverPackedRing::write_desc(PackedPosition at, uint64_t addr, uint32_t len, uint16_t id,
+void DriverPackedRing::write_desc(PackedDesc& d, uint64_t addr, uint32_t len, uint16_t id,
                                   uint16_t flags) {
-    PackedDesc& d = layout_.desc[at.index];
     // relaxed: the device reads these only after the chain head's release store of its flags.
     store_relaxed(d.addr, addr);
     store_relaxed(d.len, len);
@@ -117,7 +116,8 @@ bool DriverPackedRing::add_chain(std::span<const BufferSegment> segments, uint32
             store_relaxed(d.len, segments[i].len);
             store_relaxed(d.id, id);
         } else {
-            write_desc(next_avail_, segments[i].addr, segments[i].len, id, flags);
+            write_desc(layout_.desc[next_avail_.index], segments[i].addr, segments[i].len, id,
+                       flags);
         }
         next_avail_ = virtio::advance(next_avail_, 1, layout_.size);
     }
@@ -132,9 +132,9 @@ bool DriverPackedRing::add_indirect(std::span<const BufferSegment> segments, Pac
         return false;
     }
     for (size_t i = 0; i < segments.size(); ++i) {
-        // §2.8.19: WRITE is the only flag in a table; the device ignores id.
-        table[i] =
-            PackedDesc{segments[i].addr, segments[i].len, 0, access_flag(segments[i].access)};
+        // §2.8.19: WRITE is the only flag in a table; the device ignores id. Relaxed: the
+        // device reads the table only after the release store that exposes its slot.
+        write_desc(table[i], segments[i].addr, segments[i].len, 0, access_flag(segments[i].access));
     }
     const uint16_t id = take_id();
     const PackedPosition head = next_avail_;

@@ -69,8 +69,8 @@ public:
 
 private:
     uint16_t take_id();
-    void write_desc(virtio::PackedPosition at, uint64_t addr, uint32_t len, uint16_t id,
-                    uint16_t flags);
+    static void write_desc(virtio::PackedDesc& d, uint64_t addr, uint32_t len, uint16_t id,
+                           uint16_t flags);
     void expose_head(virtio::PackedPosition head, uint16_t flags);
     void queue_chain(uint16_t id, uint16_t slots, uint32_t cookie);
     void set_driver_flags(uint16_t flags);
