@@ -172,8 +172,9 @@ bool DriverPackedRing::kick_needed() {
     }
     // §2.8.21.3.1: a full fence between our flags stores and reading the device event area.
     std::atomic_thread_fence(std::memory_order_seq_cst);
+    // acquire: the device writes off_wrap before the DESC flags that make it meaningful.
     const uint16_t flags =
-        load_relaxed(layout_.device_event->flags) & PackedEventSuppress::kFlagsMask;
+        load_acquire(layout_.device_event->flags) & PackedEventSuppress::kFlagsMask;
     if (flags == PackedEventSuppress::kDisable) {
         return false;
     }

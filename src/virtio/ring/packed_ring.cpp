@@ -202,6 +202,9 @@ void PackedRing::rewind(RingPosition to) {
 }
 
 void PackedRing::add_used(uint16_t id, uint16_t slots, uint32_t len) {
+    if (layout_.size == 0) [[unlikely]] {
+        return;  // never set up: nothing was popped
+    }
     slots = std::clamp<uint16_t>(slots, 1, layout_.size);
     PackedDesc& d = layout_.desc[used_.index];
     // relaxed: the guest reads them only after it sees this slot's flags (release below, or
@@ -251,8 +254,10 @@ bool PackedRing::should_notify() {
     if (count == 0) {
         return false;  // nothing published since the last call
     }
+    // acquire: a driver writes off_wrap before the flags that make it meaningful (Linux
+    // virtqueue_enable_cb_prepare_packed), so off_wrap below is at least that new.
     const uint16_t flags =
-        load_relaxed(layout_.driver_event->flags) & PackedEventSuppress::kFlagsMask;
+        load_acquire(layout_.driver_event->flags) & PackedEventSuppress::kFlagsMask;
     // virtio 1.2 §2.8.10: DISABLE means no used buffer notifications
     if (flags == PackedEventSuppress::kDisable) {
         return false;
@@ -303,22 +308,43 @@ uint32_t PackedRing::vring_base() const {
     return uint32_t{avail_.encoded()} | (uint32_t{published_used_.encoded()} << 16);
 }
 
-BaseError PackedRing::restore_vring_base(uint32_t num) {
-    const PackedPosition avail = PackedPosition::decode(static_cast<uint16_t>(num));
-    const uint16_t used_bits = static_cast<uint16_t>(num >> 16);
+namespace {
+
+PackedPosition base_avail(uint32_t num) {
+    return PackedPosition::decode(static_cast<uint16_t>(num));
+}
+
+PackedPosition base_used(uint32_t num) {
+    const auto used_bits = static_cast<uint16_t>(num >> 16);
     // DPDK virtio-user sends only the avail half (0x8000); DPDK then sets used = avail.
-    const PackedPosition used = used_bits == 0 ? avail : PackedPosition::decode(used_bits);
+    return used_bits == 0 ? base_avail(num) : PackedPosition::decode(used_bits);
+}
+
+}  // namespace
+
+BaseError validate_packed_vring_base(uint32_t num, uint16_t queue_size) {
+    const PackedPosition avail = base_avail(num);
+    const PackedPosition used = base_used(num);
     // hostile-input rule 1, vhost-user.rst SET_VRING_BASE: base & 0x7fff < queue size
-    if (avail.index >= layout_.size) {
+    if (avail.index >= queue_size) {
         return BaseError::avail_index_out_of_range;
     }
-    if (used.index >= layout_.size) {
+    if (used.index >= queue_size) {
         return BaseError::used_index_out_of_range;
     }
     // virtio 1.2 §2.8: at most Queue Size buffers in flight, so used trails avail by <= a ring
-    if (slots_between(used, avail, layout_.size) > layout_.size) {
+    if (slots_between(used, avail, queue_size) > queue_size) {
         return BaseError::in_flight_exceeds_ring;
     }
+    return BaseError::ok;
+}
+
+BaseError PackedRing::restore_vring_base(uint32_t num) {
+    if (const BaseError e = validate_packed_vring_base(num, layout_.size); e != BaseError::ok) {
+        return e;
+    }
+    const PackedPosition avail = base_avail(num);
+    const PackedPosition used = base_used(num);
     avail_ = avail;
     given_back_ = 0;
     used_ = used;

@@ -94,4 +94,8 @@ private:
 
 static_assert(DeviceRing<PackedRing>);
 
+// The checks restore_vring_base makes, for SET_VRING_BASE time (the ring
+// object is built later, when the queue starts): hostile-input rule 1.
+BaseError validate_packed_vring_base(uint32_t num, uint16_t queue_size);
+
 }  // namespace vnet::virtio

@@ -466,6 +466,13 @@ TEST(PackedRing, refuses_a_base_out_of_range_and_keeps_its_state) {
     EXPECT_EQ(r.ring_.vring_base(), 0x8003'8003u);
 }
 
+TEST(PackedRing, a_base_can_be_validated_before_the_ring_exists) {
+    EXPECT_EQ(validate_packed_vring_base(0x8000, 3), BaseError::ok);
+    EXPECT_EQ(validate_packed_vring_base(0x0002'8002, 3), BaseError::ok);
+    EXPECT_EQ(validate_packed_vring_base(0x8003, 3), BaseError::avail_index_out_of_range);
+    EXPECT_EQ(validate_packed_vring_base(0x8000, 0), BaseError::avail_index_out_of_range);
+}
+
 TEST(PackedRing, names_every_pop_status) {
     for (int s = 0; s <= static_cast<int>(PopStatus::buffer_unmapped); ++s) {
         EXPECT_NE(std::string(to_string(static_cast<PopStatus>(s))), "unknown pop status") << s;
