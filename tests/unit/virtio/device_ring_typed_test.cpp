@@ -323,6 +323,36 @@ TYPED_TEST(DeviceRingContract, a_restarted_ring_continues_from_the_exported_base
     EXPECT_EQ(done[1].cookie, 101u);
 }
 
+TYPED_TEST(DeviceRingContract, the_base_round_trips_at_every_position_of_several_laps) {
+    using Model = TypeParam;
+    for (uint16_t size : {uint16_t{1}, uint16_t{2}, uint16_t{3}, uint16_t{8}}) {
+        if (!Model::supports_size(size)) {
+            continue;
+        }
+        SCOPED_TRACE(::testing::Message() << "size " << size);
+        typename TestFixture::Harness h(size, true);
+        for (uint32_t step = 0; step < 4u * size + 3; ++step) {
+            h.post(step, 1);
+            ASSERT_EQ(h.pop_and_complete_all(), 1u);
+            ASSERT_EQ(h.reclaim_all().size(), 1u);
+            const uint32_t base = h.device.vring_base();
+            auto restarted = Model::make_device(*h.driver, h.config);
+            ASSERT_EQ(restarted.restore_vring_base(base), BaseError::ok);
+            ASSERT_EQ(restarted.vring_base(), base) << "step " << step;
+            h.device = std::move(restarted);
+        }
+    }
+}
+
+TYPED_TEST(DeviceRingContract, refuses_a_base_it_cannot_represent_and_keeps_its_place) {
+    typename TestFixture::Harness h(8, false);
+    h.post(0, 3);
+    ASSERT_EQ(h.pop_and_complete_all(), 3u);
+    const uint32_t base = h.device.vring_base();
+    EXPECT_NE(h.device.restore_vring_base(0xffff'ffffu), BaseError::ok);
+    EXPECT_EQ(h.device.vring_base(), base);
+}
+
 // ---- laps -------------------------------------------------------------------------
 
 // Sizes where the ring end is interesting: 1 (every chain wraps), 2, 3 (not
