@@ -1,6 +1,7 @@
 // libFuzzer target: the packed ring's device side over hostile guest memory,
 // driven as a sequence of API calls the way the port drives it. Must never
-// crash; every invariant the DeviceRing contract promises traps if broken.
+// crash; every invariant the DeviceRing contract promises traps if broken,
+// and every pop is checked against a naive reference walker (differential).
 //
 // Input layout (little-endian):
 //   [0]      queue size = 1 + byte                  (1..256, any value)
@@ -73,6 +74,99 @@ struct InFlight {
     RingPosition before;  // position() just before it was popped
 };
 
+// A naive reference for one pop, written from the spec as plainly as
+// possible (no shared code with PackedRing but the memory map): what the
+// ring must answer. Differential check: the two must agree on whether the
+// chain is taken, and on everything about it when it is.
+enum class Expect : uint8_t { empty, ok, broken };
+struct Reference {
+    Expect expect = Expect::broken;
+    uint16_t id = 0;
+    uint32_t slots = 0;
+    uint64_t readable_bytes = 0;
+    uint64_t writable_bytes = 0;
+    size_t segments = 0;
+};
+
+Reference reference_pop(const PackedRingLayout& l, const GuestMemoryMap& memory, bool indirect,
+                        PackedPosition avail, uint32_t in_flight) {
+    Reference r;
+    struct Piece {
+        uint64_t addr;
+        uint32_t len;
+        bool writable;
+    };
+    std::vector<Piece> pieces;
+    const auto flags_say_available = [](uint16_t f, bool wrap) {
+        const bool a = (f & (1u << 7)) != 0;
+        const bool u = (f & (1u << 15)) != 0;
+        return a == wrap && u != wrap;
+    };
+    uint32_t index = avail.index;
+    bool wrap = avail.wrap;
+    for (uint32_t i = 0;; ++i) {
+        PackedDesc d;
+        std::memcpy(&d, &l.desc[index], sizeof d);
+        if (!flags_say_available(d.flags, wrap)) {
+            r.expect = i == 0 ? Expect::empty : Expect::broken;
+            return r;
+        }
+        ++r.slots;
+        const bool next = (d.flags & 1) != 0;
+        if ((d.flags & 4) != 0) {
+            if (!indirect || next || i != 0 || d.len == 0 || d.len % 16 != 0 ||
+                d.len / 16 > l.size) {
+                return r;
+            }
+            const uint8_t* table = memory.gpa_to_host(d.addr, d.len);
+            if (table == nullptr) {
+                return r;
+            }
+            for (uint32_t e = 0; e < d.len / 16; ++e) {
+                PackedDesc t;
+                std::memcpy(&t, table + 16 * e, sizeof t);
+                if ((t.flags & 4) != 0) {
+                    return r;
+                }
+                pieces.push_back(Piece{t.addr, t.len, (t.flags & 2) != 0});
+            }
+        } else {
+            pieces.push_back(Piece{d.addr, d.len, (d.flags & 2) != 0});
+        }
+        if (!next) {
+            r.id = d.id;
+            break;
+        }
+        if (i + 1 == l.size) {
+            return r;
+        }
+        if (++index == l.size) {
+            index = 0;
+            wrap = !wrap;
+        }
+    }
+    if (r.id >= l.size || in_flight + r.slots > l.size) {
+        return r;
+    }
+    bool seen_writable = false;
+    std::vector<iovec> scratch(2 * pieces.size());  // two regions: at most two pieces each
+    for (const Piece& p : pieces) {
+        if (!p.writable && seen_writable) {
+            return r;
+        }
+        seen_writable = seen_writable || p.writable;
+        (p.writable ? r.writable_bytes : r.readable_bytes) += p.len;
+        if (r.readable_bytes + r.writable_bytes > UINT32_MAX) {
+            return r;
+        }
+        if (!memory.gpa_to_iovecs(p.addr, p.len, scratch, &r.segments)) {
+            return r;
+        }
+    }
+    r.expect = Expect::ok;
+    return r;
+}
+
 struct Fuzz {
     Buffer regions[2];
     size_t region_count = 0;
@@ -126,9 +220,23 @@ struct Fuzz {
         }
         PoppedChain chain;
         const RingPosition before = ring.position();
+        const Reference ref =
+            reference_pop(layout, memory, config.indirect_allowed, ring.avail_position(),
+                          slots_between(ring.used_position(), ring.avail_position(), layout.size));
         const PopStatus s = ring.pop(std::span<iovec>(iov.data(), room), chain);
         FUZZ_CHECK(s <= PopStatus::buffer_unmapped);
         FUZZ_CHECK(to_string(s) != nullptr);
+        FUZZ_CHECK((s == PopStatus::empty) == (ref.expect == Expect::empty));
+        FUZZ_CHECK(!breaks_ring(s) || ref.expect == Expect::broken);
+        if (ref.expect == Expect::ok) {
+            FUZZ_CHECK(s == (ref.segments <= room ? PopStatus::ok : PopStatus::too_many_segments));
+        }
+        if (s == PopStatus::ok) {
+            FUZZ_CHECK(chain.id == ref.id && chain.slots == ref.slots);
+            FUZZ_CHECK(chain.readable_bytes == ref.readable_bytes);
+            FUZZ_CHECK(chain.writable_bytes == ref.writable_bytes);
+            FUZZ_CHECK(chain.segment_count() == ref.segments);
+        }
         if (s != PopStatus::ok) {
             if (breaks_ring(s)) {
                 broken = true;  // unusable until the front end resets it
