@@ -18,7 +18,10 @@
 //                       completions are staged and made visible once per
 //                       burst (split: one used->idx store; packed: the first
 //                       used descriptor's flags, stored last).
-//   should_notify()     after publish: does the driver want a call.
+//   should_notify()     after publish: does the driver want a call. Ask it
+//                       once per publish; with nothing new since the last
+//                       call the answer is model-specific (split without
+//                       EVENT_IDX says yes, packed says no).
 //   disable/enable_notifications()
 //                       kick suppression; enable returns true if new work
 //                       arrived meanwhile (disable again and keep polling).
