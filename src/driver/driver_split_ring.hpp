@@ -18,34 +18,10 @@
 #include <span>
 #include <vector>
 
+#include "driver/driver_ring.hpp"
 #include "driver/driver_ring_layout.hpp"
 
 namespace vnet::driver {
-
-enum class BufferAccess : uint8_t {
-    device_reads,   // TX: header + frame for the device to take
-    device_writes,  // RX: room for the device to fill
-};
-
-struct BufferSegment {
-    uint64_t addr = 0;  // guest-physical
-    uint32_t len = 0;
-    BufferAccess access = BufferAccess::device_reads;
-};
-
-// One chain the device has finished with.
-struct Completion {
-    uint32_t cookie = 0;  // what the caller passed to add_*
-    uint32_t len = 0;     // bytes the device wrote (RX); 0 or anything for TX
-};
-
-enum class UsedRingError : uint8_t {
-    ok,
-    used_index_jump,   // used->idx moved past what we have in flight
-    id_out_of_range,   // used element id >= queue size
-    id_not_in_flight,  // used element names a head we did not hand out
-};
-const char* to_string(UsedRingError e);
 
 class DriverSplitRing {
 public:
@@ -124,5 +100,7 @@ private:
     uint16_t free_count_ = 0;
     uint16_t in_flight_chains_ = 0;
 };
+
+static_assert(DriverRing<DriverSplitRing>);
 
 }  // namespace vnet::driver

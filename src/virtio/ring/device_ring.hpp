@@ -1,0 +1,93 @@
+// The device-side ring concept: what a virtio-net queue (VhostUserPort today)
+// needs from a ring, whatever its format. Both models, SplitDeviceRing
+// (virtio 1.2 §2.7) and PackedRing (§2.8), satisfy it; the datapath is meant
+// to be a template over it, so a ring format is one file in this folder.
+//
+// The shape follows how the port drives a ring:
+//   pop(iov, chain)     one CHAIN at a time: the model walks its own
+//                       descriptors (split: avail entry + table walk;
+//                       packed: consecutive slots and indirect tables) and
+//                       returns the buffer id, the ring slots the chain used,
+//                       and readable/writable segments in the caller's iovecs.
+//                       too_many_segments leaves the chain where it was, so
+//                       the caller can flush and retry with more room.
+//   position()/rewind() the RX path gives back chains it popped but did not
+//                       fill. Given-back chains are not "new" for
+//                       enable_notifications (the Linux 6.18 livelock).
+//   add_used(id, slots, len) + publish_used()
+//                       completions are staged and made visible once per
+//                       burst (split: one used->idx store; packed: the first
+//                       used descriptor's flags, stored last).
+//   should_notify()     after publish: does the driver want a call. Ask it
+//                       once per publish; with nothing new since the last
+//                       call the answer is model-specific (split without
+//                       EVENT_IDX says yes, packed says no).
+//   disable/enable_notifications()
+//                       kick suppression; enable returns true if new work
+//                       arrived meanwhile (disable again and keep polling).
+//   vring_base() / restore_vring_base(num)
+//                       GET_VRING_BASE / SET_VRING_BASE in vhost-user's
+//                       encoding for the format. Call publish_used() first.
+//
+// Every model is single-owner (one worker thread), syscall-free and never
+// allocates; the guest is the only other party.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <concepts>
+#include <cstdint>
+#include <span>
+
+#include "virtio/guest_memory.hpp"
+#include "virtio/ring/pop_status.hpp"
+
+namespace vnet::virtio {
+
+// One popped chain. iovecs [0, readable_segments) are device-readable, then
+// writable_segments device-writable ones.
+struct PoppedChain {
+    uint16_t id = 0;     // buffer id for add_used (split: the head index)
+    uint16_t slots = 0;  // ring slots it occupied (split: 1; packed: descriptors in the ring)
+    uint16_t readable_segments = 0;
+    uint16_t writable_segments = 0;
+    uint32_t readable_bytes = 0;
+    uint32_t writable_bytes = 0;
+
+    uint32_t segment_count() const { return uint32_t{readable_segments} + writable_segments; }
+};
+
+// An avail-side position to rewind to: opaque to callers. Split: the
+// free-running avail index; packed: slot index | avail wrap counter << 15.
+struct RingPosition {
+    uint16_t raw = 0;
+    friend constexpr bool operator==(RingPosition, RingPosition) = default;
+};
+
+// What a ring needs besides its layout: negotiated features and the memory
+// map descriptors are translated through (kept alive by the caller).
+struct RingConfig {
+    const GuestMemoryMap* memory = nullptr;
+    bool indirect_allowed = false;  // VIRTIO_F_INDIRECT_DESC
+    bool event_idx = false;         // VIRTIO_F_EVENT_IDX
+};
+
+template <typename R>
+concept DeviceRing = std::default_initializable<R> && std::movable<R> &&
+    requires(R r, const R cr, std::span<iovec> iov, PoppedChain& chain, RingPosition pos,
+             uint16_t id, uint16_t slots, uint32_t len, uint32_t base) {
+    typename R::Layout;
+    { cr.size() } -> std::same_as<uint16_t>;
+    { r.pop(iov, chain) } -> std::same_as<PopStatus>;
+    { cr.position() } -> std::same_as<RingPosition>;
+    { r.rewind(pos) } -> std::same_as<void>;
+    { r.add_used(id, slots, len) } -> std::same_as<void>;
+    { r.publish_used() } -> std::same_as<void>;
+    { r.should_notify() } -> std::same_as<bool>;
+    { r.disable_notifications() } -> std::same_as<void>;
+    { r.enable_notifications() } -> std::same_as<bool>;
+    { cr.vring_base() } -> std::same_as<uint32_t>;
+    { r.restore_vring_base(base) } -> std::same_as<BaseError>;
+};
+
+}  // namespace vnet::virtio

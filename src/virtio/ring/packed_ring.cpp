@@ -1,0 +1,362 @@
+#include "virtio/ring/packed_ring.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "virtio/ring/chain_segments.hpp"
+#include "virtio/ring/shared_access.hpp"
+
+namespace vnet::virtio {
+namespace {
+
+using shared::load_acquire;
+using shared::load_relaxed;
+using shared::store_relaxed;
+using shared::store_release;
+
+// One descriptor as read, once, from guest memory. Checks run on this copy
+// only, so the guest cannot change a field between check and use.
+struct LocalDesc {
+    uint64_t addr;
+    uint32_t len;
+    uint16_t id;
+    uint16_t flags;
+};
+
+// The rest of a ring descriptor whose flags were already loaded. Relaxed:
+// the acquire load of the chain head's flags ordered the driver's writes of
+// every descriptor of the chain before these loads (§2.8.6: the first
+// descriptor is made available last).
+inline LocalDesc read_ring_desc(const PackedDesc& d, uint16_t flags) {
+    return LocalDesc{load_relaxed(d.addr), load_relaxed(d.len), load_relaxed(d.id), flags};
+}
+
+// Indirect tables need no alignment in the spec, and an atomic load of a
+// misaligned uint64_t is undefined: read those byte-wise.
+[[gnu::cold, gnu::noinline]] LocalDesc read_misaligned_table_desc(const uint8_t* src) {
+    uint8_t bytes[sizeof(PackedDesc)];
+    for (size_t i = 0; i < sizeof(bytes); ++i) {
+        bytes[i] = load_relaxed(src[i]);
+    }
+    LocalDesc out;
+    std::memcpy(&out.addr, bytes, 8);
+    std::memcpy(&out.len, bytes + 8, 4);
+    std::memcpy(&out.id, bytes + 12, 2);
+    std::memcpy(&out.flags, bytes + 14, 2);
+    return out;
+}
+
+// An indirect table entry: two relaxed 64-bit loads (the table was written
+// before the ring descriptor that names it was made available).
+inline LocalDesc read_table_desc(const uint8_t* entry) {
+    if ((reinterpret_cast<uintptr_t>(entry) & 7) != 0) [[unlikely]] {
+        return read_misaligned_table_desc(entry);
+    }
+    const auto* words = static_cast<const uint64_t*>(static_cast<const void*>(entry));
+    const uint64_t addr = load_relaxed(words[0]);
+    const uint64_t rest = load_relaxed(words[1]);  // len, id, flags (little-endian)
+    return LocalDesc{addr, static_cast<uint32_t>(rest), static_cast<uint16_t>(rest >> 32),
+                     static_cast<uint16_t>(rest >> 48)};
+}
+
+}  // namespace
+
+PackedRing::PackedRing(const PackedRingLayout& layout, const RingConfig& config)
+    : layout_(layout),
+      memory_(config.memory),
+      indirect_allowed_(config.indirect_allowed),
+      event_idx_(config.event_idx) {}
+
+PopStatus PackedRing::pop(std::span<iovec> out, PoppedChain& chain) {
+    if (layout_.size == 0) [[unlikely]] {
+        return PopStatus::empty;
+    }
+    PackedPosition pos = avail_;
+    // acquire: pairs with the driver's release of the head's flags, which it stores after
+    // writing the whole chain (§2.8.21.1.1), so everything below reads complete descriptors.
+    uint16_t flags = load_acquire(layout_.desc[pos.index].flags);
+    // virtio 1.2 §2.8.15: use a descriptor only once its AVAIL bit shows it was made available
+    if (!is_available(flags, pos.wrap)) {
+        return PopStatus::empty;
+    }
+    ChainSegments segments(out, *memory_, &region_hint_);
+    uint32_t slots = 0;
+    uint16_t id = 0;
+    for (;;) {
+        const LocalDesc d = read_ring_desc(layout_.desc[pos.index], flags);
+        ++slots;
+        PopStatus s;
+        if ((d.flags & PackedDesc::kFlagIndirect) != 0) {
+            // virtio 1.2 §2.8.19: the driver MUST NOT set INDIRECT without VIRTIO_F_INDIRECT_DESC
+            if (!indirect_allowed_) {
+                return PopStatus::indirect_not_negotiated;
+            }
+            // virtio 1.2 §2.8.19: no INDIRECT descriptor in a list linked by NEXT (with NEXT...
+            if ((d.flags & PackedDesc::kFlagNext) != 0) {
+                return PopStatus::indirect_with_next;
+            }
+            // ...nor at the end of one)
+            if (slots != 1) {
+                return PopStatus::indirect_in_chain;
+            }
+            s = add_indirect(d.addr, d.len, segments);
+        } else {
+            s = segments.add(d.addr, d.len, (d.flags & PackedDesc::kFlagWrite) != 0);
+        }
+        if (s != PopStatus::ok) [[unlikely]] {
+            if (s == PopStatus::too_many_segments) {
+                note_chain_seen(pos, d.flags, slots);
+            }
+            return s;
+        }
+        if ((d.flags & PackedDesc::kFlagNext) == 0) {
+            id = d.id;  // virtio 1.2 §2.8.6: the Buffer ID is in the last descriptor of the list
+            break;
+        }
+        // virtio 1.2 §2.8.17: a driver MUST NOT create a descriptor list longer than the Queue Size
+        if (slots == layout_.size) {
+            return PopStatus::chain_too_long;
+        }
+        pos = advance(pos, 1, layout_.size);
+        // relaxed: ordered by the head's acquire above, like the rest of the descriptor.
+        flags = load_relaxed(layout_.desc[pos.index].flags);
+        // virtio 1.2 §2.8.6: AVAIL/USED must be set correctly in every descriptor of the list
+        if (!is_available(flags, pos.wrap)) {
+            return PopStatus::descriptor_not_available;
+        }
+    }
+    // virtio 1.2 §2.8.22: Buffer IDs are < Queue Size (the driver indexes its table with them)
+    if (id >= layout_.size) {
+        return PopStatus::id_out_of_range;
+    }
+    // virtio 1.2 §2.8.16: the driver reuses a slot only after seeing it used, so at most Queue
+    // Size slots are in flight; more means our used writes would land on unread descriptors
+    if (slots_between(used_, avail_, layout_.size) + slots > layout_.size) {
+        return PopStatus::too_many_in_flight;
+    }
+    avail_ = advance(avail_, slots, layout_.size);
+    given_back_ = static_cast<uint16_t>(given_back_ - std::min<uint32_t>(slots, given_back_));
+    segments.finish(chain);
+    chain.id = id;
+    chain.slots = static_cast<uint16_t>(slots);
+    return PopStatus::ok;
+}
+
+PopStatus PackedRing::add_indirect(uint64_t addr, uint32_t len, ChainSegments& segments) {
+    // virtio 1.2 §2.8.7: the table is len / 16 descriptors; an empty one describes no buffer
+    if (len == 0 || len % sizeof(PackedDesc) != 0) {
+        return PopStatus::indirect_bad_length;
+    }
+    const uint32_t entries = len / sizeof(PackedDesc);
+    // virtio 1.2 §2.8.5: unless the device says otherwise a list holds at most Queue Size entries
+    if (entries > layout_.size) {
+        return PopStatus::indirect_too_large;
+    }
+    // The table is read in place, so it must lie in one region (vhost translate_desc).
+    const uint8_t* table = memory_->gpa_to_host(addr, len, &region_hint_);
+    if (table == nullptr) {
+        return PopStatus::indirect_table_unmapped;
+    }
+    for (uint32_t i = 0; i < entries; ++i) {
+        const LocalDesc e = read_table_desc(table + i * sizeof(PackedDesc));
+        // virtio 1.2 §2.8.19: no flag but WRITE in an indirect table, so no nested table
+        if ((e.flags & PackedDesc::kFlagIndirect) != 0) {
+            return PopStatus::indirect_nested;
+        }
+        // virtio 1.2 §2.8.7: NEXT (like id) is reserved and ignored here: entries are in order
+        const PopStatus s = segments.add(e.addr, e.len, (e.flags & PackedDesc::kFlagWrite) != 0);
+        if (s != PopStatus::ok) [[unlikely]] {
+            return s;
+        }
+    }
+    return PopStatus::ok;
+}
+
+// too_many_segments leaves the chain in the ring for a retry. Like a rewound
+// chain it was seen, so enable_notifications must not call it new work (a
+// chain the caller can never fit would otherwise spin the caller): count its
+// slots, cold path, without translating anything.
+void PackedRing::note_chain_seen(PackedPosition pos, uint16_t flags, uint32_t slots) {
+    while ((flags & PackedDesc::kFlagNext) != 0 && slots < layout_.size) {
+        pos = advance(pos, 1, layout_.size);
+        flags = load_relaxed(layout_.desc[pos.index].flags);
+        if (!is_available(flags, pos.wrap)) {
+            break;
+        }
+        ++slots;
+    }
+    given_back_ = static_cast<uint16_t>(std::max<uint32_t>(given_back_, slots));
+}
+
+void PackedRing::rewind(RingPosition to) {
+    const PackedPosition target = PackedPosition::decode(to.raw);
+    const uint32_t back = slots_between(target, avail_, layout_.size);
+    // A position from position() is at most a ring's worth behind; anything else is a caller
+    // bug, and refusing it keeps the ring consistent.
+    if (back > layout_.size) [[unlikely]] {
+        return;
+    }
+    avail_ = target;
+    given_back_ = static_cast<uint16_t>(std::min<uint32_t>(given_back_ + back, layout_.size));
+}
+
+void PackedRing::add_used(uint16_t id, uint16_t slots, uint32_t len) {
+    if (layout_.size == 0) [[unlikely]] {
+        return;  // never set up: nothing was popped
+    }
+    slots = std::clamp<uint16_t>(slots, 1, layout_.size);
+    PackedDesc& d = layout_.desc[used_.index];
+    // relaxed: the guest reads them only after it sees this slot's flags (release below, or
+    // the burst head's release in publish_used, which comes later in program order).
+    store_relaxed(d.id, id);
+    store_relaxed(d.len, len);
+    // virtio 1.2 §2.8.1: a used descriptor has AVAIL = USED = the device wrap counter;
+    // §2.8.3: WRITE says whether the device wrote anything into the buffer.
+    const auto flags =
+        static_cast<uint16_t>(used_flags_for(used_.wrap) | (len != 0 ? PackedDesc::kFlagWrite : 0));
+    if (staged_ == 0) {
+        batch_head_ = used_;
+        batch_head_flags_ = flags;  // stored last, by publish_used
+    } else {
+        // release: id and len before flags, for a driver that reads this slot right after the
+        // head. It cannot get here before the head is published: it polls the head first.
+        store_release(d.flags, flags);
+    }
+    used_ = advance(used_, slots, layout_.size);
+    ++staged_;
+    staged_slots_ += slots;
+}
+
+void PackedRing::publish_used() {
+    if (staged_ == 0) {
+        return;
+    }
+    // release: every id, len and flags store of the burst is visible before the head's flags,
+    // so a driver polling the head sees the whole burst at once (§2.8.9 multi-buffer order).
+    store_release(layout_.desc[batch_head_.index].flags, batch_head_flags_);
+    published_used_ = used_;
+    unsignalled_slots_ = std::min<uint32_t>(unsignalled_slots_ + staged_slots_, 2u * 32768u);
+    staged_ = 0;
+    staged_slots_ = 0;
+}
+
+bool PackedRing::should_notify() {
+    // seq_cst fence (vhost smp_mb): orders our flags stores before the loads of the driver's
+    // event area (StoreLoad); otherwise both sides could read stale values and sleep.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const PackedPosition old = signalled_;
+    const uint32_t count = unsignalled_slots_;
+    const bool valid = signalled_valid_;
+    signalled_ = published_used_;
+    unsignalled_slots_ = 0;
+    signalled_valid_ = true;
+    if (count == 0) {
+        return false;  // nothing published since the last call
+    }
+    // acquire: a driver writes off_wrap before the flags that make it meaningful (Linux
+    // virtqueue_enable_cb_prepare_packed), so off_wrap below is at least that new.
+    const uint16_t flags =
+        load_acquire(layout_.driver_event->flags) & PackedEventSuppress::kFlagsMask;
+    // virtio 1.2 §2.8.10: DISABLE means no used buffer notifications
+    if (flags == PackedEventSuppress::kDisable) {
+        return false;
+    }
+    // virtio 1.2 §2.8.10: DESC is only valid with EVENT_IDX; ENABLE, or anything we do not
+    // understand (reserved 3), gets a call: a spurious one is cheap, a lost one hangs the guest.
+    if (flags != PackedEventSuppress::kDesc || !event_idx_ || !valid) {
+        return true;
+    }
+    const PackedPosition event =
+        PackedPosition::decode(load_relaxed(layout_.driver_event->off_wrap));
+    // virtio 1.2 §2.8.10: with DESC, call once the descriptor at off/wrap has been used
+    return packed_event_crossed(event, old, count, layout_.size);
+}
+
+void PackedRing::disable_notifications() {
+    if (device_flags_shadow_ == PackedEventSuppress::kDisable) {
+        return;  // the area is ours alone: no need to dirty the guest's cache line again
+    }
+    // relaxed: a hint; a kick that still comes is harmless.
+    store_relaxed(layout_.device_event->flags, PackedEventSuppress::kDisable);
+    device_flags_shadow_ = PackedEventSuppress::kDisable;
+}
+
+bool PackedRing::enable_notifications() {
+    // The first slot we have never popped: given-back chains are not new work, or a packet too
+    // big for the posted buffers would spin the caller forever (Linux 6.18 livelock).
+    const PackedPosition fresh = advance(avail_, given_back_, layout_.size);
+    if (event_idx_) {
+        // virtio 1.2 §2.8.10: with DESC, kick me once the descriptor at off/wrap is available
+        store_relaxed(layout_.device_event->off_wrap, fresh.encoded());
+        // release: off_wrap before the flags that make it meaningful.
+        store_release(layout_.device_event->flags, PackedEventSuppress::kDesc);
+        device_flags_shadow_ = PackedEventSuppress::kDesc;
+    } else if (device_flags_shadow_ != PackedEventSuppress::kEnable) {
+        store_relaxed(layout_.device_event->flags, PackedEventSuppress::kEnable);
+        device_flags_shadow_ = PackedEventSuppress::kEnable;
+    }
+    // seq_cst fence (vhost smp_mb): our store before the re-check below (StoreLoad); else the
+    // driver may add a buffer, read our stale flags and skip the kick while we read a stale
+    // descriptor and sleep: a lost wake-up.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // acquire: if it is available, the caller pops it next (pop loads it again with acquire).
+    return is_available(load_acquire(layout_.desc[fresh.index].flags), fresh.wrap);
+}
+
+uint32_t PackedRing::vring_base() const {
+    return uint32_t{avail_.encoded()} | (uint32_t{published_used_.encoded()} << 16);
+}
+
+namespace {
+
+PackedPosition base_avail(uint32_t num) {
+    return PackedPosition::decode(static_cast<uint16_t>(num));
+}
+
+PackedPosition base_used(uint32_t num) {
+    const auto used_bits = static_cast<uint16_t>(num >> 16);
+    // DPDK virtio-user sends only the avail half (0x8000); DPDK then sets used = avail.
+    return used_bits == 0 ? base_avail(num) : PackedPosition::decode(used_bits);
+}
+
+}  // namespace
+
+BaseError validate_packed_vring_base(uint32_t num, uint16_t queue_size) {
+    const PackedPosition avail = base_avail(num);
+    const PackedPosition used = base_used(num);
+    // hostile-input rule 1, vhost-user.rst SET_VRING_BASE: base & 0x7fff < queue size
+    if (avail.index >= queue_size) {
+        return BaseError::avail_index_out_of_range;
+    }
+    if (used.index >= queue_size) {
+        return BaseError::used_index_out_of_range;
+    }
+    // virtio 1.2 §2.8: at most Queue Size buffers in flight, so used trails avail by <= a ring
+    if (slots_between(used, avail, queue_size) > queue_size) {
+        return BaseError::in_flight_exceeds_ring;
+    }
+    return BaseError::ok;
+}
+
+BaseError PackedRing::restore_vring_base(uint32_t num) {
+    if (const BaseError e = validate_packed_vring_base(num, layout_.size); e != BaseError::ok) {
+        return e;
+    }
+    const PackedPosition avail = base_avail(num);
+    const PackedPosition used = base_used(num);
+    avail_ = avail;
+    given_back_ = 0;
+    used_ = used;
+    published_used_ = used;
+    batch_head_ = used;
+    staged_ = 0;
+    staged_slots_ = 0;
+    signalled_ = used;
+    unsignalled_slots_ = 0;
+    signalled_valid_ = false;
+    device_flags_shadow_ = 0xffff;
+    return BaseError::ok;
+}
+
+}  // namespace vnet::virtio

@@ -1,0 +1,101 @@
+// Packed virtqueue, device side (virtio 1.2 §2.8). Owned by one worker
+// thread at a time; the guest is the only other party, so every access to
+// shared memory is an atomic with a stated ordering, and no locks.
+//
+//   pop            walks the chain at the avail position: consecutive slots
+//                  linked by NEXT, or one indirect table, each descriptor
+//                  read once into a local before any check.
+//   add_used       writes a used descriptor (id, len, flags) at the used
+//                  position and skips the chain's slots; the FIRST one of a
+//                  burst keeps its old flags until publish_used, which stores
+//                  them last with release: one store shows the guest the
+//                  whole burst (§2.8.9; DPDK's shadow flush does the same).
+//   should_notify  reads the driver event suppression area (ENABLE /
+//                  DISABLE / DESC with EVENT_IDX).
+//   enable/disable_notifications  write the device event suppression area.
+//
+// The size need not be a power of two; positions are (index, wrap) pairs.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <span>
+
+#include "virtio/guest_memory.hpp"
+#include "virtio/ring/device_ring.hpp"
+#include "virtio/ring/packed_layout.hpp"
+
+namespace vnet::virtio {
+
+class ChainSegments;
+
+class PackedRing {
+public:
+    using Layout = PackedRingLayout;
+
+    PackedRing() = default;
+    // Starts at avail = used = slot 0, wrap 1 (a fresh ring, vring base 0x8000);
+    // restore_vring_base moves both.
+    PackedRing(const PackedRingLayout& layout, const RingConfig& config);
+
+    const PackedRingLayout& layout() const { return layout_; }
+    uint16_t size() const { return layout_.size; }
+    PackedPosition avail_position() const { return avail_; }
+    PackedPosition used_position() const { return used_; }  // includes staged entries
+    PackedPosition published_used_position() const { return published_used_; }
+
+    PopStatus pop(std::span<iovec> out, PoppedChain& chain);
+
+    RingPosition position() const { return RingPosition{avail_.encoded()}; }
+    // Gives back every chain popped since `to` was taken from position().
+    void rewind(RingPosition to);
+
+    // `slots` is the popped chain's PoppedChain::slots (clamped to 1..size).
+    void add_used(uint16_t id, uint16_t slots, uint32_t len);
+    void publish_used();
+
+    bool should_notify();
+    void disable_notifications();
+    bool enable_notifications();
+
+    // vhost-user.rst: bits 0-14 last avail idx, bit 15 avail wrap counter,
+    // bits 16-30 used idx, bit 31 used wrap counter (the published used side).
+    uint32_t vring_base() const;
+    // Validates `num` completely, then resets every cursor to it. Upper 16
+    // bits 0 (DPDK virtio-user sends only the avail half) means used = avail.
+    // That makes "used at slot 0, wrap 0" ambiguous: export only with nothing
+    // in flight (as the port's stop does), then used = avail anyway.
+    BaseError restore_vring_base(uint32_t num);
+
+private:
+    PopStatus add_indirect(uint64_t addr, uint32_t len, ChainSegments& segments);
+    void note_chain_seen(PackedPosition head, uint16_t flags, uint32_t slots_so_far);
+
+    PackedRingLayout layout_{};
+    const GuestMemoryMap* memory_ = nullptr;
+    size_t region_hint_ = 0;
+    bool indirect_allowed_ = false;
+    bool event_idx_ = false;
+
+    PackedPosition avail_{};           // next slot to pop
+    uint16_t given_back_ = 0;          // slots from avail_ on that rewind returned (seen before)
+    PackedPosition used_{};            // next used slot, staged entries included
+    PackedPosition published_used_{};  // what the guest can see
+    PackedPosition batch_head_{};      // first used slot of the staged burst
+    uint16_t batch_head_flags_ = 0;    // its flags, stored by publish_used
+    uint16_t staged_ = 0;              // used descriptors written since the last publish
+    uint32_t staged_slots_ = 0;
+    PackedPosition signalled_{};      // published used position at the last should_notify
+    uint32_t unsignalled_slots_ = 0;  // slots published since then (capped)
+    bool signalled_valid_ = false;
+    uint16_t device_flags_shadow_ = 0xffff;  // last flags we stored in the device area
+};
+
+static_assert(DeviceRing<PackedRing>);
+
+// The checks restore_vring_base makes, for SET_VRING_BASE time (the ring
+// object is built later, when the queue starts): hostile-input rule 1.
+BaseError validate_packed_vring_base(uint32_t num, uint16_t queue_size);
+
+}  // namespace vnet::virtio

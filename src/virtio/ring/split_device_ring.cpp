@@ -1,0 +1,106 @@
+#include "virtio/ring/split_device_ring.hpp"
+
+namespace vnet::virtio {
+
+PopStatus to_pop_status(ChainError e) {
+    switch (e) {
+        case ChainError::ok:
+            return PopStatus::ok;
+        case ChainError::head_out_of_range:
+            return PopStatus::head_out_of_range;
+        case ChainError::next_out_of_range:
+            return PopStatus::next_out_of_range;
+        case ChainError::chain_loop:
+            return PopStatus::chain_loop;
+        case ChainError::indirect_not_negotiated:
+            return PopStatus::indirect_not_negotiated;
+        case ChainError::indirect_nested:
+            return PopStatus::indirect_nested;
+        case ChainError::indirect_with_next:
+            return PopStatus::indirect_with_next;
+        case ChainError::indirect_bad_length:
+            return PopStatus::indirect_bad_length;
+        case ChainError::indirect_too_large:
+            return PopStatus::indirect_too_large;
+        case ChainError::indirect_table_unmapped:
+            return PopStatus::indirect_table_unmapped;
+        case ChainError::readable_after_writable:
+            return PopStatus::readable_after_writable;
+        case ChainError::total_length_overflow:
+            return PopStatus::total_length_overflow;
+        case ChainError::too_many_segments:
+            return PopStatus::too_many_segments;
+        case ChainError::buffer_unmapped:
+            return PopStatus::buffer_unmapped;
+    }
+    return PopStatus::buffer_unmapped;  // unreachable; fail closed
+}
+
+PopStatus to_pop_status(RingError e) {
+    switch (e) {
+        case RingError::ok:
+            return PopStatus::ok;
+        case RingError::avail_index_jump:
+            return PopStatus::avail_index_jump;
+        case RingError::head_out_of_range:
+            return PopStatus::head_out_of_range;
+    }
+    return PopStatus::avail_index_jump;  // unreachable; fail closed
+}
+
+SplitDeviceRing::SplitDeviceRing(const SplitRingLayout& layout, const RingConfig& config,
+                                 uint16_t used_idx)
+    : ring_(layout, 0, used_idx, config.event_idx),
+      memory_(config.memory),
+      indirect_allowed_(config.indirect_allowed),
+      event_idx_(config.event_idx) {}
+
+PopStatus SplitDeviceRing::pop(std::span<iovec> out, PoppedChain& chain) {
+    if (ring_.size() == 0) [[unlikely]] {
+        return PopStatus::empty;
+    }
+    uint16_t head = 0;
+    RingError ring_error = RingError::ok;
+    if (ring_.pop_avail(std::span<uint16_t>(&head, 1), &ring_error) == 0) {
+        return ring_error == RingError::ok ? PopStatus::empty : to_pop_status(ring_error);
+    }
+    // Built per pop: the context points at region_hint_, which must follow this object.
+    const ChainWalkContext walk{ring_.layout().desc, ring_.size(), indirect_allowed_, memory_,
+                                &region_hint_};
+    DescriptorChain walked;
+    const ChainError e = walk_descriptor_chain(walk, head, out, walked);
+    if (e != ChainError::ok) [[unlikely]] {
+        if (e == ChainError::too_many_segments) {
+            // Stays in the ring for a retry, as seen (given back): same contract as packed.
+            ring_.unpop_avail(1);
+        }
+        return to_pop_status(e);
+    }
+    chain.id = head;
+    chain.slots = 1;
+    chain.readable_segments = walked.readable_segments;
+    chain.writable_segments = walked.writable_segments;
+    chain.readable_bytes = walked.readable_bytes;
+    chain.writable_bytes = walked.writable_bytes;
+    return PopStatus::ok;
+}
+
+void SplitDeviceRing::rewind(RingPosition to) {
+    const auto count = static_cast<uint16_t>(ring_.last_avail_idx() - to.raw);
+    // A position from position() is at most a ring's worth behind (see PackedRing::rewind).
+    if (count > ring_.size()) [[unlikely]] {
+        return;
+    }
+    ring_.unpop_avail(count);
+}
+
+BaseError SplitDeviceRing::restore_vring_base(uint32_t num) {
+    // vhost-user.rst: the split base is a 16-bit avail index; more bits are a confused peer
+    if (num > UINT16_MAX) {
+        return BaseError::avail_index_out_of_range;
+    }
+    ring_ = SplitRing(ring_.layout(), static_cast<uint16_t>(num), ring_.used_idx(), event_idx_);
+    return BaseError::ok;
+}
+
+}  // namespace vnet::virtio

@@ -1,0 +1,64 @@
+// SplitRing (virtio 1.2 §2.7) as a DeviceRing: one chain per pop, walked with
+// walk_descriptor_chain, position/rewind over unpop_avail, and the vring base
+// in the split encoding (the 16-bit last avail index). SplitRing itself is
+// unchanged, and the port keeps using it directly until it moves to the
+// concept.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <span>
+
+#include "virtio/descriptor_chain.hpp"
+#include "virtio/ring/device_ring.hpp"
+#include "virtio/split_ring.hpp"
+
+namespace vnet::virtio {
+
+class SplitDeviceRing {
+public:
+    using Layout = SplitRingLayout;
+
+    SplitDeviceRing() = default;
+    // `used_idx` is where the next used entry goes: the guest's used->idx at
+    // start-up (the split vring base does not carry it). Avail starts at 0.
+    SplitDeviceRing(const SplitRingLayout& layout, const RingConfig& config, uint16_t used_idx);
+
+    SplitRing& split() { return ring_; }
+    const SplitRing& split() const { return ring_; }
+    uint16_t size() const { return ring_.size(); }
+
+    PopStatus pop(std::span<iovec> out, PoppedChain& chain);
+
+    RingPosition position() const { return RingPosition{ring_.last_avail_idx()}; }
+    void rewind(RingPosition to);
+
+    // `slots` is unused: a split chain always takes one used entry.
+    void add_used(uint16_t id, uint16_t /*slots*/, uint32_t len) { ring_.add_used(id, len); }
+    void publish_used() { ring_.publish_used(); }
+
+    bool should_notify() { return ring_.should_notify(); }
+    void disable_notifications() { ring_.disable_notifications(); }
+    bool enable_notifications() { return ring_.enable_notifications(); }
+
+    // vhost-user.rst: for split rings the base is the next avail index.
+    uint32_t vring_base() const { return ring_.last_avail_idx(); }
+    // Restarts avail at `num`; the used index stays where it is.
+    BaseError restore_vring_base(uint32_t num);
+
+private:
+    SplitRing ring_;
+    const GuestMemoryMap* memory_ = nullptr;
+    size_t region_hint_ = 0;
+    bool indirect_allowed_ = false;
+    bool event_idx_ = false;
+};
+
+static_assert(DeviceRing<SplitDeviceRing>);
+
+// The walker's and the split ring's errors in the shared vocabulary.
+PopStatus to_pop_status(ChainError e);
+PopStatus to_pop_status(RingError e);
+
+}  // namespace vnet::virtio

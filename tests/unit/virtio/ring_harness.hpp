@@ -1,0 +1,157 @@
+// One harness for every device ring model: guest memory (TestGuestMemory),
+// the driver-side mock ring of the model's format (the one DriverRing shape
+// from src/driver), and the device ring under test, wired together. Typed
+// tests, fuzzers and benchmarks can all drive a ring model through it.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "driver/driver_packed_ring.hpp"
+#include "driver/driver_split_ring.hpp"
+#include "unit/virtio/test_ring.hpp"
+#include "virtio/ring/packed_ring.hpp"
+#include "virtio/ring/split_device_ring.hpp"
+
+namespace vnet::virtio::test {
+
+// How to build each model's device ring over its driver-side mock.
+struct SplitModel {
+    using Device = SplitDeviceRing;
+    using Driver = driver::DriverSplitRing;
+    static constexpr bool kAnySize = false;  // powers of two only (§2.7)
+
+    static bool supports_size(uint32_t n) { return is_valid_split_queue_size(n); }
+    static size_t ring_bytes(uint16_t size) { return driver::ring_storage_bytes(size); }
+    static Driver make_driver(std::span<std::byte> storage, uint16_t size, bool event_idx) {
+        return Driver(driver::carve_ring_layout(storage, size), event_idx);
+    }
+    static Device make_device(const Driver& d, const RingConfig& config) {
+        const driver::DriverRingLayout& l = d.layout();
+        // Like QueueSnapshot: the used index comes from the guest's used->idx.
+        const uint16_t used = std::atomic_ref<uint16_t>(l.used->idx).load();
+        return Device(SplitRingLayout{l.desc, l.avail, l.used, l.size}, config, used);
+    }
+};
+
+struct PackedModel {
+    using Device = PackedRing;
+    using Driver = driver::DriverPackedRing;
+    static constexpr bool kAnySize = true;
+
+    static bool supports_size(uint32_t n) { return is_valid_packed_queue_size(n); }
+    static size_t ring_bytes(uint16_t size) { return driver::packed_ring_storage_bytes(size); }
+    static Driver make_driver(std::span<std::byte> storage, uint16_t size, bool event_idx) {
+        return Driver(driver::carve_packed_ring_layout(storage, size), event_idx);
+    }
+    static Device make_device(const Driver& d, const RingConfig& config) {
+        const driver::DriverPackedRingLayout& l = d.layout();
+        return Device(PackedRingLayout{l.desc, l.driver_event, l.device_event, l.size}, config);
+    }
+};
+
+template <typename Model>
+class RingHarness {
+public:
+    using Device = typename Model::Device;
+    using Driver = typename Model::Driver;
+
+    static constexpr uint64_t kGpa = 0x100000;
+    static constexpr uint32_t kSegmentBytes = 64;
+    static constexpr size_t kIovecs = 64;
+
+    RingHarness(uint16_t size, bool event_idx, bool indirect = false)
+        : ring_bytes_((Model::ring_bytes(size) + 4095) & ~size_t{4095}),
+          buffer_count_(4u * (size < 1024 ? size : 1024u)) {
+        host_ = memory.add_region(kGpa, ring_bytes_ + uint64_t{buffer_count_} * kSegmentBytes);
+        driver.emplace(Model::make_driver(
+            std::span<std::byte>(reinterpret_cast<std::byte*>(host_), ring_bytes_), size,
+            event_idx));
+        config = RingConfig{&memory.map(), indirect, event_idx};
+        device = Model::make_device(*driver, config);
+    }
+
+    uint16_t size() const { return driver->size(); }
+
+    // Guest address of the n-th data buffer (they are reused modulo the pool).
+    uint64_t buffer_gpa(uint32_t n) const {
+        return kGpa + ring_bytes_ + uint64_t{n % buffer_count_} * kSegmentBytes;
+    }
+    const void* buffer_host(uint32_t n) const { return memory.host(buffer_gpa(n)); }
+
+    // The driver queues one chain: `readable` then `writable` segments of
+    // kSegmentBytes, in buffers cookie*4, cookie*4+1, ...
+    bool add(uint32_t cookie, uint16_t readable, uint16_t writable = 0) {
+        std::array<driver::BufferSegment, 16> segs{};
+        const uint16_t n = static_cast<uint16_t>(readable + writable);
+        for (uint16_t i = 0; i < n; ++i) {
+            segs[i] = driver::BufferSegment{buffer_gpa(cookie * 4 + i), kSegmentBytes,
+                                            i < readable ? driver::BufferAccess::device_reads
+                                                         : driver::BufferAccess::device_writes};
+        }
+        return driver->add_chain(std::span<const driver::BufferSegment>(segs.data(), n), cookie);
+    }
+    // add() and publish() for each cookie in [first, first + count).
+    void post(uint32_t first, uint32_t count, uint16_t readable = 1, uint16_t writable = 0) {
+        for (uint32_t c = first; c < first + count; ++c) {
+            if (!add(c, readable, writable)) {
+                throw std::runtime_error("RingHarness: driver ring full");
+            }
+        }
+        driver->publish();
+    }
+
+    PopStatus pop(PoppedChain& chain, size_t room = kIovecs) {
+        return device.pop(std::span<iovec>(iov.data(), room), chain);
+    }
+    void complete(const PoppedChain& chain, uint32_t len = 0) {
+        device.add_used(chain.id, chain.slots, len);
+    }
+    // Pops everything available and completes it in order, publishing once.
+    uint32_t pop_and_complete_all(uint32_t len = 0) {
+        PoppedChain chain;
+        uint32_t n = 0;
+        while (pop(chain) == PopStatus::ok) {
+            complete(chain, len);
+            ++n;
+        }
+        device.publish_used();
+        return n;
+    }
+
+    std::vector<driver::Completion> reclaim_all() {
+        std::array<driver::Completion, 64> out{};
+        std::vector<driver::Completion> all;
+        for (;;) {
+            driver::UsedRingError error = driver::UsedRingError::ok;
+            const uint16_t n = driver->reclaim(out, &error);
+            if (error != driver::UsedRingError::ok) {
+                throw std::runtime_error(driver::to_string(error));
+            }
+            all.insert(all.end(), out.begin(), out.begin() + n);
+            if (n < out.size()) {
+                return all;
+            }
+        }
+    }
+
+    TestGuestMemory memory;
+    RingConfig config;
+    std::optional<Driver> driver;
+    Device device;
+    std::array<iovec, kIovecs> iov{};
+
+private:
+    size_t ring_bytes_;
+    uint32_t buffer_count_;
+    uint8_t* host_ = nullptr;
+};
+
+}  // namespace vnet::virtio::test
