@@ -18,6 +18,8 @@ const std::vector<Experiment>& experiments() {
         {"seed000", "iperf3 -l 64/128/4K, IFF_NAPI off/on (QEMU IFF_NAPI, 2023)", run_seed000},
         {"rawlimit", "the tap-write ceiling (tap_write_limit) and vnetd's share of it",
          run_rawlimit},
+        {"guestrx", "tap -> guest RX: vnetd vs the raw read() loop and DPDK net_tap->net_vhost",
+         run_guestrx},
     };
     return all;
 }

@@ -92,29 +92,31 @@ nlohmann::json vnetd_counters_summary(const nlohmann::json& stats) {
         return out;
     }
     for (const auto& port : stats["ports"]) {
+        // Summed over the port's queues (a VM port has one per queue pair).
         nlohmann::json p = nlohmann::json::object();
-        for (const auto& q : port.value("queues", nlohmann::json::array())) {
-            for (const char* dir : {"rx", "tx"}) {
+        for (const char* dir : {"rx", "tx"}) {
+            uint64_t packets = 0, bursts = 0, drops = 0, gro_frames = 0, gro_segments = 0;
+            for (const auto& q : port.value("queues", nlohmann::json::array())) {
                 if (!q.contains(dir)) {
                     continue;
                 }
                 const auto& c = q[dir];
-                uint64_t drops = 0;
                 // A named copy: iterating items() of a temporary would dangle.
                 const nlohmann::json reasons = c.value("drops", nlohmann::json::object());
                 for (const auto& [reason, n] : reasons.items()) {
                     drops += n.get<uint64_t>();
                 }
-                const uint64_t packets = c.value("packets", uint64_t{0});
-                const uint64_t bursts = c.value("bursts", uint64_t{0});
-                nlohmann::json d = {{"packets", packets},
-                                    {"drops", drops},
-                                    {"mean_burst", bursts ? double(packets) / double(bursts) : 0}};
+                packets += c.value("packets", uint64_t{0});
+                bursts += c.value("bursts", uint64_t{0});
                 if (c.contains("gro")) {
-                    d["gro"] = c["gro"];
+                    gro_frames += c["gro"].value("frames", uint64_t{0});
+                    gro_segments += c["gro"].value("segments", uint64_t{0});
                 }
-                p[dir] = d;
             }
+            p[dir] = {{"packets", packets},
+                      {"drops", drops},
+                      {"mean_burst", bursts ? double(packets) / double(bursts) : 0},
+                      {"gro", {{"frames", gro_frames}, {"segments", gro_segments}}}};
         }
         out[port.value("name", "?")] = p;
     }
