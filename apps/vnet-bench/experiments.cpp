@@ -20,6 +20,8 @@ const std::vector<Experiment>& experiments() {
          run_rawlimit},
         {"guestrx", "tap -> guest RX: vnetd vs the raw read() loop and DPDK net_tap->net_vhost",
          run_guestrx},
+        {"multiqueue", "testpmd virtio-user with 1/2/4 queue pairs -> vnetd (1/2 workers) -> tap",
+         run_multiqueue},
     };
     return all;
 }

@@ -29,6 +29,7 @@ Table run_seed002(BenchContext& ctx);
 Table run_seed000(BenchContext& ctx);
 Table run_rawlimit(BenchContext& ctx);
 Table run_guestrx(BenchContext& ctx);
+Table run_multiqueue(BenchContext& ctx);
 
 // One measured cell of a table: run `measure` once per repeat.
 struct Point {

@@ -51,6 +51,7 @@ expected = {
     "seed000": ["l64-p1", "l128-p1", "l4k-p1", "l64-p4", "l128-p4", "l4k-p4"],
     "rawlimit": ["raw", "raw-xdp", "raw-uring", "raw-napi", "vnetd", "vnetd-xdp"],
     "guestrx": ["64", "1500"],
+    "multiqueue": ["q1-w1", "q2-w1", "q4-w1", "q2-w2", "q4-w2"],
 }
 errors = []
 tables = {t["id"]: t for t in doc.get("tables", [])}
