@@ -106,8 +106,8 @@ void apply_table_flags(vnet::control::Config& config, const std::vector<TableFla
                                         std::string(f.option->key));
         }
         std::string text;
-        if (f.values.empty()) {
-            text = "on";
+        if (f.values.empty() || (vnet::control::is_boolean(*f.option) && f.values.back().empty())) {
+            text = "on";  // a bare --persist (CLI11 may hand it over as one empty value)
         } else if (f.option->key == "worker_cpus") {
             for (const std::string& v : f.values) {
                 text += (text.empty() ? "" : ",") + v;
