@@ -145,6 +145,34 @@ inline ChainError enter_indirect(const ChainWalkContext& ctx, const LocalDesc& d
     return ChainError::ok;
 }
 
+// Appends the iovecs of one buffer at out[segments...] (none for a
+// zero-length one, which needs no mapping).
+inline ChainError map_buffer(const ChainWalkContext& ctx, const LocalDesc& d, std::span<iovec> out,
+                             size_t& segments) {
+    if (d.len == 0) {
+        return ChainError::ok;
+    }
+    // The common case inline: the whole buffer lies in the region the hint
+    // names (a TX ring keeps hitting one region). Same result as
+    // gpa_to_iovecs, which would find that region first and make one iovec.
+    if (ctx.region_hint != nullptr && segments < out.size()) {
+        const std::span<const GuestRegion> regions = ctx.memory->regions();
+        if (*ctx.region_hint < regions.size()) {
+            const GuestRegion& r = regions[*ctx.region_hint];
+            const uint64_t offset = d.addr - r.guest_phys_addr;
+            if (offset < r.size && d.len <= r.size - offset) {
+                out[segments++] = iovec{r.host_addr + offset, d.len};
+                return ChainError::ok;
+            }
+        }
+    }
+    // vhost translate_desc: a buffer may span regions (one iovec each) but must be mapped
+    if (!ctx.memory->gpa_to_iovecs(d.addr, d.len, out, &segments, ctx.region_hint)) {
+        return classify_buffer_failure(*ctx.memory, d.addr, d.len);
+    }
+    return ChainError::ok;
+}
+
 // Appends one non-indirect descriptor's buffer to the iovecs. A zero-length
 // buffer adds no iovec but still counts for the readable/writable order.
 inline ChainError add_buffer(const ChainWalkContext& ctx, const LocalDesc& d, std::span<iovec> out,
@@ -164,11 +192,61 @@ inline ChainError add_buffer(const ChainWalkContext& ctx, const LocalDesc& d, st
     if (s.total_bytes > UINT32_MAX) {
         return ChainError::total_length_overflow;
     }
-    // vhost translate_desc: a buffer may span regions (one iovec each) but must be mapped
-    if (!ctx.memory->gpa_to_iovecs(d.addr, d.len, out, &s.segments, ctx.region_hint)) {
-        return classify_buffer_failure(*ctx.memory, d.addr, d.len);
+    return map_buffer(ctx, d, out, s.segments);
+}
+
+// The general walk, from `d`: the descriptor already read (once) at the
+// current position, `visited` counting it. Direct chains of any length,
+// indirect tables, every rule.
+ChainError walk_from(const ChainWalkContext& ctx, LocalDesc d, uint32_t visited,
+                     std::span<iovec> out, WalkState& s) {
+    for (;;) {
+        const bool indirect = (d.flags & VirtqDesc::kFlagIndirect) != 0;
+        const ChainError e = indirect ? enter_indirect(ctx, d, s) : add_buffer(ctx, d, out, s);
+        if (e != ChainError::ok) [[unlikely]] {
+            return e;
+        }
+        uint32_t index = 0;  // virtio 1.2 §2.7.5.3: the table's first descriptor is index 0
+        if (indirect) {
+            visited = 0;
+        } else {
+            if ((d.flags & VirtqDesc::kFlagNext) == 0) {
+                return ChainError::ok;
+            }
+            index = d.next;
+            // virtio 1.2 §2.7.5: next names a descriptor of the same table; vhost: -EINVAL if
+            // >= num
+            if (index >= s.table_size) {
+                return ChainError::next_out_of_range;
+            }
+        }
+        // virtio 1.2 §2.7.5.2: loops are forbidden; vhost: "Loop detected" once found > num
+        if (++visited > s.table_size) {
+            return ChainError::chain_loop;
+        }
+        d = read_desc_once(&s.table[index]);
     }
-    return ChainError::ok;
+}
+
+// The second step of walk_from, unrolled for the two-descriptor chain a
+// TX ring often carries (virtio header, then frame): the same checks in the
+// same order, on the same single reads; a longer chain or an indirect
+// table continues in walk_from with the descriptor already read.
+ChainError walk_after_first(const ChainWalkContext& ctx, const LocalDesc& d0, std::span<iovec> out,
+                            WalkState& s) {
+    const uint32_t index = d0.next;
+    // The two checks walk_from makes before reading a second descriptor.
+    if (index >= s.table_size) {
+        return ChainError::next_out_of_range;
+    }
+    if (s.table_size < 2) {
+        return ChainError::chain_loop;
+    }
+    const LocalDesc d1 = read_desc_once(&s.table[index]);
+    if ((d1.flags & (VirtqDesc::kFlagIndirect | VirtqDesc::kFlagNext)) != 0) {
+        return walk_from(ctx, d1, 2, out, s);
+    }
+    return add_buffer(ctx, d1, out, s);
 }
 
 }  // namespace
@@ -181,33 +259,38 @@ ChainError walk_descriptor_chain(const ChainWalkContext& ctx, uint16_t head, std
     }
     // Segment counts are 16-bit in DescriptorChain.
     out = out.first(std::min<size_t>(out.size(), UINT16_MAX));
-    WalkState s{ctx.desc_table, ctx.queue_size};
-    uint32_t index = head;
-    uint32_t visited = 0;
-    for (;;) {
-        // virtio 1.2 §2.7.5.2: loops are forbidden; vhost: "Loop detected" once found > num
-        if (++visited > s.table_size) {
-            return ChainError::chain_loop;
-        }
-        const LocalDesc d = read_desc_once(&s.table[index]);
-        const bool indirect = (d.flags & VirtqDesc::kFlagIndirect) != 0;
-        const ChainError e = indirect ? enter_indirect(ctx, d, s) : add_buffer(ctx, d, out, s);
+    // One descriptor is never a loop: head < queue size.
+    const LocalDesc d0 = read_desc_once(&ctx.desc_table[head]);
+    if ((d0.flags & (VirtqDesc::kFlagIndirect | VirtqDesc::kFlagNext)) == 0) [[likely]] {
+        // A chain of one direct descriptor (a TX packet with its header and
+        // frame in one buffer): of all the rules only the mapping can fail,
+        // since neither the order rule nor the 2^32 limit can be broken by
+        // one u32 buffer. Kept out of WalkState so it stays in registers.
+        size_t segments = 0;
+        const ChainError e = map_buffer(ctx, d0, out, segments);
         if (e != ChainError::ok) [[unlikely]] {
             return e;
         }
-        if (indirect) {
-            index = 0;  // virtio 1.2 §2.7.5.3: the table's first descriptor is index 0
-            visited = 0;
-            continue;
+        const bool writable = (d0.flags & VirtqDesc::kFlagWrite) != 0;
+        chain.head = head;
+        chain.readable_segments = writable ? 0 : static_cast<uint16_t>(segments);
+        chain.writable_segments = writable ? static_cast<uint16_t>(segments) : 0;
+        chain.readable_bytes = writable ? 0 : d0.len;
+        chain.writable_bytes = writable ? d0.len : 0;
+        return ChainError::ok;
+    }
+    WalkState s{ctx.desc_table, ctx.queue_size};
+    ChainError e = ChainError::ok;
+    if ((d0.flags & VirtqDesc::kFlagIndirect) != 0) {
+        e = walk_from(ctx, d0, 1, out, s);
+    } else {
+        e = add_buffer(ctx, d0, out, s);
+        if (e == ChainError::ok) {
+            e = walk_after_first(ctx, d0, out, s);
         }
-        if ((d.flags & VirtqDesc::kFlagNext) == 0) {
-            break;
-        }
-        index = d.next;
-        // virtio 1.2 §2.7.5: next names a descriptor of the same table; vhost: -EINVAL if >= num
-        if (index >= s.table_size) {
-            return ChainError::next_out_of_range;
-        }
+    }
+    if (e != ChainError::ok) [[unlikely]] {
+        return e;
     }
     if (!s.seen_writable) {
         s.readable_segments = static_cast<uint32_t>(s.segments);
