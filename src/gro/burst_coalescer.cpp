@@ -22,7 +22,32 @@ bool kind_enabled(SegmentKind kind, const CoalesceOptions& options) {
     return is_tcp(kind) ? options.tcp : options.udp;
 }
 
+bool merging_possible(const ports::PacketBurst& in, uint16_t vnet_header_size,
+                      const CoalesceOptions& options) {
+    return (options.tcp || options.udp) && (vnet_header_size == 10 || vnet_header_size == 12) &&
+           in.iovecs_used + in.count / 2 <= ports::kMaxBurstIovecs;
+}
+
 }  // namespace
+
+bool BurstCoalescer::may_merge(const ports::PacketBurst& in, uint16_t vnet_header_size,
+                               const CoalesceOptions& options) {
+    if (in.count < 2 || !merging_possible(in, vnet_header_size, options)) {
+        return false;
+    }
+    const auto vnet_len = static_cast<uint8_t>(vnet_header_size);
+    // A merged frame needs a run of two consecutive candidates.
+    bool previous = false;
+    for (uint16_t i = 0; i < in.count; ++i) {
+        const bool candidate = may_be_segment(in.packet_iovecs(i), in.packets[i].len, vnet_len,
+                                              options.tcp, options.udp);
+        if (candidate && previous) {
+            return true;
+        }
+        previous = candidate;
+    }
+    return false;
+}
 
 CoalesceResult BurstCoalescer::coalesce(const ports::PacketBurst& in, uint16_t vnet_header_size,
                                         const CoalesceOptions& options, ports::PacketBurst& out) {
@@ -30,15 +55,18 @@ CoalesceResult BurstCoalescer::coalesce(const ports::PacketBurst& in, uint16_t v
     result_ = {};
     sources_done_ = 0;
     run_ = {};
-    const bool merging = (options.tcp || options.udp) &&
-                         (vnet_header_size == 10 || vnet_header_size == 12) &&
-                         in.iovecs_used + in.count / 2 <= ports::kMaxBurstIovecs;
+    const bool merging = merging_possible(in, vnet_header_size, options);
+    const auto vnet_len = static_cast<uint8_t>(vnet_header_size);
     for (uint16_t i = 0; i < in.count; ++i) {
         SegmentHeader& seg = headers_[head_ ^ 1];
-        const bool candidate = merging &&
-                               parse_segment(in.packet_iovecs(i), in.packets[i].len,
-                                             static_cast<uint8_t>(vnet_header_size), seg) &&
-                               kind_enabled(seg.kind, options);
+        // The peek first: it refuses most packets that are not segments
+        // without the copy parse_segment takes.
+        const bool candidate =
+            merging &&
+            may_be_segment(in.packet_iovecs(i), in.packets[i].len, vnet_len, options.tcp,
+                           options.udp) &&
+            parse_segment(in.packet_iovecs(i), in.packets[i].len, vnet_len, seg) &&
+            kind_enabled(seg.kind, options);
         if (candidate && run_.count > 0 && extends_run(seg)) {
             add_to_run(seg);
         } else {
