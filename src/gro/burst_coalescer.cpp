@@ -36,15 +36,19 @@ bool BurstCoalescer::may_merge(const ports::PacketBurst& in, uint16_t vnet_heade
         return false;
     }
     const auto vnet_len = static_cast<uint8_t>(vnet_header_size);
-    // A merged frame needs a run of two consecutive candidates.
-    bool previous = false;
-    for (uint16_t i = 0; i < in.count; ++i) {
-        const bool candidate = may_be_segment(in.packet_iovecs(i), in.packets[i].len, vnet_len,
-                                              options.tcp, options.udp);
-        if (candidate && previous) {
+    auto candidate = [&](uint16_t i) {
+        return may_be_segment(in.packet_iovecs(i), in.packets[i].len, vnet_len, options.tcp,
+                              options.udp);
+    };
+    // A merged frame needs two consecutive candidates, and every pair of
+    // consecutive packets has one at an odd index: only odd packets need a
+    // first look (half the peeks for a burst with nothing to merge), and
+    // only an odd candidate's neighbours a second.
+    for (uint16_t i = 1; i < in.count; i += 2) {
+        if (candidate(i) && (candidate(static_cast<uint16_t>(i - 1)) ||
+                             (i + 1 < in.count && candidate(static_cast<uint16_t>(i + 1))))) {
             return true;
         }
-        previous = candidate;
     }
     return false;
 }

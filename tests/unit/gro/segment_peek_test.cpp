@@ -165,6 +165,27 @@ TEST(GroMayMerge, needs_two_consecutive_candidates) {
     }
 }
 
+// Every TCP/UDP pattern of up to 8 packets (gro_udp off): true exactly when
+// two TCP segments are neighbours, wherever the pair sits.
+TEST(GroMayMerge, finds_a_pair_at_any_position) {
+    const CoalesceOptions tcp_only{.tcp = true, .udp = false};
+    const Bytes tcp = build_segment(make_spec(false, false));
+    const Bytes udp = build_segment(make_spec(false, true));
+    for (unsigned n = 0; n <= 8; ++n) {
+        for (unsigned pattern = 0; pattern < (1u << n); ++pattern) {
+            TestBurst b;
+            bool pair = false;
+            for (unsigned i = 0; i < n; ++i) {
+                const bool is_tcp_packet = (pattern >> i & 1) != 0;
+                b.add(is_tcp_packet ? tcp : udp);
+                pair |= i > 0 && is_tcp_packet && (pattern >> (i - 1) & 1) != 0;
+            }
+            EXPECT_EQ(BurstCoalescer::may_merge(b.burst(), 12, tcp_only), pair)
+                << "n " << n << " pattern " << pattern;
+        }
+    }
+}
+
 // A burst may_merge() refuses is one coalesce() would not merge anything of.
 TEST(GroMayMerge, is_never_false_for_a_burst_coalesce_merges) {
     std::mt19937 rng(77);
