@@ -105,6 +105,11 @@ uint16_t ForwardPath::transmit_pending() {
     Gro& g = *gro_;
     const auto header_size =
         static_cast<uint16_t>(destination_.gso_header_size(destination_queue_));
+    if (!gro::BurstCoalescer::may_merge(pending_, header_size, g.options)) {
+        // The common small-packet burst (UDP, gro_udp off): nothing to merge,
+        // so no header copies and no pass-through iovec copy either.
+        return destination_.transmit_burst(destination_queue_, pending_);
+    }
     gro::CoalesceResult merged = g.coalescer.coalesce(pending_, header_size, g.options, g.merged);
     if (merged.merged_frames == 0) {
         return destination_.transmit_burst(destination_queue_, pending_);

@@ -22,7 +22,36 @@ bool kind_enabled(SegmentKind kind, const CoalesceOptions& options) {
     return is_tcp(kind) ? options.tcp : options.udp;
 }
 
+bool merging_possible(const ports::PacketBurst& in, uint16_t vnet_header_size,
+                      const CoalesceOptions& options) {
+    return (options.tcp || options.udp) && (vnet_header_size == 10 || vnet_header_size == 12) &&
+           in.iovecs_used + in.count / 2 <= ports::kMaxBurstIovecs;
+}
+
 }  // namespace
+
+bool BurstCoalescer::may_merge(const ports::PacketBurst& in, uint16_t vnet_header_size,
+                               const CoalesceOptions& options) {
+    if (in.count < 2 || !merging_possible(in, vnet_header_size, options)) {
+        return false;
+    }
+    const auto vnet_len = static_cast<uint8_t>(vnet_header_size);
+    auto candidate = [&](uint16_t i) {
+        return may_be_segment(in.packet_iovecs(i), in.packets[i].len, vnet_len, options.tcp,
+                              options.udp);
+    };
+    // A merged frame needs two consecutive candidates, and every pair of
+    // consecutive packets has one at an odd index: only odd packets need a
+    // first look (half the peeks for a burst with nothing to merge), and
+    // only an odd candidate's neighbours a second.
+    for (uint16_t i = 1; i < in.count; i += 2) {
+        if (candidate(i) && (candidate(static_cast<uint16_t>(i - 1)) ||
+                             (i + 1 < in.count && candidate(static_cast<uint16_t>(i + 1))))) {
+            return true;
+        }
+    }
+    return false;
+}
 
 CoalesceResult BurstCoalescer::coalesce(const ports::PacketBurst& in, uint16_t vnet_header_size,
                                         const CoalesceOptions& options, ports::PacketBurst& out) {
@@ -30,15 +59,18 @@ CoalesceResult BurstCoalescer::coalesce(const ports::PacketBurst& in, uint16_t v
     result_ = {};
     sources_done_ = 0;
     run_ = {};
-    const bool merging = (options.tcp || options.udp) &&
-                         (vnet_header_size == 10 || vnet_header_size == 12) &&
-                         in.iovecs_used + in.count / 2 <= ports::kMaxBurstIovecs;
+    const bool merging = merging_possible(in, vnet_header_size, options);
+    const auto vnet_len = static_cast<uint8_t>(vnet_header_size);
     for (uint16_t i = 0; i < in.count; ++i) {
         SegmentHeader& seg = headers_[head_ ^ 1];
-        const bool candidate = merging &&
-                               parse_segment(in.packet_iovecs(i), in.packets[i].len,
-                                             static_cast<uint8_t>(vnet_header_size), seg) &&
-                               kind_enabled(seg.kind, options);
+        // The peek first: it refuses most packets that are not segments
+        // without the copy parse_segment takes.
+        const bool candidate =
+            merging &&
+            may_be_segment(in.packet_iovecs(i), in.packets[i].len, vnet_len, options.tcp,
+                           options.udp) &&
+            parse_segment(in.packet_iovecs(i), in.packets[i].len, vnet_len, seg) &&
+            kind_enabled(seg.kind, options);
         if (candidate && run_.count > 0 && extends_run(seg)) {
             add_to_run(seg);
         } else {

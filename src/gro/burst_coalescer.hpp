@@ -48,6 +48,14 @@ public:
     // value passes everything through. A merged frame carries its first segment's token.
     CoalesceResult coalesce(const ports::PacketBurst& in, uint16_t vnet_header_size,
                             const CoalesceOptions& options, ports::PacketBurst& out);
+    // False when coalesce() could not merge anything in `in`: no two
+    // consecutive packets pass may_be_segment() (or merging is off for this
+    // header size or burst). Reads a few bytes per packet in place and
+    // writes nothing, so the caller can send `in` as it is: a burst of
+    // small UDP (gro_udp off) or offload-less frames costs a few loads per
+    // packet instead of a header copy, two checksums and an iovec copy.
+    static bool may_merge(const ports::PacketBurst& in, uint16_t vnet_header_size,
+                          const CoalesceOptions& options);
     // How many packets of the last `in` the first `frames` frames of `out` cover (a tap may take
     // only a prefix of `out`; the caller completes that many source packets).
     uint16_t source_packets(uint16_t frames) const;

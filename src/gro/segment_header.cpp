@@ -33,11 +33,91 @@ bool iovecs_hold_exactly(std::span<const iovec> iovs, uint32_t len) {
     return total == len;
 }
 
+// One byte of a packet at `offset`, read once from (guest) memory the
+// guest may be writing: a relaxed atomic load is one plain load the
+// compiler may neither repeat nor tear. False past the end of `iovs`.
+inline bool peek_byte(std::span<const iovec> iovs, size_t offset, uint8_t& out) {
+    for (const iovec& piece : iovs) {
+        if (offset < piece.iov_len) {
+            out = __atomic_load_n(static_cast<const uint8_t*>(piece.iov_base) + offset,
+                                  __ATOMIC_RELAXED);
+            return true;
+        }
+        offset -= piece.iov_len;
+    }
+    return false;
+}
+
 bool equal_range(const SegmentHeader& a, const SegmentHeader& b, size_t from, size_t to) {
     return std::memcmp(a.bytes.data() + from, b.bytes.data() + from, to - from) == 0;
 }
 
 }  // namespace
+
+namespace {
+
+// The peek's tests, over `byte_at(offset, out)`, which reads one byte once
+// and is false past the packet's iovecs. Each test is one parse_segment()
+// makes too, on the same bytes; a byte the iovecs do not hold means they
+// hold fewer than `len` bytes (every offset read is below vnet_len +
+// kMinSegmentLen, which the caller checked), which parse_segment() refuses
+// as well.
+template <typename ByteAt>
+inline bool peek_candidate(ByteAt byte_at, uint8_t vnet_len, bool tcp, bool udp) {
+    uint8_t flags = 0;
+    uint8_t gso_type = 0;
+    if (!byte_at(kVnetFlags, flags) || !byte_at(kVnetGsoType, gso_type) ||
+        gso_type != NetHeader::kGsoNone ||
+        (flags != NetHeader::kFlagNeedsCsum && flags != NetHeader::kFlagDataValid)) {
+        return false;
+    }
+    const size_t l3 = size_t{vnet_len} + kEthHeaderLen;
+    uint8_t type_hi = 0;
+    uint8_t type_lo = 0;
+    uint8_t version = 0;
+    if (!byte_at(l3 - 2, type_hi) || !byte_at(l3 - 1, type_lo) || !byte_at(l3, version)) {
+        return false;
+    }
+    const uint16_t ethertype = static_cast<uint16_t>(type_hi << 8 | type_lo);
+    uint8_t proto = 0;
+    if (ethertype == kEtherTypeIpv4) {
+        if (version != 0x45 || !byte_at(l3 + 9, proto)) {
+            return false;
+        }
+    } else if (ethertype == kEtherTypeIpv6) {
+        if ((version >> 4) != 6 || !byte_at(l3 + 6, proto)) {
+            return false;
+        }
+    } else {
+        return false;
+    }
+    return proto == kIpProtoTcp ? tcp : proto == kIpProtoUdp && udp;
+}
+
+}  // namespace
+
+bool may_be_segment(std::span<const iovec> iovs, uint32_t len, uint8_t vnet_len, bool tcp,
+                    bool udp) {
+    if (len < vnet_len + kMinSegmentLen) {
+        return false;
+    }
+    // Through IPv4's protocol byte (IPv6's next header comes before it).
+    const size_t window = size_t{vnet_len} + kEthHeaderLen + 10;
+    static_assert(kEthHeaderLen + 10 <= kMinSegmentLen);
+    if (!iovs.empty() && iovs[0].iov_len >= window) {
+        // The usual case: header and frame in one buffer, read in place.
+        const auto* p = static_cast<const uint8_t*>(iovs[0].iov_base);
+        return peek_candidate(
+            [p](size_t offset, uint8_t& out) {
+                out = __atomic_load_n(p + offset, __ATOMIC_RELAXED);
+                return true;
+            },
+            vnet_len, tcp, udp);
+    }
+    return peek_candidate(
+        [iovs](size_t offset, uint8_t& out) { return peek_byte(iovs, offset, out); }, vnet_len, tcp,
+        udp);
+}
 
 bool parse_segment(std::span<const iovec> iovs, uint32_t len, uint8_t vnet_len,
                    SegmentHeader& seg) {

@@ -48,6 +48,17 @@ struct SegmentHeader {
 // past `len`; trusts no length field in the packet.
 bool parse_segment(std::span<const iovec> iovs, uint32_t len, uint8_t vnet_len, SegmentHeader& seg);
 
+// A cheap necessary condition for parse_segment() accepting the packet as
+// a TCP (with `tcp`) or UDP (with `udp`) segment: looks only at the vnet
+// header's flags and GSO type, the ethertype, the IP version and the IP
+// protocol, read in place (each byte once, within `iovs`), copying nothing.
+// False means "pass it through": most small packets (UDP with gro_udp off,
+// no checksum offload, not IP) are refused here for a few loads instead of
+// a header copy and two checksums. True decides nothing: the guest may change
+// the bytes, so parse_segment() checks its own copy from scratch.
+bool may_be_segment(std::span<const iovec> iovs, uint32_t len, uint8_t vnet_len, bool tcp,
+                    bool udp);
+
 // True when `next` carries the same flow and the same per-frame header bytes
 // as the run's `head`, i.e. every byte a GSO split copies from the head's
 // header is what `next` has. Sequence, IP ID, lengths and PSH are the run's

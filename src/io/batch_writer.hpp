@@ -1,7 +1,9 @@
 // BatchWriter: writes a batch of packets to one fd (a tap queue) with as few
 // syscalls as the mode allows, each packet straight from caller memory.
 //
-//   io_uring: one io_uring_enter for up to ring_depth WRITEV operations. It
+//   io_uring: one io_uring_enter for up to ring_depth WRITEV operations (a
+//             plain WRITE for a packet of one iovec, which spares the kernel
+//             the iovec import: -13.5 % CPU per 64 B write with XDP_DROP). It
 //             saves the syscall entry per packet, not tun's per-packet work:
 //             each SQE is still one tun_get_user (§3.1). So it pays where
 //             syscalls are dear: +0.4% on the reference machine (2.34 vs 2.33

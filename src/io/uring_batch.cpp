@@ -29,6 +29,61 @@ bool is_transient_enter_error(int ret) {
     return ret == -EINTR || ret == -EAGAIN || ret == -EBUSY;
 }
 
+// Reads the first bytes of every packet of the batch (the virtio header
+// and the frame's headers, what tun reads first) before io_uring_enter. A
+// guest packet was just written by another CPU, so its lines are cache
+// misses; taken together here they overlap, while inside the kernel each
+// is taken alone, one write after the other, behind the previous packet's
+// tun work. Measured: without this pass (once GRO stopped copying every
+// header) vnetd spent ~12 % more CPU per 64 B packet.
+inline void warm_packets(const PacketIov* packets, size_t n) {
+    unsigned sink = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const PacketIov& p = packets[i];
+        if (p.count == 0 || p.iov[0].iov_len == 0) {
+            continue;
+        }
+        const auto* base = static_cast<const unsigned char*>(p.iov[0].iov_base);
+        // A 64 B frame behind a 12 B header may straddle two lines.
+        const size_t last = std::min<size_t>(p.iov[0].iov_len, 128) - 1;
+        sink += __atomic_load_n(base, __ATOMIC_RELAXED);
+        sink += __atomic_load_n(base + last, __ATOMIC_RELAXED);
+    }
+    asm volatile("" : : "r"(sink));  // keep the loads
+}
+
+// One packet's SQE, offset 0 (tun and pipes are streams, the offset is
+// ignored). A one-iovec packet (a guest's header and frame in one
+// descriptor, a tap staging slot) goes as plain WRITE/READ of that buffer:
+// the kernel then skips the iovec import of WRITEV/READV (copying the iovec
+// array from user memory and checking it), the largest part of io_uring's
+// per-request preparation for a 64 B packet. The write itself is the same
+// write_iter call.
+//
+// RWF_NOWAIT: io_uring does not honour O_NONBLOCK on files that support
+// IOCB_NOWAIT (tun, pipes, sockets: FMODE_NOWAIT); it would arm a poll and
+// complete the write whenever there is room, so a full fd would stall the
+// whole batch. RWF_NOWAIT makes it come back as -EAGAIN like writev() on an
+// O_NONBLOCK fd, and IOCB_NOWAIT counts as non-blocking for
+// tun_can_build_skb. No IOSQE_ASYNC: each operation runs inline in
+// io_uring_enter, in submission order.
+template <UringBatch::Op kOp>
+inline void prep_packet(io_uring_sqe* sqe, int target, const PacketIov& p) {
+    if (p.count == 1 && p.iov[0].iov_len <= UINT32_MAX) {  // sqe->len is 32 bits
+        const auto len = static_cast<unsigned>(p.iov[0].iov_len);
+        if constexpr (kOp == UringBatch::Op::writev) {
+            io_uring_prep_write(sqe, target, p.iov[0].iov_base, len, 0);
+        } else {
+            io_uring_prep_read(sqe, target, p.iov[0].iov_base, len, 0);
+        }
+    } else if constexpr (kOp == UringBatch::Op::writev) {
+        io_uring_prep_writev(sqe, target, p.iov, p.count, 0);
+    } else {
+        io_uring_prep_readv(sqe, target, p.iov, p.count, 0);
+    }
+    sqe->rw_flags = RWF_NOWAIT;
+}
+
 }  // namespace
 
 UringBatch::UringBatch(unsigned depth) : depth_(depth) {
@@ -126,29 +181,26 @@ size_t UringBatch::run(Op op, int fd, const PacketIov* packets, size_t count, in
 
     const int slot = fixed_slot(fd);
     const int target = slot >= 0 ? slot : fd;
-    for (size_t i = 0; i < n; ++i) {
-        // Never null: the SQ is empty between runs and n <= depth.
-        io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-        // Offset 0: tun and pipes are streams, the offset is ignored.
-        if (op == Op::writev) {
-            io_uring_prep_writev(sqe, target, packets[i].iov, packets[i].count, 0);
-        } else {
-            io_uring_prep_readv(sqe, target, packets[i].iov, packets[i].count, 0);
+    const auto base_flags = static_cast<uint8_t>(slot >= 0 ? IOSQE_FIXED_FILE : 0);
+    // With `linked`, every SQE but the last carries IOSQE_IO_LINK.
+    const size_t link_until = linked ? n - 1 : 0;
+    if (op == Op::writev) {
+        warm_packets(packets, n);
+    }
+    // One loop per operation, so the choice is not made per packet.
+    auto fill = [&]<Op kOp>() {
+        for (size_t i = 0; i < n; ++i) {
+            // Never null: the SQ is empty between runs and n <= depth.
+            io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+            prep_packet<kOp>(sqe, target, packets[i]);
+            sqe->flags = static_cast<uint8_t>(base_flags | (i < link_until ? IOSQE_IO_LINK : 0));
+            sqe->user_data = i;
         }
-        // RWF_NOWAIT: io_uring does not honour O_NONBLOCK on files that
-        // support IOCB_NOWAIT (tun, pipes, sockets: FMODE_NOWAIT); it would
-        // arm a poll and complete the write whenever there is room, so a
-        // full fd would stall the whole batch. RWF_NOWAIT makes it come back
-        // as -EAGAIN like writev() on an O_NONBLOCK fd, and IOCB_NOWAIT counts
-        // as non-blocking for tun_can_build_skb. No IOSQE_ASYNC: each
-        // operation runs inline in io_uring_enter, in submission order.
-        sqe->rw_flags = RWF_NOWAIT;
-        unsigned flags = slot >= 0 ? IOSQE_FIXED_FILE : 0;
-        if (linked && i + 1 < n) {
-            flags |= IOSQE_IO_LINK;
-        }
-        io_uring_sqe_set_flags(sqe, flags);
-        io_uring_sqe_set_data64(sqe, i);
+    };
+    if (op == Op::writev) {
+        fill.template operator()<Op::writev>();
+    } else {
+        fill.template operator()<Op::readv>();
     }
 
     size_t reaped = 0;
@@ -163,15 +215,17 @@ size_t UringBatch::run(Op op, int fd, const PacketIov* packets, size_t count, in
             broken_error_ = ret;
             return n;
         }
-        unsigned head = 0;
-        unsigned seen = 0;
-        io_uring_cqe* cqe = nullptr;
-        io_uring_for_each_cqe(&ring_, head, cqe) {
-            results[io_uring_cqe_get_data64(cqe)] = cqe->res;
-            ++seen;
+        // The CQ tail read once (io_uring_cq_ready) rather than per CQE as
+        // io_uring_for_each_cqe does. 16-byte CQEs: no CQE32 in the setup.
+        const unsigned ready = io_uring_cq_ready(&ring_);
+        const unsigned head = *ring_.cq.khead;
+        for (unsigned k = 0; k < ready; ++k) {
+            const io_uring_cqe& cqe = ring_.cq.cqes[(head + k) & ring_.cq.ring_mask];
+            // user_data is the index this run gave the SQE: always < n.
+            results[cqe.user_data] = cqe.res;
         }
-        io_uring_cq_advance(&ring_, seen);
-        reaped += seen;
+        io_uring_cq_advance(&ring_, ready);
+        reaped += ready;
     }
     return n;
 }

@@ -1,5 +1,6 @@
 // UringBatch: an io_uring sized once (no allocation per batch) that runs a
-// batch of one-packet READV/WRITEV operations with one io_uring_enter and
+// batch of one-packet READV/WRITEV operations (READ/WRITE for a packet of
+// one iovec) with one io_uring_enter and
 // waits for all of them. It knows nothing about packets beyond iovecs;
 // BatchWriter and BatchReader give the results their meaning.
 //

@@ -1,6 +1,7 @@
 #include "virtio/descriptor_chain.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -77,8 +78,14 @@ inline LocalDesc read_desc_once(const VirtqDesc* d) {
     const auto* words = static_cast<const uint64_t*>(static_cast<const void*>(d));
     const uint64_t addr = __atomic_load_n(&words[0], __ATOMIC_RELAXED);
     const uint64_t rest = __atomic_load_n(&words[1], __ATOMIC_RELAXED);  // len, flags, next (LE)
-    return LocalDesc{addr, static_cast<uint32_t>(rest), static_cast<uint16_t>(rest >> 32),
-                     static_cast<uint16_t>(rest >> 48)};
+    // LocalDesc's len, flags, next lie as in VirtqDesc (little-endian): one
+    // 8-byte copy, which the compiler keeps as one register instead of
+    // repacking three fields.
+    static_assert(offsetof(LocalDesc, len) == 8 && sizeof(LocalDesc) == 16);
+    LocalDesc out;
+    out.addr = addr;
+    std::memcpy(&out.len, &rest, sizeof rest);
+    return out;
 }
 
 // gpa_to_iovecs failed: tell "out of iovecs" from "not mapped" (cold path).
@@ -145,6 +152,34 @@ inline ChainError enter_indirect(const ChainWalkContext& ctx, const LocalDesc& d
     return ChainError::ok;
 }
 
+// Appends the iovecs of one buffer at out[segments...] (none for a
+// zero-length one, which needs no mapping).
+inline ChainError map_buffer(const ChainWalkContext& ctx, const LocalDesc& d, std::span<iovec> out,
+                             size_t& segments) {
+    if (d.len == 0) {
+        return ChainError::ok;
+    }
+    // The common case inline: the whole buffer lies in the region the hint
+    // names (a TX ring keeps hitting one region). Same result as
+    // gpa_to_iovecs, which would find that region first and make one iovec.
+    if (ctx.region_hint != nullptr && segments < out.size()) {
+        const std::span<const GuestRegion> regions = ctx.memory->regions();
+        if (*ctx.region_hint < regions.size()) {
+            const GuestRegion& r = regions[*ctx.region_hint];
+            const uint64_t offset = d.addr - r.guest_phys_addr;
+            if (offset < r.size && d.len <= r.size - offset) {
+                out[segments++] = iovec{r.host_addr + offset, d.len};
+                return ChainError::ok;
+            }
+        }
+    }
+    // vhost translate_desc: a buffer may span regions (one iovec each) but must be mapped
+    if (!ctx.memory->gpa_to_iovecs(d.addr, d.len, out, &segments, ctx.region_hint)) {
+        return classify_buffer_failure(*ctx.memory, d.addr, d.len);
+    }
+    return ChainError::ok;
+}
+
 // Appends one non-indirect descriptor's buffer to the iovecs. A zero-length
 // buffer adds no iovec but still counts for the readable/writable order.
 inline ChainError add_buffer(const ChainWalkContext& ctx, const LocalDesc& d, std::span<iovec> out,
@@ -164,50 +199,102 @@ inline ChainError add_buffer(const ChainWalkContext& ctx, const LocalDesc& d, st
     if (s.total_bytes > UINT32_MAX) {
         return ChainError::total_length_overflow;
     }
-    // vhost translate_desc: a buffer may span regions (one iovec each) but must be mapped
-    if (!ctx.memory->gpa_to_iovecs(d.addr, d.len, out, &s.segments, ctx.region_hint)) {
-        return classify_buffer_failure(*ctx.memory, d.addr, d.len);
-    }
-    return ChainError::ok;
+    return map_buffer(ctx, d, out, s.segments);
 }
 
-}  // namespace
-
-ChainError walk_descriptor_chain(const ChainWalkContext& ctx, uint16_t head, std::span<iovec> out,
-                                 DescriptorChain& chain) {
-    // vhost_get_vq_desc: "Guest says index %u > %u" (the head must name a descriptor)
-    if (head >= ctx.queue_size) {
-        return ChainError::head_out_of_range;
-    }
-    // Segment counts are 16-bit in DescriptorChain.
-    out = out.first(std::min<size_t>(out.size(), UINT16_MAX));
-    WalkState s{ctx.desc_table, ctx.queue_size};
-    uint32_t index = head;
-    uint32_t visited = 0;
+// The general walk, from `d`: the descriptor already read (once) at the
+// current position, `visited` counting it. Direct chains of any length,
+// indirect tables, every rule.
+ChainError walk_from(const ChainWalkContext& ctx, LocalDesc d, uint32_t visited,
+                     std::span<iovec> out, WalkState& s) {
     for (;;) {
-        // virtio 1.2 §2.7.5.2: loops are forbidden; vhost: "Loop detected" once found > num
-        if (++visited > s.table_size) {
-            return ChainError::chain_loop;
-        }
-        const LocalDesc d = read_desc_once(&s.table[index]);
         const bool indirect = (d.flags & VirtqDesc::kFlagIndirect) != 0;
         const ChainError e = indirect ? enter_indirect(ctx, d, s) : add_buffer(ctx, d, out, s);
         if (e != ChainError::ok) [[unlikely]] {
             return e;
         }
+        uint32_t index = 0;  // virtio 1.2 §2.7.5.3: the table's first descriptor is index 0
         if (indirect) {
-            index = 0;  // virtio 1.2 §2.7.5.3: the table's first descriptor is index 0
             visited = 0;
-            continue;
+        } else {
+            if ((d.flags & VirtqDesc::kFlagNext) == 0) {
+                return ChainError::ok;
+            }
+            index = d.next;
+            // virtio 1.2 §2.7.5: next names a descriptor of the same table; vhost: -EINVAL if
+            // >= num
+            if (index >= s.table_size) {
+                return ChainError::next_out_of_range;
+            }
         }
-        if ((d.flags & VirtqDesc::kFlagNext) == 0) {
-            break;
+        // virtio 1.2 §2.7.5.2: loops are forbidden; vhost: "Loop detected" once found > num
+        if (++visited > s.table_size) {
+            return ChainError::chain_loop;
         }
-        index = d.next;
-        // virtio 1.2 §2.7.5: next names a descriptor of the same table; vhost: -EINVAL if >= num
-        if (index >= s.table_size) {
-            return ChainError::next_out_of_range;
+        d = read_desc_once(&s.table[index]);
+    }
+}
+
+// The second step of walk_from, unrolled for the two-descriptor chain a
+// TX ring often carries (virtio header, then frame): the same checks in the
+// same order, on the same single reads; a longer chain or an indirect
+// table continues in walk_from with the descriptor already read.
+ChainError walk_after_first(const ChainWalkContext& ctx, const LocalDesc& d0, std::span<iovec> out,
+                            WalkState& s) {
+    const uint32_t index = d0.next;
+    // The two checks walk_from makes before reading a second descriptor.
+    if (index >= s.table_size) {
+        return ChainError::next_out_of_range;
+    }
+    if (s.table_size < 2) {
+        return ChainError::chain_loop;
+    }
+    const LocalDesc d1 = read_desc_once(&s.table[index]);
+    if ((d1.flags & (VirtqDesc::kFlagIndirect | VirtqDesc::kFlagNext)) != 0) {
+        return walk_from(ctx, d1, 2, out, s);
+    }
+    return add_buffer(ctx, d1, out, s);
+}
+
+}  // namespace
+
+namespace {
+
+// Everything but the one-descriptor chain whose buffer lies in the hinted
+// region: out of line, so that the common case below needs no stack frame.
+[[gnu::noinline]] ChainError walk_rest(const ChainWalkContext& ctx, uint16_t head, LocalDesc d0,
+                                       std::span<iovec> out, DescriptorChain& chain) {
+    // Segment counts are 16-bit in DescriptorChain.
+    out = out.first(std::min<size_t>(out.size(), UINT16_MAX));
+    if ((d0.flags & (VirtqDesc::kFlagIndirect | VirtqDesc::kFlagNext)) == 0) {
+        // A chain of one direct descriptor: of all the rules only the
+        // mapping can fail, since neither the order rule nor the 2^32 limit
+        // can be broken by one u32 buffer.
+        size_t segments = 0;
+        const ChainError e = map_buffer(ctx, d0, out, segments);
+        if (e != ChainError::ok) {
+            return e;
         }
+        const bool writable = (d0.flags & VirtqDesc::kFlagWrite) != 0;
+        chain.head = head;
+        chain.readable_segments = writable ? 0 : static_cast<uint16_t>(segments);
+        chain.writable_segments = writable ? static_cast<uint16_t>(segments) : 0;
+        chain.readable_bytes = writable ? 0 : d0.len;
+        chain.writable_bytes = writable ? d0.len : 0;
+        return ChainError::ok;
+    }
+    WalkState s{ctx.desc_table, ctx.queue_size};
+    ChainError e = ChainError::ok;
+    if ((d0.flags & VirtqDesc::kFlagIndirect) != 0) {
+        e = walk_from(ctx, d0, 1, out, s);
+    } else {
+        e = add_buffer(ctx, d0, out, s);
+        if (e == ChainError::ok) {
+            e = walk_after_first(ctx, d0, out, s);
+        }
+    }
+    if (e != ChainError::ok) [[unlikely]] {
+        return e;
     }
     if (!s.seen_writable) {
         s.readable_segments = static_cast<uint32_t>(s.segments);
@@ -219,6 +306,42 @@ ChainError walk_descriptor_chain(const ChainWalkContext& ctx, uint16_t head, std
     chain.readable_bytes = static_cast<uint32_t>(s.readable_bytes);
     chain.writable_bytes = static_cast<uint32_t>(s.total_bytes - s.readable_bytes);
     return ChainError::ok;
+}
+
+}  // namespace
+
+ChainError walk_descriptor_chain(const ChainWalkContext& ctx, uint16_t head, std::span<iovec> out,
+                                 DescriptorChain& chain) {
+    // vhost_get_vq_desc: "Guest says index %u > %u" (the head must name a descriptor)
+    if (head >= ctx.queue_size) {
+        return ChainError::head_out_of_range;
+    }
+    // One descriptor is never a loop: head < queue size.
+    const LocalDesc d0 = read_desc_once(&ctx.desc_table[head]);
+    // The common TX packet: one direct, non-empty descriptor (virtio header
+    // and frame in one buffer) inside the region the hint names. The same
+    // iovec and chain walk_rest would give; anything else goes there, with
+    // the descriptor already read.
+    if ((d0.flags & (VirtqDesc::kFlagIndirect | VirtqDesc::kFlagNext)) == 0 && d0.len != 0 &&
+        ctx.region_hint != nullptr && !out.empty()) [[likely]] {
+        const std::span<const GuestRegion> regions = ctx.memory->regions();
+        const size_t hint = *ctx.region_hint;
+        if (hint < regions.size()) [[likely]] {
+            const GuestRegion& r = regions[hint];
+            const uint64_t offset = d0.addr - r.guest_phys_addr;
+            if (offset < r.size && d0.len <= r.size - offset) [[likely]] {
+                out[0] = iovec{r.host_addr + offset, d0.len};
+                const bool writable = (d0.flags & VirtqDesc::kFlagWrite) != 0;
+                chain.head = head;
+                chain.readable_segments = writable ? 0 : 1;
+                chain.writable_segments = writable ? 1 : 0;
+                chain.readable_bytes = writable ? 0 : d0.len;
+                chain.writable_bytes = writable ? d0.len : 0;
+                return ChainError::ok;
+            }
+        }
+    }
+    return walk_rest(ctx, head, d0, out, chain);
 }
 
 }  // namespace vnet::virtio

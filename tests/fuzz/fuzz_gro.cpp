@@ -192,6 +192,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                      burst.burst().count, r.frames, r.merged_frames, r.merged_segments);
     }
     FUZZ_CHECK(err.empty());
+    // ForwardPath skips coalesce() when may_merge() says no: it must never
+    // say no to a burst coalesce() merges.
+    FUZZ_CHECK(r.merged_frames == 0 ||
+               gro::BurstCoalescer::may_merge(burst.burst(), vnet, options));
     // Merged headers live in the coalescer's scratch, nowhere else.
     const auto* lo = reinterpret_cast<const uint8_t*>(&coalescer);
     const auto* hi = lo + sizeof(coalescer);

@@ -182,6 +182,73 @@ TEST(BatchWriter, both_modes_put_identical_bytes_and_results_on_the_wire) {
     EXPECT_EQ(bytes[0], packets.all_wire_bytes(0, packets.size()));
 }
 
+// One-iovec packets go to io_uring as single-buffer WRITEs, the others as
+// WRITEVs: the bytes and results must be what one writev() each gives.
+TEST(BatchWriter, one_iovec_packets_put_the_same_bytes_and_results_on_the_wire) {
+    for (TestPackets::Layout layout :
+         {TestPackets::Layout::one_iovec, TestPackets::Layout::mixed}) {
+        TestPackets packets({64, 1, 300, 1500, 64, 64, 4000, 17}, /*tag=*/9, layout);
+        std::vector<uint8_t> bytes[2];
+        std::vector<int> results[2];
+        const BatchMode modes[2] = {BatchMode::io_uring, BatchMode::writev};
+        for (int m = 0; m < 2; ++m) {
+            SmallPipe pipe(65536);
+            BatchWriter writer(modes[m]);
+            results[m].resize(packets.size());
+            EXPECT_EQ(writer.submit(pipe.writer.get(), packets.packets(), results[m]),
+                      packets.size());
+            bytes[m] = pipe.drain();
+        }
+        EXPECT_EQ(results[0], results[1]);
+        EXPECT_EQ(bytes[0], bytes[1]);
+        EXPECT_EQ(bytes[0], packets.all_wire_bytes(0, packets.size()));
+    }
+}
+
+TEST_P(BatchWriterTest, one_iovec_packets_keep_message_boundaries) {
+    PacketPipe pipe;
+    TestPackets packets({60, 1, 1500, 200, 64, 9000, 42, 100}, 3, TestPackets::Layout::mixed);
+    std::vector<int> results(packets.size(), 12345);
+    BatchWriter writer = make_writer();
+    EXPECT_EQ(writer.submit(pipe.writer.get(), packets.packets(), results), packets.size());
+    for (size_t i = 0; i < packets.size(); ++i) {
+        EXPECT_EQ(results[i], packets.wire_size(i)) << "packet " << i;
+        EXPECT_EQ(pipe.read_one(), packets.wire_bytes(i)) << "packet " << i;
+    }
+}
+
+TEST_P(BatchWriterTest, one_iovec_packets_stop_at_the_first_that_would_block) {
+    SmallPipe pipe(4096);
+    TestPackets packets = TestPackets::uniform(6, 1488, 5, TestPackets::Layout::one_iovec);
+    std::vector<int> results(packets.size());
+    BatchWriter writer = make_writer();
+    const size_t done = writer.submit(pipe.writer.get(), packets.packets(), results);
+    ASSERT_GE(done, 1u);
+    ASSERT_LT(done, packets.size());
+    for (size_t i = 0; i < done; ++i) {
+        EXPECT_EQ(results[i], 1500) << "packet " << i;
+    }
+    EXPECT_EQ(results[done], -EAGAIN);
+    for (size_t i = done + 1; i < packets.size(); ++i) {
+        EXPECT_EQ(results[i], kNotAttempted) << "packet " << i;
+    }
+    EXPECT_EQ(pipe.drain(), packets.all_wire_bytes(0, done));
+}
+
+TEST_P(BatchWriterTest, a_one_iovec_packet_that_fails_for_good_does_not_stop_the_rest) {
+    PacketPipe pipe;
+    int sndbuf = 4096;
+    ASSERT_EQ(::setsockopt(pipe.writer.get(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf), 0);
+    TestPackets packets({100, 60000, 100, 60000, 100}, 0, TestPackets::Layout::one_iovec);
+    std::vector<int> results(packets.size());
+    BatchWriter writer = make_writer();
+    EXPECT_EQ(writer.submit(pipe.writer.get(), packets.packets(), results), packets.size());
+    EXPECT_EQ(results, (std::vector<int>{112, -EMSGSIZE, 112, -EMSGSIZE, 112}));
+    EXPECT_EQ(pipe.read_one(), packets.wire_bytes(0));
+    EXPECT_EQ(pipe.read_one(), packets.wire_bytes(2));
+    EXPECT_EQ(pipe.read_one(), packets.wire_bytes(4));
+}
+
 TEST(BatchWriter, falls_back_to_writev_when_the_ring_cannot_be_created) {
     // io_uring_setup refuses more than IORING_MAX_ENTRIES (32768) entries.
     BatchWriter writer(BatchMode::io_uring, /*ring_depth=*/1u << 20);

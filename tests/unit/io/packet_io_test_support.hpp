@@ -1,6 +1,9 @@
 // Test packets for the batched I/O tests: each packet is two iovecs, a
 // 12-byte virtio_net_hdr and a frame, like a guest TX chain, with contents
-// that differ per packet so misordering or mixing shows.
+// that differ per packet so misordering or mixing shows. With
+// Layout::one_iovec the header and frame share one buffer (one iovec, as a
+// guest that pushes the header in front of its frame sends them; io_uring
+// writes those as single-buffer WRITEs); Layout::mixed alternates.
 #pragma once
 
 #include <fcntl.h>
@@ -21,8 +24,11 @@ namespace vnet::io::test {
 
 class TestPackets {
 public:
+    enum class Layout { two_iovecs, one_iovec, mixed };
+
     // Packet i has a frame of frame_sizes[i] bytes.
-    explicit TestPackets(const std::vector<size_t>& frame_sizes, uint8_t tag = 0) {
+    explicit TestPackets(const std::vector<size_t>& frame_sizes, uint8_t tag = 0,
+                         Layout layout = Layout::two_iovecs) {
         headers_.resize(frame_sizes.size());
         frames_.resize(frame_sizes.size());
         iovecs_.resize(frame_sizes.size() * 2);
@@ -36,13 +42,20 @@ public:
             iovecs_[2 * i] = {&headers_[i], sizeof(virtio::NetHeader)};
             iovecs_[2 * i + 1] = {frames_[i].data(), frames_[i].size()};
         }
+        contiguous_.resize(frame_sizes.size());
         for (size_t i = 0; i < frame_sizes.size(); ++i) {
-            packets_.push_back(PacketIov{&iovecs_[2 * i], 2});
+            const bool one = layout == Layout::one_iovec || (layout == Layout::mixed && i % 2 == 0);
+            if (one) {
+                contiguous_[i] = wire_bytes(i);
+                iovecs_[2 * i] = {contiguous_[i].data(), contiguous_[i].size()};
+            }
+            packets_.push_back(PacketIov{&iovecs_[2 * i], one ? 1u : 2u});
         }
     }
 
-    static TestPackets uniform(size_t count, size_t frame_size, uint8_t tag = 0) {
-        return TestPackets(std::vector<size_t>(count, frame_size), tag);
+    static TestPackets uniform(size_t count, size_t frame_size, uint8_t tag = 0,
+                               Layout layout = Layout::two_iovecs) {
+        return TestPackets(std::vector<size_t>(count, frame_size), tag, layout);
     }
 
     const std::vector<PacketIov>& packets() const { return packets_; }
@@ -77,6 +90,7 @@ public:
 private:
     std::vector<virtio::NetHeader> headers_;
     std::vector<std::vector<uint8_t>> frames_;
+    std::vector<std::vector<uint8_t>> contiguous_;  // header + frame, for one-iovec packets
     std::vector<iovec> iovecs_;
     std::vector<PacketIov> packets_;
 };
