@@ -110,7 +110,10 @@ void apply_table_flags(vnet::control::Config& config, const std::vector<TableFla
             text = "on";  // a bare --persist (CLI11 may hand it over as one empty value)
         } else if (f.option->key == "worker_cpus") {
             for (const std::string& v : f.values) {
-                text += (text.empty() ? "" : ",") + v;
+                if (!text.empty()) {
+                    text += ',';  // two steps: g++ 12 -O3 warns falsely on "," + string
+                }
+                text += v;
             }
         } else {
             text = f.values.back();

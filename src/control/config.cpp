@@ -237,7 +237,12 @@ std::string value_text(const toml::node& node, std::string_view key) {
     if (const toml::array* a = node.as_array()) {
         std::string out;
         for (const toml::node& item : *a) {
-            out += (out.empty() ? "" : ",") + value_text(item, key);
+            // Appended in two steps: g++ 12 at -O3 warns (-Wrestrict, falsely)
+            // on "," + a temporary string.
+            if (!out.empty()) {
+                out += ',';
+            }
+            out += value_text(item, key);
         }
         return out;
     }
