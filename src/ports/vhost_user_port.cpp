@@ -604,6 +604,11 @@ void VhostUserPort::on_queue_ready(vhost_user::VhostUserDevice& device, uint32_t
     if (first && on_features_) {
         on_features_(s.features);
     }
+    if (first) {
+        log_->info(
+            "{} rings{}", s.format == vhost_user::RingFormat::packed ? "packed" : "split",
+            s.format == vhost_user::RingFormat::packed ? " (VIRTIO_F_RING_PACKED negotiated)" : "");
+    }
     const auto pair = static_cast<uint16_t>(queue_index / 2);
     const uint32_t other = queue_index ^ 1u;
     ring_running_[queue_index] = true;
@@ -627,9 +632,16 @@ void VhostUserPort::on_queue_ready(vhost_user::VhostUserDevice& device, uint32_t
         const virtio::RingConfig config{r.memory.get(),
                                         s.features.has(virtio::Feature::ring_indirect_desc),
                                         s.features.has(virtio::Feature::ring_event_idx)};
-        virtio::SplitDeviceRing split(s.layout, config, s.used_idx);
-        split.restore_vring_base(s.last_avail_idx);  // 16 bits: cannot fail
-        r.ring = std::move(split);
+        if (s.format == vhost_user::RingFormat::packed) {
+            virtio::PackedRing packed(s.packed_layout, config);
+            // The device validated the base against the size (SET_VRING_BASE).
+            packed.restore_vring_base(s.packed_base);
+            r.ring = std::move(packed);
+        } else {
+            virtio::SplitDeviceRing split(s.layout, config, s.used_idx);
+            split.restore_vring_base(s.last_avail_idx);  // 16 bits: cannot fail
+            r.ring = std::move(split);
+        }
         r.features = s.features;
         r.header_size = static_cast<uint32_t>(virtio::net_header_size(s.features));
         r.mergeable = s.features.has(virtio::Feature::net_mrg_rxbuf);
@@ -641,12 +653,13 @@ void VhostUserPort::on_queue_ready(vhost_user::VhostUserDevice& device, uint32_t
     });
 }
 
-uint16_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
+uint32_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
                                          uint32_t queue_index) {
     if (queue_index >= rings_.size()) {
-        return device.queue_snapshot(queue_index).last_avail_idx;
+        const vhost_user::QueueSnapshot s = device.queue_snapshot(queue_index);
+        return s.format == vhost_user::RingFormat::packed ? s.packed_base : s.last_avail_idx;
     }
-    uint16_t last_avail = 0;
+    uint32_t last_avail = 0;
     uint16_t untaken = 0;
     const bool is_tx = (queue_index % 2) == 1;
     // A ring the front end disabled (ethtool -L shrinking the queue pairs)
@@ -689,8 +702,7 @@ uint16_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
             r.held_packets = 0;
             r.held_deadline = 0;
         }
-        last_avail = static_cast<uint16_t>(
-            std::visit([](const auto& ring) { return ring.vring_base(); }, r.ring));
+        last_avail = std::visit([](const auto& ring) { return ring.vring_base(); }, r.ring);
         r.ready = false;
         r.memory.reset();
         r.kick_fd = -1;
@@ -748,7 +760,8 @@ uint16_t VhostUserPort::finish_ring(Ring& r, R& ring, bool is_tx, DropReason hel
         return untaken > split.size() ? 0
                                       : untaken;  // a guest that broke the rules: nothing to report
     } else {
-        return 0;  // packed: no count without walking the ring; not worth it at stop
+        // Packed: no index to subtract; walk the flags (once, at stop).
+        return is_tx && r.ready ? ring.available_chains() : 0;
     }
 }
 

@@ -86,7 +86,7 @@ public:
 
     // QueueObserver (control thread).
     void on_queue_ready(vhost_user::VhostUserDevice& device, uint32_t queue_index) override;
-    uint16_t on_queue_stopped(vhost_user::VhostUserDevice& device, uint32_t queue_index) override;
+    uint32_t on_queue_stopped(vhost_user::VhostUserDevice& device, uint32_t queue_index) override;
     void on_call_fd_changed(vhost_user::VhostUserDevice& device, uint32_t queue_index,
                             int call_fd) override;
 

@@ -194,6 +194,34 @@ bool PackedRing::next_available() const {
     return is_available(load_acquire(layout_.desc[avail_.index].flags), avail_.wrap);
 }
 
+uint16_t PackedRing::available_chains() const {
+    PackedPosition pos = avail_;
+    uint32_t slots = 0;
+    uint16_t chains = 0;
+    // At most a ring's worth: a used descriptor (AVAIL == USED) never looks available.
+    while (slots < layout_.size) {
+        // acquire: as pop's load of a chain head.
+        uint16_t flags = load_acquire(layout_.desc[pos.index].flags);
+        if (!is_available(flags, pos.wrap)) {
+            break;
+        }
+        while ((flags & PackedDesc::kFlagNext) != 0) {
+            pos = advance(pos, 1, layout_.size);
+            if (++slots >= layout_.size) {
+                return chains;  // a chain as long as the ring: pop would refuse it
+            }
+            flags = load_relaxed(layout_.desc[pos.index].flags);
+            if (!is_available(flags, pos.wrap)) {
+                return chains;  // still being written, or broken: not counted
+            }
+        }
+        pos = advance(pos, 1, layout_.size);
+        ++slots;
+        ++chains;
+    }
+    return chains;
+}
+
 PopStatus PackedRing::add_indirect(uint64_t addr, uint32_t len, ChainSegments& segments) {
     // virtio 1.2 §2.8.7: the table is len / 16 descriptors; an empty one describes no buffer
     if (len == 0 || len % sizeof(PackedDesc) != 0) {

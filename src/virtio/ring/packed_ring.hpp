@@ -52,6 +52,10 @@ public:
     // Is the descriptor at the avail position available (given-back chains
     // included)? One acquire load; the ring does not change.
     bool next_available() const;
+    // Chains the driver made available from the avail position on (given-back
+    // ones included): walks the ring's flags, so for cold paths only (a
+    // stopping ring reports what it leaves untaken).
+    uint16_t available_chains() const;
 
     RingPosition position() const { return RingPosition{avail_.encoded()}; }
     // Gives back every chain popped since `to` was taken from position().
