@@ -168,6 +168,18 @@ void FrontendSession::set_vring_addr(uint32_t index, const DriverRingLayout& lay
     send_no_reply(Request::set_vring_addr, &addr, sizeof addr);
 }
 
+void FrontendSession::set_vring_addr(uint32_t index, const DriverPackedRingLayout& layout) {
+    const vhost_user::VringAddr addr{
+        .index = index,
+        .flags = 0,
+        .desc_user_addr = reinterpret_cast<uintptr_t>(layout.desc),
+        .used_user_addr = reinterpret_cast<uintptr_t>(layout.device_event),
+        .avail_user_addr = reinterpret_cast<uintptr_t>(layout.driver_event),
+        .log_guest_addr = 0,
+    };
+    send_no_reply(Request::set_vring_addr, &addr, sizeof addr);
+}
+
 void FrontendSession::send_vring_fd(Request request, uint32_t index, int fd) {
     if (index > vhost_user::kVringIndexMask) {
         fail(request, "vring index " + std::to_string(index) + " does not fit in 8 bits");

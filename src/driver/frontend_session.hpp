@@ -15,6 +15,7 @@
 #include <string>
 
 #include "common/unique_fd.hpp"
+#include "driver/driver_packed_ring_layout.hpp"
 #include "driver/driver_ring_layout.hpp"
 #include "vhost_user/connection.hpp"
 #include "vhost_user/message.hpp"
@@ -70,6 +71,8 @@ public:
     uint32_t get_vring_base(uint32_t index);
     // Ring areas are given as front-end virtual addresses (our gpa == VA).
     void set_vring_addr(uint32_t index, const DriverRingLayout& layout);
+    // Packed: the avail address names the driver event area, used the device one.
+    void set_vring_addr(uint32_t index, const DriverPackedRingLayout& layout);
     // fd < 0 sends the NOFD flag (poll mode / no interrupts).
     void set_vring_kick(uint32_t index, int fd);
     void set_vring_call(uint32_t index, int fd);

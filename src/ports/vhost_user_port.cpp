@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
+#include <variant>
 
 #include "common/guest_fault.hpp"
 #include "io/eventfd.hpp"
@@ -62,6 +64,37 @@ uint64_t now_ns() {
                                      .count());
 }
 
+// A TX packet's burst token: the chain's buffer id and ring slots, all its
+// used entry needs (both are at most 32768).
+uint32_t make_token(const virtio::PoppedChain& c) {
+    return uint32_t{c.id} | (uint32_t{c.slots} << 16);
+}
+uint16_t token_id(uint32_t token) {
+    return static_cast<uint16_t>(token);
+}
+uint16_t token_slots(uint32_t token) {
+    return static_cast<uint16_t>(token >> 16);
+}
+
+// The avail side itself broke (split: avail->idx jump or a head out of
+// range), not one chain: logged as such, as before the ring concept.
+bool is_avail_ring_error(virtio::PopStatus s) {
+    return s == virtio::PopStatus::avail_index_jump || s == virtio::PopStatus::head_out_of_range;
+}
+
+// Buffers the guest has posted that the ring has not taken (given-back ones
+// included), as far as the RX hold and park logic needs it. Split: the exact
+// count. Packed has no count without walking: 1 if the next slot is
+// available, else 0 (the callers only compare it with 0 and with its value
+// at park time, and packed parks on enable_notifications instead).
+uint16_t avail_left(virtio::SplitDeviceRing& ring) {
+    virtio::RingError ignored = virtio::RingError::ok;
+    return ring.split().avail_count(&ignored);
+}
+uint16_t avail_left(virtio::PackedRing& ring) {
+    return ring.next_available() ? 1 : 0;
+}
+
 }  // namespace
 
 VhostUserPort::VhostUserPort(std::string name, uint16_t queue_pairs, RunOnOwner run_on_owner)
@@ -94,65 +127,77 @@ uint16_t VhostUserPort::receive_burst(uint16_t queue, PacketBurst& burst, uint16
     if (!r.ready) {
         return 0;
     }
+    return std::visit(
+        [&](auto& ring) { return receive_burst_on(2u * queue + 1, r, ring, burst, max); }, r.ring);
+}
+
+template <typename R>
+uint16_t VhostUserPort::receive_burst_on(uint32_t ring_index, Ring& r, R& ring, PacketBurst& burst,
+                                         uint16_t max) {
     if (r.kicks_enabled) {
         // Kernel vhost handle_tx: no kicks while we are processing anyway.
-        r.ring.disable_notifications();
+        ring.disable_notifications();
         r.kicks_enabled = false;
     }
     max = static_cast<uint16_t>(std::min<size_t>({max, size_t{kMaxBurstPackets} - burst.count,
                                                   size_t{kMaxBurstPackets} - r.in_flight_count}));
-    uint16_t heads[kMaxBurstPackets];
-    virtio::RingError ring_error = virtio::RingError::ok;
-    uint16_t popped = r.ring.pop_avail(std::span<uint16_t>(heads, max), &ring_error);
-    if (ring_error != virtio::RingError::ok) {
-        fail_ring(2u * queue + 1, "TX avail ring", virtio::to_string(ring_error));
-        return 0;
-    }
     uint16_t taken = 0;
     burst.header_size = static_cast<uint16_t>(r.header_size);
-    for (uint16_t i = 0; i < popped; ++i) {
-        virtio::DescriptorChain chain;
-        virtio::ChainError e =
-            virtio::walk_descriptor_chain(r.walk, heads[i], burst.free_iovecs(), chain);
-        if (e == virtio::ChainError::too_many_segments && burst.iovecs_used != 0) {
-            r.ring.unpop_avail(static_cast<uint16_t>(popped - i));  // no room left: next burst
+    for (uint16_t i = 0; i < max; ++i) {
+        virtio::PoppedChain chain;
+        virtio::PopStatus s = ring.pop(burst.free_iovecs(), chain);
+        if (s == virtio::PopStatus::empty) {
             break;
         }
-        if (e == virtio::ChainError::too_many_segments) {
-            // More segments than one write takes (UIO_MAXIOV) even in an
-            // empty burst: legal for the guest, impossible for a tap. The
-            // packet is completed unsent and counted; the ring goes on.
-            r.counters->count_drop(DropReason::too_many_segments);
-            r.ring.add_used(heads[i], 0);
-            ++r.pending_used;
-            continue;
+        if (s == virtio::PopStatus::too_many_segments && burst.iovecs_used != 0) {
+            break;  // no room left: the chain stays for the next burst
         }
-        if (e != virtio::ChainError::ok) {
-            r.counters->count_drop(DropReason::bad_descriptor_chain);
-            fail_ring(2u * queue + 1, "TX descriptor chain", virtio::to_string(e));
+        if (s == virtio::PopStatus::too_many_segments) {
+            // More segments than one write takes (UIO_MAXIOV) even in an
+            // empty burst: legal for the guest, impossible for a tap. pop
+            // left the chain in the ring; skip consumes it unmapped. The
+            // packet is completed unsent and counted; the ring goes on.
+            s = ring.skip(chain);
+            if (s == virtio::PopStatus::ok) {
+                r.counters->count_drop(DropReason::too_many_segments);
+                ring.add_used(chain.id, chain.slots, 0);
+                ++r.pending_used;
+                continue;
+            }
+            if (s == virtio::PopStatus::empty) {
+                break;  // cannot happen: pop just saw it
+            }
+        }
+        if (s != virtio::PopStatus::ok) {
+            if (is_avail_ring_error(s)) {
+                fail_ring(ring_index, "TX avail ring", virtio::to_string(s));
+            } else {
+                r.counters->count_drop(DropReason::bad_descriptor_chain);
+                fail_ring(ring_index, "TX descriptor chain", virtio::to_string(s));
+            }
             return taken;
         }
         if (chain.writable_segments != 0) {
             // Kernel vhost handle_tx: "Unexpected descriptor format for TX".
             r.counters->count_drop(DropReason::bad_descriptor_chain);
-            fail_ring(2u * queue + 1, "TX descriptor chain",
-                      "device-writable buffer in a TX chain");
+            fail_ring(ring_index, "TX descriptor chain", "device-writable buffer in a TX chain");
             return taken;
         }
         if (chain.readable_bytes <= r.header_size) {
             // Nothing beyond the virtio-net header: complete it as dropped.
             r.counters->count_drop(DropReason::packet_too_short);
-            r.ring.add_used(heads[i], 0);
+            ring.add_used(chain.id, chain.slots, 0);
             ++r.pending_used;
             continue;
         }
-        burst.push(chain.readable_segments, chain.readable_bytes, heads[i]);
-        r.in_flight[(r.in_flight_first + r.in_flight_count) % kMaxBurstPackets] = heads[i];
+        burst.push(chain.readable_segments, chain.readable_bytes, make_token(chain));
+        r.in_flight[(r.in_flight_first + r.in_flight_count) % kMaxBurstPackets] =
+            InFlight{chain.id, chain.slots};
         ++r.in_flight_count;
         ++taken;
     }
     if (taken == 0 && r.pending_used != 0) {
-        publish_and_notify(r);
+        publish_and_notify(r, ring);
     }
     return taken;
 }
@@ -162,24 +207,32 @@ void VhostUserPort::complete_burst(uint16_t queue, const PacketBurst& burst, uin
     if (!r.ready || done == 0) {
         return;
     }
-    uint64_t bytes = 0;
-    for (uint16_t i = 0; i < done; ++i) {
-        // Copy semantics: the packet left guest memory, the used length is 0
-        // (kernel vhost handle_tx_copy).
-        r.ring.add_used(static_cast<uint16_t>(burst.packets[i].token), 0);
-        bytes += burst.packets[i].len - r.header_size;  // frame bytes, as the kernel counts
-    }
-    done = std::min(done, r.in_flight_count);
-    r.in_flight_first = static_cast<uint16_t>((r.in_flight_first + done) % kMaxBurstPackets);
-    r.in_flight_count = static_cast<uint16_t>(r.in_flight_count - done);
-    r.pending_used = static_cast<uint16_t>(r.pending_used + done);
-    r.counters->count_burst(done, bytes);
-    publish_and_notify(r);
+    std::visit(
+        [&](auto& ring) {
+            uint64_t bytes = 0;
+            for (uint16_t i = 0; i < done; ++i) {
+                // Copy semantics: the packet left guest memory, the used length is 0
+                // (kernel vhost handle_tx_copy).
+                const uint32_t token = burst.packets[i].token;
+                ring.add_used(token_id(token), token_slots(token), 0);
+                bytes += burst.packets[i].len - r.header_size;  // frame bytes, as the kernel counts
+            }
+            done = std::min(done, r.in_flight_count);
+            r.in_flight_first =
+                static_cast<uint16_t>((r.in_flight_first + done) % kMaxBurstPackets);
+            r.in_flight_count = static_cast<uint16_t>(r.in_flight_count - done);
+            r.pending_used = static_cast<uint16_t>(r.pending_used + done);
+            r.counters->count_burst(done, bytes);
+            publish_and_notify(r, ring);
+        },
+        r.ring);
 }
 
-void VhostUserPort::complete_in_flight_as_dropped(Ring& r, DropReason reason) {
+template <typename R>
+void VhostUserPort::complete_in_flight_as_dropped(Ring& r, R& ring, DropReason reason) {
     for (uint16_t i = 0; i < r.in_flight_count; ++i) {
-        r.ring.add_used(r.in_flight[(r.in_flight_first + i) % kMaxBurstPackets], 0);
+        const InFlight& f = r.in_flight[(r.in_flight_first + i) % kMaxBurstPackets];
+        ring.add_used(f.id, f.slots, 0);
     }
     r.counters->count_drop(reason, r.in_flight_count);
     r.pending_used = static_cast<uint16_t>(r.pending_used + r.in_flight_count);
@@ -189,15 +242,82 @@ void VhostUserPort::complete_in_flight_as_dropped(Ring& r, DropReason reason) {
 
 // ---- guest RX: fill-style destination ------------------------------------------
 
-void VhostUserPort::reset_rx_window(Ring& r) {
-    uint16_t unused = static_cast<uint16_t>(r.window_count - r.window_pos);
-    if (unused != 0) {
-        r.ring.unpop_avail(unused);
+template <typename R>
+void VhostUserPort::stage_rx_used(Ring& r, R& ring) {
+    for (uint16_t i = r.window_staged; i < r.window_pos; ++i) {
+        const RxHead& h = r.window[i];
+        ring.add_used(h.id, h.slots, h.filled);
+    }
+    r.window_staged = r.window_pos;
+}
+
+template <typename R>
+void VhostUserPort::reset_rx_window(Ring& r, R& ring) {
+    stage_rx_used(r, ring);
+    if (r.window_pos != r.window_count) {
+        // Everything from the first unused chain on goes back, as seen.
+        ring.rewind(r.window[r.window_pos].before);
     }
     r.window_count = 0;
     r.window_pos = 0;
+    r.window_staged = 0;
     r.window_taken = 0;
     r.window_iovecs_used = 0;
+}
+
+// Pops up to kRxRefillChains more chains into the window (one visit of the
+// ring). Returns false if the ring broke.
+template <typename R>
+bool VhostUserPort::refill_rx_window(uint32_t ring_index, Ring& r, R& ring) {
+    const auto want =
+        static_cast<uint16_t>(std::min<size_t>(kRxWindowHeads - r.window_count, kRxRefillChains));
+    uint16_t added = 0;
+    while (added < want && r.window_iovecs_used < kMaxBurstIovecs) {
+        const virtio::RingPosition before = ring.position();
+        virtio::PoppedChain chain;
+        std::span<iovec> free(r.window_iovecs.data() + r.window_iovecs_used,
+                              kMaxBurstIovecs - r.window_iovecs_used);
+        const virtio::PopStatus s = ring.pop(free, chain);
+        if (s == virtio::PopStatus::empty) {
+            if (added == 0) {
+                r.rx_starved = true;  // held frames must go out now: see should_hold_rx_publish
+            }
+            break;
+        }
+        if (s == virtio::PopStatus::too_many_segments && r.window_iovecs_used != 0) {
+            break;  // stays in the ring (pop left it there) for the next window
+        }
+        const bool readable = s == virtio::PopStatus::ok && chain.readable_segments != 0;
+        if (s != virtio::PopStatus::ok || readable) {
+            if (added != 0) {
+                // Popped ahead of need: give it back, and break the ring only
+                // when a packet really needs this chain (the next refill).
+                ring.rewind(before);
+                break;
+            }
+            if (readable) {
+                // Kernel vhost handle_rx: a device-readable buffer on RX is invalid.
+                fail_ring(ring_index, "RX descriptor chain",
+                          "device-readable buffer in an RX chain");
+            } else {
+                fail_ring(ring_index,
+                          is_avail_ring_error(s) ? "RX avail ring" : "RX descriptor chain",
+                          virtio::to_string(s));
+            }
+            return false;
+        }
+        r.window[r.window_count++] = RxHead{chain.id,
+                                            chain.slots,
+                                            before,
+                                            r.window_iovecs_used,
+                                            chain.writable_segments,
+                                            chain.writable_bytes,
+                                            0};
+        r.window_iovecs_used =
+            static_cast<uint16_t>(r.window_iovecs_used + chain.writable_segments);
+        ++added;
+    }
+    return true;
 }
 
 bool VhostUserPort::grow_rx_window(uint32_t ring_index, Ring& r, uint32_t need_bytes) {
@@ -207,46 +327,22 @@ bool VhostUserPort::grow_rx_window(uint32_t ring_index, Ring& r, uint32_t need_b
     }
     auto covered = [&] { return r.mergeable ? have >= need_bytes : r.window_count > r.window_pos; };
     while (!covered()) {
-        uint16_t room = static_cast<uint16_t>(kRxWindowHeads - r.window_count);
-        if (room == 0 || r.window_iovecs_used == kMaxBurstIovecs) {
+        if (r.window_count == kRxWindowHeads || r.window_iovecs_used == kMaxBurstIovecs) {
             return false;  // the burst's window is full: flush, then start a new one
         }
-        uint16_t heads[32];
-        virtio::RingError ring_error = virtio::RingError::ok;
-        uint16_t want = static_cast<uint16_t>(std::min<size_t>(room, r.mergeable ? 32 : 1));
-        uint16_t popped = r.ring.pop_avail(std::span<uint16_t>(heads, want), &ring_error);
-        if (ring_error != virtio::RingError::ok) {
-            fail_ring(ring_index, "RX avail ring", virtio::to_string(ring_error));
+        const uint16_t before = r.window_count;
+        const bool ok =
+            std::visit([&](auto& ring) { return refill_rx_window(ring_index, r, ring); }, r.ring);
+        if (!ok) {
             return false;
         }
-        if (popped == 0) {
-            r.rx_starved = true;  // held frames must go out now: see should_hold_rx_publish
-            return false;         // the guest has not posted enough buffers: park
+        if (r.window_count == before) {
+            // Nothing came: the guest has not posted enough buffers (park),
+            // or the next chain needs more iovecs than the window has left.
+            return false;
         }
-        for (uint16_t i = 0; i < popped; ++i) {
-            virtio::DescriptorChain chain;
-            std::span<iovec> free(r.window_iovecs.data() + r.window_iovecs_used,
-                                  kMaxBurstIovecs - r.window_iovecs_used);
-            virtio::ChainError e = virtio::walk_descriptor_chain(r.walk, heads[i], free, chain);
-            if (e == virtio::ChainError::too_many_segments && r.window_iovecs_used != 0) {
-                r.ring.unpop_avail(static_cast<uint16_t>(popped - i));
-                return covered();
-            }
-            if (e != virtio::ChainError::ok) {
-                fail_ring(ring_index, "RX descriptor chain", virtio::to_string(e));
-                return false;
-            }
-            if (chain.readable_segments != 0) {
-                // Kernel vhost handle_rx: a device-readable buffer on RX is invalid.
-                fail_ring(ring_index, "RX descriptor chain",
-                          "device-readable buffer in an RX chain");
-                return false;
-            }
-            r.window[r.window_count++] = RxHead{heads[i], r.window_iovecs_used,
-                                                chain.writable_segments, chain.writable_bytes};
-            r.window_iovecs_used =
-                static_cast<uint16_t>(r.window_iovecs_used + chain.writable_segments);
-            have += chain.writable_bytes;
+        for (uint16_t i = before; i < r.window_count; ++i) {
+            have += r.window[i].bytes;
         }
     }
     return true;
@@ -259,7 +355,7 @@ bool VhostUserPort::next_rx_buffer(uint16_t queue, uint32_t max_packet,
         return false;
     }
     if (r.kicks_enabled) {
-        r.ring.disable_notifications();
+        std::visit([](auto& ring) { ring.disable_notifications(); }, r.ring);  // once per wake-up
         r.kicks_enabled = false;
     }
     if (!grow_rx_window(2u * queue, r, max_packet)) {
@@ -312,10 +408,9 @@ void VhostUserPort::commit_rx_buffer(uint16_t queue, uint32_t len) {
     }
     uint32_t remaining = len;
     for (uint16_t i = 0; i < used_heads; ++i) {
-        const RxHead& h = r.window[r.window_pos + i];
-        uint32_t filled = std::min(remaining, h.bytes);
-        r.ring.add_used(h.head, filled);
-        remaining -= filled;
+        RxHead& h = r.window[r.window_pos + i];
+        h.filled = std::min(remaining, h.bytes);  // staged at flush (stage_rx_used)
+        remaining -= h.filled;
     }
     r.window_pos = static_cast<uint16_t>(r.window_pos + used_heads);
     r.window_taken = 0;
@@ -329,21 +424,24 @@ void VhostUserPort::flush_rx_buffers(uint16_t queue) {
     if (!r.ready) {
         return;
     }
-    reset_rx_window(r);
-    virtio::RingError ignored = virtio::RingError::ok;
-    r.parked_avail = r.ring.avail_count(&ignored);
-    if (r.pending_used != 0) {
-        if (should_hold_rx_publish(r, r.parked_avail)) {
-            // A turn that found nothing flushes too: count only the bursts
-            // that brought frames, each one a publish the guest did not get.
-            if (r.burst_packets != r.held_packets) {
-                r.counters->publishes_coalesced.add(1);
-                r.held_packets = r.burst_packets;
+    std::visit(
+        [&](auto& ring) {
+            reset_rx_window(r, ring);
+            r.parked_avail = avail_left(ring);
+            if (r.pending_used != 0) {
+                if (should_hold_rx_publish(r, r.parked_avail)) {
+                    // A turn that found nothing flushes too: count only the bursts
+                    // that brought frames, each one a publish the guest did not get.
+                    if (r.burst_packets != r.held_packets) {
+                        r.counters->publishes_coalesced.add(1);
+                        r.held_packets = r.burst_packets;
+                    }
+                } else {
+                    publish_rx(r, ring);
+                }
             }
-        } else {
-            publish_rx(r);
-        }
-    }
+        },
+        r.ring);
     r.rx_starved = false;
 }
 
@@ -363,8 +461,9 @@ bool VhostUserPort::should_hold_rx_publish(Ring& r, uint16_t avail_left) {
     return true;
 }
 
-void VhostUserPort::publish_rx(Ring& r) {
-    publish_and_notify(r);
+template <typename R>
+void VhostUserPort::publish_rx(Ring& r, R& ring) {
+    publish_and_notify(r, ring);
     // Counted when the guest can see them: a burst is one publish.
     r.counters->count_burst(r.burst_packets, r.burst_bytes);
     r.burst_packets = 0;
@@ -395,7 +494,7 @@ void VhostUserPort::publish_held_rx(uint16_t queue) {
     if (!r.ready || r.pending_used == 0) {
         return;
     }
-    publish_rx(r);
+    std::visit([&](auto& ring) { publish_rx(r, ring); }, r.ring);
 }
 
 uint16_t VhostUserPort::transmit_burst(uint16_t queue, const PacketBurst& burst) {
@@ -418,10 +517,12 @@ uint16_t VhostUserPort::transmit_burst(uint16_t queue, const PacketBurst& burst)
 
 // ---- notifications and waiting -------------------------------------------------
 
-void VhostUserPort::publish_and_notify(Ring& r) {
-    r.ring.publish_used();
+template <typename R>
+void VhostUserPort::publish_and_notify(Ring& r, R& ring) {
+    stage_rx_used(r, ring);  // RX heads filled since the last flush (none on TX)
+    ring.publish_used();
     r.pending_used = 0;
-    if (r.call_fd >= 0 && r.ring.should_notify()) {
+    if (r.call_fd >= 0 && ring.should_notify()) {
         io::signal_eventfd(r.call_fd);
     }
 }
@@ -440,7 +541,7 @@ bool VhostUserPort::arm_receive_wait(uint16_t queue) {
         return true;
     }
     r.kicks_enabled = true;
-    return !r.ring.enable_notifications();
+    return !std::visit([](auto& ring) { return ring.enable_notifications(); }, r.ring);
 }
 
 bool VhostUserPort::arm_transmit_wait(uint16_t queue) {
@@ -449,12 +550,15 @@ bool VhostUserPort::arm_transmit_wait(uint16_t queue) {
         return true;
     }
     r.kicks_enabled = true;
-    r.ring.enable_notifications();
-    // Compare with what was there when the path parked, not with our own
-    // (rewound) index: otherwise buffers we gave back look new and the path
-    // never sleeps (the 2026 vhost_net handle_rx livelock).
-    virtio::RingError ignored = virtio::RingError::ok;
-    return r.ring.avail_count(&ignored) <= r.parked_avail;
+    if (auto* split = std::get_if<virtio::SplitDeviceRing>(&r.ring)) {
+        split->enable_notifications();
+        // Compare with what was there when the path parked, not with our own
+        // (rewound) index: otherwise buffers we gave back look new and the path
+        // never sleeps (the 2026 vhost_net handle_rx livelock).
+        return avail_left(*split) <= r.parked_avail;
+    }
+    // Packed: enable_notifications already ignores given-back chains.
+    return !std::get<virtio::PackedRing>(r.ring).enable_notifications();
 }
 
 QueueCounters& VhostUserPort::rx_counters(uint16_t queue) {
@@ -500,6 +604,11 @@ void VhostUserPort::on_queue_ready(vhost_user::VhostUserDevice& device, uint32_t
     if (first && on_features_) {
         on_features_(s.features);
     }
+    if (first) {
+        log_->info(
+            "{} rings{}", s.format == vhost_user::RingFormat::packed ? "packed" : "split",
+            s.format == vhost_user::RingFormat::packed ? " (VIRTIO_F_RING_PACKED negotiated)" : "");
+    }
     const auto pair = static_cast<uint16_t>(queue_index / 2);
     const uint32_t other = queue_index ^ 1u;
     ring_running_[queue_index] = true;
@@ -519,12 +628,20 @@ void VhostUserPort::on_queue_ready(vhost_user::VhostUserDevice& device, uint32_t
         r = Ring{};
         r.counters = counters;
         r.coalescing = coalescing;
-        r.ring = virtio::SplitRing(s.layout, s.last_avail_idx, s.used_idx,
-                                   s.features.has(virtio::Feature::ring_event_idx));
         r.memory = s.memory;
-        r.walk = virtio::ChainWalkContext{s.layout.desc, s.layout.size,
-                                          s.features.has(virtio::Feature::ring_indirect_desc),
-                                          r.memory.get(), &r.region_hint};
+        const virtio::RingConfig config{r.memory.get(),
+                                        s.features.has(virtio::Feature::ring_indirect_desc),
+                                        s.features.has(virtio::Feature::ring_event_idx)};
+        if (s.format == vhost_user::RingFormat::packed) {
+            virtio::PackedRing packed(s.packed_layout, config);
+            // The device validated the base against the size (SET_VRING_BASE).
+            packed.restore_vring_base(s.packed_base);
+            r.ring = std::move(packed);
+        } else {
+            virtio::SplitDeviceRing split(s.layout, config, s.used_idx);
+            split.restore_vring_base(s.last_avail_idx);  // 16 bits: cannot fail
+            r.ring = std::move(split);
+        }
         r.features = s.features;
         r.header_size = static_cast<uint32_t>(virtio::net_header_size(s.features));
         r.mergeable = s.features.has(virtio::Feature::net_mrg_rxbuf);
@@ -536,12 +653,13 @@ void VhostUserPort::on_queue_ready(vhost_user::VhostUserDevice& device, uint32_t
     });
 }
 
-uint16_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
+uint32_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
                                          uint32_t queue_index) {
     if (queue_index >= rings_.size()) {
-        return device.queue_snapshot(queue_index).last_avail_idx;
+        const vhost_user::QueueSnapshot s = device.queue_snapshot(queue_index);
+        return s.format == vhost_user::RingFormat::packed ? s.packed_base : s.last_avail_idx;
     }
-    uint16_t last_avail = 0;
+    uint32_t last_avail = 0;
     uint16_t untaken = 0;
     const bool is_tx = (queue_index % 2) == 1;
     // A ring the front end disabled (ethtool -L shrinking the queue pairs)
@@ -559,7 +677,11 @@ uint16_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
             // GET_VRING_BASE). Finishing up is best effort; a fault here
             // means there is nothing left to finish, not a dead daemon.
             uintptr_t fault_address = 0;
-            if (!run_guarded([&] { untaken = finish_ring(r, is_tx, held_drop); }, &fault_address)) {
+            auto finish = [&] {
+                untaken = std::visit(
+                    [&](auto& ring) { return finish_ring(r, ring, is_tx, held_drop); }, r.ring);
+            };
+            if (!run_guarded(finish, &fault_address)) {
                 r.memory_lost = true;
                 untaken = 0;
             }
@@ -580,7 +702,7 @@ uint16_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
             r.held_packets = 0;
             r.held_deadline = 0;
         }
-        last_avail = r.ring.last_avail_idx();
+        last_avail = std::visit([](const auto& ring) { return ring.vring_base(); }, r.ring);
         r.ready = false;
         r.memory.reset();
         r.kick_fd = -1;
@@ -606,34 +728,41 @@ uint16_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
     return last_avail;
 }
 
-uint16_t VhostUserPort::finish_ring(Ring& r, bool is_tx, DropReason held_drop) {
+template <typename R>
+uint16_t VhostUserPort::finish_ring(Ring& r, R& ring, bool is_tx, DropReason held_drop) {
     // Finish what is ours to finish while the memory is still held:
     // publish completed entries, give back unused RX heads, and complete
     // TX packets a destination still holds as dropped.
     if (is_tx) {
-        complete_in_flight_as_dropped(r, held_drop);
+        complete_in_flight_as_dropped(r, ring, held_drop);
     } else {
-        reset_rx_window(r);
+        reset_rx_window(r, ring);
         if (r.pending_used != 0) {
             // Frames held for rx_frames / rx_usecs: the guest gets them (and
             // the call it would have had) before the ring stops; a restart
             // begins at the guest's used index and would reuse their buffers.
-            publish_rx(r);
+            publish_rx(r, ring);
         }
     }
     if (r.pending_used != 0) {
-        r.ring.publish_used();
+        ring.publish_used();
         r.pending_used = 0;
     }
-    if (!is_tx || !r.ready) {
-        return 0;
+    if constexpr (std::is_same_v<R, virtio::SplitDeviceRing>) {
+        if (!is_tx || !r.ready) {
+            return 0;
+        }
+        // A fresh read: avail_count() may answer from its cached index.
+        const virtio::SplitRing& split = ring.split();
+        const uint16_t avail_idx =
+            std::atomic_ref<uint16_t>(split.layout().avail->idx).load(std::memory_order_acquire);
+        const auto untaken = static_cast<uint16_t>(avail_idx - split.last_avail_idx());
+        return untaken > split.size() ? 0
+                                      : untaken;  // a guest that broke the rules: nothing to report
+    } else {
+        // Packed: no index to subtract; walk the flags (once, at stop).
+        return is_tx && r.ready ? ring.available_chains() : 0;
     }
-    // A fresh read: avail_count() may answer from its cached index.
-    const uint16_t avail_idx =
-        std::atomic_ref<uint16_t>(r.ring.layout().avail->idx).load(std::memory_order_acquire);
-    const auto untaken = static_cast<uint16_t>(avail_idx - r.ring.last_avail_idx());
-    return untaken > r.ring.size() ? 0
-                                   : untaken;  // a guest that broke the rules: nothing to report
 }
 
 void VhostUserPort::on_call_fd_changed(vhost_user::VhostUserDevice&, uint32_t queue_index,

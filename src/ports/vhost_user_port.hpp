@@ -20,13 +20,14 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "common/log.hpp"
 #include "ports/port.hpp"
 #include "vhost_user/queue_observer.hpp"
-#include "virtio/descriptor_chain.hpp"
-#include "virtio/split_ring.hpp"
+#include "virtio/ring/packed_ring.hpp"
+#include "virtio/ring/split_device_ring.hpp"
 
 namespace vnet::ports {
 
@@ -85,21 +86,39 @@ public:
 
     // QueueObserver (control thread).
     void on_queue_ready(vhost_user::VhostUserDevice& device, uint32_t queue_index) override;
-    uint16_t on_queue_stopped(vhost_user::VhostUserDevice& device, uint32_t queue_index) override;
+    uint32_t on_queue_stopped(vhost_user::VhostUserDevice& device, uint32_t queue_index) override;
     void on_call_fd_changed(vhost_user::VhostUserDevice& device, uint32_t queue_index,
                             int call_fd) override;
 
 private:
-    // The RX window: heads popped from the guest's RX ring whose buffers the
-    // current burst is filling, in ring order. Unused ones are given back
-    // (unpop) at flush, which is why they must be the last ones popped.
+    // The RX window: chains popped from the guest's RX ring whose buffers the
+    // current burst is filling, in ring order. Each remembers the ring
+    // position before its pop; unused ones are given back (rewind) at flush,
+    // which is why they must be the last ones popped. A filled chain's used
+    // entry is staged at flush, not per packet: the per-packet calls
+    // (next_rx_buffer, commit_rx_buffer) touch only the window, and the ring
+    // (a std::variant) is visited once per window refill and once per flush.
     static constexpr uint16_t kRxWindowHeads = 256;
+    // Chains popped per window refill: one visit of the ring for up to this
+    // many packets (non-mergeable) or buffers (mergeable).
+    static constexpr uint16_t kRxRefillChains = 32;
     struct RxHead {
-        uint16_t head;
+        uint16_t id;
+        uint16_t slots;
+        virtio::RingPosition before;  // position() before this chain's pop
         uint16_t first_iov;
         uint16_t iov_count;
         uint32_t bytes;
+        uint32_t filled;  // set by commit_rx_buffer: the used length
     };
+    // A TX chain a destination holds: what its used entry needs.
+    struct InFlight {
+        uint16_t id;
+        uint16_t slots;
+    };
+    // The ring formats the port drives; which one is fixed while a ring runs
+    // (VIRTIO_F_RING_PACKED is negotiated once per connection).
+    using AnyRing = std::variant<virtio::SplitDeviceRing, virtio::PackedRing>;
 
     // rx_frames / rx_usecs for one RX ring (DESIGN.md); frames = 0: off.
     struct RxCoalescing {
@@ -113,10 +132,8 @@ private:
     struct Ring {
         bool ready = false;
         bool kicks_enabled = true;  // the guest's view: do we want kicks
-        virtio::SplitRing ring;
+        AnyRing ring;
         std::shared_ptr<const virtio::GuestMemoryMap> memory;
-        size_t region_hint = 0;
-        virtio::ChainWalkContext walk;
         virtio::FeatureSet features;
         uint32_t header_size = 12;
         bool write_num_buffers = true;  // MRG_RXBUF or VERSION_1
@@ -131,7 +148,7 @@ private:
         // TX only: heads handed out by receive_burst and not yet completed,
         // oldest first (completions come in the same order). Completed as
         // dropped if the ring stops while a destination still holds them.
-        std::array<uint16_t, kMaxBurstPackets> in_flight{};
+        std::array<InFlight, kMaxBurstPackets> in_flight{};
         uint16_t in_flight_first = 0;
         uint16_t in_flight_count = 0;
         // RX only: the window (see above).
@@ -139,6 +156,7 @@ private:
         uint16_t window_count = 0;   // heads in the window
         uint16_t window_pos = 0;     // first head not yet holding a packet
         uint16_t window_taken = 0;   // heads the current packet's buffer spans
+        uint16_t window_staged = 0;  // filled heads whose used entry is staged
         uint32_t requested_max = 0;  // max_packet of the current next_rx_buffer
         uint16_t parked_avail = 0;   // avail heads left when the path parked
         std::array<iovec, kMaxBurstIovecs> window_iovecs{};
@@ -166,16 +184,30 @@ private:
     }
 
     void fail_ring(uint32_t ring_index, const char* what, const char* detail);
-    void publish_and_notify(Ring& r);
+    // The per-ring logic, one instantiation per ring format (R is a
+    // virtio::DeviceRing); the public entry points visit Ring::ring once.
+    template <typename R>
+    uint16_t receive_burst_on(uint32_t ring_index, Ring& r, R& ring, PacketBurst& burst,
+                              uint16_t max);
+    template <typename R>
+    void publish_and_notify(Ring& r, R& ring);
     // End of an RX burst: publish now, or hold for rx_frames / rx_usecs.
     bool should_hold_rx_publish(Ring& r, uint16_t avail_left);
-    void publish_rx(Ring& r);
+    template <typename R>
+    void publish_rx(Ring& r, R& ring);
+    template <typename R>
+    bool refill_rx_window(uint32_t ring_index, Ring& r, R& ring);
     bool grow_rx_window(uint32_t ring_index, Ring& r, uint32_t need_bytes);
-    void reset_rx_window(Ring& r);
-    void complete_in_flight_as_dropped(Ring& r, DropReason reason);
+    template <typename R>
+    void stage_rx_used(Ring& r, R& ring);
+    template <typename R>
+    void reset_rx_window(Ring& r, R& ring);
+    template <typename R>
+    void complete_in_flight_as_dropped(Ring& r, R& ring, DropReason reason);
     // on_queue_stopped's work on guest memory; returns untaken TX heads.
     // Packets a destination still holds are dropped as `held_drop`.
-    uint16_t finish_ring(Ring& r, bool is_tx, DropReason held_drop);
+    template <typename R>
+    uint16_t finish_ring(Ring& r, R& ring, bool is_tx, DropReason held_drop);
 
     uint16_t queue_pairs_;
     RunOnOwner run_on_owner_;

@@ -7,6 +7,7 @@
 
 #include "common/guest_fault.hpp"
 #include "vhost_user/request_table.hpp"
+#include "virtio/ring/packed_ring.hpp"
 
 namespace vnet::vhost_user {
 namespace {
@@ -53,7 +54,46 @@ bool translate_ring(const VringAddr& a, uint32_t num, const virtio::GuestMemoryM
     return true;
 }
 
+// virtio 1.2 §2.8.10.1: descriptor ring (16 bytes per entry) 16-byte
+// aligned, driver and device event suppression areas (4 bytes each) 4-byte
+// aligned; each area wholly inside one region.
+bool translate_packed_ring(const VringAddr& a, uint32_t num, const virtio::GuestMemoryMap& memory,
+                           virtio::PackedRingLayout* out) {
+    uint8_t* desc = memory.uva_to_host(a.desc_user_addr, virtio::packed_desc_ring_bytes(num));
+    uint8_t* driver = memory.uva_to_host(a.avail_user_addr, sizeof(virtio::PackedEventSuppress));
+    uint8_t* device = memory.uva_to_host(a.used_user_addr, sizeof(virtio::PackedEventSuppress));
+    if (desc == nullptr || driver == nullptr || device == nullptr) {
+        return false;
+    }
+    auto aligned = [](const uint8_t* p, uint64_t align) {
+        return reinterpret_cast<uintptr_t>(p) % align == 0;
+    };
+    if (!aligned(desc, virtio::kPackedDescAlign) || !aligned(driver, virtio::kPackedEventAlign) ||
+        !aligned(device, virtio::kPackedEventAlign)) {
+        return false;
+    }
+    out->desc = reinterpret_cast<virtio::PackedDesc*>(desc);
+    out->driver_event = reinterpret_cast<virtio::PackedEventSuppress*>(driver);
+    out->device_event = reinterpret_cast<virtio::PackedEventSuppress*>(device);
+    out->size = static_cast<uint16_t>(num);  // 1..32768, checked at SET_VRING_NUM
+    return true;
+}
+
 }  // namespace
+
+MessageError to_message_error(virtio::BaseError e) {
+    switch (e) {
+        case virtio::BaseError::ok:
+            return MessageError::ok;
+        case virtio::BaseError::avail_index_out_of_range:
+            return MessageError::vring_base_avail_out_of_range;
+        case virtio::BaseError::used_index_out_of_range:
+            return MessageError::vring_base_used_out_of_range;
+        case virtio::BaseError::in_flight_exceeds_ring:
+            return MessageError::vring_base_in_flight_exceeds_ring;
+    }
+    return MessageError::vring_base_avail_out_of_range;  // unreachable; fail closed
+}
 
 VhostUserDevice::VhostUserDevice(DeviceConfig config, QueueObserver* observer)
     : config_(std::move(config)),
@@ -183,7 +223,10 @@ QueueSnapshot VhostUserDevice::queue_snapshot(uint32_t queue_index) const {
     }
     const Queue& q = queues_[queue_index];
     s.index = queue_index;
+    s.format = packed() ? RingFormat::packed : RingFormat::split;
     s.layout = q.layout;
+    s.packed_layout = q.packed_layout;
+    s.packed_base = q.packed_base;
     s.last_avail_idx = q.last_avail_idx;
     s.used_idx = q.used_idx;
     s.features = acked_features_;
@@ -218,6 +261,9 @@ bool VhostUserDevice::update_queue(uint32_t index) {
             stop_queue(index);
         }
         return true;
+    }
+    if (packed()) {
+        return start_packed_queue(index);
     }
     // Translate when the ring starts, as DPDK does: SET_VRING_ADDR may come
     // before the memory table, so the areas are checked against the map now.
@@ -254,6 +300,35 @@ bool VhostUserDevice::update_queue(uint32_t index) {
     return true;
 }
 
+bool VhostUserDevice::start_packed_queue(uint32_t index) {
+    Queue& q = queues_[index];
+    virtio::PackedRingLayout layout;
+    if (!translate_packed_ring(q.addr, q.num, *memory_, &layout)) {
+        mark_broken("vring " + std::to_string(index) + ": " +
+                    to_string(MessageError::ring_not_in_guest_memory));
+        return false;
+    }
+    // SET_VRING_BASE checked the base against the size then; both can only
+    // change while stopped, but features (split -> packed) may have come later.
+    if (const MessageError e = to_message_error(
+            virtio::validate_packed_vring_base(q.packed_base, static_cast<uint16_t>(q.num)));
+        e != MessageError::ok) {
+        mark_broken("vring " + std::to_string(index) + ": " + to_string(e));
+        return false;
+    }
+    if (!features_set_ || !queue_enabled(q)) {
+        return true;  // started and valid, but the dataplane must not run it yet
+    }
+    // No used index to reconcile: packed rings carry theirs in the base
+    // (or, DPDK virtio-user, used = avail).
+    q.packed_layout = layout;
+    q.ready = true;
+    if (observer_ != nullptr) {
+        observer_->on_queue_ready(*this, index);
+    }
+    return true;
+}
+
 bool VhostUserDevice::update_all_queues() {
     for (uint32_t i = 0; i < queues_.size(); ++i) {
         if (!update_queue(i)) {
@@ -271,9 +346,15 @@ void VhostUserDevice::stop_queue(uint32_t index) {
     q.ready = false;
     if (observer_ != nullptr) {
         // Barrier: the worker has let go and reports where it stopped.
-        q.last_avail_idx = observer_->on_queue_stopped(*this, index);
+        const uint32_t base = observer_->on_queue_stopped(*this, index);
+        if (packed()) {
+            q.packed_base = base;
+        } else {
+            q.last_avail_idx = static_cast<uint16_t>(base);
+        }
     }
     q.layout = {};
+    q.packed_layout = {};
 }
 
 void VhostUserDevice::stop_all_queues() {

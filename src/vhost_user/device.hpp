@@ -34,6 +34,7 @@
 #include "vhost_user/queue_observer.hpp"
 #include "virtio/features.hpp"
 #include "virtio/guest_memory.hpp"
+#include "virtio/ring/pop_status.hpp"
 #include "virtio/split_ring.hpp"
 
 namespace vnet::vhost_user {
@@ -42,7 +43,8 @@ struct RequestTableBuilder;
 struct RequestSpec;
 
 // What a tap path with a 12-byte vnet header passes through, and nothing we
-// do not implement (no RING_PACKED, no LOG_ALL, no IOMMU yet).
+// do not implement (no LOG_ALL, no IOMMU yet). RING_PACKED: rings of either
+// format (virtio/ring/).
 inline constexpr virtio::FeatureSet kDefaultDeviceFeatures{
     virtio::Feature::net_csum,           virtio::Feature::net_guest_csum,
     virtio::Feature::net_guest_tso4,     virtio::Feature::net_guest_tso6,
@@ -51,7 +53,7 @@ inline constexpr virtio::FeatureSet kDefaultDeviceFeatures{
     virtio::Feature::net_host_ecn,       virtio::Feature::net_host_ufo,
     virtio::Feature::net_mrg_rxbuf,      virtio::Feature::ring_event_idx,
     virtio::Feature::ring_indirect_desc, virtio::Feature::notify_on_empty,
-    virtio::Feature::version_1,
+    virtio::Feature::version_1,          virtio::Feature::ring_packed,
 };
 // The most a configuration may offer: the defaults plus MQ and MTU (added by
 // the device when max_queue_pairs > 1 / an MTU is configured).
@@ -81,6 +83,9 @@ struct DispatchResult {
     bool has_reply = false;                 // `reply` holds a message to send
     bool disconnect = false;                // the device is broken: drop the connection
 };
+
+// SET_VRING_BASE's refusal for a packed base the ring model rejects.
+MessageError to_message_error(virtio::BaseError e);
 
 class VhostUserDevice {
 public:
@@ -130,8 +135,9 @@ private:
 
     struct Queue {
         uint32_t num = 0;
-        uint16_t last_avail_idx = 0;
+        uint16_t last_avail_idx = 0;  // split base
         uint16_t used_idx = 0;
+        uint32_t packed_base = 0;  // packed base (vhost-user encoding), checked against num
         VringAddr addr{};
         bool has_num = false;
         bool has_base = false;
@@ -143,7 +149,11 @@ private:
         UniqueFd call;
         UniqueFd err;
         virtio::SplitRingLayout layout{};
+        virtio::PackedRingLayout packed_layout{};
     };
+
+    // VIRTIO_F_RING_PACKED acked: every ring of the device is packed.
+    bool packed() const { return acked_features_.has(virtio::Feature::ring_packed); }
 
     // Handlers: syntax is checked by the dispatcher (request_table.hpp).
     MessageError handle_get_features(Message& m, Message& reply);
@@ -187,6 +197,7 @@ private:
     // Makes ready/not ready match the state, calling the observer. Returns
     // false (device broken) if a fully set-up ring is not in guest memory.
     bool update_queue(uint32_t index);
+    bool start_packed_queue(uint32_t index);  // update_queue's start, packed format
     void stop_queue(uint32_t index);
     void stop_all_queues();
     bool update_all_queues();

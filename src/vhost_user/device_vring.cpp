@@ -2,6 +2,7 @@
 // KICK, CALL, ERR, ENABLE. Each checks everything before touching the ring.
 #include "io/eventfd.hpp"
 #include "vhost_user/device.hpp"
+#include "virtio/ring/packed_ring.hpp"
 
 namespace vnet::vhost_user {
 namespace {
@@ -25,8 +26,10 @@ MessageError VhostUserDevice::handle_set_vring_num(Message& m, Message&) {
     if (queue_started(q)) {
         return MessageError::ring_running;
     }
-    // virtio 1.2 §2.7: split queue size is a power of 2, at most 32768, non-zero.
-    if (!virtio::is_valid_split_queue_size(s.num)) {
+    // virtio 1.2 §2.7: split queue size is a power of 2, at most 32768, non-zero;
+    // §2.8: packed, any size from 1 to 32768.
+    if (packed() ? !virtio::is_valid_packed_queue_size(s.num)
+                 : !virtio::is_valid_split_queue_size(s.num)) {
         return MessageError::vring_num_invalid;
     }
     q.num = s.num;
@@ -43,6 +46,21 @@ MessageError VhostUserDevice::handle_set_vring_base(Message& m, Message&) {
     // Hostile-input rule 1: the base of a running ring is ours, not the front end's.
     if (queue_started(q)) {
         return MessageError::ring_running;
+    }
+    if (packed()) {
+        // vhost-user.rst SET_VRING_BASE: bits 0-14 avail index, 15 its wrap counter,
+        // 16-30 used index, 31 its wrap counter; the indices must be < the queue size.
+        if (!q.has_num) {
+            return MessageError::vring_base_without_num;
+        }
+        if (MessageError e = to_message_error(
+                virtio::validate_packed_vring_base(s.num, static_cast<uint16_t>(q.num)));
+            e != MessageError::ok) {
+            return e;
+        }
+        q.packed_base = s.num;
+        q.has_base = true;
+        return update_queue(s.index) ? MessageError::ok : MessageError::ring_not_in_guest_memory;
     }
     // vhost-user.rst SET_VRING_BASE: for split rings the base is a 16-bit index.
     if (s.num > 0xffff) {
@@ -64,10 +82,13 @@ MessageError VhostUserDevice::handle_set_vring_addr(Message& m, Message&) {
     if (a.flags != 0) {
         return MessageError::vring_addr_flags_invalid;
     }
-    // virtio 1.2 §2.7 "Virtqueue Part Alignment": desc 16, avail 2, used 4.
-    if (a.desc_user_addr % virtio::kDescTableAlign != 0 ||
-        a.avail_user_addr % virtio::kAvailRingAlign != 0 ||
-        a.used_user_addr % virtio::kUsedRingAlign != 0) {
+    // virtio 1.2 §2.7 "Virtqueue Part Alignment": desc 16, avail 2, used 4;
+    // §2.8.10.1 packed: descriptor ring 16, driver and device event areas 4
+    // (the avail and used addresses name the event areas).
+    const uint64_t driver_align = packed() ? virtio::kPackedEventAlign : virtio::kAvailRingAlign;
+    const uint64_t device_align = packed() ? virtio::kPackedEventAlign : virtio::kUsedRingAlign;
+    if (a.desc_user_addr % virtio::kDescTableAlign != 0 || a.avail_user_addr % driver_align != 0 ||
+        a.used_user_addr % device_align != 0) {
         return MessageError::vring_addr_misaligned;
     }
     Queue& q = queues_[a.index];
@@ -98,7 +119,8 @@ MessageError VhostUserDevice::handle_get_vring_base(Message& m, Message& reply) 
     q.has_addr = false;
     q.has_kick = false;
     q.kick.reset();
-    reply.write_payload(VringState{s.index, q.last_avail_idx});
+    // vhost-user.rst GET_VRING_BASE: the packed encoding carries both indices and wraps.
+    reply.write_payload(VringState{s.index, packed() ? q.packed_base : q.last_avail_idx});
     return MessageError::ok;
 }
 

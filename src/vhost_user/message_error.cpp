@@ -34,6 +34,14 @@ const char* to_string(MessageError e) {
             return "vring size is zero, above 32768 or not a power of 2";
         case MessageError::vring_base_out_of_range:
             return "split vring base above 0xffff";
+        case MessageError::vring_base_avail_out_of_range:
+            return "packed vring base: avail index >= queue size";
+        case MessageError::vring_base_used_out_of_range:
+            return "packed vring base: used index >= queue size";
+        case MessageError::vring_base_without_num:
+            return "packed vring base before SET_VRING_NUM";
+        case MessageError::vring_base_in_flight_exceeds_ring:
+            return "packed vring base: used index more than a ring behind avail";
         case MessageError::vring_addr_flags_invalid:
             return "unsupported vring address flags";
         case MessageError::vring_addr_misaligned:

@@ -25,6 +25,10 @@ enum class MessageError : uint8_t {
     vring_reserved_bits_set,
     vring_num_invalid,
     vring_base_out_of_range,
+    vring_base_avail_out_of_range,      // packed: bits 0-14 >= queue size
+    vring_base_used_out_of_range,       // packed: bits 16-30 >= queue size
+    vring_base_without_num,             // packed: no SET_VRING_NUM to check the base against
+    vring_base_in_flight_exceeds_ring,  // packed: used more than a ring behind avail
     vring_addr_flags_invalid,
     vring_addr_misaligned,
     vring_enable_value_invalid,

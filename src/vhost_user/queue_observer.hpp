@@ -20,8 +20,11 @@
 //                                 the worker must have stopped touching the
 //                                 ring and dropped its snapshot, published
 //                                 every used entry it completed, given back
-//                                 heads it did not finish (unpop_avail), and
-//                                 the return value is its final last_avail_idx.
+//                                 heads it did not finish (rewind), and the
+//                                 return value is its final vring base in the
+//                                 ring format's encoding (split: the 16-bit
+//                                 last avail index; packed: vhost-user's
+//                                 32-bit avail/used index and wrap counters).
 //                                 GET_VRING_BASE replies with exactly that
 //                                 value, so the reply is built only after the
 //                                 worker let go.
@@ -45,6 +48,7 @@
 
 #include "virtio/features.hpp"
 #include "virtio/guest_memory.hpp"
+#include "virtio/ring/packed_layout.hpp"
 #include "virtio/split_ring.hpp"
 
 namespace vnet::vhost_user {
@@ -53,11 +57,17 @@ class VhostUserDevice;
 
 using MacAddress = std::array<uint8_t, 6>;
 
+// Which layout a queue uses: VIRTIO_F_RING_PACKED negotiated or not.
+enum class RingFormat : uint8_t { split, packed };
+
 struct QueueSnapshot {
     uint32_t index = 0;  // virtqueue index: 2*pair is RX (to the guest), 2*pair+1 is TX
-    virtio::SplitRingLayout layout{};
-    uint16_t last_avail_idx = 0;  // the next avail entry to take
-    uint16_t used_idx = 0;        // the guest's used->idx when the queue became ready
+    RingFormat format = RingFormat::split;
+    virtio::SplitRingLayout layout{};          // split only
+    virtio::PackedRingLayout packed_layout{};  // packed only
+    uint16_t last_avail_idx = 0;               // split: the next avail entry to take
+    uint16_t used_idx = 0;        // split: the guest's used->idx when the queue became ready
+    uint32_t packed_base = 0;     // packed: the vring base (validated), vhost-user encoding
     virtio::FeatureSet features;  // negotiated (SET_FEATURES)
     int kick_fd = -1;             // -1: the front end never kicks (NOFD): poll the ring
     int call_fd = -1;             // -1: no call fd: do not notify
@@ -69,8 +79,8 @@ public:
     virtual ~QueueObserver() = default;
 
     virtual void on_queue_ready(VhostUserDevice& device, uint32_t queue_index) = 0;
-    // Returns the worker's final last_avail_idx (see above).
-    virtual uint16_t on_queue_stopped(VhostUserDevice& device, uint32_t queue_index) = 0;
+    // Returns the worker's final vring base (see above).
+    virtual uint32_t on_queue_stopped(VhostUserDevice& device, uint32_t queue_index) = 0;
     virtual void on_call_fd_changed(VhostUserDevice& device, uint32_t queue_index, int call_fd) = 0;
     virtual void on_rarp_requested(VhostUserDevice& /*device*/, const MacAddress& /*mac*/) {}
 };

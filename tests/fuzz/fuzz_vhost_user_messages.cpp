@@ -142,7 +142,7 @@ public:
             make_logger("fuzz.sock")->info("queue {} ready (size {})", q, n);
         }
     }
-    uint16_t on_queue_stopped(VhostUserDevice& device, uint32_t q) override {
+    uint32_t on_queue_stopped(VhostUserDevice& device, uint32_t q) override {
         check(!device.queue_ready(q));
         return use_stop_value ? stop_value : last_avail_[q % 256];
     }

@@ -198,6 +198,12 @@ expected_log() {
         rx-readonly-buffer)
             echo 'device broken: ring 0: RX descriptor chain: device-readable buffer in an RX chain'
             ;;
+        packed-ring)
+            echo 'packed rings \(VIRTIO_F_RING_PACKED negotiated\)'
+            echo 'device broken: ring 1: TX descriptor chain: chained descriptor not marked available for this wrap'
+            echo 'device broken: ring 1: TX descriptor chain: buffer id >= queue size'
+            echo 'device broken: ring 1: TX descriptor chain: descriptor chain longer than the queue size'
+            ;;
         *) return 1 ;;
     esac
 }
@@ -208,7 +214,7 @@ no_break_expected() { [[ $1 == mmap-offset-once || $1 == repeated-mem-table ]]; 
 all_attacks=(bad-mem-table ring-outside-memory looping-chain avail-index-jump shrink-memfd
     call-not-eventfd half-message connection-flood rejected-fds-stream too-many-fds
     oversized-payload bad-vring-index unread-replies unnegotiated-request repeated-mem-table
-    mmap-offset-once ring-state-rules bad-indirect rx-readonly-buffer)
+    mmap-offset-once ring-state-rules bad-indirect rx-readonly-buffer packed-ring)
 if (($# > 0)); then
     attacks=("$@")
 else

@@ -21,7 +21,9 @@
 # Usage: test_qemu_guest.sh BUILD_DIR   (as root; exit 77 = skipped)
 # Environment: VNET_QEMU_KERNEL=/boot/vmlinuz-X (default: the newest one with
 # /lib/modules/X), VNET_QEMU_TIMEOUT=150 (s, QEMU's whole run),
-# VNET_QEMU_IPERF_SECS=3, VNET_QEMU_APPEND (more kernel parameters), VNET_KEEP_WORK=1 (keep the temp dir, for debugging).
+# VNET_QEMU_IPERF_SECS=3, VNET_QEMU_APPEND (more kernel parameters), VNET_KEEP_WORK=1 (keep the temp dir, for debugging),
+# VNET_QEMU_PACKED=1 (packed=on: packed virtqueues; then RING_PACKED, bit 34,
+# must be negotiated on both sides and vnetd must log packed rings).
 set -u
 
 BUILD_DIR=${1:?usage: $0 BUILD_DIR}
@@ -95,6 +97,8 @@ iperf_listening() { ip netns exec "$NS" ss -Hltn "sport = :5201" | grep -q LISTE
 wait_for 10 "iperf3 -s did not start listening" iperf_listening
 
 # ---- the guest -------------------------------------------------------------
+PACKED_ARG=""
+[ "${VNET_QEMU_PACKED:-0}" = 1 ] && PACKED_ARG=",packed=on"
 # vectors=0: QEMU 7.2 TCG + vhost-user + MSI-X segfaults (peer-baselines.md).
 echo "== booting the guest (timeout ${QEMU_TIMEOUT}s)"
 T_QEMU=$(date +%s.%N)
@@ -105,7 +109,7 @@ bg_start --log "$WORK/qemu.log" timeout -k 5 "$QEMU_TIMEOUT" "$QEMU" -accel tcg 
     -object memory-backend-memfd,id=mem,size=512M,share=on -numa node,memdev=mem \
     -chardev "socket,id=chr0,path=$SOCK" \
     -netdev type=vhost-user,id=net0,chardev=chr0 \
-    -device virtio-net-pci,netdev=net0,mac=52:54:00:12:34:56,vectors=0,mrg_rxbuf=on,csum=on,guest_csum=on,gso=on,host_tso4=on,guest_tso4=on
+    -device "virtio-net-pci,netdev=net0,mac=52:54:00:12:34:56,vectors=0,mrg_rxbuf=on,csum=on,guest_csum=on,gso=on,host_tso4=on,guest_tso4=on$PACKED_ARG"
 QEMU_PID=$BG_PID
 while running "$QEMU_PID"; do
     if ! running "$VNETD_PID"; then
@@ -165,6 +169,10 @@ done
 # Feature bits: VIRTIO_NET_F_CSUM 0, GUEST_CSUM 1, GUEST_TSO4 7, HOST_TSO4 11,
 # MRG_RXBUF 15; VIRTIO_F_VERSION_1 32.
 WANT_BITS="0 1 7 11 15 32"
+if [ -n "$PACKED_ARG" ]; then
+    WANT_BITS+=" 34"  # VIRTIO_F_RING_PACKED
+    check "vnetd ran packed rings" grep -q 'packed rings (VIRTIO_F_RING_PACKED negotiated)' "$WORK/vnetd.log"
+fi
 GUEST_FEATURES=$(guest 'features ' | head -n 1)
 GUEST_HEX=none
 if [[ "$GUEST_FEATURES" =~ ^[01]{64}$ ]]; then

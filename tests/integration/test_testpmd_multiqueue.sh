@@ -21,6 +21,8 @@
 # lcore on CPU 0, vnetd's worker(s) in event mode, --no-huge -m 512.
 #
 # Usage: test_testpmd_multiqueue.sh BUILD_DIR   (as root)
+#   VNET_TEST_VDEV_ARGS   more virtio-user args, e.g. packed_vq=1
+#   VNET_TEST_EXPECT_LOG  an ERE every vnetd log must match (test_testpmd_packed.sh)
 set -u
 
 BUILD_DIR=${1:?usage: $0 BUILD_DIR}
@@ -30,6 +32,7 @@ REFLECT_CHECK="$HERE/lib/afpacket_reflect_check.py"
 TESTPMD=$(command -v dpdk-testpmd || true)
 SECONDS_TX=${VNET_TEST_SECONDS:-3}
 N_FRAMES=${VNET_TEST_FRAMES:-20000}
+VDEV_EXTRA=${VNET_TEST_VDEV_ARGS:+,$VNET_TEST_VDEV_ARGS}
 
 # shellcheck source=lib/common.sh
 source "$HERE/lib/common.sh"
@@ -89,7 +92,7 @@ start_case() {
     [ "$(attached_queues)" = 1 ] || fail "($label) $(attached_queues) tap queues attached before the guest came"
     dpdk_eal "$label" "0@$LAST_CPU,1@0"
     bg_start --log "$WORK/testpmd-$label.log" "$TESTPMD" "${EAL_ARGS[@]}" \
-        --vdev "net_virtio_user0,queues=$queues,queue_size=256,mac=02:00:00:00:00:01,path=$SOCK" \
+        --vdev "net_virtio_user0,queues=$queues,queue_size=256,mac=02:00:00:00:00:01,path=$SOCK$VDEV_EXTRA" \
         -- --nb-cores=1 --rxq="$queues" --txq="$queues" --rxd=256 --txd=256 \
         --total-num-mbufs=32768 --stats-period 1 --forward-mode="$mode" --txpkts=64
     TESTPMD_PID=$BG_PID
@@ -108,6 +111,7 @@ stop_case() {
     wait_for 10 "($label) testpmd did not hang up" log_has "$WORK/vnetd-$label.log" "connection closed"
     AFTER=$(attached_queues)
     stop_pid "$VNETD_PID" TERM || fail "($label) vnetd did not exit 0"
+    expect_vnetd_log "$label" "$WORK/vnetd-$label.log"
 }
 
 # check_txonly LABEL QUEUES: the per-queue identities of a txonly run.

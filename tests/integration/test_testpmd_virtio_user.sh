@@ -47,6 +47,7 @@
 #   VNET_TEST_FRAME_SIZE  bytes per frame, 60..1514 (default 64)
 #   VNET_TEST_VDEV_ARGS   more virtio-user args, e.g. mrg_rxbuf=0,in_order=0
 #   VNET_TEST_VNETD_ARGS  more vnetd args, e.g. "--submit writev --mode poll"
+#   VNET_TEST_EXPECT_LOG  an ERE every vnetd log must match (test_testpmd_packed.sh)
 set -u
 
 BUILD_DIR=${1:?usage: $0 BUILD_DIR}
@@ -131,6 +132,7 @@ finish_txonly() {
     tap_rx_dropped=$(link_stat "$ns" "$TAP" rx_dropped)
     stop_pid "$VNETD_PID" TERM
     local stats="$WORK/vnetd-$label.json"
+    expect_vnetd_log "$label" "$WORK/vnetd-$label.log"
     [ -n "$pmd_tx" ] && [ "$pmd_tx" -gt 0 ] || fail "($label) testpmd sent nothing"
     # On SIGINT testpmd stops forwarding and, within a millisecond, disables
     # and stops the rings (SET_VRING_ENABLE 0, GET_VRING_BASE); what is still
@@ -222,6 +224,7 @@ TAP_RX_DROPPED_C=$(link_stat "$NS_C" "$TAP" rx_dropped)
 TAP_TX_DROPPED_C=$(link_stat "$NS_C" "$TAP" tx_dropped)
 stop_pid "$VNETD_PID" TERM
 STATS_C="$WORK/vnetd-c.json"
+expect_vnetd_log c "$WORK/vnetd-c.log"
 read -r _ SENT_C _ GOT_C _ _ _ _ _ _ <"$WORK/reflect-c.out"
 check_equal c "sent=$SENT_C" \
     "kernel_tap_tx_packets=$TAP_TX_C" \

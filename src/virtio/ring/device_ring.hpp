@@ -11,6 +11,10 @@
 //                       and readable/writable segments in the caller's iovecs.
 //                       too_many_segments leaves the chain where it was, so
 //                       the caller can flush and retry with more room.
+//   skip(chain)         consumes the chain pop just refused with
+//                       too_many_segments, without mapping any buffer: id and
+//                       slots for a used entry (the caller completes it
+//                       unsent; it can never give the chain more room).
 //   position()/rewind() the RX path gives back chains it popped but did not
 //                       fill. Given-back chains are not "new" for
 //                       enable_notifications (the Linux 6.18 livelock).
@@ -79,6 +83,7 @@ concept DeviceRing = std::default_initializable<R> && std::movable<R> &&
     typename R::Layout;
     { cr.size() } -> std::same_as<uint16_t>;
     { r.pop(iov, chain) } -> std::same_as<PopStatus>;
+    { r.skip(chain) } -> std::same_as<PopStatus>;
     { cr.position() } -> std::same_as<RingPosition>;
     { r.rewind(pos) } -> std::same_as<void>;
     { r.add_used(id, slots, len) } -> std::same_as<void>;

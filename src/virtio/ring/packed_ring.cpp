@@ -143,6 +143,85 @@ PopStatus PackedRing::pop(std::span<iovec> out, PoppedChain& chain) {
     return PopStatus::ok;
 }
 
+PopStatus PackedRing::skip(PoppedChain& chain) {
+    if (layout_.size == 0) [[unlikely]] {
+        return PopStatus::empty;
+    }
+    PackedPosition pos = avail_;
+    // acquire: as in pop, the whole chain is visible once the head's flags are.
+    uint16_t flags = load_acquire(layout_.desc[pos.index].flags);
+    // virtio 1.2 §2.8.15: use a descriptor only once its AVAIL bit shows it was made available
+    if (!is_available(flags, pos.wrap)) {
+        return PopStatus::empty;
+    }
+    uint32_t slots = 1;
+    while ((flags & PackedDesc::kFlagNext) != 0) {
+        // virtio 1.2 §2.8.17: a driver MUST NOT create a descriptor list longer than the Queue Size
+        if (slots == layout_.size) {
+            return PopStatus::chain_too_long;
+        }
+        pos = advance(pos, 1, layout_.size);
+        flags = load_relaxed(layout_.desc[pos.index].flags);
+        // virtio 1.2 §2.8.6: AVAIL/USED must be set correctly in every descriptor of the list
+        if (!is_available(flags, pos.wrap)) {
+            return PopStatus::descriptor_not_available;
+        }
+        ++slots;
+    }
+    // virtio 1.2 §2.8.6: the Buffer ID is in the last descriptor of the list
+    const uint16_t id = load_relaxed(layout_.desc[pos.index].id);
+    // virtio 1.2 §2.8.22: Buffer IDs are < Queue Size
+    if (id >= layout_.size) {
+        return PopStatus::id_out_of_range;
+    }
+    // virtio 1.2 §2.8.16: at most Queue Size slots in flight (see pop)
+    if (slots_between(used_, avail_, layout_.size) + slots > layout_.size) {
+        return PopStatus::too_many_in_flight;
+    }
+    avail_ = advance(avail_, slots, layout_.size);
+    given_back_ = static_cast<uint16_t>(given_back_ - std::min<uint32_t>(slots, given_back_));
+    chain = PoppedChain{};
+    chain.id = id;
+    chain.slots = static_cast<uint16_t>(slots);
+    return PopStatus::ok;
+}
+
+bool PackedRing::next_available() const {
+    if (layout_.size == 0) [[unlikely]] {
+        return false;
+    }
+    // acquire: like pop's load of a chain head.
+    return is_available(load_acquire(layout_.desc[avail_.index].flags), avail_.wrap);
+}
+
+uint16_t PackedRing::available_chains() const {
+    PackedPosition pos = avail_;
+    uint32_t slots = 0;
+    uint16_t chains = 0;
+    // At most a ring's worth: a used descriptor (AVAIL == USED) never looks available.
+    while (slots < layout_.size) {
+        // acquire: as pop's load of a chain head.
+        uint16_t flags = load_acquire(layout_.desc[pos.index].flags);
+        if (!is_available(flags, pos.wrap)) {
+            break;
+        }
+        while ((flags & PackedDesc::kFlagNext) != 0) {
+            pos = advance(pos, 1, layout_.size);
+            if (++slots >= layout_.size) {
+                return chains;  // a chain as long as the ring: pop would refuse it
+            }
+            flags = load_relaxed(layout_.desc[pos.index].flags);
+            if (!is_available(flags, pos.wrap)) {
+                return chains;  // still being written, or broken: not counted
+            }
+        }
+        pos = advance(pos, 1, layout_.size);
+        ++slots;
+        ++chains;
+    }
+    return chains;
+}
+
 PopStatus PackedRing::add_indirect(uint64_t addr, uint32_t len, ChainSegments& segments) {
     // virtio 1.2 §2.8.7: the table is len / 16 descriptors; an empty one describes no buffer
     if (len == 0 || len % sizeof(PackedDesc) != 0) {

@@ -46,6 +46,16 @@ public:
     PackedPosition published_used_position() const { return published_used_; }
 
     PopStatus pop(std::span<iovec> out, PoppedChain& chain);
+    // Consumes the chain at the avail position without mapping its buffers
+    // (see DeviceRing): the same slot, id and in-flight checks as pop.
+    PopStatus skip(PoppedChain& chain);
+    // Is the descriptor at the avail position available (given-back chains
+    // included)? One acquire load; the ring does not change.
+    bool next_available() const;
+    // Chains the driver made available from the avail position on (given-back
+    // ones included): walks the ring's flags, so for cold paths only (a
+    // stopping ring reports what it leaves untaken).
+    uint16_t available_chains() const;
 
     RingPosition position() const { return RingPosition{avail_.encoded()}; }
     // Gives back every chain popped since `to` was taken from position().

@@ -85,6 +85,21 @@ PopStatus SplitDeviceRing::pop(std::span<iovec> out, PoppedChain& chain) {
     return PopStatus::ok;
 }
 
+PopStatus SplitDeviceRing::skip(PoppedChain& chain) {
+    if (ring_.size() == 0) [[unlikely]] {
+        return PopStatus::empty;
+    }
+    uint16_t head = 0;
+    RingError ring_error = RingError::ok;
+    if (ring_.pop_avail(std::span<uint16_t>(&head, 1), &ring_error) == 0) {
+        return ring_error == RingError::ok ? PopStatus::empty : to_pop_status(ring_error);
+    }
+    chain = PoppedChain{};
+    chain.id = head;  // pop_avail checked it against the queue size
+    chain.slots = 1;
+    return PopStatus::ok;
+}
+
 void SplitDeviceRing::rewind(RingPosition to) {
     const auto count = static_cast<uint16_t>(ring_.last_avail_idx() - to.raw);
     // A position from position() is at most a ring's worth behind (see PackedRing::rewind).

@@ -30,6 +30,8 @@ public:
     uint16_t size() const { return ring_.size(); }
 
     PopStatus pop(std::span<iovec> out, PoppedChain& chain);
+    // Takes the next head without walking its chain (see DeviceRing).
+    PopStatus skip(PoppedChain& chain);
 
     RingPosition position() const { return RingPosition{ring_.last_avail_idx()}; }
     void rewind(RingPosition to);

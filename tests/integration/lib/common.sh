@@ -308,6 +308,16 @@ check_equal() {
     done
 }
 
+# expect_vnetd_log CASE LOG: with VNET_TEST_EXPECT_LOG set (an ERE), LOG
+# must match it (a wrapper running a test in another mode checks that the
+# mode was really negotiated, e.g. test_testpmd_packed.sh).
+expect_vnetd_log() {
+    [ -n "${VNET_TEST_EXPECT_LOG:-}" ] || return 0
+    grep -qE -- "$VNET_TEST_EXPECT_LOG" "$2" ||
+        fail "($1) vnetd's log has no line matching '$VNET_TEST_EXPECT_LOG'"
+    echo "($1) vnetd log: $(grep -m1 -oE -- "$VNET_TEST_EXPECT_LOG" "$2")"
+}
+
 # check_zero CASE NAME=VALUE...: every value must be 0.
 check_zero() {
     local label=$1 pair value

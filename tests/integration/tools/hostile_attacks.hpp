@@ -62,5 +62,6 @@ void attack_looping_chain(const AttackContext& ctx);
 void attack_avail_index_jump(const AttackContext& ctx);
 void attack_bad_indirect(const AttackContext& ctx);
 void attack_rx_readonly_buffer(const AttackContext& ctx);
+void attack_packed_ring(const AttackContext& ctx);
 
 }  // namespace vnet::hostile

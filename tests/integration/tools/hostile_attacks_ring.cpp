@@ -2,10 +2,17 @@
 // reference/hostile-input-rules.md (validate before changing state, no
 // resize or rebase of a running ring, a stopped ring needs its full set-up
 // again; avail index jumps, loops, indirect tables, never write into a
-// descriptor without WRITE).
+// descriptor without WRITE); on packed rings: stale wrap bits, ids out of
+// range, a chain longer than the ring.
+#include <atomic>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <thread>
+#include <vector>
+
+#include "driver/driver_packed_ring.hpp"
+#include "driver/driver_packed_ring_layout.hpp"
 
 #include "hostile_attacks.hpp"
 #include "hostile_guest.hpp"
@@ -284,10 +291,11 @@ void attack_ring_state_rules(const AttackContext& ctx) {
         .log_guest_addr = 0};
     require_refused(sock, Request::set_vring_addr, &moved, sizeof moved, {},
                     "SET_VRING_ADDR moving the running TX ring's descriptor table");
-    // Features: RING_PACKED is never offered; no change at all while running.
-    const uint64_t packed = g.negotiated().with(virtio::Feature::ring_packed).bits();
-    require_refused(sock, Request::set_features, &packed, sizeof packed, {},
-                    "SET_FEATURES with RING_PACKED (not offered)");
+    // Features: LOG_ALL is never offered (RING_PACKED is, since packed rings
+    // run); no change at all while running.
+    const uint64_t log_all = g.negotiated().with(virtio::Feature::vhost_log_all).bits();
+    require_refused(sock, Request::set_features, &log_all, sizeof log_all, {},
+                    "SET_FEATURES with LOG_ALL (not offered)");
     const uint64_t changed = g.negotiated().with(virtio::Feature::ring_indirect_desc).bits();
     require_refused(sock, Request::set_features, &changed, sizeof changed, {},
                     "SET_FEATURES adding INDIRECT_DESC while the rings run");
@@ -326,6 +334,149 @@ void attack_ring_state_rules(const AttackContext& ctx) {
     say("after NUM, BASE, ADDR and KICK the %llu waiting frames completed",
         static_cast<unsigned long long>(done));
     require_frames(g, 64, "on the restarted ring");
+}
+
+// ---- packed rings (VIRTIO_F_RING_PACKED) ------------------------------------------
+
+namespace {
+
+// A guest on packed rings: HostileGuest's memory and fds, packed areas of
+// its own. A few frames go through DriverPackedRing first (the ring moves),
+// then the attack writes raw descriptors at the driver's next slot.
+struct PackedGuest {
+    std::unique_ptr<HostileGuest> g;
+    driver::DriverPackedRingLayout layouts[2];
+    std::optional<driver::DriverPackedRing> tx;
+};
+
+PackedGuest running_packed_guest(const AttackContext& ctx) {
+    GuestConfig config;
+    config.packed = true;
+    PackedGuest p;
+    p.g = std::make_unique<HostileGuest>(ctx.socket_path, config);
+    HostileGuest& g = *p.g;
+    g.negotiate();
+    g.set_mem_table();
+    for (uint32_t q : {kRx, kTx}) {
+        // The packed areas live in the guest's scratch memory (64 KiB, page
+        // aligned): 32 KiB each, far more than 256 slots need.
+        const size_t bytes = driver::packed_ring_storage_bytes(config.queue_size);
+        auto storage = g.scratch().subspan(q * 32768u, bytes);
+        p.layouts[q] = driver::carve_packed_ring_layout(storage, config.queue_size);
+        g.session().set_vring_call(q, g.call_fd(q));
+        g.session().set_vring_num(q, config.queue_size);
+        g.session().set_vring_base(q, 0x8000);  // slot 0, wrap counter 1: a fresh ring
+        g.session().set_vring_addr(q, p.layouts[q]);
+        g.session().set_vring_kick(q, g.kick_fd(q));
+    }
+    g.enable_rings();
+    p.tx.emplace(p.layouts[kTx], false);
+    constexpr uint16_t kWarmup = 8;
+    for (uint16_t i = 0; i < kWarmup; ++i) {
+        p.tx->add_buffer(g.frame_gpa(), g.frame_len(), driver::BufferAccess::device_reads, i);
+    }
+    p.tx->publish();
+    g.kick(kTx);
+    uint16_t done = 0;
+    for (int i = 0; i < 300 && done < kWarmup; ++i) {
+        driver::Completion out[kWarmup];
+        driver::UsedRingError error = driver::UsedRingError::ok;
+        done = static_cast<uint16_t>(done + p.tx->reclaim(out, &error));
+        if (error != driver::UsedRingError::ok) {
+            throw BackendMisbehaved(std::string("packed TX used ring: ") +
+                                    driver::to_string(error));
+        }
+        std::this_thread::sleep_for(milliseconds(10));
+    }
+    if (done != kWarmup) {
+        throw std::runtime_error("packed TX ring does not move before the attack (" +
+                                 std::to_string(done) + " of 8 frames)");
+    }
+    say("packed rings running: %u frames sent and completed", kWarmup);
+    return p;
+}
+
+// Flags that make a descriptor available for the lap `wrap` (§2.8.1), or,
+// with `stale`, for the other lap.
+uint16_t avail_flags(bool wrap, bool stale = false) {
+    const bool w = stale ? !wrap : wrap;
+    return static_cast<uint16_t>((w ? virtio::PackedDesc::kFlagAvail : 0) |
+                                 (w ? 0 : virtio::PackedDesc::kFlagUsed));
+}
+
+// Writes slot `pos + i` (wrapping) with flags; slot `pos` itself last, with
+// release, as a driver makes a chain available (§2.8.21.1.1).
+void write_packed(PackedGuest& p, virtio::PackedPosition head,
+                  std::span<const virtio::PackedDesc> chain) {
+    const uint16_t size = p.layouts[kTx].size;
+    virtio::PackedPosition pos = head;
+    for (size_t i = 0; i < chain.size(); ++i) {
+        virtio::PackedDesc& d = p.layouts[kTx].desc[pos.index];
+        d.addr = chain[i].addr;
+        d.len = chain[i].len;
+        d.id = chain[i].id;
+        if (i != 0) {
+            d.flags = chain[i].flags;
+        }
+        pos = virtio::advance(pos, 1, size);
+    }
+    std::atomic_ref<uint16_t>(p.layouts[kTx].desc[head.index].flags)
+        .store(chain[0].flags, std::memory_order_release);
+}
+
+void publish_bad_packed(PackedGuest& p, std::span<const virtio::PackedDesc> chain,
+                        const char* what) {
+    write_packed(p, p.tx->next_avail(), chain);
+    p.g->kick(kTx);
+    say("published %s on the packed TX ring and kicked", what);
+    require_drop(p.g->socket_fd(), what, kDropTimeout);
+}
+
+void packed_stale_wrap(const AttackContext& ctx) {
+    auto p = running_packed_guest(ctx);
+    const bool wrap = p.tx->next_avail().wrap;
+    const virtio::PackedDesc chain[] = {
+        {p.g->frame_gpa(), 12, 0,
+         static_cast<uint16_t>(virtio::PackedDesc::kFlagNext | avail_flags(wrap))},
+        // The second descriptor still carries the previous lap's AVAIL/USED bits.
+        {p.g->frame_gpa() + 12, 64, 0, avail_flags(wrap, /*stale=*/true)},
+    };
+    publish_bad_packed(p, chain, "a chain whose second descriptor has stale wrap bits");
+}
+
+void packed_id_out_of_range(const AttackContext& ctx) {
+    auto p = running_packed_guest(ctx);
+    const bool wrap = p.tx->next_avail().wrap;
+    const virtio::PackedDesc chain[] = {
+        {p.g->frame_gpa(), p.g->frame_len(), p.layouts[kTx].size, avail_flags(wrap)},
+    };
+    publish_bad_packed(p, chain, "a descriptor with buffer id == queue size");
+}
+
+void packed_chain_too_long(const AttackContext& ctx) {
+    auto p = running_packed_guest(ctx);
+    // Every slot of the ring with NEXT, each marked available for its own lap.
+    const uint16_t size = p.layouts[kTx].size;
+    std::vector<virtio::PackedDesc> chain(size);
+    virtio::PackedPosition pos = p.tx->next_avail();
+    for (uint16_t i = 0; i < size; ++i) {
+        chain[i] = {p.g->frame_gpa(), 16, 0,
+                    static_cast<uint16_t>(virtio::PackedDesc::kFlagNext | avail_flags(pos.wrap))};
+        pos = virtio::advance(pos, 1, size);
+    }
+    publish_bad_packed(p, chain, "a chain of queue size descriptors, all with NEXT");
+}
+
+constexpr Variant kPackedRing[] = {
+    {"stale-wrap", packed_stale_wrap},
+    {"id-out-of-range", packed_id_out_of_range},
+    {"chain-too-long", packed_chain_too_long},
+};
+
+}  // namespace
+
+void attack_packed_ring(const AttackContext& ctx) {
+    run_variants(ctx, kPackedRing);
 }
 
 }  // namespace vnet::hostile

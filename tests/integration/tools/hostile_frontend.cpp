@@ -63,6 +63,8 @@ constexpr Attack kAttacks[] = {
      attack_bad_indirect},
     {"rx-readonly-buffer", "rule 7: never write into a descriptor without WRITE",
      attack_rx_readonly_buffer},
+    {"packed-ring", "rule 7 on packed rings: stale wrap bits, buffer id >= size, endless chain",
+     attack_packed_ring},
 };
 
 }  // namespace

@@ -152,6 +152,9 @@ void HostileGuest::negotiate() {
     if (config_.indirect) {
         want = want.with(Feature::ring_indirect_desc);
     }
+    if (config_.packed) {
+        want = want.with(Feature::ring_packed);
+    }
     if (!want.is_subset_of(offered)) {
         throw std::runtime_error("back end does not offer the features this attack needs");
     }

@@ -76,6 +76,7 @@ struct GuestConfig {
     Sealing sealing = Sealing::fixed_size;
     size_t lead = 0;
     bool indirect = false;  // negotiate VIRTIO_F_INDIRECT_DESC
+    bool packed = false;    // negotiate VIRTIO_F_RING_PACKED (the attack sets the rings up)
     // Wanted protocol features (the negotiated set is this & offered).
     vhost_user::ProtocolFeatureSet protocol{vhost_user::ProtocolFeature::reply_ack};
 };

@@ -52,10 +52,13 @@ public:
         events.push_back({ObserverEvent::ready, q});
         snapshots.push_back(device.queue_snapshot(q));
     }
-    uint16_t on_queue_stopped(VhostUserDevice&, uint32_t q) override {
+    uint32_t on_queue_stopped(VhostUserDevice&, uint32_t q) override {
         events.push_back({ObserverEvent::stopped, q});
-        return stop_index_override >= 0 ? static_cast<uint16_t>(stop_index_override)
-                                        : last_snapshot(q).last_avail_idx;
+        if (stop_index_override >= 0) {
+            return static_cast<uint32_t>(stop_index_override);
+        }
+        const QueueSnapshot s = last_snapshot(q);
+        return s.format == RingFormat::packed ? s.packed_base : s.last_avail_idx;
     }
     void on_call_fd_changed(VhostUserDevice&, uint32_t q, int fd) override {
         events.push_back({ObserverEvent::call_changed, q, fd});
@@ -82,7 +85,7 @@ public:
 
     std::vector<ObserverEvent> events;
     std::vector<QueueSnapshot> snapshots;
-    int stop_index_override = -1;
+    int64_t stop_index_override = -1;
     MacAddress mac{};
 };
 
@@ -138,8 +141,14 @@ public:
     }
     Reply send(RequestBuilder&& r) { return send(r); }
 
-    // GET/SET_FEATURES and protocol features as QEMU does.
+    // GET/SET_FEATURES and protocol features as QEMU does: everything offered
+    // but RING_PACKED (split rings), or with it (negotiate_packed).
     void negotiate(uint64_t protocol = kDefaultProtocolFeatures.bits()) {
+        send(RequestBuilder(Request::set_protocol_features).payload(protocol));
+        send(RequestBuilder(Request::set_features)
+                 .payload(device->offered_features().without(virtio::Feature::ring_packed).bits()));
+    }
+    void negotiate_packed(uint64_t protocol = kDefaultProtocolFeatures.bits()) {
         send(RequestBuilder(Request::set_protocol_features).payload(protocol));
         send(RequestBuilder(Request::set_features).payload(device->offered_features().bits()));
     }

@@ -126,6 +126,27 @@ TYPED_TEST(DeviceRingContract, leaves_a_chain_that_needs_more_iovecs_for_a_retry
     ASSERT_EQ(h.reclaim_all().at(0).cookie, 3u);
 }
 
+TYPED_TEST(DeviceRingContract, skip_consumes_a_chain_pop_refused_and_completes_it_unmapped) {
+    typename TestFixture::Harness h(8, false);
+    h.post(5, 1, 3, 0);
+    h.post(6, 1, 1, 0);
+    PoppedChain chain;
+    ASSERT_EQ(h.pop(chain, 2), PopStatus::too_many_segments);
+    ASSERT_EQ(h.device.skip(chain), PopStatus::ok);
+    EXPECT_EQ(chain.readable_segments + chain.writable_segments, 0u);  // nothing mapped
+    h.complete(chain);
+    ASSERT_EQ(h.pop(chain), PopStatus::ok);  // the ring goes on with the next chain
+    EXPECT_EQ(chain.readable_segments, 1);
+    h.complete(chain);
+    h.device.publish_used();
+    const auto done = h.reclaim_all();
+    ASSERT_EQ(done.size(), 2u);
+    EXPECT_EQ(done[0].cookie, 5u);
+    EXPECT_EQ(done[1].cookie, 6u);
+    EXPECT_EQ(h.device.skip(chain), PopStatus::empty);
+    EXPECT_FALSE(h.device.enable_notifications());  // a skipped chain is not new work
+}
+
 // ---- rewind ----------------------------------------------------------------------
 
 TYPED_TEST(DeviceRingContract, rewind_gives_back_chains_that_are_popped_again_in_order) {

@@ -131,6 +131,36 @@ TEST(PackedRing, rejects_more_slots_in_flight_than_the_ring_holds) {
     EXPECT_EQ(r.pop(), PopStatus::ok);
 }
 
+TEST(PackedRing, skip_checks_a_chain_like_pop_and_maps_nothing) {
+    Raw r(4);
+    for (uint16_t i = 0; i < 4; ++i) {
+        r.put(i, kUnmapped, 8, 0, N);  // unmapped buffers: skip never translates
+    }
+    EXPECT_EQ(r.ring_.skip(r.chain), PopStatus::chain_too_long);
+    r.put(3, kUnmapped, 8, 4);  // ends the chain, with an id out of range
+    EXPECT_EQ(r.ring_.skip(r.chain), PopStatus::id_out_of_range);
+    r.put(3, kUnmapped, 8, 2);
+    ASSERT_EQ(r.ring_.skip(r.chain), PopStatus::ok);
+    EXPECT_EQ(r.chain.id, 2);
+    EXPECT_EQ(r.chain.slots, 4);
+    EXPECT_EQ(r.ring_.avail_position(), (PackedPosition{0, false}));
+}
+
+TEST(PackedRing, counts_available_chains_without_taking_them) {
+    Raw r(8);
+    EXPECT_EQ(r.ring_.available_chains(), 0);
+    EXPECT_FALSE(r.ring_.next_available());
+    r.put(0, kData, 8, 0, N);
+    r.put(1, kData, 8, 0);     // chain 1: two slots
+    r.put(2, kData, 8, 1);     // chain 2
+    r.put(3, kData, 8, 2, N);  // chain 3, still being written: its next slot is not available
+    EXPECT_EQ(r.ring_.available_chains(), 2);
+    EXPECT_TRUE(r.ring_.next_available());
+    EXPECT_EQ(r.ring_.avail_position(), PackedPosition{});
+    ASSERT_EQ(r.pop(), PopStatus::ok);
+    EXPECT_EQ(r.ring_.available_chains(), 1);
+}
+
 TEST(PackedRing, rejects_a_chained_descriptor_not_marked_available) {
     Raw r;
     r.put(0, kData, 8, 0, N);
