@@ -152,20 +152,18 @@ double raw_point(BenchContext& ctx, const std::string& netns, int size, nlohmann
         ctx, netns, reader.ifname(), [&] { return sender.failure(); }, extra);
 }
 
-double vnetd_point(BenchContext& ctx, const std::string& netns, int size, nlohmann::json& extra) {
-    const std::string label = "grx-vnetd-" + std::to_string(size);
-    const std::string sock = fresh_socket(ctx, label);
-    const std::string tap = ctx.fresh_ifname("a");
-    VnetdInstance vnetd(ctx, label, {"--socket-path", sock, "--tap", tap}, netns);
-    vnetd.wait_for_socket(sock);
-    vnetd.wait_for_link(tap);
-    link_up(netns, tap);
+// The guest, the sender and the measurement, once a back end (vnetd or
+// testpmd) serves `sock` and reads `tap`. Stops the guest afterwards.
+double measure_with_guest(BenchContext& ctx, const std::string& netns, const std::string& label,
+                          const std::string& sock, const std::string& tap, int size,
+                          const std::function<std::string()>& backend_failure,
+                          nlohmann::json& extra) {
     ChildProcess guest = start_guest(ctx, label, sock);
     RedirectingSender sender(ctx, netns, label, tap, size);
     const double mpps = measure_reader(
         ctx, netns, tap,
         [&]() -> std::string {
-            if (std::string why = vnetd.failure(); !why.empty()) {
+            if (std::string why = backend_failure(); !why.empty()) {
                 return why;
             }
             if (!guest.running()) {
@@ -175,6 +173,19 @@ double vnetd_point(BenchContext& ctx, const std::string& netns, int size, nlohma
         },
         extra);
     guest.stop(SIGINT, 5);
+    return mpps;
+}
+
+double vnetd_point(BenchContext& ctx, const std::string& netns, int size, nlohmann::json& extra) {
+    const std::string label = "grx-vnetd-" + std::to_string(size);
+    const std::string sock = fresh_socket(ctx, label);
+    const std::string tap = ctx.fresh_ifname("a");
+    VnetdInstance vnetd(ctx, label, {"--socket-path", sock, "--tap", tap}, netns);
+    vnetd.wait_for_socket(sock);
+    vnetd.wait_for_link(tap);
+    link_up(netns, tap);
+    const double mpps = measure_with_guest(
+        ctx, netns, label, sock, tap, size, [&] { return vnetd.failure(); }, extra);
     extra["vnetd"] = vnetd_counters_summary(vnetd.stop());
     return mpps;
 }
@@ -187,21 +198,8 @@ double dpdk_point(BenchContext& ctx, const std::string& netns, int size, nlohman
     pmd.wait_for_log("binding succeeded|socket created");
     wait_for_link(netns, tap);
     link_up(netns, tap);
-    ChildProcess guest = start_guest(ctx, label, sock);
-    RedirectingSender sender(ctx, netns, label, tap, size);
-    const double mpps = measure_reader(
-        ctx, netns, tap,
-        [&]() -> std::string {
-            if (std::string why = pmd.failure(); !why.empty()) {
-                return why;
-            }
-            if (!guest.running()) {
-                return "vnet-pktgen exited: " + last_line_of(guest.output_path());
-            }
-            return sender.failure();
-        },
-        extra);
-    guest.stop(SIGINT, 5);
+    const double mpps = measure_with_guest(
+        ctx, netns, label, sock, tap, size, [&] { return pmd.failure(); }, extra);
     pmd.stop();
     extra["testpmd_log"] = pmd.log_path();
     return mpps;
