@@ -7,8 +7,8 @@
 #include <chrono>
 #include <cstdint>
 
-#include "driver/driver_split_ring.hpp"
-#include "driver/event_fd.hpp"
+#include "frontend/driver_split_ring.hpp"
+#include "frontend/event_fd.hpp"
 #include "run_control.hpp"
 
 namespace vnet::pktgen {
@@ -18,7 +18,7 @@ public:
     // Longest single sleep: bounds how late a stop signal or deadline is noticed.
     static constexpr int kMaxSleepMs = 10;
 
-    IdleWaiter(driver::DriverSplitRing& ring, int call_fd, uint32_t busy_poll_us)
+    IdleWaiter(frontend::DriverSplitRing& ring, int call_fd, uint32_t busy_poll_us)
         : ring_(ring), call_fd_(call_fd), busy_poll_(std::chrono::microseconds(busy_poll_us)) {
         ring_.disable_interrupts();
     }
@@ -37,18 +37,18 @@ public:
             }
             return false;
         }
-        driver::drain_event_fd(call_fd_);
+        frontend::drain_event_fd(call_fd_);
         // enable_interrupts re-checks the used ring after its fence: if the
         // back end added entries meanwhile, sleeping would miss them.
         if (!ring_.enable_interrupts()) {
-            driver::wait_event_fd(call_fd_, kMaxSleepMs);
+            frontend::wait_event_fd(call_fd_, kMaxSleepMs);
         }
         ring_.disable_interrupts();
         return true;
     }
 
 private:
-    driver::DriverSplitRing& ring_;
+    frontend::DriverSplitRing& ring_;
     int call_fd_;
     Clock::duration busy_poll_;
     bool idle_ = false;

@@ -7,10 +7,10 @@
 #include <exception>
 #include <memory>
 
-#include "driver/frontend_session.hpp"
-#include "driver/net_driver.hpp"
-#include "driver/packet_builder.hpp"
 #include "final_report.hpp"
+#include "frontend/frontend_session.hpp"
+#include "frontend/net_driver.hpp"
+#include "frontend/packet_builder.hpp"
 #include "pktgen_options.hpp"
 #include "run_control.hpp"
 #include "rx_receiver.hpp"
@@ -22,8 +22,8 @@ namespace {
 using virtio::Feature;
 using virtio::FeatureSet;
 
-driver::NetDriverConfig driver_config(const PktgenOptions& o) {
-    driver::NetDriverConfig c;
+frontend::NetDriverConfig driver_config(const PktgenOptions& o) {
+    frontend::NetDriverConfig c;
     c.queue_size = o.queue_size;
     FeatureSet wanted{Feature::version_1};
     if (o.event_idx) {
@@ -42,26 +42,26 @@ driver::NetDriverConfig driver_config(const PktgenOptions& o) {
         c.required_features = c.required_features | gso;
     }
     c.wanted_features = wanted;
-    c.tx_slot_bytes = static_cast<uint32_t>(driver::PacketBuilder::kNetHeaderLen) + o.size_max;
+    c.tx_slot_bytes = static_cast<uint32_t>(frontend::PacketBuilder::kNetHeaderLen) + o.size_max;
     if (o.gso && o.direction == Direction::rx && !o.mrg_rxbuf) {
         // Without mergeable buffers a whole 64 KiB frame must fit in one.
-        c.rx_buffer_bytes =
-            static_cast<uint32_t>(driver::PacketBuilder::kNetHeaderLen) + driver::kMaxGsoFrameLen;
+        c.rx_buffer_bytes = static_cast<uint32_t>(frontend::PacketBuilder::kNetHeaderLen) +
+                            frontend::kMaxGsoFrameLen;
     }
     return c;
 }
 
-driver::FrontendSession open_session(const PktgenOptions& o) {
+frontend::FrontendSession open_session(const PktgenOptions& o) {
     const auto timeout =
         std::chrono::milliseconds(static_cast<int64_t>(o.connect_timeout_s * 1000));
     if (o.server) {
         std::fprintf(stderr, "vnet-pktgen: waiting for a back end on %s\n", o.socket_path.c_str());
-        return driver::FrontendSession::accept(o.socket_path, timeout);
+        return frontend::FrontendSession::accept(o.socket_path, timeout);
     }
-    return driver::FrontendSession::connect(o.socket_path, timeout);
+    return frontend::FrontendSession::connect(o.socket_path, timeout);
 }
 
-void report_link_up(const PktgenOptions& o, const driver::NetDriver& d) {
+void report_link_up(const PktgenOptions& o, const frontend::NetDriver& d) {
     std::fprintf(stderr,
                  "vnet-pktgen: link up on %s: features offered 0x%" PRIx64 " negotiated 0x%" PRIx64
                  " protocol 0x%" PRIx64 ", queue size %u, mrg_rxbuf %s, event_idx %s\n",
@@ -72,7 +72,7 @@ void report_link_up(const PktgenOptions& o, const driver::NetDriver& d) {
 }
 
 int run(const PktgenOptions& o) {
-    driver::NetDriver device(open_session(o), driver_config(o));
+    frontend::NetDriver device(open_session(o), driver_config(o));
     report_link_up(o, device);
 
     FinalReport report;

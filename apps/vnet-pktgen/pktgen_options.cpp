@@ -5,12 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "driver/packet_builder.hpp"
+#include "frontend/packet_builder.hpp"
 
 namespace vnet::pktgen {
 namespace {
 
-bool parse_mac(const std::string& text, driver::MacAddress& out) {
+bool parse_mac(const std::string& text, frontend::MacAddress& out) {
     unsigned b[6];
     char tail;
     if (std::sscanf(text.c_str(), "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
@@ -109,8 +109,8 @@ PktgenOptions parse_options(int argc, char** argv) {
         if (!dst_mac.empty() && !parse_mac(dst_mac, o.dst_mac)) {
             throw CLI::ValidationError("--dst-mac: expected aa:bb:cc:dd:ee:ff");
         }
-        const driver::PacketBuilder shape(
-            {}, o.gso ? driver::FrameKind::tcp_gso : driver::FrameKind::udp);
+        const frontend::PacketBuilder shape(
+            {}, o.gso ? frontend::FrameKind::tcp_gso : frontend::FrameKind::udp);
         if (!size_range.empty()) {
             if (!parse_range(size_range, o.size_min, o.size_max)) {
                 throw CLI::ValidationError("--size-range: expected MIN-MAX with MIN <= MAX");

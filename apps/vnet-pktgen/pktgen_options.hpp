@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "driver/frame_format.hpp"
+#include "frontend/frame_format.hpp"
 
 namespace vnet::pktgen {
 
@@ -27,8 +27,8 @@ struct PktgenOptions {
     uint16_t queue_size = 256;
     bool mrg_rxbuf = true;
     bool event_idx = true;
-    driver::MacAddress src_mac{0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
-    driver::MacAddress dst_mac{0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
+    frontend::MacAddress src_mac{0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
+    frontend::MacAddress dst_mac{0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
     bool json = false;
 
     double stats_interval_s = 1;  // periodic stats on stderr; 0 = off

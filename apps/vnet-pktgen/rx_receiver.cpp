@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "driver/packet_builder.hpp"
+#include "frontend/packet_builder.hpp"
 #include "idle_waiter.hpp"
 #include "periodic_stats.hpp"
 #include "run_control.hpp"
@@ -13,9 +13,9 @@
 
 namespace vnet::pktgen {
 
-using driver::FrameVerdict;
-using driver::NetDriver;
-using driver::PacketBuilder;
+using frontend::FrameVerdict;
+using frontend::NetDriver;
+using frontend::PacketBuilder;
 
 RxReceiver::RxReceiver(NetDriver& device, const PktgenOptions& options)
     : device_(device),
@@ -37,7 +37,7 @@ void RxReceiver::post_free_buffers() {
     for (uint16_t b : free_buffers_) {
         const std::span<std::byte> buf = device_.rx_buffer(b);
         ring_.add_buffer(device_.gpa_of(buf.data()), static_cast<uint32_t>(buf.size()),
-                         driver::BufferAccess::device_writes, b);
+                         frontend::BufferAccess::device_writes, b);
     }
     free_buffers_.clear();
     ring_.publish();
@@ -49,7 +49,7 @@ void RxReceiver::post_free_buffers() {
 }
 
 uint16_t RxReceiver::process_used() {
-    driver::UsedRingError error;
+    frontend::UsedRingError error;
     const uint16_t n = ring_.reclaim(completions_, &error);
     for (uint16_t i = 0; i < n; ++i) {
         if (count_reached()) {
@@ -59,13 +59,13 @@ uint16_t RxReceiver::process_used() {
         }
         take_buffer(completions_[i]);
     }
-    if (error != driver::UsedRingError::ok) {
-        throw std::runtime_error(std::string("RX used ring: ") + driver::to_string(error));
+    if (error != frontend::UsedRingError::ok) {
+        throw std::runtime_error(std::string("RX used ring: ") + frontend::to_string(error));
     }
     return n;
 }
 
-void RxReceiver::take_buffer(const driver::Completion& completion) {
+void RxReceiver::take_buffer(const frontend::Completion& completion) {
     const auto id = static_cast<uint16_t>(completion.cookie);
     const std::span<const std::byte> buf = device_.rx_buffer(id);
     // virtio 1.2 §2.7.8: len is what the device wrote; more than the buffer
@@ -114,9 +114,9 @@ void RxReceiver::start_frame(uint16_t buffer, std::span<const std::byte> data) {
 }
 
 void RxReceiver::finish_frame() {
-    const std::span<const driver::FramePiece> pieces(pieces_.data(), piece_count_);
+    const std::span<const frontend::FramePiece> pieces(pieces_.data(), piece_count_);
     size_t frame_len = 0;
-    for (const driver::FramePiece& p : pieces) {
+    for (const frontend::FramePiece& p : pieces) {
         frame_len += p.size();
     }
     ++counters_.packets;
@@ -128,7 +128,7 @@ void RxReceiver::finish_frame() {
     piece_count_ = 0;
 }
 
-void RxReceiver::count_verdict(const driver::FrameCheck& check) {
+void RxReceiver::count_verdict(const frontend::FrameCheck& check) {
     switch (check.verdict) {
         case FrameVerdict::ok:
             ++counters_.verified;

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "driver/net_driver.hpp"
-#include "driver/packet_verifier.hpp"
+#include "frontend/net_driver.hpp"
+#include "frontend/packet_verifier.hpp"
 #include "pktgen_options.hpp"
 #include "run_control.hpp"
 #include "run_counters.hpp"
@@ -21,7 +21,7 @@ public:
     // A 64 KiB GSO frame in 2 KiB mergeable buffers needs 33; more is malformed.
     static constexpr size_t kMaxBuffersPerFrame = 64;
 
-    RxReceiver(driver::NetDriver& device, const PktgenOptions& options);
+    RxReceiver(frontend::NetDriver& device, const PktgenOptions& options);
 
     // Receives until --count packets, --duration or a stop signal; on a
     // signal or deadline it first takes whatever is already in the used ring.
@@ -33,23 +33,23 @@ private:
     }
     void post_free_buffers();
     uint16_t process_used();
-    void take_buffer(const driver::Completion& completion);
+    void take_buffer(const frontend::Completion& completion);
     void start_frame(uint16_t buffer, std::span<const std::byte> data);
     void finish_frame();
-    void count_verdict(const driver::FrameCheck& check);
+    void count_verdict(const frontend::FrameCheck& check);
 
-    driver::NetDriver& device_;
-    driver::DriverSplitRing& ring_;
+    frontend::NetDriver& device_;
+    frontend::DriverSplitRing& ring_;
     const PktgenOptions& options_;
     const bool mrg_rxbuf_;
-    driver::PacketVerifier verifier_;
-    driver::SequenceTracker sequence_;
+    frontend::PacketVerifier verifier_;
+    frontend::SequenceTracker sequence_;
     std::vector<uint16_t> free_buffers_;
-    std::vector<driver::Completion> completions_;
+    std::vector<frontend::Completion> completions_;
 
     // The frame being gathered: its pieces and the buffers they live in,
     // which are not handed back to the device until the frame is checked.
-    std::array<driver::FramePiece, kMaxBuffersPerFrame> pieces_{};
+    std::array<frontend::FramePiece, kMaxBuffersPerFrame> pieces_{};
     std::array<uint16_t, kMaxBuffersPerFrame> piece_buffers_{};
     uint32_t piece_count_ = 0;
     uint32_t buffers_missing_ = 0;

@@ -11,8 +11,8 @@
 namespace vnet::pktgen {
 namespace {
 
-driver::FlowAddresses flow_from(const PktgenOptions& o) {
-    driver::FlowAddresses flow;
+frontend::FlowAddresses flow_from(const PktgenOptions& o) {
+    frontend::FlowAddresses flow;
     flow.src_mac = o.src_mac;
     flow.dst_mac = o.dst_mac;
     return flow;
@@ -20,12 +20,12 @@ driver::FlowAddresses flow_from(const PktgenOptions& o) {
 
 }  // namespace
 
-TxGenerator::TxGenerator(driver::NetDriver& device, const PktgenOptions& options)
+TxGenerator::TxGenerator(frontend::NetDriver& device, const PktgenOptions& options)
     : device_(device),
       ring_(device.tx_ring()),
       options_(options),
       builder_(flow_from(options),
-               options.gso ? driver::FrameKind::tcp_gso : driver::FrameKind::udp, options.mss),
+               options.gso ? frontend::FrameKind::tcp_gso : frontend::FrameKind::udp, options.mss),
       slot_frame_len_(ring_.size(), 0),
       completions_(ring_.size()),
       rng_state_(options.seed | 1),
@@ -63,7 +63,7 @@ void TxGenerator::wait_for_pacer(const RatePacer& pacer, Clock::time_point now) 
 }
 
 uint16_t TxGenerator::reclaim_used() {
-    driver::UsedRingError error;
+    frontend::UsedRingError error;
     const uint16_t n = ring_.reclaim(completions_, &error);
     for (uint16_t i = 0; i < n; ++i) {
         const auto slot = static_cast<uint16_t>(completions_[i].cookie);
@@ -71,8 +71,8 @@ uint16_t TxGenerator::reclaim_used() {
         free_slots_.push_back(slot);
     }
     counters_.packets += n;
-    if (error != driver::UsedRingError::ok) {
-        throw std::runtime_error(std::string("TX used ring: ") + driver::to_string(error));
+    if (error != frontend::UsedRingError::ok) {
+        throw std::runtime_error(std::string("TX used ring: ") + frontend::to_string(error));
     }
     return n;
 }
@@ -86,12 +86,13 @@ uint32_t TxGenerator::post_burst(uint32_t budget) {
         const std::span<std::byte> buf = device_.tx_slot(slot);
         const uint32_t len = builder_.stamp(buf, next_seq_++, frame_len);
         slot_frame_len_[slot] = frame_len;
-        ring_.add_buffer(device_.gpa_of(buf.data()), len, driver::BufferAccess::device_reads, slot);
+        ring_.add_buffer(device_.gpa_of(buf.data()), len, frontend::BufferAccess::device_reads,
+                         slot);
     }
     if (n != 0) {
         ring_.publish();
         if (ring_.kick_needed()) {
-            device_.kick(driver::NetDriver::kTxQueue);
+            device_.kick(frontend::NetDriver::kTxQueue);
             ++counters_.kicks;
         }
         counters_.posted += n;
@@ -104,7 +105,7 @@ TxCounters TxGenerator::run() {
     const RunDeadline deadline(start, options_.duration_s);
     RatePacer pacer(options_.rate_pps, start);
     PeriodicStats stats("tx", options_.stats_interval_s, start);
-    IdleWaiter waiter(ring_, device_.call_fd(driver::NetDriver::kTxQueue), options_.busy_poll_us);
+    IdleWaiter waiter(ring_, device_.call_fd(frontend::NetDriver::kTxQueue), options_.busy_poll_us);
 
     while (!stop_requested()) {
         const Clock::time_point now = Clock::now();
@@ -142,7 +143,7 @@ void TxGenerator::drain() {
     const auto deadline =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(
                            std::chrono::duration<double>(options_.drain_timeout_s));
-    IdleWaiter waiter(ring_, device_.call_fd(driver::NetDriver::kTxQueue), 0);
+    IdleWaiter waiter(ring_, device_.call_fd(frontend::NetDriver::kTxQueue), 0);
     while (ring_.chains_in_flight() != 0) {
         const Clock::time_point now = Clock::now();
         if (now >= deadline) {

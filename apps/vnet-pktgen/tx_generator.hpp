@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "driver/net_driver.hpp"
-#include "driver/packet_builder.hpp"
+#include "frontend/net_driver.hpp"
+#include "frontend/packet_builder.hpp"
 #include "periodic_stats.hpp"
 #include "pktgen_options.hpp"
 #include "run_control.hpp"
@@ -17,7 +17,7 @@ namespace vnet::pktgen {
 
 class TxGenerator {
 public:
-    TxGenerator(driver::NetDriver& device, const PktgenOptions& options);
+    TxGenerator(frontend::NetDriver& device, const PktgenOptions& options);
 
     // Sends until --count, --duration or a stop signal, then waits up to
     // --drain-timeout for the back end to use everything in flight.
@@ -30,13 +30,13 @@ private:
     void wait_for_pacer(const RatePacer& pacer, Clock::time_point now);
     void drain();
 
-    driver::NetDriver& device_;
-    driver::DriverSplitRing& ring_;
+    frontend::NetDriver& device_;
+    frontend::DriverSplitRing& ring_;
     const PktgenOptions& options_;
-    driver::PacketBuilder builder_;
+    frontend::PacketBuilder builder_;
     std::vector<uint16_t> free_slots_;      // stack of slot numbers (= cookies)
     std::vector<uint32_t> slot_frame_len_;  // frame bytes each in-flight slot carries
-    std::vector<driver::Completion> completions_;
+    std::vector<frontend::Completion> completions_;
     uint64_t rng_state_;
     uint64_t next_seq_ = 0;
     PeerWatch peer_;

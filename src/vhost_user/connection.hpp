@@ -1,5 +1,5 @@
 // vhost-user message codec with fd passing, shared by the back end
-// (vhost_user/) and the front end (driver/).
+// (vhost_user/) and the front end (frontend/).
 //
 // Contract:
 // - A Message is one framed vhost-user message: the 12-byte header, a payload

@@ -1,6 +1,6 @@
 // vhost-user wire format (QEMU docs/interop/vhost-user.rst, "Message
 // Specification"). Shared by the back end (vhost_user/) and the front end
-// (driver/): the same structs are encoded on one side and validated on the
+// (frontend/): the same structs are encoded on one side and validated on the
 // other. Native byte order, as the spec says.
 #pragma once
 

@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "driver/driver_packed_ring.hpp"
-#include "driver/driver_packed_ring_layout.hpp"
+#include "frontend/driver_packed_ring.hpp"
+#include "frontend/driver_packed_ring_layout.hpp"
 
 #include "hostile_attacks.hpp"
 #include "hostile_guest.hpp"
@@ -345,8 +345,8 @@ namespace {
 // then the attack writes raw descriptors at the driver's next slot.
 struct PackedGuest {
     std::unique_ptr<HostileGuest> g;
-    driver::DriverPackedRingLayout layouts[2];
-    std::optional<driver::DriverPackedRing> tx;
+    frontend::DriverPackedRingLayout layouts[2];
+    std::optional<frontend::DriverPackedRing> tx;
 };
 
 PackedGuest running_packed_guest(const AttackContext& ctx) {
@@ -360,9 +360,9 @@ PackedGuest running_packed_guest(const AttackContext& ctx) {
     for (uint32_t q : {kRx, kTx}) {
         // The packed areas live in the guest's scratch memory (64 KiB, page
         // aligned): 32 KiB each, far more than 256 slots need.
-        const size_t bytes = driver::packed_ring_storage_bytes(config.queue_size);
+        const size_t bytes = frontend::packed_ring_storage_bytes(config.queue_size);
         auto storage = g.scratch().subspan(q * 32768u, bytes);
-        p.layouts[q] = driver::carve_packed_ring_layout(storage, config.queue_size);
+        p.layouts[q] = frontend::carve_packed_ring_layout(storage, config.queue_size);
         g.session().set_vring_call(q, g.call_fd(q));
         g.session().set_vring_num(q, config.queue_size);
         g.session().set_vring_base(q, 0x8000);  // slot 0, wrap counter 1: a fresh ring
@@ -373,18 +373,18 @@ PackedGuest running_packed_guest(const AttackContext& ctx) {
     p.tx.emplace(p.layouts[kTx], false);
     constexpr uint16_t kWarmup = 8;
     for (uint16_t i = 0; i < kWarmup; ++i) {
-        p.tx->add_buffer(g.frame_gpa(), g.frame_len(), driver::BufferAccess::device_reads, i);
+        p.tx->add_buffer(g.frame_gpa(), g.frame_len(), frontend::BufferAccess::device_reads, i);
     }
     p.tx->publish();
     g.kick(kTx);
     uint16_t done = 0;
     for (int i = 0; i < 300 && done < kWarmup; ++i) {
-        driver::Completion out[kWarmup];
-        driver::UsedRingError error = driver::UsedRingError::ok;
+        frontend::Completion out[kWarmup];
+        frontend::UsedRingError error = frontend::UsedRingError::ok;
         done = static_cast<uint16_t>(done + p.tx->reclaim(out, &error));
-        if (error != driver::UsedRingError::ok) {
+        if (error != frontend::UsedRingError::ok) {
             throw BackendMisbehaved(std::string("packed TX used ring: ") +
-                                    driver::to_string(error));
+                                    frontend::to_string(error));
         }
         std::this_thread::sleep_for(milliseconds(10));
     }

@@ -20,7 +20,7 @@
 #include <exception>
 #include <string>
 
-#include "driver/frontend_session.hpp"
+#include "frontend/frontend_session.hpp"
 #include "hostile_attacks.hpp"
 #include "hostile_wire.hpp"
 
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
     } catch (const BackendMisbehaved& e) {
         say("result: BACK END MISBEHAVED: %s", e.what());
         return 1;
-    } catch (const vnet::driver::FrontendError& e) {
+    } catch (const vnet::frontend::FrontendError& e) {
         // A well-behaved step was refused or went unanswered.
         say("result: BACK END MISBEHAVED: a valid step failed: %s", e.what());
         return 1;

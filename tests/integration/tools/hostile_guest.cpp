@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "driver/event_fd.hpp"
+#include "frontend/event_fd.hpp"
 #include "hostile_wire.hpp"
 
 namespace vnet::hostile {
@@ -35,7 +35,7 @@ constexpr size_t kScratchBytes = 64 * 1024;
 constexpr std::chrono::milliseconds kConnectTimeout{20000};
 
 size_t guest_bytes(uint16_t queue_size) {
-    return 2 * (driver::ring_storage_bytes(queue_size) + driver::kRingAreaAlign) + 4096 +
+    return 2 * (frontend::ring_storage_bytes(queue_size) + frontend::kRingAreaAlign) + 4096 +
            kScratchBytes + 4096;
 }
 
@@ -125,12 +125,12 @@ HostileGuest::HostileGuest(const std::string& socket_path, const GuestConfig& co
       session_(connect_admitted(socket_path, kConnectTimeout), socket_path),
       memory_(guest_bytes(config.queue_size), config.sealing, config.lead) {
     for (uint32_t q : {kRx, kTx}) {
-        auto storage = memory_.allocate(driver::ring_storage_bytes(config_.queue_size),
-                                        driver::kRingAreaAlign);
-        layouts_[q] = driver::carve_ring_layout(storage, config_.queue_size);
+        auto storage = memory_.allocate(frontend::ring_storage_bytes(config_.queue_size),
+                                        frontend::kRingAreaAlign);
+        layouts_[q] = frontend::carve_ring_layout(storage, config_.queue_size);
         rings_[q].emplace(layouts_[q], false);
-        kick_fds_[q] = driver::make_event_fd();
-        call_fds_[q] = driver::make_event_fd();
+        kick_fds_[q] = frontend::make_event_fd();
+        call_fds_[q] = frontend::make_event_fd();
     }
     frame_ = memory_.allocate(round_up(kNetHeaderBytes + kFrameBytes, 64), 64).data();
     write_frame(frame_);
@@ -194,7 +194,7 @@ void HostileGuest::bring_up() {
 }
 
 void HostileGuest::kick(uint32_t q) const {
-    driver::signal_event_fd(kick_fds_[q].get());
+    frontend::signal_event_fd(kick_fds_[q].get());
 }
 
 uint16_t HostileGuest::used_idx(uint32_t q) const {
@@ -207,11 +207,11 @@ uint64_t HostileGuest::reclaim_tx() {
     }
     uint64_t total = 0;
     for (;;) {
-        driver::Completion done[256];
-        driver::UsedRingError error = driver::UsedRingError::ok;
+        frontend::Completion done[256];
+        frontend::UsedRingError error = frontend::UsedRingError::ok;
         const uint16_t n = rings_[kTx]->reclaim(done, &error);
-        if (error != driver::UsedRingError::ok) {
-            throw BackendMisbehaved(std::string("TX used ring: ") + driver::to_string(error));
+        if (error != frontend::UsedRingError::ok) {
+            throw BackendMisbehaved(std::string("TX used ring: ") + frontend::to_string(error));
         }
         total += n;
         if (n == 0) {
@@ -222,14 +222,14 @@ uint64_t HostileGuest::reclaim_tx() {
 
 uint64_t HostileGuest::send_frames(uint64_t count, std::chrono::milliseconds timeout) {
     const auto deadline = Clock::now() + timeout;
-    driver::DriverSplitRing& tx = *rings_[kTx];
+    frontend::DriverSplitRing& tx = *rings_[kTx];
     uint64_t queued = 0;
     uint64_t done = 0;
     for (;;) {
         done += reclaim_tx();
         bool added = false;
         while (queued < count && tx.free_descriptors() > 0) {
-            tx.add_buffer(frame_gpa(), frame_len(), driver::BufferAccess::device_reads, 0);
+            tx.add_buffer(frame_gpa(), frame_len(), frontend::BufferAccess::device_reads, 0);
             ++queued;
             added = true;
         }
@@ -240,36 +240,36 @@ uint64_t HostileGuest::send_frames(uint64_t count, std::chrono::milliseconds tim
         if (done >= count || Clock::now() >= deadline) {
             return done;
         }
-        if (driver::wait_event_fd(call_fds_[kTx].get(), 5)) {
-            driver::drain_event_fd(call_fds_[kTx].get());
+        if (frontend::wait_event_fd(call_fds_[kTx].get(), 5)) {
+            frontend::drain_event_fd(call_fds_[kTx].get());
         }
     }
 }
 
 uint64_t HostileGuest::pump_until(Clock::time_point until) {
-    driver::DriverSplitRing& tx = *rings_[kTx];
+    frontend::DriverSplitRing& tx = *rings_[kTx];
     uint64_t done = 0;
     for (;;) {
         done += reclaim_tx();
         while (tx.free_descriptors() > 0) {
-            tx.add_buffer(frame_gpa(), frame_len(), driver::BufferAccess::device_reads, 0);
+            tx.add_buffer(frame_gpa(), frame_len(), frontend::BufferAccess::device_reads, 0);
         }
         tx.publish();
         kick(kTx);
         if (Clock::now() >= until) {
             return done;
         }
-        if (driver::wait_event_fd(call_fds_[kTx].get(), 1)) {
-            driver::drain_event_fd(call_fds_[kTx].get());
+        if (frontend::wait_event_fd(call_fds_[kTx].get(), 1)) {
+            frontend::drain_event_fd(call_fds_[kTx].get());
         }
     }
 }
 
 uint64_t HostileGuest::queue_frames(uint64_t count) {
-    driver::DriverSplitRing& tx = *rings_[kTx];
+    frontend::DriverSplitRing& tx = *rings_[kTx];
     uint64_t queued = 0;
     while (queued < count && tx.free_descriptors() > 0) {
-        tx.add_buffer(frame_gpa(), frame_len(), driver::BufferAccess::device_reads, 0);
+        tx.add_buffer(frame_gpa(), frame_len(), frontend::BufferAccess::device_reads, 0);
         ++queued;
     }
     tx.publish();
@@ -285,8 +285,8 @@ uint64_t HostileGuest::wait_completions(uint64_t count, std::chrono::millisecond
         if (done >= count || Clock::now() >= deadline) {
             return done;
         }
-        if (driver::wait_event_fd(call_fds_[kTx].get(), 5)) {
-            driver::drain_event_fd(call_fds_[kTx].get());
+        if (frontend::wait_event_fd(call_fds_[kTx].get(), 5)) {
+            frontend::drain_event_fd(call_fds_[kTx].get());
         }
     }
 }

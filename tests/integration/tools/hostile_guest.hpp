@@ -5,7 +5,7 @@
 //
 // Addressing is virtio-user's: guest-physical == our virtual address, so the
 // memory table, SET_VRING_ADDR and descriptors all carry plain pointers.
-// Well-behaved steps go through driver::FrontendSession (which checks every
+// Well-behaved steps go through frontend::FrontendSession (which checks every
 // reply); hostile ones are raw writes on socket_fd() and into the rings.
 #pragma once
 
@@ -17,10 +17,10 @@
 #include <string>
 
 #include "common/unique_fd.hpp"
-#include "driver/driver_ring_layout.hpp"
-#include "driver/driver_split_ring.hpp"
-#include "driver/frontend_session.hpp"
-#include "driver/ring_layout_import.hpp"
+#include "frontend/driver_ring_layout.hpp"
+#include "frontend/driver_split_ring.hpp"
+#include "frontend/frontend_session.hpp"
+#include "frontend/ring_layout_import.hpp"
 #include "vhost_user/message.hpp"
 #include "virtio/features.hpp"
 
@@ -95,7 +95,7 @@ public:
     HostileGuest(const HostileGuest&) = delete;
     HostileGuest& operator=(const HostileGuest&) = delete;
 
-    driver::FrontendSession& session() { return session_; }
+    frontend::FrontendSession& session() { return session_; }
     int socket_fd() const { return session_.socket_fd(); }
     GuestMemfd& memory() { return memory_; }
     const GuestMemfd& memory() const { return memory_; }
@@ -110,8 +110,8 @@ public:
     void enable_rings();          // SET_VRING_ENABLE 1 on both (with PROTOCOL_FEATURES)
     void bring_up();              // all of the above
 
-    const driver::DriverRingLayout& layout(uint32_t q) const { return layouts_[q]; }
-    driver::DriverSplitRing& ring(uint32_t q) { return *rings_[q]; }
+    const frontend::DriverRingLayout& layout(uint32_t q) const { return layouts_[q]; }
+    frontend::DriverSplitRing& ring(uint32_t q) { return *rings_[q]; }
     int kick_fd(uint32_t q) const { return kick_fds_[q].get(); }
     int call_fd(uint32_t q) const { return call_fds_[q].get(); }
     void kick(uint32_t q) const;
@@ -151,11 +151,11 @@ private:
     uint64_t reclaim_tx();
 
     GuestConfig config_;
-    driver::FrontendSession session_;
+    frontend::FrontendSession session_;
     GuestMemfd memory_;
     virtio::FeatureSet negotiated_;
-    driver::DriverRingLayout layouts_[2];
-    std::optional<driver::DriverSplitRing> rings_[2];
+    frontend::DriverRingLayout layouts_[2];
+    std::optional<frontend::DriverSplitRing> rings_[2];
     UniqueFd kick_fds_[2];
     UniqueFd call_fds_[2];
     std::byte* frame_ = nullptr;

@@ -15,7 +15,7 @@
 
 #include "dataplane/forward_path.hpp"
 #include "dataplane/worker.hpp"
-#include "driver/net_driver.hpp"
+#include "frontend/net_driver.hpp"
 #include "io/epoll_reactor.hpp"
 #include "ports/vhost_user_port.hpp"
 #include "unit/dataplane/fake_ports.hpp"
@@ -63,26 +63,26 @@ protected:
     }
 
     void start_driver(bool mrg_rxbuf) {
-        driver::NetDriverConfig config;
+        frontend::NetDriverConfig config;
         config.queue_size = 64;
         config.wanted_features =
             virtio::FeatureSet{virtio::Feature::version_1, virtio::Feature::ring_event_idx};
         if (mrg_rxbuf) {
             config.wanted_features = config.wanted_features.with(virtio::Feature::net_mrg_rxbuf);
         }
-        driver_ = std::make_unique<driver::NetDriver>(
-            driver::FrontendSession(std::move(driver_socket_), "e2e-driver"), config);
+        driver_ = std::make_unique<frontend::NetDriver>(
+            frontend::FrontendSession(std::move(driver_socket_), "e2e-driver"), config);
     }
 
     // Waits until the ring has `n` completions, collecting them.
-    std::vector<driver::Completion> wait_completions(driver::DriverSplitRing& ring, size_t n) {
-        std::vector<driver::Completion> done;
+    std::vector<frontend::Completion> wait_completions(frontend::DriverSplitRing& ring, size_t n) {
+        std::vector<frontend::Completion> done;
         auto deadline = std::chrono::steady_clock::now() + 5s;
         while (done.size() < n && std::chrono::steady_clock::now() < deadline) {
-            driver::Completion batch[64];
-            driver::UsedRingError error = driver::UsedRingError::ok;
+            frontend::Completion batch[64];
+            frontend::UsedRingError error = frontend::UsedRingError::ok;
             uint16_t got = ring.reclaim(batch, &error);
-            EXPECT_EQ(error, driver::UsedRingError::ok);
+            EXPECT_EQ(error, frontend::UsedRingError::ok);
             done.insert(done.end(), batch, batch + got);
             if (got == 0) {
                 std::this_thread::sleep_for(1ms);
@@ -100,7 +100,7 @@ protected:
     std::unique_ptr<ports::VhostUserPort> port_;
     std::unique_ptr<vhost_user::BackendConnection> connection_;
     UniqueFd driver_socket_;
-    std::unique_ptr<driver::NetDriver> driver_;
+    std::unique_ptr<frontend::NetDriver> driver_;
 };
 
 TEST_F(DriverToDevice, guest_tx_packets_reach_the_destination_byte_exact_in_bursts) {
@@ -112,7 +112,7 @@ TEST_F(DriverToDevice, guest_tx_packets_reach_the_destination_byte_exact_in_burs
     ASSERT_TRUE(port_->queue_ready(0));
 
     constexpr uint32_t kPackets = 300;  // more than the ring: slots are reused
-    driver::DriverSplitRing& tx = driver_->tx_ring();
+    frontend::DriverSplitRing& tx = driver_->tx_ring();
     uint32_t sent = 0, completed = 0;
     while (completed < kPackets) {
         while (sent < kPackets && sent - completed < tx.size()) {
@@ -124,12 +124,12 @@ TEST_F(DriverToDevice, guest_tx_packets_reach_the_destination_byte_exact_in_burs
             std::memcpy(buf.data() + kHeader, f.data(), len);
             ASSERT_TRUE(tx.add_buffer(driver_->gpa_of(buf.data()),
                                       static_cast<uint32_t>(kHeader + len),
-                                      driver::BufferAccess::device_reads, slot));
+                                      frontend::BufferAccess::device_reads, slot));
             ++sent;
         }
         tx.publish();
         if (tx.kick_needed()) {
-            driver_->kick(driver::NetDriver::kTxQueue);
+            driver_->kick(frontend::NetDriver::kTxQueue);
         }
         completed += static_cast<uint32_t>(wait_completions(tx, 1).size());
     }
@@ -157,11 +157,11 @@ TEST_F(DriverToDevice, packets_from_a_source_land_in_guest_rx_buffers_with_num_b
         source.frames.push_back(with_header);
     }
     start_driver(true);
-    driver::DriverSplitRing& rx = driver_->rx_ring();
+    frontend::DriverSplitRing& rx = driver_->rx_ring();
     for (uint16_t slot = 0; slot < rx.size(); ++slot) {
         std::span<std::byte> buf = driver_->rx_buffer(slot);
         ASSERT_TRUE(rx.add_buffer(driver_->gpa_of(buf.data()), static_cast<uint32_t>(buf.size()),
-                                  driver::BufferAccess::device_writes, slot));
+                                  frontend::BufferAccess::device_writes, slot));
     }
     rx.publish();
     worker_.run_sync([&] {
@@ -169,7 +169,7 @@ TEST_F(DriverToDevice, packets_from_a_source_land_in_guest_rx_buffers_with_num_b
                                                                   dataplane::PathOptions{}));
     });
 
-    std::vector<driver::Completion> done = wait_completions(rx, kPackets);
+    std::vector<frontend::Completion> done = wait_completions(rx, kPackets);
     ASSERT_EQ(done.size(), kPackets);
     for (uint32_t i = 0; i < kPackets; ++i) {
         std::span<std::byte> buf = driver_->rx_buffer(done[i].cookie);
@@ -190,15 +190,15 @@ TEST_F(DriverToDevice, stopping_the_device_after_traffic_takes_the_rings_back_fr
             std::make_unique<dataplane::ForwardPath>(*port_, 0, sink, 0, dataplane::PathOptions{}));
     });
     start_driver(false);
-    driver::DriverSplitRing& tx = driver_->tx_ring();
+    frontend::DriverSplitRing& tx = driver_->tx_ring();
     for (uint32_t i = 0; i < 10; ++i) {
         std::span<std::byte> buf = driver_->tx_slot(i);
         std::memset(buf.data(), 0, kHeader + 60);
         ASSERT_TRUE(tx.add_buffer(driver_->gpa_of(buf.data()), kHeader + 60,
-                                  driver::BufferAccess::device_reads, i));
+                                  frontend::BufferAccess::device_reads, i));
     }
     tx.publish();
-    driver_->kick(driver::NetDriver::kTxQueue);
+    driver_->kick(frontend::NetDriver::kTxQueue);
     ASSERT_EQ(wait_completions(tx, 10).size(), 10u);
     ASSERT_TRUE(driver_->stop());  // SET_VRING_ENABLE 0 + GET_VRING_BASE per ring
     EXPECT_FALSE(port_->queue_ready(0));

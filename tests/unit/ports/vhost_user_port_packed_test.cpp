@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "driver/driver_packed_ring.hpp"
+#include "frontend/driver_packed_ring.hpp"
 #include "ports/vhost_user_port.hpp"
 #include "unit/vhost_user/device_harness.hpp"
 
@@ -39,7 +39,7 @@ protected:
                  .size(vhost_user::memory_table_payload_size(1))
                  .fd(mem.fd.get()));
         for (uint32_t q : {0u, 1u}) {
-            driver::DriverPackedRingLayout l{
+            frontend::DriverPackedRingLayout l{
                 reinterpret_cast<virtio::PackedDesc*>(host(mem.desc_uva(q))),
                 reinterpret_cast<virtio::PackedEventSuppress*>(host(mem.avail_uva(q))),
                 reinterpret_cast<virtio::PackedEventSuppress*>(host(mem.used_uva(q))), kRingSize};
@@ -64,11 +64,11 @@ protected:
         device->handle_message(*r.msg, reply);
     }
     uint8_t* host(uint64_t uva) { return mem.host + (uva - mem.kUva); }
-    std::vector<driver::Completion> reclaim(uint32_t q) {
-        std::vector<driver::Completion> out(64);
-        driver::UsedRingError error = driver::UsedRingError::ok;
+    std::vector<frontend::Completion> reclaim(uint32_t q) {
+        std::vector<frontend::Completion> out(64);
+        frontend::UsedRingError error = frontend::UsedRingError::ok;
         out.resize(rings[q]->reclaim(out, &error));
-        EXPECT_EQ(error, driver::UsedRingError::ok);
+        EXPECT_EQ(error, frontend::UsedRingError::ok);
         return out;
     }
     uint64_t drops(DropReason r) { return port.rx_counters(0).drops[static_cast<size_t>(r)].get(); }
@@ -77,13 +77,13 @@ protected:
     UniqueFd kick{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
     VhostUserPort port{"vm", 1, [](uint16_t, const std::function<void()>& work) { work(); }};
     std::unique_ptr<vhost_user::VhostUserDevice> device;
-    std::optional<driver::DriverPackedRing> rings[2];
+    std::optional<frontend::DriverPackedRing> rings[2];
 };
 
 TEST_F(PackedPort, transmits_and_completes_packed_tx_chains) {
     for (uint32_t i = 0; i < 3; ++i) {
-        ASSERT_TRUE(
-            rings[1]->add_buffer(kFrameGpa, kFrameLen, driver::BufferAccess::device_reads, 10 + i));
+        ASSERT_TRUE(rings[1]->add_buffer(kFrameGpa, kFrameLen, frontend::BufferAccess::device_reads,
+                                         10 + i));
     }
     rings[1]->publish();
     PacketBurst burst;
@@ -98,10 +98,11 @@ TEST_F(PackedPort, transmits_and_completes_packed_tx_chains) {
 }
 
 TEST_F(PackedPort, a_chain_longer_than_one_write_takes_is_skipped_and_completed) {
-    std::vector<driver::BufferSegment> segs(kMaxBurstIovecs + 1,
-                                            {kFrameGpa, 16, driver::BufferAccess::device_reads});
+    std::vector<frontend::BufferSegment> segs(
+        kMaxBurstIovecs + 1, {kFrameGpa, 16, frontend::BufferAccess::device_reads});
     ASSERT_TRUE(rings[1]->add_chain(segs, 1));
-    ASSERT_TRUE(rings[1]->add_buffer(kFrameGpa, kFrameLen, driver::BufferAccess::device_reads, 2));
+    ASSERT_TRUE(
+        rings[1]->add_buffer(kFrameGpa, kFrameLen, frontend::BufferAccess::device_reads, 2));
     rings[1]->publish();
     PacketBurst burst;
     ASSERT_EQ(port.receive_burst(0, burst, kMaxBurstPackets), 1);
@@ -117,7 +118,7 @@ TEST_F(PackedPort, a_chain_longer_than_one_write_takes_is_skipped_and_completed)
 TEST_F(PackedPort, unused_rx_buffers_are_rewound_and_used_next_burst_in_order) {
     for (uint32_t i = 0; i < 4; ++i) {
         ASSERT_TRUE(rings[0]->add_buffer(kRxGpa + i * kRxLen, kRxLen,
-                                         driver::BufferAccess::device_writes, 20 + i));
+                                         frontend::BufferAccess::device_writes, 20 + i));
     }
     rings[0]->publish();
     std::span<const iovec> buf;

@@ -1,6 +1,6 @@
 // One harness for every device ring model: guest memory (TestGuestMemory),
 // the driver-side mock ring of the model's format (the one DriverRing shape
-// from src/driver), and the device ring under test, wired together. Typed
+// from src/frontend), and the device ring under test, wired together. Typed
 // tests, fuzzers and benchmarks can all drive a ring model through it.
 #pragma once
 
@@ -14,8 +14,8 @@
 #include <span>
 #include <vector>
 
-#include "driver/driver_packed_ring.hpp"
-#include "driver/driver_split_ring.hpp"
+#include "frontend/driver_packed_ring.hpp"
+#include "frontend/driver_split_ring.hpp"
 #include "unit/virtio/test_ring.hpp"
 #include "virtio/ring/packed_ring.hpp"
 #include "virtio/ring/split_device_ring.hpp"
@@ -25,16 +25,16 @@ namespace vnet::virtio::test {
 // How to build each model's device ring over its driver-side mock.
 struct SplitModel {
     using Device = SplitDeviceRing;
-    using Driver = driver::DriverSplitRing;
+    using Driver = frontend::DriverSplitRing;
     static constexpr bool kAnySize = false;  // powers of two only (§2.7)
 
     static bool supports_size(uint32_t n) { return is_valid_split_queue_size(n); }
-    static size_t ring_bytes(uint16_t size) { return driver::ring_storage_bytes(size); }
+    static size_t ring_bytes(uint16_t size) { return frontend::ring_storage_bytes(size); }
     static Driver make_driver(std::span<std::byte> storage, uint16_t size, bool event_idx) {
-        return Driver(driver::carve_ring_layout(storage, size), event_idx);
+        return Driver(frontend::carve_ring_layout(storage, size), event_idx);
     }
     static Device make_device(const Driver& d, const RingConfig& config) {
-        const driver::DriverRingLayout& l = d.layout();
+        const frontend::DriverRingLayout& l = d.layout();
         // Like QueueSnapshot: the used index comes from the guest's used->idx.
         const uint16_t used = std::atomic_ref<uint16_t>(l.used->idx).load();
         return Device(SplitRingLayout{l.desc, l.avail, l.used, l.size}, config, used);
@@ -43,16 +43,16 @@ struct SplitModel {
 
 struct PackedModel {
     using Device = PackedRing;
-    using Driver = driver::DriverPackedRing;
+    using Driver = frontend::DriverPackedRing;
     static constexpr bool kAnySize = true;
 
     static bool supports_size(uint32_t n) { return is_valid_packed_queue_size(n); }
-    static size_t ring_bytes(uint16_t size) { return driver::packed_ring_storage_bytes(size); }
+    static size_t ring_bytes(uint16_t size) { return frontend::packed_ring_storage_bytes(size); }
     static Driver make_driver(std::span<std::byte> storage, uint16_t size, bool event_idx) {
-        return Driver(driver::carve_packed_ring_layout(storage, size), event_idx);
+        return Driver(frontend::carve_packed_ring_layout(storage, size), event_idx);
     }
     static Device make_device(const Driver& d, const RingConfig& config) {
-        const driver::DriverPackedRingLayout& l = d.layout();
+        const frontend::DriverPackedRingLayout& l = d.layout();
         return Device(PackedRingLayout{l.desc, l.driver_event, l.device_event, l.size}, config);
     }
 };
@@ -89,14 +89,14 @@ public:
     // The driver queues one chain: `readable` then `writable` segments of
     // kSegmentBytes, in buffers cookie*4, cookie*4+1, ...
     bool add(uint32_t cookie, uint16_t readable, uint16_t writable = 0) {
-        std::array<driver::BufferSegment, 16> segs{};
+        std::array<frontend::BufferSegment, 16> segs{};
         const uint16_t n = static_cast<uint16_t>(readable + writable);
         for (uint16_t i = 0; i < n; ++i) {
-            segs[i] = driver::BufferSegment{buffer_gpa(cookie * 4 + i), kSegmentBytes,
-                                            i < readable ? driver::BufferAccess::device_reads
-                                                         : driver::BufferAccess::device_writes};
+            segs[i] = frontend::BufferSegment{buffer_gpa(cookie * 4 + i), kSegmentBytes,
+                                              i < readable ? frontend::BufferAccess::device_reads
+                                                           : frontend::BufferAccess::device_writes};
         }
-        return driver->add_chain(std::span<const driver::BufferSegment>(segs.data(), n), cookie);
+        return driver->add_chain(std::span<const frontend::BufferSegment>(segs.data(), n), cookie);
     }
     // add() and publish() for each cookie in [first, first + count).
     void post(uint32_t first, uint32_t count, uint16_t readable = 1, uint16_t writable = 0) {
@@ -126,14 +126,14 @@ public:
         return n;
     }
 
-    std::vector<driver::Completion> reclaim_all() {
-        std::array<driver::Completion, 64> out{};
-        std::vector<driver::Completion> all;
+    std::vector<frontend::Completion> reclaim_all() {
+        std::array<frontend::Completion, 64> out{};
+        std::vector<frontend::Completion> all;
         for (;;) {
-            driver::UsedRingError error = driver::UsedRingError::ok;
+            frontend::UsedRingError error = frontend::UsedRingError::ok;
             const uint16_t n = driver->reclaim(out, &error);
-            if (error != driver::UsedRingError::ok) {
-                throw std::runtime_error(driver::to_string(error));
+            if (error != frontend::UsedRingError::ok) {
+                throw std::runtime_error(frontend::to_string(error));
             }
             all.insert(all.end(), out.begin(), out.begin() + n);
             if (n < out.size()) {

@@ -1,0 +1,162 @@
+#include "frontend/net_driver.hpp"
+
+#include <cstdio>
+#include <string>
+
+#include "frontend/event_fd.hpp"
+#include "frontend/frame_format.hpp"
+#include "frontend/packet_builder.hpp"
+
+namespace vnet::frontend {
+namespace {
+
+using vhost_user::ProtocolFeature;
+using vhost_user::ProtocolFeatureSet;
+using virtio::Feature;
+using virtio::FeatureSet;
+
+constexpr size_t kBufferAlign = 64;  // one cache line: buffers never share one
+constexpr uint32_t kMergeableBufferBytes = 2048;
+
+uint32_t round_up(uint32_t v, uint32_t align) {
+    return (v + align - 1) / align * align;
+}
+
+std::string hex(uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+}  // namespace
+
+uint32_t default_rx_buffer_bytes(bool mrg_rxbuf) {
+    return mrg_rxbuf
+               ? kMergeableBufferBytes
+               : round_up(static_cast<uint32_t>(PacketBuilder::kNetHeaderLen) + kMaxUdpFrameLen,
+                          1024);
+}
+
+NetDriver::NetDriver(FrontendSession session, const NetDriverConfig& config)
+    : session_(std::move(session)) {
+    if (!virtio::is_valid_split_queue_size(config.queue_size)) {
+        throw FrontendError("queue size " + std::to_string(config.queue_size) +
+                            " is not a power of two in 1..32768");
+    }
+    negotiate(config);
+    allocate(config);
+    const vhost_user::MemoryRegionDesc region = memory_->region();
+    const int memory_fd = memory_->fd();
+    session_.set_mem_table(std::span(&region, 1), std::span(&memory_fd, 1));
+    for (uint32_t q : {kRxQueue, kTxQueue}) {
+        start_ring(q);
+    }
+    // With PROTOCOL_FEATURES rings start disabled (vhost-user.rst, "Ring
+    // states"); without it SET_FEATURES already enabled them.
+    if (negotiated_.has(Feature::vhost_user_protocol_features)) {
+        for (uint32_t q : {kRxQueue, kTxQueue}) {
+            session_.set_vring_enable(q, true);
+        }
+    }
+    if (protocol_.has(ProtocolFeature::status)) {
+        using namespace device_status;
+        session_.set_status(kAcknowledge | kDriver | kFeaturesOk | kDriverOk);
+    }
+    started_ = true;
+}
+
+NetDriver::~NetDriver() = default;
+
+void NetDriver::negotiate(const NetDriverConfig& config) {
+    session_.set_owner();
+    offered_ = session_.get_features();
+    const bool has_protocol_features = offered_.has(Feature::vhost_user_protocol_features);
+    if (has_protocol_features) {
+        const ProtocolFeatureSet offered = session_.get_protocol_features();
+        protocol_ = ProtocolFeatureSet(offered.bits() & config.wanted_protocol_features.bits());
+        session_.set_protocol_features(protocol_);
+    }
+
+    const FeatureSet required = config.required_features.with(Feature::version_1);
+    const FeatureSet missing(required.bits() & ~offered_.bits());
+    if (missing.bits() != 0) {
+        throw FrontendError(session_.name() + ": back end does not offer required features " +
+                            hex(missing.bits()) + " (offered " + hex(offered_.bits()) + ")");
+    }
+    negotiated_ = config.wanted_features.with(Feature::version_1) & offered_;
+    if (has_protocol_features) {
+        // Acked like any feature bit, as QEMU and virtio-user do; it is what
+        // makes rings start disabled until SET_VRING_ENABLE.
+        negotiated_ = negotiated_.with(Feature::vhost_user_protocol_features);
+    }
+
+    using namespace device_status;
+    const bool status = protocol_.has(ProtocolFeature::status);
+    if (status) {
+        session_.set_status(kAcknowledge | kDriver);
+    }
+    session_.set_features(negotiated_);
+    if (status) {
+        session_.set_status(kAcknowledge | kDriver | kFeaturesOk);
+        // virtio 1.2 §3.1.1 step 6: re-read status; FEATURES_OK still set
+        // means the device accepted our subset.
+        if ((session_.get_status() & kFeaturesOk) == 0) {
+            throw FrontendError(session_.name() + ": back end rejected features " +
+                                hex(negotiated_.bits()));
+        }
+    }
+}
+
+void NetDriver::allocate(const NetDriverConfig& config) {
+    const uint16_t q = config.queue_size;
+    tx_slot_bytes_ = round_up(config.tx_slot_bytes, kBufferAlign);
+    rx_buffer_bytes_ = round_up(
+        config.rx_buffer_bytes != 0 ? config.rx_buffer_bytes : default_rx_buffer_bytes(mrg_rxbuf()),
+        kBufferAlign);
+    const size_t bytes = 2 * (ring_storage_bytes(q) + kRingAreaAlign) +
+                         static_cast<size_t>(q) * (tx_slot_bytes_ + rx_buffer_bytes_) +
+                         2 * kBufferAlign;
+    memory_ = std::make_unique<DriverMemory>(bytes);
+
+    const bool event_idx = negotiated_.has(Feature::ring_event_idx);
+    for (uint32_t queue : {kRxQueue, kTxQueue}) {
+        rings_[queue].emplace(allocate_ring_layout(*memory_, q), event_idx);
+        kick_fds_[queue] = make_event_fd();
+        call_fds_[queue] = make_event_fd();
+    }
+    tx_slots_ = memory_->allocate(static_cast<size_t>(q) * tx_slot_bytes_, kBufferAlign).data();
+    rx_buffers_ = memory_->allocate(static_cast<size_t>(q) * rx_buffer_bytes_, kBufferAlign).data();
+}
+
+void NetDriver::start_ring(uint32_t queue) {
+    const DriverSplitRing& r = *rings_[queue];
+    session_.set_vring_call(queue, call_fds_[queue].get());
+    session_.set_vring_num(queue, r.size());
+    session_.set_vring_base(queue, r.avail_shadow_idx());
+    session_.set_vring_addr(queue, r.layout());
+    session_.set_vring_kick(queue, kick_fds_[queue].get());
+}
+
+void NetDriver::kick(uint32_t queue) const {
+    signal_event_fd(kick_fds_[queue].get());
+}
+
+bool NetDriver::stop() noexcept {
+    if (!started_) {
+        return true;
+    }
+    started_ = false;
+    try {
+        for (uint32_t q : {kRxQueue, kTxQueue}) {
+            if (negotiated_.has(Feature::vhost_user_protocol_features)) {
+                session_.set_vring_enable(q, false);
+            }
+            session_.get_vring_base(q);
+        }
+        return true;
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+}  // namespace vnet::frontend

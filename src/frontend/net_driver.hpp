@@ -1,0 +1,111 @@
+// NetDriver: a virtio-net device as a VM's driver brings it up over
+// vhost-user, with one queue pair (vring 0 = RX, vring 1 = TX; virtio 1.2
+// §5.1.2). It owns everything the back end is told about: the guest memory,
+// both rings, their kick/call eventfds and a fixed buffer area per ring
+// (one TX slot and one RX buffer per descriptor).
+//
+// Bring-up (the constructor) follows DPDK virtio-user and QEMU:
+//   SET_OWNER, GET_FEATURES, GET/SET_PROTOCOL_FEATURES, [SET_STATUS
+//   ACK|DRIVER], SET_FEATURES, [SET_STATUS FEATURES_OK], SET_MEM_TABLE, per
+//   ring CALL, NUM, BASE, ADDR, KICK (kick last: it starts the ring), then
+//   SET_VRING_ENABLE 1 per ring, [SET_STATUS DRIVER_OK].
+// Both rings are always set up: DPDK treats a device as ready only when
+// the first pair is complete.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "common/unique_fd.hpp"
+#include "frontend/driver_memory.hpp"
+#include "frontend/driver_split_ring.hpp"
+#include "frontend/frontend_session.hpp"
+#include "vhost_user/message.hpp"
+#include "virtio/features.hpp"
+
+namespace vnet::frontend {
+
+struct NetDriverConfig {
+    uint16_t queue_size = 256;
+    // Features we would like; the negotiated set is wanted & offered.
+    // VERSION_1 is always wanted and required.
+    virtio::FeatureSet wanted_features{virtio::Feature::version_1};
+    // Features the run cannot do without (e.g. CSUM + HOST_TSO4 for GSO).
+    virtio::FeatureSet required_features{virtio::Feature::version_1};
+    vhost_user::ProtocolFeatureSet wanted_protocol_features{vhost_user::ProtocolFeature::reply_ack,
+                                                            vhost_user::ProtocolFeature::status};
+    uint32_t tx_slot_bytes = 2048;  // virtio-net header + largest TX frame
+    uint32_t rx_buffer_bytes = 0;   // 0 = default_rx_buffer_bytes(mrg_rxbuf)
+};
+
+// Linux virtio_net's choice: with MRG_RXBUF small buffers that big packets
+// span; without it, each buffer must hold the largest frame we accept.
+uint32_t default_rx_buffer_bytes(bool mrg_rxbuf);
+
+class NetDriver {
+public:
+    static constexpr uint32_t kRxQueue = 0;
+    static constexpr uint32_t kTxQueue = 1;
+
+    // Negotiates, allocates and starts both rings. Throws FrontendError or
+    // std::system_error.
+    NetDriver(FrontendSession session, const NetDriverConfig& config);
+    ~NetDriver();
+    NetDriver(const NetDriver&) = delete;
+    NetDriver& operator=(const NetDriver&) = delete;
+
+    virtio::FeatureSet offered_features() const { return offered_; }
+    virtio::FeatureSet negotiated_features() const { return negotiated_; }
+    vhost_user::ProtocolFeatureSet negotiated_protocol_features() const { return protocol_; }
+    bool mrg_rxbuf() const { return negotiated_.has(virtio::Feature::net_mrg_rxbuf); }
+    const FrontendSession& session() const { return session_; }
+
+    DriverSplitRing& ring(uint32_t queue) { return *rings_[queue]; }
+    DriverSplitRing& rx_ring() { return ring(kRxQueue); }
+    DriverSplitRing& tx_ring() { return ring(kTxQueue); }
+
+    // The fixed buffer for descriptor cookie `slot` (< queue size).
+    std::span<std::byte> tx_slot(uint32_t slot) const {
+        return {tx_slots_ + static_cast<size_t>(slot) * tx_slot_bytes_, tx_slot_bytes_};
+    }
+    std::span<std::byte> rx_buffer(uint32_t slot) const {
+        return {rx_buffers_ + static_cast<size_t>(slot) * rx_buffer_bytes_, rx_buffer_bytes_};
+    }
+    uint32_t tx_slot_bytes() const { return tx_slot_bytes_; }
+    uint32_t rx_buffer_bytes() const { return rx_buffer_bytes_; }
+    uint64_t gpa_of(const void* p) const { return memory_->gpa_of(p); }
+
+    // Notifies the device (one eventfd write).
+    void kick(uint32_t queue) const;
+    int call_fd(uint32_t queue) const { return call_fds_[queue].get(); }
+
+    // Orderly stop, as QEMU does it: SET_VRING_ENABLE 0 and GET_VRING_BASE
+    // per ring, so the back end stops touching our memory before it goes.
+    // Returns false if the back end did not answer (it may be gone already).
+    bool stop() noexcept;
+
+private:
+    void negotiate(const NetDriverConfig& config);
+    void allocate(const NetDriverConfig& config);
+    void start_ring(uint32_t queue);
+
+    FrontendSession session_;
+    virtio::FeatureSet offered_;
+    virtio::FeatureSet negotiated_;
+    vhost_user::ProtocolFeatureSet protocol_;
+    std::unique_ptr<DriverMemory> memory_;
+    std::array<std::optional<DriverSplitRing>, 2> rings_;
+    std::array<UniqueFd, 2> kick_fds_;
+    std::array<UniqueFd, 2> call_fds_;
+    std::byte* tx_slots_ = nullptr;
+    std::byte* rx_buffers_ = nullptr;
+    uint32_t tx_slot_bytes_ = 0;
+    uint32_t rx_buffer_bytes_ = 0;
+    bool started_ = false;
+};
+
+}  // namespace vnet::frontend
