@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "control/option_table.hpp"
-#include "ports/packet_burst.hpp"
+#include "packet/packet_burst.hpp"
 #include "ports/xdp_options.hpp"
 
 namespace vnet::control {
@@ -175,7 +175,7 @@ void Config::validate() const {
             throw std::invalid_argument("connect: a port cannot be connected to itself");
         }
     }
-    if (datapath.tx_batch > ports::kMaxBurstPackets) {
+    if (datapath.tx_batch > packet::kMaxBurstPackets) {
         throw std::invalid_argument("tx_batch must be 0..64 (0: per-packet)");
     }
     if (datapath.rx_frames > kMaxRxFrames) {

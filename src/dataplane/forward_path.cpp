@@ -30,7 +30,7 @@ ForwardPath::ForwardPath(ports::Port& source, uint16_t source_queue, ports::Port
       destination_queue_(destination_queue),
       options_(options),
       style_(style_for(source, destination)) {
-    options_.tx_batch = std::min<uint16_t>(options_.tx_batch, ports::kMaxBurstPackets);
+    options_.tx_batch = std::min<uint16_t>(options_.tx_batch, packet::kMaxBurstPackets);
     burst_size_ = std::max<uint16_t>(options_.tx_batch, 1);
     // Per-packet mode is the "no batching" baseline: no merging either.
     if (style_ == Style::push && options_.gro && options_.tx_batch > 1 &&
@@ -39,7 +39,7 @@ ForwardPath::ForwardPath(ports::Port& source, uint16_t source_queue, ports::Port
         gro_->options = gro::CoalesceOptions{.tcp = true, .udp = options_.gro_udp};
     }
     if (style_ == Style::push && !options_.tx_peek && options_.tx_batch > 1) {
-        single_ = std::make_unique<ports::PacketBurst>();
+        single_ = std::make_unique<packet::PacketBurst>();
     }
 }
 
@@ -137,13 +137,13 @@ uint16_t ForwardPath::transmit_pending() {
 // stays batched, but each packet is submitted as soon as it is taken, so the
 // destination never holds a batch.
 uint16_t ForwardPath::transmit_one_by_one() {
-    ports::PacketBurst& one = *single_;
+    packet::PacketBurst& one = *single_;
     uint16_t sent = 0;
     while (sent < pending_.count) {
         one.clear();
         std::span<const iovec> iov = pending_.packet_iovecs(sent);
         std::copy(iov.begin(), iov.end(), one.free_iovecs().begin());
-        const ports::BurstPacket& p = pending_.packets[sent];
+        const packet::BurstPacket& p = pending_.packets[sent];
         one.push(p.iov_count, p.len, p.token);
         if (destination_.transmit_burst(destination_queue_, one) == 0) {
             break;

@@ -19,7 +19,7 @@
 #include <memory>
 
 #include "gro/burst_coalescer.hpp"
-#include "ports/packet_burst.hpp"
+#include "packet/packet_burst.hpp"
 #include "ports/port.hpp"
 
 namespace vnet::dataplane {
@@ -91,7 +91,7 @@ private:
     Style style_;
     // Packets taken from the source but not yet accepted by the destination
     // (a tap that said EAGAIN): kept, in order, for the next turn.
-    ports::PacketBurst pending_;
+    packet::PacketBurst pending_;
     uint32_t pending_generation_ = 0;
     // Packets per burst: tx_batch, or 1 in the per-packet mode (tx_batch 0).
     uint16_t burst_size_;
@@ -99,11 +99,11 @@ private:
     struct Gro {
         gro::CoalesceOptions options;
         gro::BurstCoalescer coalescer;
-        ports::PacketBurst merged;
+        packet::PacketBurst merged;
     };
     std::unique_ptr<Gro> gro_;
     // tx_peek off: each packet goes to the destination in a burst of its own.
-    std::unique_ptr<ports::PacketBurst> single_;
+    std::unique_ptr<packet::PacketBurst> single_;
 };
 
 }  // namespace vnet::dataplane

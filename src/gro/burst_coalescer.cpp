@@ -16,21 +16,21 @@ constexpr uint32_t kMaxMergedIpLength = 0xffff;
 
 // UDP_MAX_SEGMENTS (include/linux/udp.h): the kernel rejects USO frames of
 // more segments; a burst cannot reach it.
-static_assert(ports::kMaxBurstPackets <= 128);
+static_assert(packet::kMaxBurstPackets <= 128);
 
 bool kind_enabled(SegmentKind kind, const CoalesceOptions& options) {
     return is_tcp(kind) ? options.tcp : options.udp;
 }
 
-bool merging_possible(const ports::PacketBurst& in, uint16_t vnet_header_size,
+bool merging_possible(const packet::PacketBurst& in, uint16_t vnet_header_size,
                       const CoalesceOptions& options) {
     return (options.tcp || options.udp) && (vnet_header_size == 10 || vnet_header_size == 12) &&
-           in.iovecs_used + in.count / 2 <= ports::kMaxBurstIovecs;
+           in.iovecs_used + in.count / 2 <= packet::kMaxBurstIovecs;
 }
 
 }  // namespace
 
-bool BurstCoalescer::may_merge(const ports::PacketBurst& in, uint16_t vnet_header_size,
+bool BurstCoalescer::may_merge(const packet::PacketBurst& in, uint16_t vnet_header_size,
                                const CoalesceOptions& options) {
     if (in.count < 2 || !merging_possible(in, vnet_header_size, options)) {
         return false;
@@ -53,8 +53,8 @@ bool BurstCoalescer::may_merge(const ports::PacketBurst& in, uint16_t vnet_heade
     return false;
 }
 
-CoalesceResult BurstCoalescer::coalesce(const ports::PacketBurst& in, uint16_t vnet_header_size,
-                                        const CoalesceOptions& options, ports::PacketBurst& out) {
+CoalesceResult BurstCoalescer::coalesce(const packet::PacketBurst& in, uint16_t vnet_header_size,
+                                        const CoalesceOptions& options, packet::PacketBurst& out) {
     out.clear();
     result_ = {};
     sources_done_ = 0;
@@ -126,7 +126,7 @@ void BurstCoalescer::add_to_run(const SegmentHeader& seg) {
     run_.last_push = seg.push;
 }
 
-void BurstCoalescer::flush_run(const ports::PacketBurst& in, ports::PacketBurst& out) {
+void BurstCoalescer::flush_run(const packet::PacketBurst& in, packet::PacketBurst& out) {
     if (run_.count == 1) {
         pass_through(in, run_.first, out);
     } else if (run_.count > 1) {
@@ -135,7 +135,7 @@ void BurstCoalescer::flush_run(const ports::PacketBurst& in, ports::PacketBurst&
     run_.count = 0;
 }
 
-void BurstCoalescer::emit_merged(const ports::PacketBurst& in, ports::PacketBurst& out) {
+void BurstCoalescer::emit_merged(const packet::PacketBurst& in, packet::PacketBurst& out) {
     const SegmentHeader& head = headers_[head_];
     uint8_t* header = scratch_[result_.merged_frames].data();
     std::span<iovec> free = out.free_iovecs();
@@ -164,8 +164,8 @@ void BurstCoalescer::emit_merged(const ports::PacketBurst& in, ports::PacketBurs
     end_frame(run_.count);
 }
 
-void BurstCoalescer::pass_through(const ports::PacketBurst& in, uint16_t index,
-                                  ports::PacketBurst& out) {
+void BurstCoalescer::pass_through(const packet::PacketBurst& in, uint16_t index,
+                                  packet::PacketBurst& out) {
     const std::span<const iovec> iovs = in.packet_iovecs(index);
     std::copy(iovs.begin(), iovs.end(), out.free_iovecs().begin());
     out.push(static_cast<uint16_t>(iovs.size()), in.packets[index].len, in.packets[index].token);

@@ -16,7 +16,7 @@
 // Iovec budget rule: a merged frame of n >= 2 segments uses at most one
 // header iovec plus the segments' own iovecs, so `out` needs at most
 // in.iovecs_used + in.count / 2 entries. A burst for which that exceeds
-// kMaxBurstIovecs is passed through whole (it already is near writev's
+// packet::kMaxBurstIovecs is passed through whole (it already is near writev's
 // UIO_MAXIOV limit, i.e. far from the small-packet case GRO is for).
 #pragma once
 
@@ -24,7 +24,7 @@
 #include <cstdint>
 
 #include "gro/segment_header.hpp"
-#include "ports/packet_burst.hpp"
+#include "packet/packet_burst.hpp"
 
 namespace vnet::gro {
 
@@ -46,15 +46,15 @@ public:
     // GSO frame; everything else is copied through unchanged (same iovecs, same len, same token).
     // `vnet_header_size` is 10 or 12 (the virtio_net_hdr at the start of every packet); any other
     // value passes everything through. A merged frame carries its first segment's token.
-    CoalesceResult coalesce(const ports::PacketBurst& in, uint16_t vnet_header_size,
-                            const CoalesceOptions& options, ports::PacketBurst& out);
+    CoalesceResult coalesce(const packet::PacketBurst& in, uint16_t vnet_header_size,
+                            const CoalesceOptions& options, packet::PacketBurst& out);
     // False when coalesce() could not merge anything in `in`: no two
     // consecutive packets pass may_be_segment() (or merging is off for this
     // header size or burst). Reads a few bytes per packet in place and
     // writes nothing, so the caller can send `in` as it is: a burst of
     // small UDP (gro_udp off) or offload-less frames costs a few loads per
     // packet instead of a header copy, two checksums and an iovec copy.
-    static bool may_merge(const ports::PacketBurst& in, uint16_t vnet_header_size,
+    static bool may_merge(const packet::PacketBurst& in, uint16_t vnet_header_size,
                           const CoalesceOptions& options);
     // How many packets of the last `in` the first `frames` frames of `out` cover (a tap may take
     // only a prefix of `out`; the caller completes that many source packets).
@@ -75,9 +75,9 @@ private:
     bool extends_run(const SegmentHeader& seg) const;
     void start_run(uint16_t index);
     void add_to_run(const SegmentHeader& seg);
-    void flush_run(const ports::PacketBurst& in, ports::PacketBurst& out);
-    void emit_merged(const ports::PacketBurst& in, ports::PacketBurst& out);
-    void pass_through(const ports::PacketBurst& in, uint16_t index, ports::PacketBurst& out);
+    void flush_run(const packet::PacketBurst& in, packet::PacketBurst& out);
+    void emit_merged(const packet::PacketBurst& in, packet::PacketBurst& out);
+    void pass_through(const packet::PacketBurst& in, uint16_t index, packet::PacketBurst& out);
     void end_frame(uint16_t sources);
 
     // Two parse slots: the run head and the packet being looked at; starting
@@ -87,8 +87,8 @@ private:
     Run run_{};
     CoalesceResult result_{};
     uint16_t sources_done_ = 0;
-    std::array<uint16_t, ports::kMaxBurstPackets> frame_source_end_{};
-    std::array<std::array<uint8_t, kMaxSegmentHeaderLen>, ports::kMaxBurstPackets> scratch_{};
+    std::array<uint16_t, packet::kMaxBurstPackets> frame_source_end_{};
+    std::array<std::array<uint8_t, kMaxSegmentHeaderLen>, packet::kMaxBurstPackets> scratch_{};
 };
 
 }  // namespace vnet::gro

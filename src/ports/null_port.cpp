@@ -12,7 +12,7 @@ NullPort::NullPort(std::string name, uint16_t queues) : Port(std::move(name)) {
     }
 }
 
-uint16_t NullPort::transmit_burst(uint16_t queue, const PacketBurst& burst) {
+uint16_t NullPort::transmit_burst(uint16_t queue, const packet::PacketBurst& burst) {
     uint64_t bytes = 0;
     for (uint16_t i = 0; i < burst.count; ++i) {
         // Frame bytes: without the header its source negotiated (10 or 12).

@@ -19,7 +19,7 @@ public:
     uint16_t queue_count() const override { return static_cast<uint16_t>(queues_.size()); }
     bool queue_ready(uint16_t) const override { return true; }
 
-    uint16_t transmit_burst(uint16_t queue, const PacketBurst& burst) override;
+    uint16_t transmit_burst(uint16_t queue, const packet::PacketBurst& burst) override;
 
     // Every packet is read into the same scratch buffer: it is discarded at
     // commit, so nothing needs to keep it.

@@ -15,10 +15,10 @@ const char* to_string(PortKind k) {
 }
 
 // Defaults: a port that does not play a role offers nothing in it.
-uint16_t Port::receive_burst(uint16_t, PacketBurst&, uint16_t) {
+uint16_t Port::receive_burst(uint16_t, packet::PacketBurst&, uint16_t) {
     return 0;
 }
-void Port::complete_burst(uint16_t, const PacketBurst&, uint16_t) {}
+void Port::complete_burst(uint16_t, const packet::PacketBurst&, uint16_t) {}
 bool Port::next_rx_buffer(uint16_t, uint32_t, std::span<const iovec>*) {
     return false;
 }

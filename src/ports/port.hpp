@@ -24,7 +24,7 @@
 #include <span>
 #include <string>
 
-#include "ports/packet_burst.hpp"
+#include "packet/packet_burst.hpp"
 #include "ports/queue_counters.hpp"
 
 namespace vnet::ports {
@@ -59,16 +59,16 @@ public:
 
     // ---- source, push style -------------------------------------------------
     // Appends up to `max` packets to `burst`. Returns how many were added.
-    virtual uint16_t receive_burst(uint16_t queue, PacketBurst& burst, uint16_t max);
+    virtual uint16_t receive_burst(uint16_t queue, packet::PacketBurst& burst, uint16_t max);
     // The first `done` packets of `burst` are finished (sent or dropped).
-    virtual void complete_burst(uint16_t queue, const PacketBurst& burst, uint16_t done);
+    virtual void complete_burst(uint16_t queue, const packet::PacketBurst& burst, uint16_t done);
 
     // ---- destination, push style --------------------------------------------
     // Takes packets from the front of `burst`; returns how many. Fewer than
     // burst.count means "full for now": the caller keeps the rest and waits
     // for transmit_wait(). Packets refused for good are taken and counted as
     // drops, not returned.
-    virtual uint16_t transmit_burst(uint16_t queue, const PacketBurst& burst) = 0;
+    virtual uint16_t transmit_burst(uint16_t queue, const packet::PacketBurst& burst) = 0;
 
     // ---- fill style, one packet at a time ---------------------------------------
     // Packets are filled one by one because a guest with MRG_RXBUF spreads a

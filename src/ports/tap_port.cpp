@@ -113,7 +113,7 @@ uint32_t TapPort::max_packet_size() const {
     return max_packet_.load(std::memory_order_relaxed);
 }
 
-uint16_t TapPort::transmit_burst(uint16_t queue, const PacketBurst& burst) {
+uint16_t TapPort::transmit_burst(uint16_t queue, const packet::PacketBurst& burst) {
     Queue& q = *queues_[queue];
     for (uint16_t i = 0; i < burst.count; ++i) {
         q.submit[i] = io::PacketIov{burst.iovecs.data() + burst.packets[i].first_iov,
@@ -138,7 +138,7 @@ uint16_t TapPort::transmit_burst(uint16_t queue, const PacketBurst& burst) {
     return static_cast<uint16_t>(finished);
 }
 
-uint16_t TapPort::receive_burst(uint16_t queue, PacketBurst& burst, uint16_t max) {
+uint16_t TapPort::receive_burst(uint16_t queue, packet::PacketBurst& burst, uint16_t max) {
     if (burst.count != 0) {
         return 0;
     }
@@ -146,10 +146,10 @@ uint16_t TapPort::receive_burst(uint16_t queue, PacketBurst& burst, uint16_t max
     const uint32_t frame_max = max_packet_size();
     if (frame_max > q.slot_size) {
         // Once per size change (offloads turned on): not per packet.
-        q.slots.assign(size_t{kMaxBurstPackets} * frame_max, 0);
+        q.slots.assign(size_t{packet::kMaxBurstPackets} * frame_max, 0);
         q.slot_size = frame_max;
     }
-    max = std::min<uint16_t>(max, kMaxBurstPackets);
+    max = std::min<uint16_t>(max, packet::kMaxBurstPackets);
     for (uint16_t i = 0; i < max; ++i) {
         q.slot_iov[i] = iovec{q.slots.data() + size_t{i} * q.slot_size, q.slot_size};
         q.read[i] = io::PacketIov{&q.slot_iov[i], 1};

@@ -67,11 +67,11 @@ public:
     void set_queue_attached(uint16_t queue, bool attached);
     bool queue_attached(uint16_t queue) const { return queues_[queue]->tap.queue_attached(); }
 
-    uint16_t transmit_burst(uint16_t queue, const PacketBurst& burst) override;
+    uint16_t transmit_burst(uint16_t queue, const packet::PacketBurst& burst) override;
     // Reads up to `max` packets into the staging slots. The slots are reused
     // by the next call, so call it only once the previous burst is done
     // (an empty `burst`); otherwise it takes nothing.
-    uint16_t receive_burst(uint16_t queue, PacketBurst& burst, uint16_t max) override;
+    uint16_t receive_burst(uint16_t queue, packet::PacketBurst& burst, uint16_t max) override;
     int32_t receive_one(uint16_t queue, std::span<const iovec> buffer) override;
     uint32_t max_packet_size() const override;
     uint32_t gso_header_size(uint16_t) const override { return device().vnet_header_size(); }
@@ -91,14 +91,14 @@ private:
         Queue(TapDevice device, io::BatchMode mode, std::string_view owner);
         TapDevice tap;
         io::BatchWriter writer;
-        std::array<io::PacketIov, kMaxBurstPackets> submit{};
-        std::array<int, kMaxBurstPackets> results{};
-        // Push-style source: kMaxBurstPackets slots of slot_size bytes, sized
+        std::array<io::PacketIov, packet::kMaxBurstPackets> submit{};
+        std::array<int, packet::kMaxBurstPackets> results{};
+        // Push-style source: packet::kMaxBurstPackets slots of slot_size bytes, sized
         // on first use (and again only if the largest frame grows).
         std::vector<uint8_t> slots;
         uint32_t slot_size = 0;
-        std::array<iovec, kMaxBurstPackets> slot_iov{};
-        std::array<io::PacketIov, kMaxBurstPackets> read{};
+        std::array<iovec, packet::kMaxBurstPackets> slot_iov{};
+        std::array<io::PacketIov, packet::kMaxBurstPackets> read{};
         // Fill-style destination: one staging buffer.
         std::vector<uint8_t> staging;
         iovec staging_iov{};

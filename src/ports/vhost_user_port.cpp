@@ -122,7 +122,7 @@ uint32_t VhostUserPort::queue_generation(uint16_t queue) const {
 
 // ---- guest TX: push-style source -------------------------------------------------
 
-uint16_t VhostUserPort::receive_burst(uint16_t queue, PacketBurst& burst, uint16_t max) {
+uint16_t VhostUserPort::receive_burst(uint16_t queue, packet::PacketBurst& burst, uint16_t max) {
     Ring& r = tx_ring(queue);
     if (!r.ready) {
         return 0;
@@ -132,15 +132,16 @@ uint16_t VhostUserPort::receive_burst(uint16_t queue, PacketBurst& burst, uint16
 }
 
 template <typename R>
-uint16_t VhostUserPort::receive_burst_on(uint32_t ring_index, Ring& r, R& ring, PacketBurst& burst,
-                                         uint16_t max) {
+uint16_t VhostUserPort::receive_burst_on(uint32_t ring_index, Ring& r, R& ring,
+                                         packet::PacketBurst& burst, uint16_t max) {
     if (r.kicks_enabled) {
         // Kernel vhost handle_tx: no kicks while we are processing anyway.
         ring.disable_notifications();
         r.kicks_enabled = false;
     }
-    max = static_cast<uint16_t>(std::min<size_t>({max, size_t{kMaxBurstPackets} - burst.count,
-                                                  size_t{kMaxBurstPackets} - r.in_flight_count}));
+    max = static_cast<uint16_t>(
+        std::min<size_t>({max, size_t{packet::kMaxBurstPackets} - burst.count,
+                          size_t{packet::kMaxBurstPackets} - r.in_flight_count}));
     uint16_t taken = 0;
     burst.header_size = static_cast<uint16_t>(r.header_size);
     for (uint16_t i = 0; i < max; ++i) {
@@ -191,7 +192,7 @@ uint16_t VhostUserPort::receive_burst_on(uint32_t ring_index, Ring& r, R& ring, 
             continue;
         }
         burst.push(chain.readable_segments, chain.readable_bytes, make_token(chain));
-        r.in_flight[(r.in_flight_first + r.in_flight_count) % kMaxBurstPackets] =
+        r.in_flight[(r.in_flight_first + r.in_flight_count) % packet::kMaxBurstPackets] =
             InFlight{chain.id, chain.slots};
         ++r.in_flight_count;
         ++taken;
@@ -202,7 +203,8 @@ uint16_t VhostUserPort::receive_burst_on(uint32_t ring_index, Ring& r, R& ring, 
     return taken;
 }
 
-void VhostUserPort::complete_burst(uint16_t queue, const PacketBurst& burst, uint16_t done) {
+void VhostUserPort::complete_burst(uint16_t queue, const packet::PacketBurst& burst,
+                                   uint16_t done) {
     Ring& r = tx_ring(queue);
     if (!r.ready || done == 0) {
         return;
@@ -219,7 +221,7 @@ void VhostUserPort::complete_burst(uint16_t queue, const PacketBurst& burst, uin
             }
             done = std::min(done, r.in_flight_count);
             r.in_flight_first =
-                static_cast<uint16_t>((r.in_flight_first + done) % kMaxBurstPackets);
+                static_cast<uint16_t>((r.in_flight_first + done) % packet::kMaxBurstPackets);
             r.in_flight_count = static_cast<uint16_t>(r.in_flight_count - done);
             r.pending_used = static_cast<uint16_t>(r.pending_used + done);
             r.counters->count_burst(done, bytes);
@@ -231,7 +233,7 @@ void VhostUserPort::complete_burst(uint16_t queue, const PacketBurst& burst, uin
 template <typename R>
 void VhostUserPort::complete_in_flight_as_dropped(Ring& r, R& ring, DropReason reason) {
     for (uint16_t i = 0; i < r.in_flight_count; ++i) {
-        const InFlight& f = r.in_flight[(r.in_flight_first + i) % kMaxBurstPackets];
+        const InFlight& f = r.in_flight[(r.in_flight_first + i) % packet::kMaxBurstPackets];
         ring.add_used(f.id, f.slots, 0);
     }
     r.counters->count_drop(reason, r.in_flight_count);
@@ -272,11 +274,11 @@ bool VhostUserPort::refill_rx_window(uint32_t ring_index, Ring& r, R& ring) {
     const auto want =
         static_cast<uint16_t>(std::min<size_t>(kRxWindowHeads - r.window_count, kRxRefillChains));
     uint16_t added = 0;
-    while (added < want && r.window_iovecs_used < kMaxBurstIovecs) {
+    while (added < want && r.window_iovecs_used < packet::kMaxBurstIovecs) {
         const virtio::RingPosition before = ring.position();
         virtio::PoppedChain chain;
         std::span<iovec> free(r.window_iovecs.data() + r.window_iovecs_used,
-                              kMaxBurstIovecs - r.window_iovecs_used);
+                              packet::kMaxBurstIovecs - r.window_iovecs_used);
         const virtio::PopStatus s = ring.pop(free, chain);
         if (s == virtio::PopStatus::empty) {
             if (added == 0) {
@@ -327,7 +329,7 @@ bool VhostUserPort::grow_rx_window(uint32_t ring_index, Ring& r, uint32_t need_b
     }
     auto covered = [&] { return r.mergeable ? have >= need_bytes : r.window_count > r.window_pos; };
     while (!covered()) {
-        if (r.window_count == kRxWindowHeads || r.window_iovecs_used == kMaxBurstIovecs) {
+        if (r.window_count == kRxWindowHeads || r.window_iovecs_used == packet::kMaxBurstIovecs) {
             return false;  // the burst's window is full: flush, then start a new one
         }
         const uint16_t before = r.window_count;
@@ -497,12 +499,12 @@ void VhostUserPort::publish_held_rx(uint16_t queue) {
     std::visit([&](auto& ring) { publish_rx(r, ring); }, r.ring);
 }
 
-uint16_t VhostUserPort::transmit_burst(uint16_t queue, const PacketBurst& burst) {
+uint16_t VhostUserPort::transmit_burst(uint16_t queue, const packet::PacketBurst& burst) {
     // Another port's packets into this guest: one copy, straight into its
     // RX buffers.
     uint16_t sent = 0;
     while (sent < burst.count) {
-        const BurstPacket& p = burst.packets[sent];
+        const packet::BurstPacket& p = burst.packets[sent];
         std::span<const iovec> buffer;
         if (!next_rx_buffer(queue, p.len, &buffer)) {
             break;

@@ -62,9 +62,9 @@ public:
     uint16_t queue_count() const override { return queue_pairs_; }
     bool queue_ready(uint16_t queue) const override;
 
-    uint16_t receive_burst(uint16_t queue, PacketBurst& burst, uint16_t max) override;
-    void complete_burst(uint16_t queue, const PacketBurst& burst, uint16_t done) override;
-    uint16_t transmit_burst(uint16_t queue, const PacketBurst& burst) override;
+    uint16_t receive_burst(uint16_t queue, packet::PacketBurst& burst, uint16_t max) override;
+    void complete_burst(uint16_t queue, const packet::PacketBurst& burst, uint16_t done) override;
+    uint16_t transmit_burst(uint16_t queue, const packet::PacketBurst& burst) override;
 
     bool next_rx_buffer(uint16_t queue, uint32_t max_packet, std::span<const iovec>* out) override;
     void commit_rx_buffer(uint16_t queue, uint32_t len) override;
@@ -148,7 +148,7 @@ private:
         // TX only: heads handed out by receive_burst and not yet completed,
         // oldest first (completions come in the same order). Completed as
         // dropped if the ring stops while a destination still holds them.
-        std::array<InFlight, kMaxBurstPackets> in_flight{};
+        std::array<InFlight, packet::kMaxBurstPackets> in_flight{};
         uint16_t in_flight_first = 0;
         uint16_t in_flight_count = 0;
         // RX only: the window (see above).
@@ -159,7 +159,7 @@ private:
         uint16_t window_staged = 0;  // filled heads whose used entry is staged
         uint32_t requested_max = 0;  // max_packet of the current next_rx_buffer
         uint16_t parked_avail = 0;   // avail heads left when the path parked
-        std::array<iovec, kMaxBurstIovecs> window_iovecs{};
+        std::array<iovec, packet::kMaxBurstIovecs> window_iovecs{};
         uint16_t window_iovecs_used = 0;
         // RX: frames (and their bytes) committed since the last publish. With
         // coalescing they span several flushes; counted when published.
@@ -187,7 +187,7 @@ private:
     // The per-ring logic, one instantiation per ring format (R is a
     // virtio::DeviceRing); the public entry points visit Ring::ring once.
     template <typename R>
-    uint16_t receive_burst_on(uint32_t ring_index, Ring& r, R& ring, PacketBurst& burst,
+    uint16_t receive_burst_on(uint32_t ring_index, Ring& r, R& ring, packet::PacketBurst& burst,
                               uint16_t max);
     template <typename R>
     void publish_and_notify(Ring& r, R& ring);

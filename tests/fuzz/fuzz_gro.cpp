@@ -140,7 +140,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
     TestBurst burst;
     Bytes prev;
-    while (!in.empty() && burst.burst().count < ports::kMaxBurstPackets) {
+    while (!in.empty() && burst.burst().count < packet::kMaxBurstPackets) {
         const uint8_t control = in.byte();
         const size_t count = std::min<size_t>(in.byte() | in.byte() << 8, 9100);
         const int delta = (control & 4) ? static_cast<int8_t>(in.byte()) : 0;
@@ -180,7 +180,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         prev = std::move(packet);
     }
 
-    static ports::PacketBurst out;
+    static packet::PacketBurst out;
     static gro::BurstCoalescer coalescer;
     const gro::CoalesceResult r = coalescer.coalesce(burst.burst(), vnet, options, out);
     const std::string err = check_coalesced(burst, vnet, coalescer, r, out);

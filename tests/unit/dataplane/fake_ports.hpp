@@ -25,7 +25,7 @@ public:
         }
     }
 
-    uint16_t receive_burst(uint16_t, ports::PacketBurst& burst, uint16_t max) override {
+    uint16_t receive_burst(uint16_t, packet::PacketBurst& burst, uint16_t max) override {
         uint16_t n = 0;
         while (n < max && handed_out < packets.size() && !burst.full()) {
             auto& p = packets[handed_out++];
@@ -36,13 +36,13 @@ public:
         ++bursts;
         return n;
     }
-    void complete_burst(uint16_t, const ports::PacketBurst& burst, uint16_t done) override {
+    void complete_burst(uint16_t, const packet::PacketBurst& burst, uint16_t done) override {
         for (uint16_t i = 0; i < done; ++i) {
             completed.push_back(burst.packets[i].token);
         }
         ++complete_calls;
     }
-    uint16_t transmit_burst(uint16_t, const ports::PacketBurst&) override { return 0; }
+    uint16_t transmit_burst(uint16_t, const packet::PacketBurst&) override { return 0; }
     ports::WaitSpec receive_wait(uint16_t) const override { return {}; }
     ports::WaitSpec transmit_wait(uint16_t) const override { return {}; }
     ports::QueueCounters& rx_counters(uint16_t) override { return rx; }
@@ -68,7 +68,7 @@ public:
     FakeSink() : Port("fake-sink") {}
     ports::PortKind kind() const override { return ports::PortKind::tap; }
     bool queue_ready(uint16_t) const override { return true; }
-    uint16_t transmit_burst(uint16_t, const ports::PacketBurst& burst) override {
+    uint16_t transmit_burst(uint16_t, const packet::PacketBurst& burst) override {
         uint16_t n = 0;
         while (n < burst.count && room > 0) {
             auto iov = burst.packet_iovecs(n);
@@ -97,7 +97,7 @@ public:
     FakeFillSource() : Port("fake-fill") {}
     ports::PortKind kind() const override { return ports::PortKind::tap; }
     bool queue_ready(uint16_t) const override { return true; }
-    uint16_t transmit_burst(uint16_t, const ports::PacketBurst&) override { return 0; }
+    uint16_t transmit_burst(uint16_t, const packet::PacketBurst&) override { return 0; }
     int32_t receive_one(uint16_t, std::span<const iovec> buffer) override {
         if (frames.empty()) {
             return 0;

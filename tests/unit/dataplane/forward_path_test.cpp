@@ -102,7 +102,7 @@ TEST(ForwardPath, clamps_tx_batch_to_the_burst_capacity) {
     ForwardPath zero(src, 0, dst, 0, PathOptions{.tx_batch = 0});
     ForwardPath huge(src, 0, dst, 0, PathOptions{.tx_batch = 1000});
     EXPECT_EQ(zero.options().tx_batch, 0);  // 0 is the per-packet mode, kept as asked
-    EXPECT_EQ(huge.options().tx_batch, ports::kMaxBurstPackets);
+    EXPECT_EQ(huge.options().tx_batch, packet::kMaxBurstPackets);
 }
 
 TEST(ForwardPath, per_packet_mode_takes_writes_and_completes_one_packet_at_a_time) {
@@ -120,7 +120,7 @@ TEST(ForwardPath, per_packet_mode_takes_writes_and_completes_one_packet_at_a_tim
 // a ring the guest is still filling: each call re-reads the avail index.
 class TricklingSource : public FakePushSource {
 public:
-    uint16_t receive_burst(uint16_t q, ports::PacketBurst& burst, uint16_t max) override {
+    uint16_t receive_burst(uint16_t q, packet::PacketBurst& burst, uint16_t max) override {
         return FakePushSource::receive_burst(q, burst, std::min(max, per_call));
     }
     uint16_t per_call = 4;

@@ -30,7 +30,7 @@ std::vector<Bytes> stream(SegmentSpec spec, size_t n) {
 
 struct Fixture {
     TestBurst in;
-    std::unique_ptr<ports::PacketBurst> out = std::make_unique<ports::PacketBurst>();
+    std::unique_ptr<packet::PacketBurst> out = std::make_unique<packet::PacketBurst>();
     std::unique_ptr<BurstCoalescer> coalescer = std::make_unique<BurstCoalescer>();
     CoalesceResult result;
 

@@ -63,8 +63,8 @@ std::vector<uint16_t> frame_sizes(const BurstCoalescer& coalescer, const Coalesc
 
 std::string check_coalesced(const TestBurst& in_burst, uint16_t vnet_len,
                             const BurstCoalescer& coalescer, const CoalesceResult& result,
-                            const ports::PacketBurst& out) {
-    const ports::PacketBurst& in = in_burst.burst();
+                            const packet::PacketBurst& out) {
+    const packet::PacketBurst& in = in_burst.burst();
     std::ostringstream err;
     if (result.frames != out.count) {
         return "result.frames != out.count";
@@ -81,7 +81,7 @@ std::string check_coalesced(const TestBurst& in_burst, uint16_t vnet_len,
             err << "frame " << f << " covers no source";
             return err.str();
         }
-        const ports::BurstPacket& frame = out.packets[f];
+        const packet::BurstPacket& frame = out.packets[f];
         const auto iovs = out.packet_iovecs(f);
         if (end - first == 1) {
             const auto src = in.packet_iovecs(first);

@@ -19,7 +19,7 @@ namespace vnet::gro::testing {
 // header iovec is not guest memory and their payload iovecs are. Returns ""
 // or the first violation.
 std::string check_coalesced(const TestBurst& in, uint16_t vnet_len, const BurstCoalescer& coalescer,
-                            const CoalesceResult& result, const ports::PacketBurst& out);
+                            const CoalesceResult& result, const packet::PacketBurst& out);
 
 // Source packets per frame, e.g. {45, 19}.
 std::vector<uint16_t> frame_sizes(const BurstCoalescer& coalescer, const CoalesceResult& result);

@@ -156,7 +156,7 @@ void generate(uint64_t seed, bool mutate, Generated& g) {
     }
     const double p_switch = std::array{0.0, 0.05, 0.3, 0.8}[rng.below(4)];
     const double p_event = std::array{0.0, 0.03, 0.15}[rng.below(3)];
-    const size_t npackets = rng.between(1, ports::kMaxBurstPackets);
+    const size_t npackets = rng.between(1, packet::kMaxBurstPackets);
     FrameModel model;
     size_t current = 0;
     for (size_t i = 0; i < npackets; ++i) {
@@ -269,7 +269,7 @@ int iterations() {
 }
 
 void run_property(bool mutate) {
-    auto out = std::make_unique<ports::PacketBurst>();
+    auto out = std::make_unique<packet::PacketBurst>();
     auto coalescer = std::make_unique<BurstCoalescer>();
     uint64_t merged = 0;
     for (int it = 0; it < iterations(); ++it) {

@@ -167,7 +167,7 @@ std::vector<uint16_t> coalesce_sizes(const std::vector<Packet>& packets, std::st
         // Split inside the headers too, so parsing gathers across iovecs.
         in.add_with_len(packets[i].bytes, {7, 30}, static_cast<uint32_t>(i), packets[i].len);
     }
-    auto out = std::make_unique<ports::PacketBurst>();
+    auto out = std::make_unique<packet::PacketBurst>();
     BurstCoalescer coalescer;
     const CoalesceResult r = coalescer.coalesce(in.burst(), kVnet, {}, *out);
     err = check_coalesced(in, kVnet, coalescer, r, *out);
@@ -226,7 +226,7 @@ TEST(GroHostileInput, udp_length_lying_or_zero_check_with_data_valid_passes_thro
             in.add(b);
             ++spec.ip_id;
         }
-        auto out = std::make_unique<ports::PacketBurst>();
+        auto out = std::make_unique<packet::PacketBurst>();
         BurstCoalescer coalescer;
         const CoalesceResult r = coalescer.coalesce(in.burst(), kVnet, udp_on, *out);
         EXPECT_EQ(check_coalesced(in, kVnet, coalescer, r, *out), "");
@@ -242,7 +242,7 @@ TEST(GroHostileInput, a_vnet_header_size_other_than_10_or_12_passes_everything_t
         spec.seq += 100;
         ++spec.ip_id;
     }
-    auto out = std::make_unique<ports::PacketBurst>();
+    auto out = std::make_unique<packet::PacketBurst>();
     BurstCoalescer coalescer;
     const CoalesceResult r = coalescer.coalesce(in.burst(), 20, {}, *out);
     EXPECT_EQ(frame_sizes(coalescer, r), (std::vector<uint16_t>{1, 1, 1}));

@@ -145,7 +145,7 @@ bool TestBurst::owns(const void* p, size_t n) const {
                        [&](const auto& r) { return b >= r.first && b + n <= r.first + r.second; });
 }
 
-Bytes frame_bytes(const ports::PacketBurst& burst, uint16_t i) {
+Bytes frame_bytes(const packet::PacketBurst& burst, uint16_t i) {
     Bytes out;
     for (const iovec& v : burst.packet_iovecs(i)) {
         const auto* p = static_cast<const uint8_t*>(v.iov_base);

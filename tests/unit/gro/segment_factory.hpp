@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "gso_segmenter.hpp"
-#include "ports/packet_burst.hpp"
+#include "packet/packet_burst.hpp"
 
 namespace vnet::gro::testing {
 
@@ -57,26 +57,26 @@ inline size_t l4_offset(const SegmentSpec& s) {
     return l3_offset(s) + (s.ipv6 ? 40u : 20u);
 }
 
-// Owns packet bytes and the PacketBurst that points at them.
+// Owns packet bytes and the packet::PacketBurst that points at them.
 class TestBurst {
 public:
-    TestBurst() : burst_(std::make_unique<ports::PacketBurst>()) {}
+    TestBurst() : burst_(std::make_unique<packet::PacketBurst>()) {}
     // Adds `bytes` split at the given offsets (sorted, may repeat: a repeat
     // makes an empty iovec). `len` overrides the packet's length field.
     void add(const Bytes& bytes, std::vector<size_t> splits = {}, uint32_t token = 0);
     void add_with_len(const Bytes& bytes, std::vector<size_t> splits, uint32_t token, uint32_t len);
-    const ports::PacketBurst& burst() const { return *burst_; }
-    ports::PacketBurst& mutable_burst() { return *burst_; }
+    const packet::PacketBurst& burst() const { return *burst_; }
+    packet::PacketBurst& mutable_burst() { return *burst_; }
     // True when [p, p+n) lies inside one piece this burst owns.
     bool owns(const void* p, size_t n) const;
 
 private:
-    std::unique_ptr<ports::PacketBurst> burst_;
+    std::unique_ptr<packet::PacketBurst> burst_;
     std::vector<std::unique_ptr<uint8_t[]>> pieces_;
     std::vector<std::pair<const uint8_t*, size_t>> ranges_;
 };
 
 // The bytes of frame `i` of `burst`, its iovecs concatenated.
-Bytes frame_bytes(const ports::PacketBurst& burst, uint16_t i);
+Bytes frame_bytes(const packet::PacketBurst& burst, uint16_t i);
 
 }  // namespace vnet::gro::testing

@@ -191,7 +191,7 @@ TEST(GroMayMerge, is_never_false_for_a_burst_coalesce_merges) {
     std::mt19937 rng(77);
     int merged_bursts = 0;
     BurstCoalescer coalescer;
-    auto out = std::make_unique<ports::PacketBurst>();
+    auto out = std::make_unique<packet::PacketBurst>();
     for (int round = 0; round < 4000; ++round) {
         TestBurst b;
         const bool ipv6 = rng() % 2 == 0;

@@ -7,8 +7,8 @@
 namespace vnet::ports {
 namespace {
 
-PacketBurst burst_of(uint16_t header_size, std::initializer_list<uint32_t> lens) {
-    PacketBurst b;
+packet::PacketBurst burst_of(uint16_t header_size, std::initializer_list<uint32_t> lens) {
+    packet::PacketBurst b;
     b.header_size = header_size;
     static uint8_t bytes[2048];
     for (uint32_t len : lens) {

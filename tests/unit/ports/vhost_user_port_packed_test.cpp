@@ -86,8 +86,8 @@ TEST_F(PackedPort, transmits_and_completes_packed_tx_chains) {
                                          10 + i));
     }
     rings[1]->publish();
-    PacketBurst burst;
-    ASSERT_EQ(port.receive_burst(0, burst, kMaxBurstPackets), 3);
+    packet::PacketBurst burst;
+    ASSERT_EQ(port.receive_burst(0, burst, packet::kMaxBurstPackets), 3);
     EXPECT_EQ(burst.packets[0].len, kFrameLen);
     port.complete_burst(0, burst, 3);
     const auto done = reclaim(1);
@@ -99,13 +99,13 @@ TEST_F(PackedPort, transmits_and_completes_packed_tx_chains) {
 
 TEST_F(PackedPort, a_chain_longer_than_one_write_takes_is_skipped_and_completed) {
     std::vector<frontend::BufferSegment> segs(
-        kMaxBurstIovecs + 1, {kFrameGpa, 16, frontend::BufferAccess::device_reads});
+        packet::kMaxBurstIovecs + 1, {kFrameGpa, 16, frontend::BufferAccess::device_reads});
     ASSERT_TRUE(rings[1]->add_chain(segs, 1));
     ASSERT_TRUE(
         rings[1]->add_buffer(kFrameGpa, kFrameLen, frontend::BufferAccess::device_reads, 2));
     rings[1]->publish();
-    PacketBurst burst;
-    ASSERT_EQ(port.receive_burst(0, burst, kMaxBurstPackets), 1);
+    packet::PacketBurst burst;
+    ASSERT_EQ(port.receive_burst(0, burst, packet::kMaxBurstPackets), 1);
     EXPECT_EQ(drops(DropReason::too_many_segments), 1u);
     port.complete_burst(0, burst, 1);
     const auto done = reclaim(1);

@@ -22,11 +22,11 @@ uint64_t drops(QueueCounters& c, DropReason r) {
 TEST(VhostUserPortTx, a_chain_longer_than_one_write_takes_is_dropped_and_the_ring_goes_on) {
     GuestRxHarness guest(inline_owner(), GuestRxHarness::kMaxTxRingSize);
     ASSERT_TRUE(guest.port.queue_ready(0));
-    guest.post_tx_chain(kMaxBurstIovecs + 1, 16);  // UIO_MAXIOV + 1 segments
+    guest.post_tx_chain(packet::kMaxBurstIovecs + 1, 16);  // UIO_MAXIOV + 1 segments
     guest.post_tx_chain(2, 64);
 
-    PacketBurst burst;
-    ASSERT_EQ(guest.port.receive_burst(0, burst, kMaxBurstPackets), 1);
+    packet::PacketBurst burst;
+    ASSERT_EQ(guest.port.receive_burst(0, burst, packet::kMaxBurstPackets), 1);
     EXPECT_EQ(burst.packets[0].iov_count, 2);
     EXPECT_EQ(burst.packets[0].len, 128u);
     QueueCounters& out = guest.port.rx_counters(0);
@@ -46,8 +46,8 @@ TEST(VhostUserPortTx, packets_held_when_the_front_end_disables_the_ring_drop_as_
     for (int i = 0; i < 3; ++i) {
         guest.post_tx_chain(1, 80);
     }
-    PacketBurst burst;
-    ASSERT_EQ(guest.port.receive_burst(0, burst, kMaxBurstPackets), 3);
+    packet::PacketBurst burst;
+    ASSERT_EQ(guest.port.receive_burst(0, burst, packet::kMaxBurstPackets), 3);
 
     guest.set_ring_enabled(1, false);  // a destination still holds all three
 
@@ -61,8 +61,8 @@ TEST(VhostUserPortTx, packets_held_when_the_front_end_disables_the_ring_drop_as_
 TEST(VhostUserPortTx, packets_held_when_the_front_end_goes_away_drop_as_no_destination) {
     GuestRxHarness guest(inline_owner());
     guest.post_tx_chain(1, 80);
-    PacketBurst burst;
-    ASSERT_EQ(guest.port.receive_burst(0, burst, kMaxBurstPackets), 1);
+    packet::PacketBurst burst;
+    ASSERT_EQ(guest.port.receive_burst(0, burst, packet::kMaxBurstPackets), 1);
 
     guest.device.reset();  // the connection closed
 
@@ -74,9 +74,9 @@ TEST(VhostUserPortTx, packets_held_when_the_front_end_goes_away_drop_as_no_desti
 TEST(VhostUserPortTx, a_burst_says_which_header_its_packets_carry) {
     GuestRxHarness guest(inline_owner());
     guest.post_tx_chain(1, 80);
-    PacketBurst burst;
+    packet::PacketBurst burst;
     burst.header_size = 0;
-    ASSERT_EQ(guest.port.receive_burst(0, burst, kMaxBurstPackets), 1);
+    ASSERT_EQ(guest.port.receive_burst(0, burst, packet::kMaxBurstPackets), 1);
     EXPECT_EQ(burst.header_size, 12);  // VERSION_1
 }
 

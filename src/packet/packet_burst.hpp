@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <span>
 
-namespace vnet::ports {
+namespace vnet::packet {
 
 // VHOST_NET_BATCH: the most packets taken from a ring and submitted at once.
 inline constexpr uint16_t kMaxBurstPackets = 64;
@@ -59,4 +59,4 @@ struct PacketBurst {
     void pop_front(uint16_t n);
 };
 
-}  // namespace vnet::ports
+}  // namespace vnet::packet

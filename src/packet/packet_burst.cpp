@@ -1,8 +1,8 @@
-#include "ports/packet_burst.hpp"
+#include "packet/packet_burst.hpp"
 
 #include <algorithm>
 
-namespace vnet::ports {
+namespace vnet::packet {
 
 void PacketBurst::pop_front(uint16_t n) {
     if (n >= count) {
@@ -22,4 +22,4 @@ void PacketBurst::pop_front(uint16_t n) {
     iovecs_used = static_cast<uint16_t>(iovecs_used - first_kept_iov);
 }
 
-}  // namespace vnet::ports
+}  // namespace vnet::packet
