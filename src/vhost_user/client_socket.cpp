@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "vhost_user/unix_address.hpp"
+#include "io/unix_address.hpp"
 
 namespace vnet::vhost_user {
 
@@ -34,7 +34,7 @@ ClientSocket::~ClientSocket() {
 void ClientSocket::try_connect() {
     ++attempts_;
     sockaddr_un addr;
-    if (!make_unix_address(options_.path, &addr)) {
+    if (!io::make_unix_address(options_.path, &addr)) {
         log_->error("bad socket path; not connecting");
         return;
     }

@@ -11,32 +11,10 @@
 #include <cstring>
 #include <system_error>
 
-#include "vhost_user/unix_address.hpp"
+#include "io/unix_address.hpp"
 
 namespace vnet::vhost_user {
 namespace {
-
-[[noreturn]] void fail(int err, const std::string& what) {
-    throw std::system_error(err, std::generic_category(), what);
-}
-
-// A socket file nobody listens on is left over from a crash: remove it. A
-// live socket or any other kind of file is someone else's.
-void remove_stale_socket(const std::string& path, const sockaddr_un& addr) {
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0) {
-        return;  // nothing there
-    }
-    if (!S_ISSOCK(st.st_mode)) {
-        fail(EEXIST, path + " exists and is not a socket");
-    }
-    UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (probe &&
-        ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) {
-        fail(EADDRINUSE, path + " is in use by a live server");
-    }
-    ::unlink(path.c_str());
-}
 
 // Rejections are logged, but a connect flood must not flood the log.
 bool should_log_rejection(uint64_t count) {
@@ -55,49 +33,13 @@ ServerSocket::ServerSocket(io::Reactor& reactor, ServerOptions options, QueueObs
     }
     options_.max_connections = std::max<uint32_t>(options_.max_connections, 1);
     if (options_.listen_fd >= 0) {
-        adopt_listening_fd();
-        return;
+        listen_ = io::UnixListener::adopt(options_.listen_fd,
+                                          "--fd " + std::to_string(options_.listen_fd));
+    } else {
+        listen_ = io::UnixListener(options_.path, options_.mode);
     }
-    sockaddr_un addr;
-    if (!make_unix_address(options_.path, &addr)) {
-        fail(ENAMETOOLONG, "bad socket path '" + options_.path + "'");
-    }
-    remove_stale_socket(options_.path, addr);
-    listen_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (!listen_) {
-        fail(errno, "socket");
-    }
-    if (::bind(listen_.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-        fail(errno, "bind " + options_.path);
-    }
-    struct stat st {};
-    if (::stat(options_.path.c_str(), &st) == 0) {
-        socket_dev_ = st.st_dev;
-        socket_ino_ = st.st_ino;
-    }
-    if (::listen(listen_.get(), 16) != 0) {
-        fail(errno, "listen " + options_.path);
-    }
-    reactor_.watch(listen_.get(), EPOLLIN, [this](uint32_t) { on_listen_ready(); });
+    reactor_.watch(listen_.fd(), EPOLLIN, [this](uint32_t) { on_listen_ready(); });
     log_->info("listening (at most {} front end(s))", options_.max_connections);
-}
-
-void ServerSocket::adopt_listening_fd() {
-    int accepting = 0;
-    socklen_t len = sizeof accepting;
-    if (::getsockopt(options_.listen_fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0) {
-        fail(errno, "--fd " + std::to_string(options_.listen_fd) + " is not a socket");
-    }
-    if (!accepting) {
-        fail(EINVAL, "--fd " + std::to_string(options_.listen_fd) + " is not a listening socket");
-    }
-    listen_.reset(options_.listen_fd);
-    int flags = ::fcntl(listen_.get(), F_GETFL);
-    ::fcntl(listen_.get(), F_SETFL, flags | O_NONBLOCK);
-    ::fcntl(listen_.get(), F_SETFD, FD_CLOEXEC);
-    reactor_.watch(listen_.get(), EPOLLIN, [this](uint32_t) { on_listen_ready(); });
-    log_->info("listening on inherited fd {} (at most {} front end(s))", listen_.get(),
-               options_.max_connections);
 }
 
 ServerSocket::~ServerSocket() {
@@ -105,13 +47,7 @@ ServerSocket::~ServerSocket() {
     reactor_.cancel(resume_timer_);
     connections_.clear();  // closes sockets, stops queues
     if (listen_) {
-        reactor_.unwatch(listen_.get());
-        listen_.reset();
-    }
-    struct stat st {};
-    if (::lstat(options_.path.c_str(), &st) == 0 && st.st_dev == socket_dev_ &&
-        st.st_ino == socket_ino_) {
-        ::unlink(options_.path.c_str());
+        reactor_.unwatch(listen_.fd());
     }
 }
 
@@ -141,7 +77,7 @@ void ServerSocket::close_broken_connections() {
 
 void ServerSocket::on_listen_ready() {
     for (;;) {
-        UniqueFd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+        UniqueFd fd(::accept4(listen_.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
         if (!fd) {
             if (errno == EINTR || errno == ECONNABORTED) {
                 continue;
@@ -189,10 +125,10 @@ void ServerSocket::reap_closed_connections() {
 }
 
 void ServerSocket::pause_accepting() {
-    reactor_.unwatch(listen_.get());
+    reactor_.unwatch(listen_.fd());
     resume_timer_ = reactor_.schedule(kAcceptPause, [this] {
         resume_timer_ = 0;
-        reactor_.watch(listen_.get(), EPOLLIN, [this](uint32_t) { on_listen_ready(); });
+        reactor_.watch(listen_.fd(), EPOLLIN, [this](uint32_t) { on_listen_ready(); });
     });
 }
 

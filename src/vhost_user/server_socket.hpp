@@ -16,12 +16,14 @@
 #include <sys/types.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/log.hpp"
 #include "common/unique_fd.hpp"
 #include "io/reactor.hpp"
+#include "io/unix_listener.hpp"
 #include "vhost_user/backend_connection.hpp"
 #include "vhost_user/device.hpp"
 
@@ -33,6 +35,8 @@ struct ServerOptions {
     // back-end convention --fd=FDNUM: the manager made the socket). `path`
     // then only names it in logs and is never unlinked.
     int listen_fd = -1;
+    // The socket file's mode, given at creation; the umask's default if unset.
+    std::optional<mode_t> mode;
     uint32_t max_connections = 1;
     DeviceConfig device;  // device.name defaults to `path` when left at its default
     size_t output_limit = kDefaultOutputLimit;
@@ -58,7 +62,6 @@ public:
 private:
     static constexpr std::chrono::milliseconds kAcceptPause{100};
 
-    void adopt_listening_fd();
     void on_listen_ready();
     void accept_one(UniqueFd fd);
     void on_connection_closed();
@@ -69,9 +72,7 @@ private:
     ServerOptions options_;
     QueueObserver* observer_;
     Logger log_;
-    UniqueFd listen_;
-    dev_t socket_dev_ = 0;
-    ino_t socket_ino_ = 0;
+    io::UnixListener listen_;
     std::vector<std::unique_ptr<BackendConnection>> connections_;
     io::Reactor::TimerId reap_timer_ = 0;
     io::Reactor::TimerId resume_timer_ = 0;

@@ -7,10 +7,10 @@
 #include <fstream>
 
 #include "io/epoll_reactor.hpp"
+#include "io/unix_address.hpp"
 #include "unit/vhost_user/device_harness.hpp"
 #include "vhost_user/client_socket.hpp"
 #include "vhost_user/server_socket.hpp"
-#include "vhost_user/unix_address.hpp"
 
 namespace vnet::vhost_user {
 namespace {
@@ -24,7 +24,7 @@ std::string temp_socket_path() {
 
 UniqueFd connect_to(const std::string& path) {
     sockaddr_un addr;
-    make_unix_address(path, &addr);
+    io::make_unix_address(path, &addr);
     UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
         fd.reset();
@@ -34,7 +34,7 @@ UniqueFd connect_to(const std::string& path) {
 
 UniqueFd listen_on(const std::string& path) {
     sockaddr_un addr;
-    make_unix_address(path, &addr);
+    io::make_unix_address(path, &addr);
     UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
         ::listen(fd.get(), 4) != 0) {

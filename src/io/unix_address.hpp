@@ -6,8 +6,8 @@
 
 #include <string>
 
-namespace vnet::vhost_user {
+namespace vnet::io {
 
 bool make_unix_address(const std::string& path, sockaddr_un* out);
 
-}  // namespace vnet::vhost_user
+}  // namespace vnet::io

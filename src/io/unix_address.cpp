@@ -1,10 +1,10 @@
-#include "vhost_user/unix_address.hpp"
+#include "io/unix_address.hpp"
 
 #include <sys/socket.h>
 
 #include <cstring>
 
-namespace vnet::vhost_user {
+namespace vnet::io {
 
 bool make_unix_address(const std::string& path, sockaddr_un* out) {
     *out = {};
@@ -17,4 +17,4 @@ bool make_unix_address(const std::string& path, sockaddr_un* out) {
     return true;
 }
 
-}  // namespace vnet::vhost_user
+}  // namespace vnet::io

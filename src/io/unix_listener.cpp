@@ -1,0 +1,133 @@
+#include "io/unix_listener.hpp"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
+#include <utility>
+
+#include "io/unix_address.hpp"
+
+namespace vnet::io {
+namespace {
+
+[[noreturn]] void fail(int err, const std::string& what) {
+    throw std::system_error(err, std::generic_category(), what);
+}
+
+void remove_stale_socket(const std::string& path, const sockaddr_un& addr) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) {
+        return;  // nothing there
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        fail(EEXIST, path + " exists and is not a socket");
+    }
+    UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (probe &&
+        ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) {
+        fail(EADDRINUSE, path + " is in use by a live server");
+    }
+    ::unlink(path.c_str());
+}
+
+// bind() creates the socket file with mode 0777 & ~umask: setting the umask
+// around it is the only way to create it with `mode` directly. The umask is
+// per process, so this runs on the control thread only (workers create no
+// files).
+int bind_with_mode(int fd, const sockaddr_un& addr, std::optional<mode_t> mode) {
+    if (!mode) {
+        return ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+    }
+    const mode_t old = ::umask(static_cast<mode_t>(~*mode & 0777));
+    const int rc = ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+    const int err = errno;
+    ::umask(old);
+    errno = err;
+    return rc;
+}
+
+}  // namespace
+
+UnixListener::UnixListener(std::string path, std::optional<mode_t> mode, int backlog)
+    : path_(std::move(path)) {
+    sockaddr_un addr;
+    if (!make_unix_address(path_, &addr)) {
+        fail(ENAMETOOLONG, "bad socket path '" + path_ + "'");
+    }
+    remove_stale_socket(path_, addr);
+    fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!fd_) {
+        fail(errno, "socket");
+    }
+    if (bind_with_mode(fd_.get(), addr, mode) != 0) {
+        fail(errno, "bind " + path_);
+    }
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) == 0) {
+        dev_ = st.st_dev;
+        ino_ = st.st_ino;
+    }
+    if (::listen(fd_.get(), backlog) != 0) {
+        const int err = errno;
+        remove_if_ours();
+        fail(err, "listen " + path_);
+    }
+}
+
+UnixListener UnixListener::adopt(int fd, std::string name) {
+    int accepting = 0;
+    socklen_t len = sizeof accepting;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0) {
+        fail(errno, name + " is not a socket");
+    }
+    if (!accepting) {
+        fail(EINVAL, name + " is not a listening socket");
+    }
+    UnixListener l;
+    l.path_ = std::move(name);
+    l.fd_.reset(fd);
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    return l;
+}
+
+UnixListener::~UnixListener() {
+    remove_if_ours();
+}
+
+UnixListener::UnixListener(UnixListener&& other) noexcept
+    : path_(std::move(other.path_)),
+      fd_(std::move(other.fd_)),
+      dev_(std::exchange(other.dev_, 0)),
+      ino_(std::exchange(other.ino_, 0)) {}
+
+UnixListener& UnixListener::operator=(UnixListener&& other) noexcept {
+    if (this != &other) {
+        remove_if_ours();
+        path_ = std::move(other.path_);
+        fd_ = std::move(other.fd_);
+        dev_ = std::exchange(other.dev_, 0);
+        ino_ = std::exchange(other.ino_, 0);
+    }
+    return *this;
+}
+
+void UnixListener::remove_if_ours() {
+    if (!fd_ || ino_ == 0) {
+        fd_.reset();
+        return;
+    }
+    fd_.reset();
+    struct stat st {};
+    if (::lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) {
+        ::unlink(path_.c_str());
+    }
+    ino_ = 0;
+}
+
+}  // namespace vnet::io

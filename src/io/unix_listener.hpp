@@ -1,0 +1,53 @@
+// UnixListener: a listening unix stream socket bound at a path, and the
+// owner of that path. One way to make a server socket for every part (the
+// vhost-user sockets, the control socket):
+//
+// - A socket file nobody listens on is left over from a crash and is
+//   removed; a live socket or any other kind of file is someone else's and
+//   an error.
+// - The socket gets its mode at creation (bind under a umask), so there is
+//   no moment in which it has the default permissions.
+// - Destruction removes the path only if it is still the socket we made
+//   (another process may have replaced it since).
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+#include "common/unique_fd.hpp"
+
+namespace vnet::io {
+
+class UnixListener {
+public:
+    UnixListener() = default;
+    // Binds and listens, non-blocking and close-on-exec. Throws
+    // std::system_error naming the path (start-up and control-plane only).
+    UnixListener(std::string path, std::optional<mode_t> mode, int backlog = 16);
+    // Adopts a socket a manager already bound and listens on (the back-end
+    // convention --fd=FDNUM); `name` only names it in errors, and the path
+    // is never removed. Throws std::system_error if `fd` is not listening
+    // (the fd is then still the caller's).
+    static UnixListener adopt(int fd, std::string name);
+    ~UnixListener();
+    UnixListener(UnixListener&& other) noexcept;
+    UnixListener& operator=(UnixListener&& other) noexcept;
+    UnixListener(const UnixListener&) = delete;
+    UnixListener& operator=(const UnixListener&) = delete;
+
+    int fd() const { return fd_.get(); }
+    const std::string& path() const { return path_; }
+    explicit operator bool() const { return static_cast<bool>(fd_); }
+
+private:
+    void remove_if_ours();
+
+    std::string path_;
+    UniqueFd fd_;
+    dev_t dev_ = 0;
+    ino_t ino_ = 0;
+};
+
+}  // namespace vnet::io
