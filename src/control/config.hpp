@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dataplane/forward_path.hpp"
@@ -69,6 +70,8 @@ struct DatapathConfig {
     std::vector<int> worker_cpus;  // one worker per entry; empty: one unpinned worker
 };
 
+inline constexpr std::string_view kDefaultControlSocket = "/run/vnetd/vnetd.ctl";
+
 struct Config {
     std::vector<PortConfig> ports;
     std::vector<std::pair<std::string, std::string>> connections;  // port names
@@ -76,6 +79,11 @@ struct Config {
     std::string log_level = "info";
     uint32_t stats_interval_s = 0;  // 0: final stats only
     std::string stats_file;         // JSON written every interval and at exit
+    // The control socket (vnetctl); empty: none. The default path's
+    // directory is created when missing.
+    std::string control_socket = std::string(kDefaultControlSocket);
+    std::optional<gid_t> control_socket_group;
+    mode_t control_socket_mode = 0660;
 
     const PortConfig* find_port(const std::string& name) const;
     // The port's cross-connect partner, if it has one.

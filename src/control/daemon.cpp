@@ -290,6 +290,7 @@ void Daemon::open_sockets() {
             vhost_user::ServerOptions o;
             o.path = pc.listen_fd >= 0 ? "fd:" + std::to_string(pc.listen_fd) : pc.socket_path;
             o.listen_fd = pc.listen_fd;
+            o.mode = pc.socket_mode;
             o.device = dc;
             ep.server = std::make_unique<vhost_user::ServerSocket>(reactor_, o, ep.port);
             if (pc.listen_fd >= 0) {
@@ -303,9 +304,6 @@ void Daemon::open_sockets() {
                     throw std::runtime_error("chown " + pc.socket_path + ": " +
                                              std::strerror(errno));
                 }
-            }
-            if (pc.socket_mode && ::chmod(pc.socket_path.c_str(), *pc.socket_mode) != 0) {
-                throw std::runtime_error("chmod " + pc.socket_path + ": " + std::strerror(errno));
             }
             log_->info("port {}: listening on {}", pc.name, pc.socket_path);
         }
@@ -334,23 +332,30 @@ void Daemon::watch_signals() {
     ::signal(SIGPIPE, SIG_IGN);
 }
 
+nlohmann::json Daemon::stats_json() {
+    nlohmann::json j;
+    j["seconds"] = seconds_running();
+    j["datapath"] = datapath_json(config_);
+    j["ports"] = nlohmann::json::array();
+    for (auto& p : ports_) {
+        j["ports"].push_back(port_stats_json(*p, xdp_of(p->name())));
+    }
+    return j;
+}
+
+double Daemon::seconds_running() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
 void Daemon::report_stats(bool final_report) {
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    const double seconds = seconds_running();
     std::vector<ports::Port*> all;
     for (auto& p : ports_) {
         all.push_back(p.get());
     }
     if (!config_.stats_file.empty()) {
-        nlohmann::json j;
-        j["seconds"] = seconds;
-        j["datapath"] = datapath_json(config_);
-        j["ports"] = nlohmann::json::array();
-        for (ports::Port* p : all) {
-            j["ports"].push_back(port_stats_json(*p, xdp_of(p->name())));
-        }
         std::string tmp = config_.stats_file + ".tmp";
-        std::ofstream(tmp) << j.dump(2) << "\n";
+        std::ofstream(tmp) << stats_json().dump(2) << "\n";
         std::rename(tmp.c_str(), config_.stats_file.c_str());
     }
     if (final_report) {
@@ -368,6 +373,7 @@ int Daemon::run() {
     }
     started_ = std::chrono::steady_clock::now();
     open_sockets();
+    open_control_socket();
     if (config_.stats_interval_s > 0 || !config_.stats_file.empty()) {
         auto interval =
             std::chrono::milliseconds(1000 * std::max<uint32_t>(1, config_.stats_interval_s));
@@ -381,6 +387,7 @@ int Daemon::run() {
     } else {
         reactor_.run();
     }
+    control_server_.reset();
     endpoints_.clear();  // hand every ring back while the workers still run
     report_stats(true);
     return 0;

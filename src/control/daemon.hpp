@@ -8,12 +8,15 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "common/log.hpp"
 #include "control/config.hpp"
 #include "control/control_queue.hpp"
+#include "control/rpc/control_server.hpp"
+#include "control/rpc/method_table.hpp"
 #include "dataplane/placement.hpp"
 #include "dataplane/worker.hpp"
 #include "io/epoll_reactor.hpp"
@@ -57,6 +60,11 @@ private:
     void open_sockets();
     void watch_signals();
     void report_stats(bool final_report);
+    nlohmann::json stats_json();
+    double seconds_running() const;
+    // The control socket and its methods (daemon_methods.cpp).
+    void open_control_socket();
+    void add_control_methods();
     ports::Port* port_named(const std::string& name);
     ports::TapPort* tap_peer_of(const std::string& name);
     // Queue pairs that have paths: both ends of a cross-connect serve them.
@@ -75,6 +83,8 @@ private:
     // are detached before their taps close, also when a constructor throws.
     std::map<std::string, std::unique_ptr<ports::TapXdpProgram>> xdp_programs_;
     std::vector<VhostUserEndpoint> endpoints_;
+    rpc::MethodTable control_methods_;
+    std::unique_ptr<rpc::ControlServer> control_server_;
     UniqueFd signal_fd_;
     std::chrono::steady_clock::time_point started_;
 };

@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <limits>
 #include <stdexcept>
 
@@ -38,6 +39,21 @@ bool parse_on_off(std::string_view key, std::string_view text) {
         return false;
     }
     bad_value(key, text, "on or off");
+}
+
+mode_t parse_mode(std::string_view key, std::string_view text) {
+    unsigned v = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 8);
+    if (ec != std::errc{} || end != text.data() + text.size() || v > 07777) {
+        bad_value(key, text, "an octal mode such as 0660");
+    }
+    return static_cast<mode_t>(v);
+}
+
+std::string octal(mode_t mode) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode));
+    return buf;
 }
 
 std::string on_off(bool b) {
@@ -206,14 +222,11 @@ constexpr std::array kOptions = {
                {},
                false,
                [](Config&, PortConfig* p, std::string_view t) {
-                   unsigned v = 0;
-                   auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v, 8);
-                   if (ec != std::errc{} || end != t.data() + t.size() || v > 07777) {
-                       bad_value("socket_mode", t, "an octal mode such as 0660");
-                   }
-                   p->socket_mode = static_cast<mode_t>(v);
+                   p->socket_mode = parse_mode("socket_mode", t);
                },
-               [](const Config&, const PortConfig* p) { return optional_number(p->socket_mode); }},
+               [](const Config&, const PortConfig* p) {
+                   return p->socket_mode ? octal(*p->socket_mode) : std::string();
+               }},
     VNET_PORT_BOOL(persist, PortType::tap, "keep created taps after exit"),
     VNET_PORT_BOOL(napi, PortType::tap,
                    "open taps with `IFF_NAPI` (measured here: one-packet writes lose pps with it)"),
@@ -347,6 +360,39 @@ constexpr std::array kOptions = {
                false,
                [](Config& c, PortConfig*, std::string_view t) { c.stats_file = t; },
                [](const Config& c, const PortConfig*) { return text_or_none(c.stats_file); }},
+    OptionSpec{"control_socket",
+               OptionScope::daemon,
+               std::nullopt,
+               "PATH",
+               "the control socket (JSON-RPC 2.0, one request per line; `vnetctl` uses it); its "
+               "directory is created if missing; empty: none",
+               {},
+               false,
+               [](Config& c, PortConfig*, std::string_view t) { c.control_socket = t; },
+               [](const Config& c, const PortConfig*) { return text_or_none(c.control_socket); }},
+    OptionSpec{
+        "control_socket_group",
+        OptionScope::daemon,
+        std::nullopt,
+        "GROUP",
+        "group (name or gid) given the control socket, for its members to use vnetctl",
+        {},
+        false,
+        [](Config& c, PortConfig*, std::string_view t) {
+            c.control_socket_group = parse_socket_group(std::string(t));
+        },
+        [](const Config& c, const PortConfig*) { return optional_number(c.control_socket_group); }},
+    OptionSpec{"control_socket_mode",
+               OptionScope::daemon,
+               std::nullopt,
+               "OCTAL",
+               "permissions of the control socket, set when it is created",
+               {},
+               false,
+               [](Config& c, PortConfig*, std::string_view t) {
+                   c.control_socket_mode = parse_mode("control_socket_mode", t);
+               },
+               [](const Config& c, const PortConfig*) { return octal(c.control_socket_mode); }},
 };
 
 #undef VNET_DATAPATH_UINT

@@ -1,0 +1,185 @@
+// vnetctl: drives a running vnetd through its control socket. Every command
+// is one JSON-RPC call (docs/USAGE.md "The control socket"); output is a
+// table, or vnetd's JSON as it came with --json.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "control_client.hpp"
+#include "text_table.hpp"
+
+namespace {
+
+using nlohmann::json;
+using vnet::vnetctl::ControlClient;
+using vnet::vnetctl::TextTable;
+
+constexpr const char* kDefaultSocket = "/run/vnetd/vnetd.ctl";
+
+std::string text_of(const json& v) {
+    if (v.is_null()) {
+        return "-";
+    }
+    return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+void print_ports(const json& ports) {
+    TextTable t({"port", "type", "where", "queue pairs", "peer", "connections"});
+    for (const json& p : ports) {
+        t.add_row({text_of(p.value("name", json())), text_of(p.value("type", json())),
+                   text_of(p.contains("socket_path") ? p["socket_path"]
+                                                     : p.value("ifname", json())),
+                   text_of(p.value("queue_pairs", json())), text_of(p.value("peer", json())),
+                   text_of(p.value("connections", json()))});
+    }
+    t.print(std::cout);
+}
+
+uint64_t drops_of(const json& direction) {
+    uint64_t sum = 0;
+    if (auto drops = direction.find("drops"); drops != direction.end() && drops->is_object()) {
+        for (auto it = drops->begin(); it != drops->end(); ++it) {
+            sum += it->get<uint64_t>();
+        }
+    }
+    return sum;
+}
+
+// One line per port, queue and direction that moved anything; with a
+// previous sample, the rates over `seconds` too.
+void print_stats(const json& now, const json* before, double seconds) {
+    std::map<std::string, uint64_t> previous;
+    if (before != nullptr) {
+        for (const json& p : (*before)["ports"]) {
+            for (const json& q : p["queues"]) {
+                for (const char* dir : {"rx", "tx"}) {
+                    previous[p["name"].get<std::string>() + "/" + q["queue"].dump() + "/" + dir] =
+                        q[dir]["packets"].get<uint64_t>();
+                }
+            }
+        }
+    }
+    std::vector<std::string> header = {"port", "q", "dir", "packets", "bytes", "bursts", "drops"};
+    if (before != nullptr) {
+        header.push_back("pps");
+    }
+    TextTable t(header);
+    for (const json& p : now["ports"]) {
+        for (const json& q : p["queues"]) {
+            for (const char* dir : {"rx", "tx"}) {
+                const json& c = q[dir];
+                const uint64_t packets = c["packets"].get<uint64_t>();
+                const uint64_t drops = drops_of(c);
+                if (packets == 0 && drops == 0 && q["queue"].get<int>() != 0) {
+                    continue;  // a queue pair nobody uses
+                }
+                std::vector<std::string> row = {p["name"].get<std::string>(), q["queue"].dump(),
+                                                dir,
+                                                std::to_string(packets),
+                                                c["bytes"].dump(),
+                                                c["bursts"].dump(),
+                                                std::to_string(drops)};
+                if (before != nullptr) {
+                    const std::string key =
+                        p["name"].get<std::string>() + "/" + q["queue"].dump() + "/" + dir;
+                    const uint64_t was = previous.count(key) ? previous[key] : 0;
+                    row.push_back(std::to_string(
+                        static_cast<uint64_t>(static_cast<double>(packets - was) / seconds)));
+                }
+                t.add_row(row);
+            }
+        }
+    }
+    t.print(std::cout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"vnetctl: drives a running vnetd through its control socket"};
+    app.require_subcommand(1);
+    std::string socket = kDefaultSocket;
+    bool as_json = false;
+    app.add_option("--socket", socket, "vnetd's control socket")->capture_default_str();
+    app.add_flag("--json", as_json, "print vnetd's JSON answer instead of a table");
+
+    auto* version = app.add_subcommand("version", "vnetd's version");
+    auto* methods = app.add_subcommand("methods", "every method the control socket has");
+    auto* stats = app.add_subcommand("stats", "counters per port, queue and direction");
+    double watch_s = 0;
+    stats->add_option("--watch", watch_s, "print again every SECONDS, with packet rates")
+        ->expected(0, 1)
+        ->default_str("1");
+    auto* port = app.add_subcommand("port", "ports")->require_subcommand(1);
+    auto* port_list = port->add_subcommand("list", "the ports and where they are");
+    auto* call = app.add_subcommand("call", "call any method with JSON params (for scripts)");
+    std::string call_method;
+    std::string call_params = "{}";
+    call->add_option("method", call_method, "method name")->required();
+    call->add_option("params", call_params, "params as a JSON object or array");
+    CLI11_PARSE(app, argc, argv);
+
+    try {
+        ControlClient client(socket);
+        if (*version) {
+            const json r = client.call("version");
+            std::cout << (as_json ? r.dump(2) : text_of(r["version"])) << "\n";
+        } else if (*methods) {
+            const json r = client.call("help");
+            if (as_json) {
+                std::cout << r.dump(2) << "\n";
+            } else {
+                TextTable t({"method", "what it does"});
+                for (const auto& [name, help] : r.items()) {
+                    t.add_row({name, text_of(help)});
+                }
+                t.print(std::cout);
+            }
+        } else if (*port_list) {
+            const json r = client.call("port.list");
+            if (as_json) {
+                std::cout << r.dump(2) << "\n";
+            } else {
+                print_ports(r);
+            }
+        } else if (*stats) {
+            const bool watch = stats->count("--watch") > 0;
+            if (watch && watch_s <= 0) {
+                watch_s = 1;
+            }
+            json before = client.call("stats");
+            if (!watch || as_json) {
+                as_json ? void(std::cout << before.dump(2) << "\n") : print_stats(before, nullptr, 0);
+            }
+            while (watch) {
+                std::this_thread::sleep_for(std::chrono::duration<double>(watch_s));
+                json now = client.call("stats");
+                if (as_json) {
+                    std::cout << now.dump() << "\n";
+                } else {
+                    std::cout << "\n";
+                    print_stats(now, &before, watch_s);
+                }
+                std::cout.flush();
+                before = std::move(now);
+            }
+        } else if (*call) {
+            const json params = json::parse(call_params, nullptr, false);
+            if (params.is_discarded() || !(params.is_object() || params.is_array())) {
+                std::cerr << "vnetctl: params must be a JSON object or array, not '" << call_params
+                          << "'\n";
+                return 2;
+            }
+            std::cout << client.call(call_method, params).dump(2) << "\n";
+        }
+    } catch (const vnet::vnetctl::ControlError& e) {
+        std::cerr << "vnetctl: " << e.what() << "\n";
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,90 @@
+// The control socket's methods: what vnetctl can ask of a running vnetd.
+// Each runs on the control thread between other control-plane events, so it
+// sees ports and counters exactly as the stats report does.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+#include "control/daemon.hpp"
+#include "control/stats_report.hpp"
+#include "ports/vhost_user_port.hpp"
+
+namespace vnet::control {
+namespace {
+
+// The socket's directory, created when missing (/run/vnetd on a fresh boot);
+// an existing one is left as its owner made it.
+void make_parent_directory(const std::string& path) {
+    const size_t slash = path.rfind('/');
+    if (slash == std::string::npos || slash == 0) {
+        return;
+    }
+    const std::string dir = path.substr(0, slash);
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+        throw std::system_error(errno, std::generic_category(), "mkdir " + dir);
+    }
+}
+
+}  // namespace
+
+void Daemon::open_control_socket() {
+    if (config_.control_socket.empty()) {
+        return;
+    }
+    add_control_methods();
+    rpc::ControlServerOptions o;
+    o.path = config_.control_socket;
+    o.mode = config_.control_socket_mode;
+    o.group = config_.control_socket_group;
+    try {
+        make_parent_directory(o.path);
+        control_server_ = std::make_unique<rpc::ControlServer>(reactor_, o, control_methods_);
+    } catch (const std::system_error& e) {
+        // Only the default may be taken by another vnetd on the host: this
+        // one still forwards, it just cannot be driven. A path given on
+        // purpose that cannot be used is an error like any other.
+        if (config_.control_socket != kDefaultControlSocket || e.code().value() != EADDRINUSE) {
+            throw;
+        }
+        log_->warn("{}; running without a control socket (give --control-socket PATH)", e.what());
+    }
+}
+
+void Daemon::add_control_methods() {
+    control_methods_.add("version", "vnetd's version", [](const nlohmann::json&) {
+        return nlohmann::json{{"version", VNET_VERSION}};
+    });
+    control_methods_.add("stats",
+                         "every port's counters by queue and direction, as the stats file has them",
+                         [this](const nlohmann::json&) { return stats_json(); });
+    control_methods_.add("port.list",
+                         "the ports: name, type, where they are, queue pairs, peer, connections",
+                         [this](const nlohmann::json&) {
+                             nlohmann::json out = nlohmann::json::array();
+                             for (const PortConfig& pc : config_.ports) {
+                                 nlohmann::json p{{"name", pc.name},
+                                                  {"type", to_string(pc.type)},
+                                                  {"queue_pairs", config_.queue_pairs_of(pc)}};
+                                 if (const PortConfig* peer = config_.peer_of(pc.name)) {
+                                     p["peer"] = peer->name;
+                                 }
+                                 if (pc.type == PortType::vhost_user) {
+                                     p["socket_path"] = pc.socket_path;
+                                     p["client"] = pc.client;
+                                 } else if (pc.type == PortType::tap) {
+                                     p["ifname"] = pc.ifname;
+                                 }
+                                 for (auto& ep : endpoints_) {
+                                     if (ep.port->name() == pc.name) {
+                                         p["connections"] = ep.devices().size();
+                                     }
+                                 }
+                                 out.push_back(std::move(p));
+                             }
+                             return out;
+                         });
+}
+
+}  // namespace vnet::control

@@ -1,0 +1,170 @@
+#include "control/rpc/control_server.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+namespace vnet::control::rpc {
+
+ControlServer::ControlServer(io::Reactor& reactor, ControlServerOptions options,
+                             const MethodTable& methods)
+    : reactor_(reactor),
+      options_(std::move(options)),
+      methods_(methods),
+      log_(make_logger("control")),
+      listener_(options_.path, options_.mode) {
+    if (options_.group &&
+        ::chown(options_.path.c_str(), static_cast<uid_t>(-1), *options_.group) != 0) {
+        throw std::system_error(errno, std::generic_category(), "chown " + options_.path);
+    }
+    reactor_.watch(listener_.fd(), EPOLLIN, [this](uint32_t) { on_listen_ready(); });
+    log_->info("control socket {} (mode {:04o})", options_.path, options_.mode);
+}
+
+ControlServer::~ControlServer() {
+    reactor_.cancel(reap_timer_);
+    for (auto& c : clients_) {
+        reactor_.unwatch(c->fd.get());
+    }
+    reactor_.unwatch(listener_.fd());
+}
+
+void ControlServer::on_listen_ready() {
+    for (;;) {
+        UniqueFd fd(::accept4(listener_.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+        if (!fd) {
+            if (errno == EINTR || errno == ECONNABORTED) {
+                continue;
+            }
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                log_->warn("accept: {}", std::strerror(errno));
+            }
+            return;
+        }
+        if (clients_.size() >= options_.max_clients) {
+            log_->warn("refused a control client: {} already connected", options_.max_clients);
+            continue;  // `fd` closes: the client sees EOF
+        }
+        auto client = std::make_unique<Client>();
+        client->fd = std::move(fd);
+        Client* c = client.get();
+        clients_.push_back(std::move(client));
+        reactor_.watch(c->fd.get(), EPOLLIN, [this, c](uint32_t ev) { on_client_ready(*c, ev); });
+    }
+}
+
+void ControlServer::on_client_ready(Client& client, uint32_t events) {
+    if (client.closing) {
+        return;
+    }
+    if (events & EPOLLOUT) {
+        flush(client);
+    }
+    if (!client.closing && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+        read_requests(client);
+    }
+}
+
+void ControlServer::read_requests(Client& client) {
+    char buf[64 * 1024];
+    for (;;) {
+        const ssize_t n = ::recv(client.fd.get(), buf, sizeof buf, 0);
+        if (n == 0) {
+            // The client is done sending; answers already queued still go.
+            client.input_done = true;
+            flush(client);
+            return;
+        }
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                close_later(client, nullptr);
+            }
+            return;
+        }
+        client.input.append(buf, static_cast<size_t>(n));
+        size_t start = 0;
+        for (size_t nl; (nl = client.input.find('\n', start)) != std::string::npos;
+             start = nl + 1) {
+            std::string_view line(client.input.data() + start, nl - start);
+            if (line.find_first_not_of(" \t\r") == std::string_view::npos) {
+                continue;  // blank lines are not requests
+            }
+            if (auto response = methods_.handle_line(line)) {
+                client.output += *response;
+                client.output += '\n';
+            }
+        }
+        client.input.erase(0, start);
+        if (client.input.size() > options_.max_line_bytes) {
+            close_later(client, "a request line over the size limit");
+            return;
+        }
+        flush(client);
+        if (client.closing) {
+            return;
+        }
+    }
+}
+
+void ControlServer::flush(Client& client) {
+    while (client.output_head < client.output.size()) {
+        const ssize_t n =
+            ::send(client.fd.get(), client.output.data() + client.output_head,
+                   client.output.size() - client.output_head, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                break;
+            }
+            close_later(client, nullptr);
+            return;
+        }
+        client.output_head += static_cast<size_t>(n);
+    }
+    if (client.output_head == client.output.size()) {
+        client.output.clear();
+        client.output_head = 0;
+        if (client.input_done) {
+            close_later(client, nullptr);
+        } else {
+            reactor_.modify(client.fd.get(), EPOLLIN);
+        }
+        return;
+    }
+    if (client.output.size() - client.output_head > options_.max_pending_output) {
+        close_later(client, "a client that does not read its answers");
+        return;
+    }
+    // At EOF only EPOLLOUT: a readable EOF would wake the loop forever.
+    reactor_.modify(client.fd.get(), client.input_done ? EPOLLOUT : EPOLLIN | EPOLLOUT);
+}
+
+void ControlServer::close_later(Client& client, const char* why) {
+    if (why != nullptr) {
+        log_->warn("disconnected {}", why);
+    }
+    client.closing = true;
+    reactor_.unwatch(client.fd.get());
+    // Called from inside the client's own callback: destroy it later.
+    if (reap_timer_ == 0) {
+        reap_timer_ = reactor_.schedule(std::chrono::milliseconds(0), [this] {
+            reap_timer_ = 0;
+            reap();
+        });
+    }
+}
+
+void ControlServer::reap() {
+    std::erase_if(clients_, [](const auto& c) { return c->closing; });
+}
+
+}  // namespace vnet::control::rpc

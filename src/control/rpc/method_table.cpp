@@ -1,0 +1,127 @@
+#include "control/rpc/method_table.hpp"
+
+namespace vnet::control::rpc {
+namespace {
+
+using nlohmann::json;
+
+json error_response(const json& id, ErrorCode code, const std::string& message) {
+    return json{{"jsonrpc", "2.0"},
+                {"id", id},
+                {"error", {{"code", static_cast<int>(code)}, {"message", message}}}};
+}
+
+// §4: an id is a string, a number or null; anything else is no id at all.
+bool valid_id(const json& id) {
+    return id.is_string() || id.is_number() || id.is_null();
+}
+
+}  // namespace
+
+void MethodTable::add(std::string name, std::string help, Handler handler) {
+    methods_[std::move(name)] = Method{std::move(help), std::move(handler)};
+}
+
+json MethodTable::describe() const {
+    json out = json::object();
+    for (const auto& [name, m] : methods_) {
+        out[name] = m.help;
+    }
+    return out;
+}
+
+std::optional<json> MethodTable::handle_request(const json& request) const {
+    if (!request.is_object()) {
+        return error_response(nullptr, ErrorCode::invalid_request, "a request is a JSON object");
+    }
+    const bool has_id = request.contains("id");
+    const json id = has_id && valid_id(request["id"]) ? request["id"] : json(nullptr);
+    if (has_id && !valid_id(request["id"])) {
+        return error_response(nullptr, ErrorCode::invalid_request,
+                              "\"id\" must be a string, a number or null");
+    }
+    auto it = request.find("jsonrpc");
+    if (it == request.end() || *it != "2.0") {
+        return error_response(id, ErrorCode::invalid_request, "\"jsonrpc\" must be \"2.0\"");
+    }
+    it = request.find("method");
+    if (it == request.end() || !it->is_string()) {
+        return error_response(id, ErrorCode::invalid_request, "\"method\" must be a string");
+    }
+    const std::string& name = it->get_ref<const std::string&>();
+    json params = json::object();
+    if (auto p = request.find("params"); p != request.end()) {
+        if (!p->is_object() && !p->is_array()) {
+            return error_response(id, ErrorCode::invalid_request,
+                                  "\"params\" must be an object or an array");
+        }
+        params = *p;
+    }
+    json response;
+    if (name == "help") {
+        response = json{{"jsonrpc", "2.0"}, {"id", id}, {"result", describe()}};
+    } else if (auto m = methods_.find(name); m == methods_.end()) {
+        response = error_response(id, ErrorCode::method_not_found, "no method '" + name + "'");
+    } else {
+        try {
+            response = json{{"jsonrpc", "2.0"}, {"id", id}, {"result", m->second.handler(params)}};
+        } catch (const RpcError& e) {
+            response = error_response(id, e.code, e.what());
+        } catch (const std::exception& e) {
+            response = error_response(id, ErrorCode::internal_error, e.what());
+        }
+    }
+    if (!has_id) {
+        return std::nullopt;  // a notification: done, never answered
+    }
+    return response;
+}
+
+std::optional<std::string> MethodTable::handle_line(std::string_view line) const {
+    json request = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (request.is_discarded()) {
+        return error_response(nullptr, ErrorCode::parse_error, "not a JSON text").dump();
+    }
+    if (!request.is_array()) {
+        auto response = handle_request(request);
+        return response ? std::optional(response->dump()) : std::nullopt;
+    }
+    if (request.empty()) {
+        return error_response(nullptr, ErrorCode::invalid_request, "an empty batch").dump();
+    }
+    json responses = json::array();
+    for (const json& r : request) {
+        if (auto response = handle_request(r)) {
+            responses.push_back(std::move(*response));
+        }
+    }
+    if (responses.empty()) {
+        return std::nullopt;
+    }
+    return responses.dump();
+}
+
+const nlohmann::json& required_param(const nlohmann::json& params, const char* name) {
+    if (!params.is_object() || !params.contains(name)) {
+        throw RpcError(ErrorCode::invalid_params, std::string("missing parameter '") + name + "'");
+    }
+    return params[name];
+}
+
+std::string string_param(const nlohmann::json& params, const char* name) {
+    const json& v = required_param(params, name);
+    if (!v.is_string()) {
+        throw RpcError(ErrorCode::invalid_params,
+                       std::string("parameter '") + name + "' must be a string");
+    }
+    return v.get<std::string>();
+}
+
+std::optional<std::string> optional_string_param(const nlohmann::json& params, const char* name) {
+    if (!params.is_object() || !params.contains(name)) {
+        return std::nullopt;
+    }
+    return string_param(params, name);
+}
+
+}  // namespace vnet::control::rpc
