@@ -1,24 +1,26 @@
 // What a ring loop does when a pass found nothing to do: spin for
 // --busy-poll-us (cheap wake-up while traffic flows), then ask the back end
 // for a call (used_event / clearing NO_INTERRUPT) and sleep on the call
-// eventfd, like a VM's NAPI loop re-enabling interrupts.
+// eventfd, like a VM's NAPI loop re-enabling interrupts. Over either ring
+// format (the DriverRing concept).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 
-#include "frontend/driver_split_ring.hpp"
+#include "frontend/driver_ring.hpp"
 #include "frontend/event_fd.hpp"
 #include "run_control.hpp"
 
 namespace vnet::pktgen {
 
+template <frontend::DriverRing Ring>
 class IdleWaiter {
 public:
     // Longest single sleep: bounds how late a stop signal or deadline is noticed.
     static constexpr int kMaxSleepMs = 10;
 
-    IdleWaiter(frontend::DriverSplitRing& ring, int call_fd, uint32_t busy_poll_us)
+    IdleWaiter(Ring& ring, int call_fd, uint32_t busy_poll_us)
         : ring_(ring), call_fd_(call_fd), busy_poll_(std::chrono::microseconds(busy_poll_us)) {
         ring_.disable_interrupts();
     }
@@ -48,7 +50,7 @@ public:
     }
 
 private:
-    frontend::DriverSplitRing& ring_;
+    Ring& ring_;
     int call_fd_;
     Clock::duration busy_poll_;
     bool idle_ = false;

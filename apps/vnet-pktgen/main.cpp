@@ -25,6 +25,7 @@ using virtio::FeatureSet;
 frontend::NetDriverConfig driver_config(const PktgenOptions& o) {
     frontend::NetDriverConfig c;
     c.queue_size = o.queue_size;
+    c.packed = o.packed;
     FeatureSet wanted{Feature::version_1};
     if (o.event_idx) {
         wanted = wanted.with(Feature::ring_event_idx);
@@ -64,11 +65,31 @@ frontend::FrontendSession open_session(const PktgenOptions& o) {
 void report_link_up(const PktgenOptions& o, const frontend::NetDriver& d) {
     std::fprintf(stderr,
                  "vnet-pktgen: link up on %s: features offered 0x%" PRIx64 " negotiated 0x%" PRIx64
-                 " protocol 0x%" PRIx64 ", queue size %u, mrg_rxbuf %s, event_idx %s\n",
+                 " protocol 0x%" PRIx64 ", %s rings of %u, mrg_rxbuf %s, event_idx %s\n",
                  o.socket_path.c_str(), d.offered_features().bits(), d.negotiated_features().bits(),
-                 d.negotiated_protocol_features().bits(), o.queue_size,
-                 d.mrg_rxbuf() ? "on" : "off",
+                 d.negotiated_protocol_features().bits(), d.packed() ? "packed" : "split",
+                 o.queue_size, d.mrg_rxbuf() ? "on" : "off",
                  d.negotiated_features().has(Feature::ring_event_idx) ? "on" : "off");
+}
+
+// The whole run over one ring type: chosen once, so the loops are
+// compiled for it and never dispatch per packet or per burst.
+template <frontend::DriverRing Ring>
+void run_traffic(frontend::NetDriver& device, const PktgenOptions& o, FinalReport& report) {
+    const Clock::time_point start = Clock::now();
+    if (o.direction == Direction::tx) {
+        TxGenerator<Ring> generator(device, o);
+        const TxCounters c = generator.run();
+        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        report.add_rates("tx", c.packets, c.bytes, seconds);
+        report.add_counters(c, kTxCounterTable);
+    } else {
+        RxReceiver<Ring> receiver(device, o);
+        const RxCounters c = receiver.run();
+        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        report.add_rates("rx", c.packets, c.bytes, seconds);
+        report.add_counters(c, kRxCounterTable);
+    }
 }
 
 int run(const PktgenOptions& o) {
@@ -76,20 +97,12 @@ int run(const PktgenOptions& o) {
     report_link_up(o, device);
 
     FinalReport report;
-    const Clock::time_point start = Clock::now();
-    if (o.direction == Direction::tx) {
-        TxGenerator generator(device, o);
-        const TxCounters c = generator.run();
-        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-        report.add_rates("tx", c.packets, c.bytes, seconds);
-        report.add_counters(c, kTxCounterTable);
+    if (device.packed()) {
+        run_traffic<frontend::DriverPackedRing>(device, o, report);
     } else {
-        RxReceiver receiver(device, o);
-        const RxCounters c = receiver.run();
-        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-        report.add_rates("rx", c.packets, c.bytes, seconds);
-        report.add_counters(c, kRxCounterTable);
+        run_traffic<frontend::DriverSplitRing>(device, o, report);
     }
+    report.add("ring-format", std::string(device.packed() ? "packed" : "split"));
     report.add("negotiated-features", device.negotiated_features().bits());
     if (!device.stop()) {
         std::fprintf(stderr, "vnet-pktgen: back end did not answer the stop requests\n");

@@ -71,8 +71,12 @@ PktgenOptions parse_options(int argc, char** argv) {
     app.add_option("--rate", o.rate_pps, "packets per second (0 = unpaced)");
     app.add_flag("--gso", o.gso, "send TCP/IPv4 frames with GSO TCPV4 (needs CSUM + HOST_TSO4)");
     app.add_option("--mss", o.mss, "GSO segment size")->check(CLI::Range(64, 9000));
-    app.add_option("--queue-size", queue_size, "descriptors per ring (power of two)")
+    app.add_option("--queue-size", queue_size,
+                   "descriptors per ring (split: a power of two; packed: any)")
         ->check(CLI::Range(1, 32768));
+    app.add_flag("--packed", o.packed,
+                 "packed rings (virtio 1.2 2.8): negotiate VIRTIO_F_RING_PACKED, bit 34; "
+                 "fails if the back end does not offer it");
     app.add_option("--mrg-rxbuf", mrg, "negotiate VIRTIO_NET_F_MRG_RXBUF")
         ->check(CLI::IsMember({"on", "off"}));
     app.add_option("--event-idx", event_idx, "negotiate VIRTIO_RING_F_EVENT_IDX")
@@ -99,8 +103,9 @@ PktgenOptions parse_options(int argc, char** argv) {
         o.direction = tx ? Direction::tx : Direction::rx;
         o.mrg_rxbuf = parse_on_off(mrg);
         o.event_idx = parse_on_off(event_idx);
-        if ((queue_size & (queue_size - 1)) != 0) {
-            throw CLI::ValidationError("--queue-size must be a power of two");
+        if (!o.packed && (queue_size & (queue_size - 1)) != 0) {
+            throw CLI::ValidationError(
+                "--queue-size must be a power of two (any size with --packed)");
         }
         o.queue_size = static_cast<uint16_t>(queue_size);
         if (!src_mac.empty() && !parse_mac(src_mac, o.src_mac)) {

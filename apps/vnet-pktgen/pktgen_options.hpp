@@ -24,7 +24,8 @@ struct PktgenOptions {
     uint64_t rate_pps = 0;  // 0 = as fast as the back end takes them
     bool gso = false;       // TCP/IPv4 frames with GSO TCPV4 + NEEDS_CSUM
     uint16_t mss = 1448;
-    uint16_t queue_size = 256;
+    uint16_t queue_size = 256;  // split: a power of two; packed: any of 1..32768
+    bool packed = false;        // negotiate VIRTIO_F_RING_PACKED and drive packed rings
     bool mrg_rxbuf = true;
     bool event_idx = true;
     frontend::MacAddress src_mac{0x02, 0x00, 0x00, 0x00, 0x00, 0x01};

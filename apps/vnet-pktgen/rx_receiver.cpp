@@ -17,9 +17,10 @@ using frontend::FrameVerdict;
 using frontend::NetDriver;
 using frontend::PacketBuilder;
 
-RxReceiver::RxReceiver(NetDriver& device, const PktgenOptions& options)
+template <frontend::DriverRing Ring>
+RxReceiver<Ring>::RxReceiver(NetDriver& device, const PktgenOptions& options)
     : device_(device),
-      ring_(device.rx_ring()),
+      ring_(device.template rx_ring<Ring>()),
       options_(options),
       mrg_rxbuf_(device.mrg_rxbuf()),
       completions_(ring_.size()),
@@ -30,7 +31,8 @@ RxReceiver::RxReceiver(NetDriver& device, const PktgenOptions& options)
     }
 }
 
-void RxReceiver::post_free_buffers() {
+template <frontend::DriverRing Ring>
+void RxReceiver<Ring>::post_free_buffers() {
     if (free_buffers_.empty()) {
         return;
     }
@@ -48,7 +50,8 @@ void RxReceiver::post_free_buffers() {
     }
 }
 
-uint16_t RxReceiver::process_used() {
+template <frontend::DriverRing Ring>
+uint16_t RxReceiver<Ring>::process_used() {
     frontend::UsedRingError error;
     const uint16_t n = ring_.reclaim(completions_, &error);
     for (uint16_t i = 0; i < n; ++i) {
@@ -65,7 +68,8 @@ uint16_t RxReceiver::process_used() {
     return n;
 }
 
-void RxReceiver::take_buffer(const frontend::Completion& completion) {
+template <frontend::DriverRing Ring>
+void RxReceiver<Ring>::take_buffer(const frontend::Completion& completion) {
     const auto id = static_cast<uint16_t>(completion.cookie);
     const std::span<const std::byte> buf = device_.rx_buffer(id);
     // virtio 1.2 §2.7.8: len is what the device wrote; more than the buffer
@@ -86,7 +90,8 @@ void RxReceiver::take_buffer(const frontend::Completion& completion) {
     }
 }
 
-void RxReceiver::start_frame(uint16_t buffer, std::span<const std::byte> data) {
+template <frontend::DriverRing Ring>
+void RxReceiver<Ring>::start_frame(uint16_t buffer, std::span<const std::byte> data) {
     if (data.size() < PacketBuilder::kNetHeaderLen) {
         ++counters_.bad_buffers;
         free_buffers_.push_back(buffer);
@@ -113,7 +118,8 @@ void RxReceiver::start_frame(uint16_t buffer, std::span<const std::byte> data) {
     }
 }
 
-void RxReceiver::finish_frame() {
+template <frontend::DriverRing Ring>
+void RxReceiver<Ring>::finish_frame() {
     const std::span<const frontend::FramePiece> pieces(pieces_.data(), piece_count_);
     size_t frame_len = 0;
     for (const frontend::FramePiece& p : pieces) {
@@ -128,7 +134,8 @@ void RxReceiver::finish_frame() {
     piece_count_ = 0;
 }
 
-void RxReceiver::count_verdict(const frontend::FrameCheck& check) {
+template <frontend::DriverRing Ring>
+void RxReceiver<Ring>::count_verdict(const frontend::FrameCheck& check) {
     switch (check.verdict) {
         case FrameVerdict::ok:
             ++counters_.verified;
@@ -150,11 +157,12 @@ void RxReceiver::count_verdict(const frontend::FrameCheck& check) {
     sequence_.record(check.seq);
 }
 
-RxCounters RxReceiver::run() {
+template <frontend::DriverRing Ring>
+RxCounters RxReceiver<Ring>::run() {
     const Clock::time_point start = Clock::now();
     const RunDeadline deadline(start, options_.duration_s);
     PeriodicStats stats("rx", options_.stats_interval_s, start);
-    IdleWaiter waiter(ring_, device_.call_fd(NetDriver::kRxQueue), options_.busy_poll_us);
+    IdleWaiter<Ring> waiter(ring_, device_.call_fd(NetDriver::kRxQueue), options_.busy_poll_us);
 
     post_free_buffers();
     while (!count_reached() && !stop_requested()) {
@@ -190,5 +198,8 @@ RxCounters RxReceiver::run() {
     counters_.reordered = sequence_.reordered();
     return counters_;
 }
+
+template class RxReceiver<frontend::DriverSplitRing>;
+template class RxReceiver<frontend::DriverPackedRing>;
 
 }  // namespace vnet::pktgen

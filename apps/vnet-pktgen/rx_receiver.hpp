@@ -16,6 +16,7 @@
 
 namespace vnet::pktgen {
 
+template <frontend::DriverRing Ring>
 class RxReceiver {
 public:
     // A 64 KiB GSO frame in 2 KiB mergeable buffers needs 33; more is malformed.
@@ -39,7 +40,7 @@ private:
     void count_verdict(const frontend::FrameCheck& check);
 
     frontend::NetDriver& device_;
-    frontend::DriverSplitRing& ring_;
+    Ring& ring_;
     const PktgenOptions& options_;
     const bool mrg_rxbuf_;
     frontend::PacketVerifier verifier_;

@@ -20,9 +20,10 @@ frontend::FlowAddresses flow_from(const PktgenOptions& o) {
 
 }  // namespace
 
-TxGenerator::TxGenerator(frontend::NetDriver& device, const PktgenOptions& options)
+template <frontend::DriverRing Ring>
+TxGenerator<Ring>::TxGenerator(frontend::NetDriver& device, const PktgenOptions& options)
     : device_(device),
-      ring_(device.tx_ring()),
+      ring_(device.template tx_ring<Ring>()),
       options_(options),
       builder_(flow_from(options),
                options.gso ? frontend::FrameKind::tcp_gso : frontend::FrameKind::udp, options.mss),
@@ -37,7 +38,8 @@ TxGenerator::TxGenerator(frontend::NetDriver& device, const PktgenOptions& optio
     }
 }
 
-uint32_t TxGenerator::next_frame_len() {
+template <frontend::DriverRing Ring>
+uint32_t TxGenerator<Ring>::next_frame_len() {
     if (options_.size_min == options_.size_max) {
         return options_.size_min;
     }
@@ -50,7 +52,8 @@ uint32_t TxGenerator::next_frame_len() {
     return options_.size_min + static_cast<uint32_t>((r >> 32) % span);
 }
 
-void TxGenerator::wait_for_pacer(const RatePacer& pacer, Clock::time_point now) {
+template <frontend::DriverRing Ring>
+void TxGenerator<Ring>::wait_for_pacer(const RatePacer& pacer, Clock::time_point now) {
     // Sleep through long gaps (low rates would otherwise burn a core);
     // spin through short ones, where the scheduler's wake-up is too coarse.
     constexpr auto kSpinBelow = std::chrono::microseconds(200);
@@ -62,7 +65,8 @@ void TxGenerator::wait_for_pacer(const RatePacer& pacer, Clock::time_point now) 
     }
 }
 
-uint16_t TxGenerator::reclaim_used() {
+template <frontend::DriverRing Ring>
+uint16_t TxGenerator<Ring>::reclaim_used() {
     frontend::UsedRingError error;
     const uint16_t n = ring_.reclaim(completions_, &error);
     for (uint16_t i = 0; i < n; ++i) {
@@ -77,7 +81,8 @@ uint16_t TxGenerator::reclaim_used() {
     return n;
 }
 
-uint32_t TxGenerator::post_burst(uint32_t budget) {
+template <frontend::DriverRing Ring>
+uint32_t TxGenerator<Ring>::post_burst(uint32_t budget) {
     const uint32_t n = std::min<uint32_t>(budget, static_cast<uint32_t>(free_slots_.size()));
     for (uint32_t i = 0; i < n; ++i) {
         const uint16_t slot = free_slots_.back();
@@ -100,12 +105,14 @@ uint32_t TxGenerator::post_burst(uint32_t budget) {
     return n;
 }
 
-TxCounters TxGenerator::run() {
+template <frontend::DriverRing Ring>
+TxCounters TxGenerator<Ring>::run() {
     const Clock::time_point start = Clock::now();
     const RunDeadline deadline(start, options_.duration_s);
     RatePacer pacer(options_.rate_pps, start);
     PeriodicStats stats("tx", options_.stats_interval_s, start);
-    IdleWaiter waiter(ring_, device_.call_fd(frontend::NetDriver::kTxQueue), options_.busy_poll_us);
+    IdleWaiter<Ring> waiter(ring_, device_.call_fd(frontend::NetDriver::kTxQueue),
+                            options_.busy_poll_us);
 
     while (!stop_requested()) {
         const Clock::time_point now = Clock::now();
@@ -139,11 +146,12 @@ TxCounters TxGenerator::run() {
     return counters_;
 }
 
-void TxGenerator::drain() {
+template <frontend::DriverRing Ring>
+void TxGenerator<Ring>::drain() {
     const auto deadline =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(
                            std::chrono::duration<double>(options_.drain_timeout_s));
-    IdleWaiter waiter(ring_, device_.call_fd(frontend::NetDriver::kTxQueue), 0);
+    IdleWaiter<Ring> waiter(ring_, device_.call_fd(frontend::NetDriver::kTxQueue), 0);
     while (ring_.chains_in_flight() != 0) {
         const Clock::time_point now = Clock::now();
         if (now >= deadline) {
@@ -156,5 +164,8 @@ void TxGenerator::drain() {
         }
     }
 }
+
+template class TxGenerator<frontend::DriverSplitRing>;
+template class TxGenerator<frontend::DriverPackedRing>;
 
 }  // namespace vnet::pktgen

@@ -15,6 +15,7 @@
 
 namespace vnet::pktgen {
 
+template <frontend::DriverRing Ring>
 class TxGenerator {
 public:
     TxGenerator(frontend::NetDriver& device, const PktgenOptions& options);
@@ -31,7 +32,7 @@ private:
     void drain();
 
     frontend::NetDriver& device_;
-    frontend::DriverSplitRing& ring_;
+    Ring& ring_;
     const PktgenOptions& options_;
     frontend::PacketBuilder builder_;
     std::vector<uint16_t> free_slots_;      // stack of slot numbers (= cookies)

@@ -36,6 +36,12 @@ public:
     uint16_t chains_in_flight() const { return in_flight_chains_; }
     virtio::PackedPosition next_avail() const { return next_avail_; }
     virtio::PackedPosition next_used() const { return next_used_; }
+    // vhost-user.rst SET_VRING_BASE for packed rings, as QEMU sends it: bits
+    // 0-14 the next avail slot, 15 its wrap counter, 16-30 and 31 the same
+    // for the next used slot (0x80008000 for a fresh ring).
+    uint32_t vring_base() const {
+        return uint32_t{next_avail_.encoded()} | uint32_t{next_used_.encoded()} << 16;
+    }
 
     // Queues a one-descriptor chain. False (and nothing changed) when the
     // ring has no free slot.

@@ -8,6 +8,7 @@
 //   kick_needed              once per batch: does the device want a kick
 //   used_pending / reclaim   take back what the device returned
 //   disable/enable_interrupts[_after]   call suppression
+//   vring_base               where the ring is, as SET_VRING_BASE carries it
 //
 // Each ring is one-owner; the device is the only other party.
 #pragma once
@@ -51,6 +52,7 @@ concept DriverRing = requires(R r, const R cr, uint64_t addr, uint32_t len, Buff
     { cr.event_idx() } -> std::same_as<bool>;
     { cr.free_descriptors() } -> std::same_as<uint16_t>;
     { cr.chains_in_flight() } -> std::same_as<uint16_t>;
+    { cr.vring_base() } -> std::same_as<uint32_t>;
     { r.add_buffer(addr, len, access, cookie) } -> std::same_as<bool>;
     { r.add_chain(segments, cookie) } -> std::same_as<bool>;
     { r.publish() } -> std::same_as<void>;

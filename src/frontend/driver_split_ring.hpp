@@ -36,6 +36,8 @@ public:
     uint16_t chains_in_flight() const { return in_flight_chains_; }
     uint16_t avail_shadow_idx() const { return avail_shadow_; }
     uint16_t last_used_idx() const { return last_used_idx_; }
+    // vhost-user.rst SET_VRING_BASE for split rings: the next avail index.
+    uint32_t vring_base() const { return avail_shadow_; }
 
     // Queues a one-descriptor chain. Returns false (and changes nothing) when
     // no descriptor is free.

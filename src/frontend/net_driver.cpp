@@ -39,9 +39,11 @@ uint32_t default_rx_buffer_bytes(bool mrg_rxbuf) {
 
 NetDriver::NetDriver(FrontendSession session, const NetDriverConfig& config)
     : session_(std::move(session)) {
-    if (!virtio::is_valid_split_queue_size(config.queue_size)) {
+    if (config.packed ? !virtio::is_valid_packed_queue_size(config.queue_size)
+                      : !virtio::is_valid_split_queue_size(config.queue_size)) {
         throw FrontendError("queue size " + std::to_string(config.queue_size) +
-                            " is not a power of two in 1..32768");
+                            (config.packed ? " is not in 1..32768 (packed ring)"
+                                           : " is not a power of two in 1..32768 (split ring)"));
     }
     negotiate(config);
     allocate(config);
@@ -77,13 +79,27 @@ void NetDriver::negotiate(const NetDriverConfig& config) {
         session_.set_protocol_features(protocol_);
     }
 
-    const FeatureSet required = config.required_features.with(Feature::version_1);
+    if (config.packed && !offered_.has(Feature::ring_packed)) {
+        throw FrontendError(session_.name() +
+                            ": back end does not offer VIRTIO_F_RING_PACKED (bit 34), which "
+                            "packed rings need (offered " +
+                            hex(offered_.bits()) + ")");
+    }
+    FeatureSet required = config.required_features.with(Feature::version_1);
+    FeatureSet wanted = config.wanted_features.with(Feature::version_1);
+    if (config.packed) {
+        required = required.with(Feature::ring_packed);
+        wanted = wanted.with(Feature::ring_packed);
+    } else {
+        // The ring format is the caller's choice, not the offer's.
+        wanted = wanted.without(Feature::ring_packed);
+    }
     const FeatureSet missing(required.bits() & ~offered_.bits());
     if (missing.bits() != 0) {
         throw FrontendError(session_.name() + ": back end does not offer required features " +
                             hex(missing.bits()) + " (offered " + hex(offered_.bits()) + ")");
     }
-    negotiated_ = config.wanted_features.with(Feature::version_1) & offered_;
+    negotiated_ = wanted & offered_;
     if (has_protocol_features) {
         // Acked like any feature bit, as QEMU and virtio-user do; it is what
         // makes rings start disabled until SET_VRING_ENABLE.
@@ -113,14 +129,21 @@ void NetDriver::allocate(const NetDriverConfig& config) {
     rx_buffer_bytes_ = round_up(
         config.rx_buffer_bytes != 0 ? config.rx_buffer_bytes : default_rx_buffer_bytes(mrg_rxbuf()),
         kBufferAlign);
-    const size_t bytes = 2 * (ring_storage_bytes(q) + kRingAreaAlign) +
+    const size_t ring_bytes = config.packed ? packed_ring_storage_bytes(q) : ring_storage_bytes(q);
+    const size_t bytes = 2 * (ring_bytes + kRingAreaAlign) +
                          static_cast<size_t>(q) * (tx_slot_bytes_ + rx_buffer_bytes_) +
                          2 * kBufferAlign;
     memory_ = std::make_unique<DriverMemory>(bytes);
 
     const bool event_idx = negotiated_.has(Feature::ring_event_idx);
     for (uint32_t queue : {kRxQueue, kTxQueue}) {
-        rings_[queue].emplace(allocate_ring_layout(*memory_, q), event_idx);
+        if (config.packed) {
+            rings_[queue].emplace(std::in_place_type<DriverPackedRing>,
+                                  allocate_packed_ring_layout(*memory_, q), event_idx);
+        } else {
+            rings_[queue].emplace(std::in_place_type<DriverSplitRing>,
+                                  allocate_ring_layout(*memory_, q), event_idx);
+        }
         kick_fds_[queue] = make_event_fd();
         call_fds_[queue] = make_event_fd();
     }
@@ -129,12 +152,15 @@ void NetDriver::allocate(const NetDriverConfig& config) {
 }
 
 void NetDriver::start_ring(uint32_t queue) {
-    const DriverSplitRing& r = *rings_[queue];
-    session_.set_vring_call(queue, call_fds_[queue].get());
-    session_.set_vring_num(queue, r.size());
-    session_.set_vring_base(queue, r.avail_shadow_idx());
-    session_.set_vring_addr(queue, r.layout());
-    session_.set_vring_kick(queue, kick_fds_[queue].get());
+    // QEMU's order for either format; for packed, BASE carries both wrap
+    // counters and ADDR names the two event areas (FrontendSession).
+    visit_ring(queue, [&](const auto& r) {
+        session_.set_vring_call(queue, call_fds_[queue].get());
+        session_.set_vring_num(queue, r.size());
+        session_.set_vring_base(queue, r.vring_base());
+        session_.set_vring_addr(queue, r.layout());
+        session_.set_vring_kick(queue, kick_fds_[queue].get());
+    });
 }
 
 void NetDriver::kick(uint32_t queue) const {

@@ -11,6 +11,12 @@
 //   SET_VRING_ENABLE 1 per ring, [SET_STATUS DRIVER_OK].
 // Both rings are always set up: DPDK treats a device as ready only when
 // the first pair is complete.
+//
+// Ring format: split (virtio 1.2 §2.7), or packed (§2.8) when the config
+// asks for it, which negotiates VIRTIO_F_RING_PACKED and fails if the back
+// end does not offer it. Both rings of a device have the format negotiated
+// once at bring-up, so callers pick the ring type once (ring<R>(), or
+// visit_ring) and run a loop templated on it: the datapath never dispatches.
 #pragma once
 
 #include <array>
@@ -19,9 +25,11 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <variant>
 
 #include "common/unique_fd.hpp"
 #include "frontend/driver_memory.hpp"
+#include "frontend/driver_packed_ring.hpp"
 #include "frontend/driver_split_ring.hpp"
 #include "frontend/frontend_session.hpp"
 #include "vhost_user/message.hpp"
@@ -30,7 +38,9 @@
 namespace vnet::frontend {
 
 struct NetDriverConfig {
-    uint16_t queue_size = 256;
+    uint16_t queue_size = 256;  // split: a power of two; packed: any of 1..32768
+    // Packed rings: VIRTIO_F_RING_PACKED is wanted and required.
+    bool packed = false;
     // Features we would like; the negotiated set is wanted & offered.
     // VERSION_1 is always wanted and required.
     virtio::FeatureSet wanted_features{virtio::Feature::version_1};
@@ -45,6 +55,9 @@ struct NetDriverConfig {
 // Linux virtio_net's choice: with MRG_RXBUF small buffers that big packets
 // span; without it, each buffer must hold the largest frame we accept.
 uint32_t default_rx_buffer_bytes(bool mrg_rxbuf);
+
+// Either driver ring; which one is fixed for the device's life.
+using AnyDriverRing = std::variant<DriverSplitRing, DriverPackedRing>;
 
 class NetDriver {
 public:
@@ -62,11 +75,27 @@ public:
     virtio::FeatureSet negotiated_features() const { return negotiated_; }
     vhost_user::ProtocolFeatureSet negotiated_protocol_features() const { return protocol_; }
     bool mrg_rxbuf() const { return negotiated_.has(virtio::Feature::net_mrg_rxbuf); }
+    bool packed() const { return negotiated_.has(virtio::Feature::ring_packed); }
     const FrontendSession& session() const { return session_; }
 
-    DriverSplitRing& ring(uint32_t queue) { return *rings_[queue]; }
-    DriverSplitRing& rx_ring() { return ring(kRxQueue); }
-    DriverSplitRing& tx_ring() { return ring(kTxQueue); }
+    // The ring as the type negotiated (std::bad_variant_access for the other).
+    template <DriverRing R>
+    R& ring(uint32_t queue) {
+        return std::get<R>(*rings_[queue]);
+    }
+    template <DriverRing R>
+    R& rx_ring() {
+        return ring<R>(kRxQueue);
+    }
+    template <DriverRing R>
+    R& tx_ring() {
+        return ring<R>(kTxQueue);
+    }
+    // Calls f(ring) with the ring as its own type.
+    template <typename F>
+    decltype(auto) visit_ring(uint32_t queue, F&& f) {
+        return std::visit(std::forward<F>(f), *rings_[queue]);
+    }
 
     // The fixed buffer for descriptor cookie `slot` (< queue size).
     std::span<std::byte> tx_slot(uint32_t slot) const {
@@ -98,7 +127,7 @@ private:
     virtio::FeatureSet negotiated_;
     vhost_user::ProtocolFeatureSet protocol_;
     std::unique_ptr<DriverMemory> memory_;
-    std::array<std::optional<DriverSplitRing>, 2> rings_;
+    std::array<std::optional<AnyDriverRing>, 2> rings_;
     std::array<UniqueFd, 2> kick_fds_;
     std::array<UniqueFd, 2> call_fds_;
     std::byte* tx_slots_ = nullptr;

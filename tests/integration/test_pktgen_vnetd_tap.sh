@@ -50,6 +50,9 @@
 #   VNET_TEST_GSO_FRAMES  G for (c) (default 2000)
 #   VNET_TEST_GSO_SIZE    S for (c) (default 16384)
 #   VNET_TEST_VNETD_ARGS  more vnetd args, e.g. "--submit writev"
+#   VNET_TEST_PKTGEN_ARGS more pktgen args for every case, e.g. "--packed"
+#                         (ctest runs the script twice: split, and packed
+#                         rings; each pktgen report must name the format)
 set -u
 
 BUILD_DIR=${1:?usage: $0 BUILD_DIR}
@@ -62,6 +65,11 @@ RATE=${VNET_TEST_RATE:-200000}
 G=${VNET_TEST_GSO_FRAMES:-2000}
 GSO_SIZE=${VNET_TEST_GSO_SIZE:-16384}
 read -r -a VNETD_EXTRA <<<"${VNET_TEST_VNETD_ARGS:-}"
+read -r -a PKTGEN_EXTRA <<<"${VNET_TEST_PKTGEN_ARGS:-}"
+RING_FORMAT=split
+for arg in "${PKTGEN_EXTRA[@]}"; do
+    [ "$arg" = --packed ] && RING_FORMAT=packed
+done
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
@@ -132,6 +140,11 @@ stop_capture() {
         fail "($1) tcpdump wrote $captured of the $CAP_RECEIVED frames it received"
 }
 
+# check_ring_format LABEL OUT: pktgen drove the rings it was asked for.
+check_ring_format() {
+    check_equal "$1" "wanted_rings=$RING_FORMAT" "pktgen_ring-format=$(pktgen_value "$2" ring-format)"
+}
+
 # case_tx LABEL SIZE-ARGS...: (a) guest -> tap, byte-exact.
 case_tx() {
     local label=$1
@@ -140,8 +153,9 @@ case_tx() {
     start_case "$label"
     start_capture "$label"
     timeout 300 "$PKTGEN" --socket-path "$SOCK" --tx --count "$N" --rate "$RATE" --seed "$SEED" \
-        --stats-interval 0 "$@" >"$WORK/pktgen-$label.out" 2>"$WORK/pktgen-$label.err" ||
-        fail "($label) vnet-pktgen failed"
+        --stats-interval 0 "${PKTGEN_EXTRA[@]}" "$@" >"$WORK/pktgen-$label.out" \
+        2>"$WORK/pktgen-$label.err" || fail "($label) vnet-pktgen failed"
+    check_ring_format "$label" "$WORK/pktgen-$label.out"
     stop_capture "$label"
     local tap_rx tap_rx_bytes tap_rx_dropped
     tap_rx=$(link_stat "$NS" "$TAP" rx_packets)
@@ -180,7 +194,8 @@ case_rx() {
     start_case "$label"
     ip -n "$NS" link set "$TAP" txqueuelen "$N" || fail "($label) txqueuelen $N"
     bg_start --out "$WORK/pktgen-$label.out" --err "$WORK/pktgen-$label.err" \
-        timeout 300 "$PKTGEN" --socket-path "$SOCK" --rx --count "$N" --duration 240 --stats-interval 0
+        timeout 300 "$PKTGEN" --socket-path "$SOCK" --rx --count "$N" --duration 240 --stats-interval 0 \
+        "${PKTGEN_EXTRA[@]}"
     local pg_pid=$BG_PID
     wait_for 30 "($label) pktgen did not come up" log_has "$WORK/pktgen-$label.err" "link up"
     local sent
@@ -200,6 +215,7 @@ case_rx() {
     read -r vm_tx vm_tx_bytes vm_tx_drops vtap_rx vtap_rx_bytes vtap_rx_drops < <(vnetd_stats "$STATS" \
         vm0.tx.packets vm0.tx.bytes vm0.tx.drops "$TAP.rx.packets" "$TAP.rx.bytes" "$TAP.rx.drops")
     local out="$WORK/pktgen-$label.out" key
+    check_ring_format "$label" "$out"
     local injected injected_bytes
     injected=$(awk '{print $2}' <<<"$sent")
     injected_bytes=$(awk '{print $4}' <<<"$sent")
@@ -237,8 +253,9 @@ case_gso() {
     local cap_pid=$BG_PID
     wait_for 10 "($label) the capture did not start" test -e "$ready"
     timeout 300 "$PKTGEN" --socket-path "$SOCK" --tx --gso --count "$G" --size "$GSO_SIZE" \
-        --stats-interval 0 >"$WORK/pktgen-$label.out" 2>"$WORK/pktgen-$label.err" ||
-        fail "($label) vnet-pktgen --gso failed"
+        --stats-interval 0 "${PKTGEN_EXTRA[@]}" >"$WORK/pktgen-$label.out" \
+        2>"$WORK/pktgen-$label.err" || fail "($label) vnet-pktgen --gso failed"
+    check_ring_format "$label" "$WORK/pktgen-$label.out"
     # The capture ends after G frames, or 10 s after the last one.
     wait_until 30 exited "$cap_pid"
     stop_pid "$cap_pid" INT || fail "($label) the capture failed: $(cat "$WORK/capture-$label.log")"
@@ -279,7 +296,7 @@ case_gso() {
         "kernel_tap_rx_dropped=$tap_rx_dropped" "capture_dropped=$cap_dropped"
 }
 
-echo "== frames $N (seed $SEED), pktgen rate ${RATE:-0} pps, GSO $G x $GSO_SIZE B"
+echo "== $RING_FORMAT rings, frames $N (seed $SEED), pktgen rate ${RATE:-0} pps, GSO $G x $GSO_SIZE B"
 case_tx a1 --size-range 60-1514
 case_tx a2 --size 64
 case_rx b --size-range 60-1514

@@ -13,6 +13,7 @@
 
 #include "frontend/driver_packed_ring.hpp"
 #include "frontend/driver_packed_ring_layout.hpp"
+#include "frontend/raw_packed_ring_writer.hpp"
 
 #include "hostile_attacks.hpp"
 #include "hostile_guest.hpp"
@@ -404,29 +405,10 @@ uint16_t avail_flags(bool wrap, bool stale = false) {
                                  (w ? 0 : virtio::PackedDesc::kFlagUsed));
 }
 
-// Writes slot `pos + i` (wrapping) with flags; slot `pos` itself last, with
-// release, as a driver makes a chain available (§2.8.21.1.1).
-void write_packed(PackedGuest& p, virtio::PackedPosition head,
-                  std::span<const virtio::PackedDesc> chain) {
-    const uint16_t size = p.layouts[kTx].size;
-    virtio::PackedPosition pos = head;
-    for (size_t i = 0; i < chain.size(); ++i) {
-        virtio::PackedDesc& d = p.layouts[kTx].desc[pos.index];
-        d.addr = chain[i].addr;
-        d.len = chain[i].len;
-        d.id = chain[i].id;
-        if (i != 0) {
-            d.flags = chain[i].flags;
-        }
-        pos = virtio::advance(pos, 1, size);
-    }
-    std::atomic_ref<uint16_t>(p.layouts[kTx].desc[head.index].flags)
-        .store(chain[0].flags, std::memory_order_release);
-}
-
 void publish_bad_packed(PackedGuest& p, std::span<const virtio::PackedDesc> chain,
                         const char* what) {
-    write_packed(p, p.tx->next_avail(), chain);
+    // Past the driver's books: the shared raw writer, on the same layout.
+    frontend::RawPackedRingWriter(p.layouts[kTx]).publish_chain(p.tx->next_avail(), chain);
     p.g->kick(kTx);
     say("published %s on the packed TX ring and kicked", what);
     require_drop(p.g->socket_fd(), what, kDropTimeout);

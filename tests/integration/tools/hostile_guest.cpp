@@ -291,22 +291,22 @@ uint64_t HostileGuest::wait_completions(uint64_t count, std::chrono::millisecond
     }
 }
 
+// The raw steps go through the driver side's one raw writer, over the same
+// layout DriverSplitRing uses: the attacks need what no driver writes.
 virtio::VirtqDesc& HostileGuest::desc(uint32_t q, uint16_t index) {
-    return layouts_[q].desc[index];
+    return frontend::RawSplitRingWriter(layouts_[q]).desc(index);
 }
 
 uint16_t HostileGuest::avail_idx(uint32_t q) const {
-    return std::atomic_ref<uint16_t>(layouts_[q].avail->idx).load(std::memory_order_relaxed);
+    return frontend::RawSplitRingWriter(layouts_[q]).avail_idx();
 }
 
 void HostileGuest::set_avail_idx(uint32_t q, uint16_t idx) {
-    std::atomic_ref<uint16_t>(layouts_[q].avail->idx).store(idx, std::memory_order_release);
+    frontend::RawSplitRingWriter(layouts_[q]).set_avail_idx(idx);
 }
 
 void HostileGuest::publish_head(uint32_t q, uint16_t head) {
-    const uint16_t idx = avail_idx(q);
-    layouts_[q].avail->ring[idx & (layouts_[q].size - 1)] = head;
-    set_avail_idx(q, static_cast<uint16_t>(idx + 1));
+    frontend::RawSplitRingWriter(layouts_[q]).make_available(head);
 }
 
 }  // namespace vnet::hostile

@@ -20,6 +20,7 @@
 #include "frontend/driver_ring_layout.hpp"
 #include "frontend/driver_split_ring.hpp"
 #include "frontend/frontend_session.hpp"
+#include "frontend/raw_split_ring_writer.hpp"
 #include "frontend/ring_layout_import.hpp"
 #include "vhost_user/message.hpp"
 #include "virtio/features.hpp"
@@ -136,8 +137,9 @@ public:
     uint64_t queue_frames(uint64_t count);
     uint64_t wait_completions(uint64_t count, std::chrono::milliseconds timeout);
 
-    // Raw ring access for the attacks (bypasses DriverSplitRing, which must
-    // not be used on that ring afterwards).
+    // Raw ring access for the attacks (frontend::RawSplitRingWriter: chains
+    // and indices no driver would write; it bypasses DriverSplitRing, which
+    // must not be used on that ring afterwards).
     virtio::VirtqDesc& desc(uint32_t q, uint16_t index);
     uint16_t avail_idx(uint32_t q) const;
     void set_avail_idx(uint32_t q, uint16_t idx);

@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "vhost_user/connection.hpp"
@@ -47,6 +49,8 @@ public:
     vhost_user::MemoryTable table{};
     int mem_fd_seals = 0;
     std::vector<vhost_user::VringAddr> addrs;
+    std::vector<vhost_user::VringState> nums;
+    std::vector<vhost_user::VringState> bases;
     size_t fds_with_kick_call = 0;
 
     void run(int fd) {
@@ -105,6 +109,13 @@ private:
                     mem_fd_seals = ::fcntl(m.fds[0].get(), F_GET_SEALS);
                 }
                 break;
+            case Request::set_vring_num:
+            case Request::set_vring_base: {
+                vhost_user::VringState st{};
+                m.read_payload(st);
+                (r == Request::set_vring_num ? nums : bases).push_back(st);
+                break;
+            }
             case Request::set_vring_addr: {
                 vhost_user::VringAddr a{};
                 m.read_payload(a);
@@ -228,7 +239,7 @@ TEST(NetDriverHandshake, negotiates_wanted_and_offered_and_acks_protocol_feature
                                   Feature::vhost_user_protocol_features};
         EXPECT_EQ(driver.negotiated_features(), expected);
         EXPECT_FALSE(driver.mrg_rxbuf());
-        EXPECT_TRUE(driver.tx_ring().event_idx());
+        EXPECT_TRUE(driver.tx_ring<DriverSplitRing>().event_idx());
     }
     h.join();
     EXPECT_EQ(FeatureSet(h.backend.acked_features),
@@ -245,7 +256,7 @@ TEST(NetDriverHandshake, shares_one_sealed_memfd_region_with_gpa_equal_to_our_ad
     uint64_t tx_desc = 0;
     {
         NetDriver driver(h.session(), config_wanting({Feature::version_1}));
-        tx_desc = reinterpret_cast<uintptr_t>(driver.tx_ring().layout().desc);
+        tx_desc = reinterpret_cast<uintptr_t>(driver.tx_ring<DriverSplitRing>().layout().desc);
     }
     h.join();
     ASSERT_EQ(h.backend.table.nregions, 1u);
@@ -277,6 +288,93 @@ TEST(NetDriverHandshake, without_protocol_features_sends_no_enable_and_asks_no_a
         EXPECT_NE(r.request, Request::set_vring_enable);
         EXPECT_EQ(r.flags & MessageHeader::kFlagNeedReply, 0u);
     }
+}
+
+TEST(NetDriverHandshake, keeps_split_rings_when_packed_is_offered_but_not_asked_for) {
+    Harness h;
+    h.backend.offered = h.backend.offered.with(Feature::ring_packed);
+    h.start();
+    {
+        NetDriver driver(h.session(), config_wanting({Feature::version_1, Feature::ring_packed}));
+        EXPECT_FALSE(driver.packed());
+        EXPECT_EQ(driver.tx_ring<DriverSplitRing>().size(), 64);
+    }
+    h.join();
+    EXPECT_FALSE(FeatureSet(h.backend.acked_features).has(Feature::ring_packed));
+    ASSERT_EQ(h.backend.bases.size(), 2u);
+    EXPECT_EQ(h.backend.bases[0].num, 0u);
+    EXPECT_EQ(h.backend.bases[1].num, 0u);
+}
+
+// QEMU's packed bring-up: NUM any size, BASE with both wrap counters (bit 15
+// avail, bit 31 used) set for a fresh ring, ADDR naming the descriptor ring
+// (16-aligned) and the driver and device event areas (4-aligned) as "avail"
+// and "used" (vhost-user.rst, virtio 1.2 §2.8.10.1).
+TEST(NetDriverHandshake, negotiates_packed_and_describes_packed_rings_as_qemu_does) {
+    Harness h;
+    h.backend.offered = h.backend.offered.with(Feature::ring_packed);
+    h.start();
+    NetDriverConfig c = config_wanting({Feature::version_1, Feature::ring_event_idx});
+    c.packed = true;
+    c.queue_size = 100;  // packed rings need not be a power of two
+    std::array<DriverPackedRingLayout, 2> layouts{};
+    {
+        NetDriver driver(h.session(), c);
+        EXPECT_TRUE(driver.packed());
+        EXPECT_TRUE(driver.negotiated_features().has(Feature::ring_packed));
+        for (uint32_t q : {NetDriver::kRxQueue, NetDriver::kTxQueue}) {
+            layouts[q] = driver.ring<DriverPackedRing>(q).layout();
+            EXPECT_TRUE(driver.ring<DriverPackedRing>(q).event_idx());
+        }
+        EXPECT_THROW(driver.tx_ring<DriverSplitRing>(), std::bad_variant_access);
+        EXPECT_TRUE(driver.stop());
+    }
+    h.join();
+    EXPECT_TRUE(FeatureSet(h.backend.acked_features).has(Feature::ring_packed));
+    ASSERT_EQ(h.backend.nums.size(), 2u);
+    ASSERT_EQ(h.backend.bases.size(), 2u);
+    ASSERT_EQ(h.backend.addrs.size(), 2u);
+    for (uint32_t q : {NetDriver::kRxQueue, NetDriver::kTxQueue}) {
+        EXPECT_EQ(h.backend.nums[q].index, q);
+        EXPECT_EQ(h.backend.nums[q].num, 100u);
+        EXPECT_EQ(h.backend.bases[q].index, q);
+        EXPECT_EQ(h.backend.bases[q].num, 0x80008000u);
+        const vhost_user::VringAddr& a = h.backend.addrs[q];
+        EXPECT_EQ(a.index, q);
+        EXPECT_EQ(a.desc_user_addr, reinterpret_cast<uintptr_t>(layouts[q].desc));
+        EXPECT_EQ(a.avail_user_addr, reinterpret_cast<uintptr_t>(layouts[q].driver_event));
+        EXPECT_EQ(a.used_user_addr, reinterpret_cast<uintptr_t>(layouts[q].device_event));
+        EXPECT_EQ(a.desc_user_addr % 16, 0u);
+        EXPECT_EQ(a.avail_user_addr % 4, 0u);
+        EXPECT_EQ(a.used_user_addr % 4, 0u);
+        // The device event area lies past the 100 descriptors, not over them.
+        EXPECT_GE(a.avail_user_addr, a.desc_user_addr + 100 * sizeof(virtio::PackedDesc));
+        EXPECT_GE(a.used_user_addr, a.avail_user_addr + sizeof(virtio::PackedEventSuppress));
+    }
+}
+
+TEST(NetDriverHandshake, packed_fails_naming_the_feature_when_the_back_end_does_not_offer_it) {
+    Harness h;  // the scripted back end offers no RING_PACKED
+    h.start();
+    NetDriverConfig c = config_wanting({Feature::version_1});
+    c.packed = true;
+    try {
+        NetDriver driver(h.session(), c);
+        ADD_FAILURE() << "bring-up succeeded";
+    } catch (const FrontendError& e) {
+        EXPECT_NE(std::string(e.what()).find("VIRTIO_F_RING_PACKED (bit 34)"), std::string::npos)
+            << e.what();
+    }
+    h.join();
+    // Nothing was acked: the driver gave up before SET_FEATURES.
+    EXPECT_EQ(h.backend.acked_features, 0u);
+}
+
+TEST(NetDriverHandshake, refuses_a_split_queue_size_that_is_not_a_power_of_two) {
+    Harness h;
+    NetDriverConfig c = config_wanting({Feature::version_1});
+    c.queue_size = 100;
+    EXPECT_THROW(NetDriver(h.session(), c), FrontendError);
 }
 
 void expect_bring_up_fails(Harness& h, const std::string& fragment) {

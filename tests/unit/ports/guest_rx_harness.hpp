@@ -1,7 +1,8 @@
 // A VhostUserPort behind a real VhostUserDevice, with the test playing the
-// guest: it posts RX buffers into a memfd both sides map, reads used->idx
-// and counts the calls the port sends on the RX ring's call eventfd. For
-// tests that assert exact used-index values and notify counts.
+// guest: it posts RX buffers and TX chains into a memfd both sides map
+// through the driver side's own split rings (frontend::DriverSplitRing),
+// reads used->idx and counts the calls the port sends on the RX ring's call
+// eventfd. For tests that assert exact used-index values and notify counts.
 #pragma once
 
 #include <sys/eventfd.h>
@@ -11,8 +12,12 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <vector>
 
+#include "frontend/driver_split_ring.hpp"
+#include "frontend/raw_split_ring_writer.hpp"
 #include "ports/vhost_user_port.hpp"
 #include "unit/dataplane/fake_ports.hpp"
 #include "unit/vhost_user/device_harness.hpp"
@@ -61,6 +66,9 @@ public:
         RunOnOwner run_on_owner = [](uint16_t, const std::function<void()>& work) { work(); },
         uint16_t tx_ring_size = kRingSize, bool ring_enable = false)
         : port("vm", 1, std::move(run_on_owner)), tx_ring_size_(tx_ring_size) {
+        for (uint32_t q : {0u, 1u}) {
+            rings_[q].emplace(ring_layout(q), false);
+        }
         vhost_user::DeviceConfig config;
         config.name = "rx-coalescing";
         // No EVENT_IDX: every publish wants a call, so calls count publishes.
@@ -125,47 +133,36 @@ public:
                  .payload(vhost_user::VringState{0, 0}));
     }
 
-    // Guest side of the RX ring (ring 0), virtio 1.2 §2.7.13.
+    // Guest side of the RX ring (ring 0): n writable buffers of kBufferSize,
+    // published at once. Nothing is reclaimed, so at most kRingSize in all.
     void post_rx_buffers(uint16_t n) {
+        frontend::DriverSplitRing& rx = *rings_[0];
         for (uint16_t i = 0; i < n; ++i) {
-            const uint16_t head = static_cast<uint16_t>(next_avail_ % kRingSize);
-            virtio::VirtqDesc d{kBuffersGpa + uint64_t{head} * kBufferSize, kBufferSize,
-                                virtio::VirtqDesc::kFlagWrite, 0};
-            std::memcpy(guest(mem.desc_uva(0)) + 16u * head, &d, sizeof d);
-            auto* avail = reinterpret_cast<virtio::VirtqAvail*>(guest(mem.avail_uva(0)));
-            avail->ring[next_avail_ % kRingSize] = head;
-            ++next_avail_;
+            const uint32_t buffer = rx_posted_++;
+            if (!rx.add_buffer(kBuffersGpa + uint64_t{buffer} * kBufferSize, kBufferSize,
+                               frontend::BufferAccess::device_writes, buffer)) {
+                throw std::runtime_error("GuestRxHarness: more than kRingSize RX buffers posted");
+            }
         }
-        auto* avail = reinterpret_cast<virtio::VirtqAvail*>(guest(mem.avail_uva(0)));
-        std::atomic_ref<uint16_t>(avail->idx).store(next_avail_, std::memory_order_release);
+        rx.publish();
     }
     uint16_t used_idx(uint32_t q = 0) {
-        auto* used = reinterpret_cast<virtio::VirtqUsed*>(guest(mem.used_uva(q)));
-        return std::atomic_ref<uint16_t>(used->idx).load(std::memory_order_acquire);
+        return frontend::RawSplitRingWriter(ring_layout(q)).used_idx();
     }
     uint32_t used_len(uint32_t q, uint16_t slot) {
-        auto* used = reinterpret_cast<virtio::VirtqUsed*>(guest(mem.used_uva(q)));
-        return used->ring[slot].len;
+        return frontend::RawSplitRingWriter(ring_layout(q)).used_elem(slot).len;
     }
 
     // Guest side of the TX ring (ring 1): one chain of direct descriptors
-    // of `segment_bytes` each, made available at once. Returns its head.
-    uint16_t post_tx_chain(uint16_t segments, uint32_t segment_bytes) {
-        const uint16_t head = next_tx_desc_;
-        for (uint16_t i = 0; i < segments; ++i) {
-            const auto slot = static_cast<uint16_t>((head + i) % tx_ring_size_);
-            const bool last = i + 1 == segments;
-            virtio::VirtqDesc d{kTxBuffersGpa, segment_bytes,
-                                last ? uint16_t{0} : virtio::VirtqDesc::kFlagNext,
-                                static_cast<uint16_t>((slot + 1) % tx_ring_size_)};
-            std::memcpy(guest(mem.desc_uva(1)) + 16u * slot, &d, sizeof d);
+    // of `segment_bytes` each (all over the same payload bytes), published.
+    void post_tx_chain(uint16_t segments, uint32_t segment_bytes) {
+        const std::vector<frontend::BufferSegment> chain(
+            segments, frontend::BufferSegment{kTxBuffersGpa, segment_bytes,
+                                              frontend::BufferAccess::device_reads});
+        if (!rings_[1]->add_chain(chain, tx_posted_++)) {
+            throw std::runtime_error("GuestRxHarness: TX ring has no room for the chain");
         }
-        next_tx_desc_ = static_cast<uint16_t>((head + segments) % tx_ring_size_);
-        auto* avail = reinterpret_cast<virtio::VirtqAvail*>(guest(mem.avail_uva(1)));
-        avail->ring[next_tx_avail_ % tx_ring_size_] = head;
-        ++next_tx_avail_;
-        std::atomic_ref<uint16_t>(avail->idx).store(next_tx_avail_, std::memory_order_release);
-        return head;
+        rings_[1]->publish();
     }
     // Calls received on the RX ring so far.
     uint64_t notifies() {
@@ -184,11 +181,19 @@ public:
 
 private:
     uint8_t* guest(uint64_t uva) { return mem.host + (uva - mem.kUva); }
+    // Ring q where start_ring tells the device it is (GuestMemory's areas).
+    frontend::DriverRingLayout ring_layout(uint32_t q) {
+        return frontend::DriverRingLayout{
+            reinterpret_cast<virtio::VirtqDesc*>(guest(mem.desc_uva(q))),
+            reinterpret_cast<virtio::VirtqAvail*>(guest(mem.avail_uva(q))),
+            reinterpret_cast<virtio::VirtqUsed*>(guest(mem.used_uva(q))),
+            q == 1 ? tx_ring_size_ : kRingSize};
+    }
 
     uint16_t tx_ring_size_;
-    uint16_t next_avail_ = 0;
-    uint16_t next_tx_desc_ = 0;
-    uint16_t next_tx_avail_ = 0;
+    std::optional<frontend::DriverSplitRing> rings_[2];
+    uint32_t rx_posted_ = 0;
+    uint32_t tx_posted_ = 0;
     uint64_t notified_ = 0;
 };
 

@@ -16,8 +16,8 @@
 namespace vnet::virtio {
 namespace {
 
+using test::GuestSplitRing;
 using test::TestGuestMemory;
-using test::TestRing;
 
 constexpr uint16_t N = VirtqDesc::kFlagNext;
 constexpr uint16_t W = VirtqDesc::kFlagWrite;
@@ -45,7 +45,7 @@ struct Guest {
     uint8_t* low = mem.add_region(kRing, kLowEnd - kRing);
     uint8_t* high = mem.add_region(kHigh, 0x1000);
     uint8_t* far = mem.add_region(kFar, 0x1000);
-    TestRing ring;
+    GuestSplitRing ring;
     size_t hint = 0;
     std::array<iovec, 16> iov{};
     DescriptorChain chain;

@@ -1,8 +1,9 @@
 // PackedRing rules of its own (virtio 1.2 §2.8): every hostile-input rule
 // with the exact error it must give, the batched used write, the event
 // suppression areas and the vring base encoding. Descriptors are written
-// by hand here, the way a hostile guest would; the contract shared with the
-// split ring is in device_ring_typed_test.cpp.
+// by hand here (frontend::RawPackedRingWriter), the way a hostile guest
+// would; the contract shared with the split ring is in
+// device_ring_typed_test.cpp.
 #include "virtio/ring/packed_ring.hpp"
 
 #include <gtest/gtest.h>
@@ -10,8 +11,10 @@
 #include <array>
 #include <cstring>
 #include <initializer_list>
+#include <span>
 #include <string>
 
+#include "frontend/raw_packed_ring_writer.hpp"
 #include "unit/virtio/test_ring.hpp"
 
 namespace vnet::virtio {
@@ -28,20 +31,25 @@ constexpr uint16_t N = PackedDesc::kFlagNext;
 constexpr uint16_t W = PackedDesc::kFlagWrite;
 constexpr uint16_t I = PackedDesc::kFlagIndirect;
 
+// The ring is laid out by the driver side (frontend::carve_packed_ring_layout)
+// and written through its raw writer, which lets a test put any flags in
+// any slot; the device ring under test reads the same areas.
 struct Raw {
     explicit Raw(uint16_t size = 8, bool indirect = true, bool event_idx = false)
-        : layout{reinterpret_cast<PackedDesc*>(ring),
-                 reinterpret_cast<PackedEventSuppress*>(ring + 16u * size),
-                 reinterpret_cast<PackedEventSuppress*>(ring + 16u * size + 4), size},
+        : writer(frontend::carve_packed_ring_layout(
+              std::span<std::byte>(reinterpret_cast<std::byte*>(ring),
+                                   frontend::packed_ring_storage_bytes(size)),
+              size)),
+          layout{writer.layout().desc, writer.layout().driver_event, writer.layout().device_event,
+                 size},
           ring_(layout, RingConfig{&mem.map(), indirect, event_idx}) {}
 
     // The driver's view of slot `slot` for wrap counter `wrap` (§2.8.21.1).
     void put(uint16_t slot, uint64_t addr, uint32_t len, uint16_t id, uint16_t flags = 0,
              bool wrap = true) {
-        layout.desc[slot] =
-            PackedDesc{addr, len, id, static_cast<uint16_t>(flags | avail_flags_for(wrap))};
+        writer.put(slot, addr, len, id, flags, wrap);
     }
-    void put_raw_flags(uint16_t slot, uint16_t flags) { layout.desc[slot].flags = flags; }
+    void put_raw_flags(uint16_t slot, uint16_t flags) { writer.put_raw_flags(slot, flags); }
     void table(uint64_t gpa, std::initializer_list<PackedDesc> entries) {
         uint8_t* p = mem.host(gpa, entries.size() * sizeof(PackedDesc));
         for (const PackedDesc& e : entries) {
@@ -56,6 +64,7 @@ struct Raw {
     uint8_t* ring = mem.add_region(kRingGpa, 0x80000);
     uint8_t* data = mem.add_region(kData, 0x20000);
     uint8_t* next_data = mem.add_region(kNextData, 0x1000);
+    frontend::RawPackedRingWriter writer;
     PackedRingLayout layout;
     PackedRing ring_;
     PoppedChain chain;

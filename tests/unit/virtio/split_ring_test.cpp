@@ -11,8 +11,8 @@
 namespace vnet::virtio {
 namespace {
 
+using test::GuestSplitRing;
 using test::TestGuestMemory;
-using test::TestRing;
 
 constexpr uint64_t kRingGpa = 0x10000;
 
@@ -47,7 +47,7 @@ struct Queue {
 
     TestGuestMemory mem;
     uint8_t* region = mem.add_region(kRingGpa, 0x10000);
-    TestRing guest;
+    GuestSplitRing guest;
     SplitRing ring;
     std::array<uint16_t, 64> heads{};
     RingError error = RingError::ok;

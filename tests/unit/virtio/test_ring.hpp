@@ -1,7 +1,7 @@
 // Driver-side helpers for virtio unit tests: guest memory made of plain
-// aligned buffers, and a split ring laid out in it that a test fills the way
-// a guest driver would (descriptors, avail ring, used_event) and inspects the
-// way a guest would (used ring, avail_event, used flags).
+// aligned buffers, and a split ring placed in it with the driver side's own
+// layout and raw writer (src/frontend), for tests that write descriptors,
+// avail entries and indices by hand.
 #pragma once
 
 #include <atomic>
@@ -10,8 +10,11 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <stdexcept>
 
+#include "frontend/driver_ring_layout.hpp"
+#include "frontend/raw_split_ring_writer.hpp"
 #include "virtio/descriptor_chain.hpp"
 #include "virtio/guest_memory.hpp"
 #include "virtio/split_ring.hpp"
@@ -70,80 +73,40 @@ private:
     GuestMemoryMap map_;
 };
 
-// A split ring laid out contiguously at `gpa`: descriptor table, avail ring
-// (+ used_event), used ring (+ avail_event), with the spec's alignments.
-class TestRing {
+// A split ring in TestGuestMemory at `gpa`, laid out exactly as the driver
+// side lays one out (frontend::carve_ring_layout), written through the one
+// raw writer (frontend::RawSplitRingWriter) so a test can choose heads,
+// loops and indices a real driver never would. What is added here is only
+// the glue to the device side: guest addresses and the device's views.
+// Tests that need a well-behaved driver use frontend::DriverSplitRing
+// (through RingHarness) instead.
+class GuestSplitRing : public frontend::RawSplitRingWriter {
 public:
-    static constexpr uint64_t bytes_needed(uint16_t size) {
-        return used_offset(size) + used_ring_bytes(size);
-    }
+    // `gpa` must be 64-byte aligned and mapped for frontend::ring_storage_bytes(size).
+    GuestSplitRing(TestGuestMemory& memory, uint64_t gpa, uint16_t size)
+        : RawSplitRingWriter(carve(memory, gpa, size)), memory_(memory), gpa_(gpa) {}
 
-    TestRing(TestGuestMemory& memory, uint64_t gpa, uint16_t size)
-        : memory_(memory), gpa_(gpa), size_(size) {
-        base_ = memory.host(gpa, bytes_needed(size));
-    }
-
-    uint16_t size() const { return size_; }
     uint64_t desc_gpa(uint16_t index) const { return gpa_ + 16ull * index; }
 
-    void set_desc(uint16_t index, uint64_t addr, uint32_t len, uint16_t flags = 0,
-                  uint16_t next = 0) {
-        memory_.write_desc(desc_gpa(index), addr, len, flags, next);
+    SplitRingLayout layout() const {
+        const frontend::DriverRingLayout& l = RawSplitRingWriter::layout();
+        return SplitRingLayout{l.desc, l.avail, l.used, l.size};
     }
-
-    // Driver side of virtio 1.2 §2.7.13: put `head` in the next avail slot
-    // and publish it with a release store of avail->idx.
-    void make_available(uint16_t head) {
-        set_avail_entry(avail_idx(), head);
-        set_avail_idx(static_cast<uint16_t>(avail_idx() + 1));
-    }
-    void set_avail_entry(uint16_t position, uint16_t head) {
-        avail()->ring[position & (size_ - 1)] = head;
-    }
-    void set_avail_idx(uint16_t idx) {
-        std::atomic_ref<uint16_t>(avail()->idx).store(idx, std::memory_order_release);
-    }
-    uint16_t avail_idx() const { return avail()->idx; }
-    void set_avail_flags(uint16_t flags) { avail()->flags = flags; }
-    void set_used_event(uint16_t value) { avail()->ring[size_] = value; }
-
-    uint16_t used_idx() const {
-        return std::atomic_ref<uint16_t>(used()->idx).load(std::memory_order_acquire);
-    }
-    void set_used_idx(uint16_t idx) { used()->idx = idx; }
-    uint16_t used_flags() const { return used()->flags; }
-    VirtqUsedElem used_elem(uint16_t slot) const { return used()->ring[slot & (size_ - 1)]; }
-    uint16_t avail_event() const {
-        uint16_t value;
-        std::memcpy(&value, &used()->ring[size_], sizeof value);
-        return value;
-    }
-
-    SplitRingLayout layout() const { return SplitRingLayout{desc(), avail(), used(), size_}; }
-
     ChainWalkContext walk_context(bool indirect_allowed, size_t* hint = nullptr) const {
-        return ChainWalkContext{desc(), size_, indirect_allowed, &memory_.map(), hint};
+        return ChainWalkContext{RawSplitRingWriter::layout().desc, size(), indirect_allowed,
+                                &memory_.map(), hint};
     }
 
 private:
-    static constexpr uint64_t avail_offset(uint16_t size) { return desc_table_bytes(size); }
-    static constexpr uint64_t used_offset(uint16_t size) {
-        // avail_ring_bytes includes used_event; the used ring is 4-byte aligned (virtio 1.2 §2.7).
-        return (avail_offset(size) + avail_ring_bytes(size) + 3) & ~uint64_t{3};
-    }
-
-    VirtqDesc* desc() const { return static_cast<VirtqDesc*>(static_cast<void*>(base_)); }
-    VirtqAvail* avail() const {
-        return static_cast<VirtqAvail*>(static_cast<void*>(base_ + avail_offset(size_)));
-    }
-    VirtqUsed* used() const {
-        return static_cast<VirtqUsed*>(static_cast<void*>(base_ + used_offset(size_)));
+    static frontend::DriverRingLayout carve(TestGuestMemory& memory, uint64_t gpa, uint16_t size) {
+        const size_t bytes = frontend::ring_storage_bytes(size);
+        return frontend::carve_ring_layout(
+            std::span<std::byte>(reinterpret_cast<std::byte*>(memory.host(gpa, bytes)), bytes),
+            size);
     }
 
     TestGuestMemory& memory_;
     uint64_t gpa_;
-    uint16_t size_;
-    uint8_t* base_;
 };
 
 }  // namespace vnet::virtio::test
