@@ -39,7 +39,6 @@ public:
     // No room for another head or iovec: the burst must flush first.
     bool full() const { return count_ == kHeads || iovecs_used_ == packet::kMaxBurstIovecs; }
     uint16_t free_heads() const { return static_cast<uint16_t>(kHeads - count_); }
-    bool empty() const { return count_ == 0; }
     bool holds_iovecs() const { return iovecs_used_ != 0; }
     uint16_t size() const { return count_; }
     // Where the next chain's writable iovecs go.
