@@ -1,81 +1,17 @@
-// Per-queue counters: packets, bytes, bursts, a burst-size histogram and
-// drops by named reason. Written by the one worker that owns the queue and
-// read by the stats reporter, so each field is a relaxed atomic updated with
-// load+store (a plain mov on x86, no locked instruction on the datapath).
-// The table `kQueueCounterFields` drives printing, JSON and reset: the list
-// is written once.
+// The ports' names for the per-queue counters, which live in src/packet/ so
+// that the virtio-net queues (src/virtio/net/, which may not depend on
+// ports) count with the same type.
 #pragma once
 
-#include <array>
-#include <atomic>
-#include <cstdint>
-#include <string_view>
+#include "packet/queue_counters.hpp"
 
 namespace vnet::ports {
 
-enum class DropReason : uint8_t {
-    bad_descriptor_chain,  // the guest broke a ring rule: the device is broken
-    packet_too_short,      // no bytes beyond the virtio-net header (or < Ethernet header)
-    too_many_segments,     // a chain needs more iovecs than writev takes
-    tx_error,              // the destination refused the packet for good (e.g. tap EINVAL)
-    rx_buffer_too_small,   // without MRG_RXBUF the guest's buffer could not hold the packet
-    rx_error,              // a read from the source failed
-    no_destination,        // the peer port is down (guest not connected, ring disabled)
-    queue_disabled,  // started but disabled ring: TX is processed and dropped (vhost-user.rst)
-    count_,
-};
-inline constexpr size_t kDropReasonCount = static_cast<size_t>(DropReason::count_);
-std::string_view to_string(DropReason r);
-
-// Burst sizes 1, 2-3, 4-7, 8-15, 16-31, 32-63, 64+.
-inline constexpr size_t kBurstHistogramBuckets = 7;
-
-class Counter {
-public:
-    void add(uint64_t n) {
-        value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-    }
-    uint64_t get() const { return value_.load(std::memory_order_relaxed); }
-    void reset() { value_.store(0, std::memory_order_relaxed); }
-
-private:
-    std::atomic<uint64_t> value_{0};
-};
-
-struct QueueCounters {
-    Counter packets;
-    Counter bytes;  // frame bytes: the virtio-net header is not counted (as the kernel counts)
-    Counter bursts;
-    std::array<Counter, kBurstHistogramBuckets> burst_sizes;
-    std::array<Counter, kDropReasonCount> drops;
-    // Guest RX rings: used-index publishes (each with the notify it may have
-    // sent) held back by rx_frames / rx_usecs and merged into a later one.
-    Counter publishes_coalesced;
-    // User-space GRO on a TX batch (tap destinations): frames written that
-    // were merged from several segments, and how many segments they carried.
-    // `packets` counts frames as written, so packets - gro_frames +
-    // gro_segments is what the source sent.
-    Counter gro_frames;
-    Counter gro_segments;
-
-    void count_burst(uint16_t packets_in_burst, uint64_t bytes_in_burst) {
-        if (packets_in_burst == 0) {
-            return;
-        }
-        packets.add(packets_in_burst);
-        bytes.add(bytes_in_burst);
-        bursts.add(1);
-        burst_sizes[histogram_bucket(packets_in_burst)].add(1);
-    }
-    void count_drop(DropReason r, uint64_t n = 1) { drops[static_cast<size_t>(r)].add(n); }
-    uint64_t total_drops() const;
-    void reset();
-
-    static size_t histogram_bucket(uint16_t burst) {
-        size_t bucket = static_cast<size_t>(31 - __builtin_clz(burst));  // floor(log2)
-        return bucket < kBurstHistogramBuckets ? bucket : kBurstHistogramBuckets - 1;
-    }
-    static std::string_view histogram_label(size_t bucket);
-};
+using packet::Counter;
+using packet::DropReason;
+using packet::kBurstHistogramBuckets;
+using packet::kDropReasonCount;
+using packet::QueueCounters;
+using packet::to_string;
 
 }  // namespace vnet::ports

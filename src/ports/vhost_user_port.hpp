@@ -1,7 +1,10 @@
-// VhostUserPort: a VM's virtio-net device as a port. Queue pair q is the
-// port's queue q: its TX ring (2q+1, guest -> us) is a push-style source,
-// its RX ring (2q, us -> guest) a fill-style destination whose buffers a tap
-// read lands in directly.
+// VhostUserPort: a VM's virtio-net device as a port, a thin adapter from
+// the Port interface to the virtio-net queues (src/virtio/net/). Queue pair
+// q is the port's queue q: its TX ring (2q+1, guest -> us) is a NetTxQueue,
+// a push-style source; its RX ring (2q, us -> guest) a NetRxQueue, a
+// fill-style destination whose buffers a tap read lands in directly. The
+// queues decide; the adapter does what virtio may not: eventfd writes,
+// logging, breaking the device.
 //
 // Threads: the VhostUserDevice (control thread) tells the port about rings
 // through the QueueObserver callbacks; the port hands each ring to the
@@ -16,18 +19,16 @@
 // control thread can break the device (one log line, connection dropped).
 #pragma once
 
-#include <array>
 #include <functional>
 #include <memory>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "common/log.hpp"
 #include "ports/port.hpp"
 #include "vhost_user/queue_observer.hpp"
-#include "virtio/ring/packed_ring.hpp"
-#include "virtio/ring/split_device_ring.hpp"
+#include "virtio/net/net_rx_queue.hpp"
+#include "virtio/net/net_tx_queue.hpp"
 
 namespace vnet::ports {
 
@@ -91,130 +92,47 @@ public:
                             int call_fd) override;
 
 private:
-    // The RX window: chains popped from the guest's RX ring whose buffers the
-    // current burst is filling, in ring order. Each remembers the ring
-    // position before its pop; unused ones are given back (rewind) at flush,
-    // which is why they must be the last ones popped. A filled chain's used
-    // entry is staged at flush, not per packet: the per-packet calls
-    // (next_rx_buffer, commit_rx_buffer) touch only the window, and the ring
-    // (a std::variant) is visited once per window refill and once per flush.
-    static constexpr uint16_t kRxWindowHeads = 256;
-    // Chains popped per window refill: one visit of the ring for up to this
-    // many packets (non-mergeable) or buffers (mergeable).
-    static constexpr uint16_t kRxRefillChains = 32;
-    struct RxHead {
-        uint16_t id;
-        uint16_t slots;
-        virtio::RingPosition before;  // position() before this chain's pop
-        uint16_t first_iov;
-        uint16_t iov_count;
-        uint32_t bytes;
-        uint32_t filled;  // set by commit_rx_buffer: the used length
-    };
-    // A TX chain a destination holds: what its used entry needs.
-    struct InFlight {
-        uint16_t id;
-        uint16_t slots;
-    };
-    // The ring formats the port drives; which one is fixed while a ring runs
-    // (VIRTIO_F_RING_PACKED is negotiated once per connection).
-    using AnyRing = std::variant<virtio::SplitDeviceRing, virtio::PackedRing>;
-
-    // rx_frames / rx_usecs for one RX ring (DESIGN.md); frames = 0: off.
-    struct RxCoalescing {
-        uint32_t frames = 0;
-        uint32_t usecs = 0;
-    };
-    // The deadline of frames held with rx_usecs = 0: due at the end of the
-    // worker round that delivered them (any clock value is past it).
-    static constexpr uint64_t kHeldUntilRoundEnd = 1;
-
-    struct Ring {
-        bool ready = false;
-        bool kicks_enabled = true;  // the guest's view: do we want kicks
-        AnyRing ring;
+    // What the adapter keeps of one ring besides its queue: what the device
+    // handed over with it.
+    struct RingEnd {
         std::shared_ptr<const virtio::GuestMemoryMap> memory;
-        virtio::FeatureSet features;
-        uint32_t header_size = 12;
-        bool write_num_buffers = true;  // MRG_RXBUF or VERSION_1
-        bool mergeable = false;         // MRG_RXBUF
         int kick_fd = -1;
         int call_fd = -1;
         // A guest access faulted (the front end shrank its memory): nothing
         // may touch this ring's memory again, not even to finish up.
         bool memory_lost = false;
-        uint16_t pending_used = 0;  // added since the last publish
-        uint32_t generation = 0;    // bumped each time the ring (re)starts
-        // TX only: heads handed out by receive_burst and not yet completed,
-        // oldest first (completions come in the same order). Completed as
-        // dropped if the ring stops while a destination still holds them.
-        std::array<InFlight, packet::kMaxBurstPackets> in_flight{};
-        uint16_t in_flight_first = 0;
-        uint16_t in_flight_count = 0;
-        // RX only: the window (see above).
-        std::array<RxHead, kRxWindowHeads> window{};
-        uint16_t window_count = 0;   // heads in the window
-        uint16_t window_pos = 0;     // first head not yet holding a packet
-        uint16_t window_taken = 0;   // heads the current packet's buffer spans
-        uint16_t window_staged = 0;  // filled heads whose used entry is staged
-        uint32_t requested_max = 0;  // max_packet of the current next_rx_buffer
-        uint16_t parked_avail = 0;   // avail heads left when the path parked
-        std::array<iovec, packet::kMaxBurstIovecs> window_iovecs{};
-        uint16_t window_iovecs_used = 0;
-        // RX: frames (and their bytes) committed since the last publish. With
-        // coalescing they span several flushes; counted when published.
-        uint16_t burst_packets = 0;
-        uint64_t burst_bytes = 0;
-        uint16_t held_packets = 0;  // RX: burst_packets when the last flush held them
-        // RX: next_rx_buffer found too few posted buffers during this burst.
-        bool rx_starved = false;
-        // RX: when the held frames must be published (steady_clock ns); 0:
-        // nothing held, kHeldUntilRoundEnd: rx_usecs = 0.
-        uint64_t held_deadline = 0;
-        RxCoalescing coalescing;            // outlives restarts: it is configuration
-        QueueCounters* counters = nullptr;  // outlives restarts: counts are per port
+        uint32_t generation = 0;  // bumped each time the ring (re)starts
+    };
+    // Queue pair q: RX ring 2q (us -> guest) and TX ring 2q+1 (guest -> us).
+    struct QueuePair {
+        QueuePair(QueueCounters& rx_ring_counters, QueueCounters& tx_ring_counters);
+        virtio::NetRxQueue rx;
+        virtio::NetTxQueue tx;
+        RingEnd rx_end;
+        RingEnd tx_end;
     };
 
-    Ring& tx_ring(uint16_t queue) { return rings_[2u * queue + 1]; }
-    Ring& rx_ring(uint16_t queue) { return rings_[2u * queue]; }
-    const Ring& tx_ring(uint16_t queue) const { return rings_[2u * queue + 1]; }
-    const Ring& rx_ring(uint16_t queue) const { return rings_[2u * queue]; }
+    QueuePair& pair_of(uint32_t ring_index) { return pairs_[ring_index / 2]; }
+    static bool is_tx(uint32_t ring_index) { return (ring_index % 2) == 1; }
+    RingEnd& end_of(uint32_t ring_index) {
+        QueuePair& p = pair_of(ring_index);
+        return is_tx(ring_index) ? p.tx_end : p.rx_end;
+    }
     void on_owner(uint32_t ring_index, const std::function<void()>& work) const {
         run_on_owner_(static_cast<uint16_t>(ring_index / 2), work);
     }
 
-    void fail_ring(uint32_t ring_index, const char* what, const char* detail);
-    // The per-ring logic, one instantiation per ring format (R is a
-    // virtio::DeviceRing); the public entry points visit Ring::ring once.
-    template <typename R>
-    uint16_t receive_burst_on(uint32_t ring_index, Ring& r, R& ring, packet::PacketBurst& burst,
-                              uint16_t max);
-    template <typename R>
-    void publish_and_notify(Ring& r, R& ring);
-    // End of an RX burst: publish now, or hold for rx_frames / rx_usecs.
-    bool should_hold_rx_publish(Ring& r, uint16_t avail_left);
-    template <typename R>
-    void publish_rx(Ring& r, R& ring);
-    template <typename R>
-    bool refill_rx_window(uint32_t ring_index, Ring& r, R& ring);
-    bool grow_rx_window(uint32_t ring_index, Ring& r, uint32_t need_bytes);
-    template <typename R>
-    void stage_rx_used(Ring& r, R& ring);
-    template <typename R>
-    void reset_rx_window(Ring& r, R& ring);
-    template <typename R>
-    void complete_in_flight_as_dropped(Ring& r, R& ring, DropReason reason);
-    // on_queue_stopped's work on guest memory; returns untaken TX heads.
-    // Packets a destination still holds are dropped as `held_drop`.
-    template <typename R>
-    uint16_t finish_ring(Ring& r, R& ring, bool is_tx, DropReason held_drop);
+    // A queue stopped itself on a broken ring rule: tell the control thread.
+    void report_fault(uint32_t ring_index, const virtio::RingFault& fault);
+    // on_queue_ready's work on the owner: the queue starts over on the ring.
+    void start_ring(uint32_t ring_index, const vhost_user::QueueSnapshot& s);
 
     uint16_t queue_pairs_;
     RunOnOwner run_on_owner_;
     Logger log_;                                 // control thread only
-    std::vector<Ring> rings_;                    // 2 per queue pair
     std::unique_ptr<QueueCounters[]> counters_;  // one per ring
-    uint32_t generation_counter_ = 0;            // control thread (inside run_sync)
+    std::vector<QueuePair> pairs_;
+    uint32_t generation_counter_ = 0;  // control thread (inside run_sync)
     // Control thread: rings the device has handed to the dataplane (between
     // on_queue_ready and on_queue_stopped), to tell when a pair starts/stops.
     std::vector<bool> ring_running_;

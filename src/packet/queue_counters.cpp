@@ -1,6 +1,6 @@
-#include "ports/queue_counters.hpp"
+#include "packet/queue_counters.hpp"
 
-namespace vnet::ports {
+namespace vnet::packet {
 
 std::string_view to_string(DropReason r) {
     switch (r) {
@@ -55,4 +55,4 @@ std::string_view QueueCounters::histogram_label(size_t bucket) {
     return bucket < kLabels.size() ? kLabels[bucket] : "?";
 }
 
-}  // namespace vnet::ports
+}  // namespace vnet::packet

@@ -1,0 +1,267 @@
+#include "virtio/net/net_rx_queue.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "virtio/ring_layout.hpp"
+
+namespace vnet::virtio {
+
+namespace {
+
+using packet::DropReason;
+
+// Buffers the guest has posted that the ring has not taken (given-back ones
+// included), as far as the hold and park logic needs it. Split: the exact
+// count. Packed has no count without walking: 1 if the next slot is
+// available, else 0 (the callers only compare it with 0 and with its value
+// at park time, and packed parks on enable_notifications instead).
+uint16_t avail_left(SplitDeviceRing& ring) {
+    RingError ignored = RingError::ok;
+    return ring.split().avail_count(&ignored);
+}
+uint16_t avail_left(PackedRing& ring) {
+    return ring.next_available() ? 1 : 0;
+}
+
+}  // namespace
+
+void NetRxQueue::start(AnyDeviceRing ring, const NetQueueConfig& config) {
+    // The window is large (its iovecs): reset field by field, not by a
+    // temporary copy.
+    ring_ = std::move(ring);
+    config_ = config;
+    running_ = true;
+    kicks_enabled_ = true;
+    fault_new_ = false;
+    starved_ = false;
+    fault_ = RingFault{};
+    pending_used_ = 0;
+    parked_avail_ = 0;
+    burst_packets_ = 0;
+    held_packets_ = 0;
+    burst_bytes_ = 0;
+    held_deadline_ = 0;
+    window_ = RxWindow{};
+}
+
+void NetRxQueue::fail(RingFault fault) {
+    running_ = false;
+    fault_ = fault;
+    fault_new_ = true;
+}
+
+// ---- per packet: the window only ----------------------------------------------
+
+bool NetRxQueue::next_buffer(uint32_t max_packet, std::span<const iovec>* out) {
+    if (!running_) {
+        return false;
+    }
+    if (kicks_enabled_) {
+        std::visit([](auto& ring) { ring.disable_notifications(); }, ring_);  // once per wake-up
+        kicks_enabled_ = false;
+    }
+    if (!grow_window(max_packet)) {
+        return false;
+    }
+    *out = window_.lend(max_packet, config_.mergeable);
+    return true;
+}
+
+void NetRxQueue::commit_buffer(uint32_t len) {
+    if (!running_ || !window_.lent()) {
+        return;
+    }
+    const RxWindow::Head& first = window_.first_lent();
+    if (!config_.mergeable && len >= first.bytes && first.bytes < window_.requested_max()) {
+        // One buffer per packet and the guest's was too small: the read was
+        // truncated. Count it; the buffer is reused for the next packet.
+        counters_->count_drop(DropReason::rx_buffer_too_small);
+        window_.cancel();
+        return;
+    }
+    const uint16_t used_heads = window_.commit(len, config_.mergeable, config_.write_num_buffers);
+    pending_used_ = static_cast<uint16_t>(pending_used_ + used_heads);
+    ++burst_packets_;
+    burst_bytes_ += len - std::min(len, config_.header_size);
+}
+
+bool NetRxQueue::grow_window(uint32_t need_bytes) {
+    uint64_t have = window_.unlent_bytes(window_.first_unlent());
+    auto covered = [&] { return config_.mergeable ? have >= need_bytes : window_.has_unlent(); };
+    while (!covered()) {
+        if (window_.full()) {
+            return false;  // the burst's window is full: flush, then start a new one
+        }
+        const uint16_t before = window_.size();
+        if (!std::visit([&](auto& ring) { return refill_window(ring); }, ring_)) {
+            return false;
+        }
+        if (window_.size() == before) {
+            // Nothing came: the guest has not posted enough buffers (park),
+            // or the next chain needs more iovecs than the window has left.
+            return false;
+        }
+        have += window_.unlent_bytes(before);
+    }
+    return true;
+}
+
+// ---- per burst: one visit of the ring ------------------------------------------
+
+// Pops up to kRefillChains more chains into the window. Returns false if
+// the ring broke.
+template <typename R>
+bool NetRxQueue::refill_window(R& ring) {
+    const auto want = std::min(window_.free_heads(), kRefillChains);
+    uint16_t added = 0;
+    while (added < want && !window_.full()) {
+        const RingPosition before = ring.position();
+        PoppedChain chain;
+        const PopStatus s = ring.pop(window_.free_iovecs(), chain);
+        if (s == PopStatus::empty) {
+            if (added == 0) {
+                starved_ = true;  // held frames must go out now: see should_hold_publish
+            }
+            break;
+        }
+        if (s == PopStatus::too_many_segments && window_.holds_iovecs()) {
+            break;  // stays in the ring (pop left it there) for the next window
+        }
+        const bool readable = s == PopStatus::ok && chain.readable_segments != 0;
+        if (s != PopStatus::ok || readable) {
+            if (added != 0) {
+                // Popped ahead of need: give it back, and break the ring only
+                // when a packet really needs this chain (the next refill).
+                ring.rewind(before);
+                break;
+            }
+            // Kernel vhost handle_rx: a device-readable buffer on RX is invalid.
+            fail(readable
+                     ? RingFault{"RX descriptor chain", "device-readable buffer in an RX chain"}
+                     : pop_fault(false, s));
+            return false;
+        }
+        window_.add(chain, before);
+        ++added;
+    }
+    return true;
+}
+
+bool NetRxQueue::flush() {
+    if (!running_) {
+        return false;
+    }
+    bool notify = false;
+    std::visit(
+        [&](auto& ring) {
+            window_.give_back(ring);
+            parked_avail_ = avail_left(ring);
+            if (pending_used_ == 0) {
+                return;
+            }
+            if (!should_hold_publish(parked_avail_)) {
+                notify = publish(ring);
+            } else if (burst_packets_ != held_packets_) {
+                // A turn that found nothing flushes too: count only the bursts
+                // that brought frames, each one a publish the guest did not get.
+                counters_->publishes_coalesced.add(1);
+                held_packets_ = burst_packets_;
+            }
+        },
+        ring_);
+    starved_ = false;
+    return notify;
+}
+
+// rx_frames is a minimum per publish, checked at the end of a burst: a burst
+// is never split, since publishing mid-burst would only add notifies.
+bool NetRxQueue::should_hold_publish(uint16_t avail_left) {
+    const Coalescing& c = coalescing_;
+    // A guest refills its RX ring when it sees used entries: holding while
+    // it has no buffers left would stall both sides until the deadline.
+    if (c.frames == 0 || burst_packets_ >= c.frames || starved_ || avail_left == 0) {
+        return false;
+    }
+    if (held_deadline_ == 0) {
+        // One clock read per coalesced publish, not per packet.
+        held_deadline_ = c.usecs == 0 ? kHeldUntilRoundEnd : now_ns_() + uint64_t{c.usecs} * 1000;
+    }
+    return true;
+}
+
+template <typename R>
+bool NetRxQueue::publish(R& ring) {
+    window_.stage_used(ring);  // heads filled since the last flush
+    ring.publish_used();
+    pending_used_ = 0;
+    const bool notify = config_.calls_wanted && ring.should_notify();
+    // Counted when the guest can see them: a burst is one publish.
+    counters_->count_burst(burst_packets_, burst_bytes_);
+    burst_packets_ = 0;
+    burst_bytes_ = 0;
+    held_packets_ = 0;
+    held_deadline_ = 0;
+    return notify;
+}
+
+bool NetRxQueue::set_coalescing(uint32_t frames, uint32_t usecs) {
+    // More frames than a ring holds could never be pending: the count is a
+    // u16 (config validation keeps it far lower anyway).
+    coalescing_ = Coalescing{std::min(frames, kMaxQueueSize), usecs};
+    // Turned off: nothing may stay held without a deadline.
+    return frames == 0 && publish_held();
+}
+
+bool NetRxQueue::publish_held() {
+    if (!running_ || pending_used_ == 0) {
+        return false;
+    }
+    return std::visit([&](auto& ring) { return publish(ring); }, ring_);
+}
+
+bool NetRxQueue::arm_kicks() {
+    if (!running_) {
+        return true;
+    }
+    kicks_enabled_ = true;
+    if (auto* split = std::get_if<SplitDeviceRing>(&ring_)) {
+        split->enable_notifications();
+        // Compare with what was there when the path parked, not with our own
+        // (rewound) index: otherwise buffers we gave back look new and the path
+        // never sleeps (the 2026 vhost_net handle_rx livelock).
+        return avail_left(*split) <= parked_avail_;
+    }
+    // Packed: enable_notifications already ignores given-back chains.
+    return !std::get<PackedRing>(ring_).enable_notifications();
+}
+
+// ---- stop ------------------------------------------------------------------------
+
+bool NetRxQueue::finish() {
+    return std::visit(
+        [&](auto& ring) {
+            window_.give_back(ring);
+            // Frames held for rx_frames / rx_usecs: published before the ring
+            // stops; a restart begins at the guest's used index and would
+            // reuse their buffers.
+            return pending_used_ != 0 && publish(ring);
+        },
+        ring_);
+}
+
+void NetRxQueue::abandon() {
+    if (burst_packets_ != 0) {
+        counters_->count_drop(DropReason::no_destination, burst_packets_);
+        burst_packets_ = 0;
+        burst_bytes_ = 0;
+        held_packets_ = 0;
+        held_deadline_ = 0;
+    }
+}
+
+uint32_t NetRxQueue::vring_base() const {
+    return std::visit([](const auto& ring) { return ring.vring_base(); }, ring_);
+}
+
+}  // namespace vnet::virtio

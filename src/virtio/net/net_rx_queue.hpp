@@ -1,0 +1,127 @@
+// NetRxQueue: a virtio-net receive queue (the guest's RX ring, us -> guest)
+// as a fill-style destination. A source writes each packet straight into
+// the guest buffers next_buffer lends (one buffer, or with MRG_RXBUF as
+// many as the packet needs, num_buffers set at commit), and flush makes the
+// burst visible with one publish, or holds it for rx_frames / rx_usecs
+// (DESIGN.md: guest-side coalescing).
+//
+// Pure and single-owner like NetTxQueue: calls return "notify the guest"
+// for the owner's eventfd write, and a guest that breaks a rule stops the
+// queue with a RingFault (take_fault) for the owner to log.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <span>
+
+#include "packet/queue_counters.hpp"
+#include "virtio/net/any_device_ring.hpp"
+#include "virtio/net/net_queue_config.hpp"
+#include "virtio/net/ring_fault.hpp"
+#include "virtio/net/rx_window.hpp"
+
+namespace vnet::virtio {
+
+class NetRxQueue {
+public:
+    // Monotonic nanoseconds (the owner's clock: the worker compares
+    // held_deadline() against the same one).
+    using Clock = uint64_t (*)();
+    // The deadline of frames held with rx_usecs = 0: due at the end of the
+    // worker round that delivered them (any clock value is past it).
+    static constexpr uint64_t kHeldUntilRoundEnd = 1;
+    // Chains popped per window refill: one visit of the ring for up to this
+    // many packets (non-mergeable) or buffers (mergeable).
+    static constexpr uint16_t kRefillChains = 32;
+
+    NetRxQueue(packet::QueueCounters& counters, Clock now_ns)
+        : counters_(&counters), now_ns_(now_ns) {}
+
+    // A (re)started ring: everything but the counters and the coalescing
+    // settings (configuration) starts over.
+    void start(AnyDeviceRing ring, const NetQueueConfig& config);
+    void stop() { running_ = false; }
+    bool running() const { return running_; }
+    void set_calls_wanted(bool wanted) { config_.calls_wanted = wanted; }
+
+    // Lends the guest buffer(s) for one packet of up to `max_packet` bytes
+    // (header included). False: the guest has not posted enough (flush and
+    // park), the burst's window is full (flush, then go on), or the ring
+    // broke (take_fault).
+    bool next_buffer(uint32_t max_packet, std::span<const iovec>* out);
+    // The lent buffer now holds `len` bytes. A packet truncated by a
+    // too-small buffer (no MRG_RXBUF) is counted as a drop and the buffer
+    // is lent again.
+    void commit_buffer(uint32_t len);
+    // End of a burst: unused buffers go back to the ring; what was filled
+    // is published now or held for coalescing. Returns whether to notify.
+    bool flush();
+
+    // rx_frames / rx_usecs (frames = 0: off). Returns whether to notify
+    // (turning coalescing off publishes what was held).
+    bool set_coalescing(uint32_t frames, uint32_t usecs);
+    // When held frames must be published (Clock ns); 0: nothing held.
+    uint64_t held_deadline() const { return running_ ? held_deadline_ : 0; }
+    // Publishes held frames. Returns whether to notify.
+    bool publish_held();
+    // Before the owner sleeps on the kick fd: true if it may (the guest
+    // posted no buffers since the path parked).
+    bool arm_kicks();
+
+    // At stop, while the memory is still mapped: gives back unused buffers
+    // and publishes held frames (the guest gets them, and the call it would
+    // have had). Returns whether to notify.
+    bool finish();
+    // The guest's memory is gone: held frames can no longer be told about;
+    // they are dropped, and counted.
+    void abandon();
+    uint32_t vring_base() const;
+
+    const RingFault* take_fault() {
+        if (!fault_new_) {
+            return nullptr;
+        }
+        fault_new_ = false;
+        return &fault_;
+    }
+
+private:
+    // rx_frames / rx_usecs (DESIGN.md); frames = 0: off.
+    struct Coalescing {
+        uint32_t frames = 0;
+        uint32_t usecs = 0;
+    };
+    bool grow_window(uint32_t need_bytes);
+    template <typename R>
+    bool refill_window(R& ring);
+    bool should_hold_publish(uint16_t avail_left);
+    template <typename R>
+    bool publish(R& ring);
+    void fail(RingFault fault);
+
+    AnyDeviceRing ring_;
+    NetQueueConfig config_;
+    packet::QueueCounters* counters_;  // outlives restarts: counts are per port
+    Clock now_ns_;
+    Coalescing coalescing_;  // outlives restarts: it is configuration
+    bool running_ = false;
+    bool kicks_enabled_ = true;  // the guest's view: do we want kicks
+    bool fault_new_ = false;
+    // next_buffer found too few posted buffers during this burst.
+    bool starved_ = false;
+    RingFault fault_;
+    uint16_t pending_used_ = 0;  // heads filled since the last publish
+    uint16_t parked_avail_ = 0;  // avail heads left at the last flush
+    // Frames (and their bytes) committed since the last publish. With
+    // coalescing they span several flushes; counted when published.
+    uint16_t burst_packets_ = 0;
+    uint16_t held_packets_ = 0;  // burst_packets_ when the last flush held them
+    uint64_t burst_bytes_ = 0;
+    // When the held frames must be published; 0: nothing held,
+    // kHeldUntilRoundEnd: rx_usecs = 0.
+    uint64_t held_deadline_ = 0;
+    RxWindow window_;
+};
+
+}  // namespace vnet::virtio

@@ -1,0 +1,205 @@
+#include "virtio/net/net_tx_queue.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <type_traits>
+#include <utility>
+
+namespace vnet::virtio {
+
+namespace {
+
+using packet::DropReason;
+
+// A TX packet's burst token: the chain's buffer id and ring slots, all its
+// used entry needs (both are at most 32768).
+uint32_t make_token(const PoppedChain& c) {
+    return uint32_t{c.id} | (uint32_t{c.slots} << 16);
+}
+uint16_t token_id(uint32_t token) {
+    return static_cast<uint16_t>(token);
+}
+uint16_t token_slots(uint32_t token) {
+    return static_cast<uint16_t>(token >> 16);
+}
+
+// Chains the guest queued that the ring has not taken, read at stop.
+uint16_t untaken_chains(const SplitDeviceRing& ring) {
+    // A fresh read: avail_count() may answer from its cached index.
+    const SplitRing& split = ring.split();
+    const uint16_t avail_idx =
+        std::atomic_ref<uint16_t>(split.layout().avail->idx).load(std::memory_order_acquire);
+    const auto untaken = static_cast<uint16_t>(avail_idx - split.last_avail_idx());
+    return untaken > split.size() ? 0 : untaken;  // a guest that broke the rules: nothing to report
+}
+uint16_t untaken_chains(const PackedRing& ring) {
+    return ring.available_chains();  // no index to subtract: walks the flags (once, at stop)
+}
+
+}  // namespace
+
+void NetTxQueue::start(AnyDeviceRing ring, const NetQueueConfig& config) {
+    packet::QueueCounters* counters = counters_;
+    *this = NetTxQueue(*counters);
+    ring_ = std::move(ring);
+    config_ = config;
+    running_ = true;
+}
+
+void NetTxQueue::fail(RingFault fault) {
+    running_ = false;
+    fault_ = fault;
+    fault_new_ = true;
+}
+
+NetTxQueue::Received NetTxQueue::receive_burst(packet::PacketBurst& burst, uint16_t max) {
+    if (!running_) {
+        return {};
+    }
+    return std::visit([&](auto& ring) { return receive_burst_on(ring, burst, max); }, ring_);
+}
+
+template <typename R>
+NetTxQueue::Received NetTxQueue::receive_burst_on(R& ring, packet::PacketBurst& burst,
+                                                  uint16_t max) {
+    if (kicks_enabled_) {
+        // Kernel vhost handle_tx: no kicks while we are processing anyway.
+        ring.disable_notifications();
+        kicks_enabled_ = false;
+    }
+    max = static_cast<uint16_t>(
+        std::min<size_t>({max, size_t{packet::kMaxBurstPackets} - burst.count,
+                          size_t{packet::kMaxBurstPackets} - in_flight_count_}));
+    Received result;
+    burst.header_size = static_cast<uint16_t>(config_.header_size);
+    for (uint16_t i = 0; i < max; ++i) {
+        PoppedChain chain;
+        PopStatus s = ring.pop(burst.free_iovecs(), chain);
+        if (s == PopStatus::empty) {
+            break;
+        }
+        if (s == PopStatus::too_many_segments && burst.iovecs_used != 0) {
+            break;  // no room left: the chain stays for the next burst
+        }
+        if (s == PopStatus::too_many_segments) {
+            // More segments than one write takes (UIO_MAXIOV) even in an
+            // empty burst: legal for the guest, impossible for a tap. pop
+            // left the chain in the ring; skip consumes it unmapped. The
+            // packet is completed unsent and counted; the ring goes on.
+            s = ring.skip(chain);
+            if (s == PopStatus::ok) {
+                counters_->count_drop(DropReason::too_many_segments);
+                ring.add_used(chain.id, chain.slots, 0);
+                ++pending_used_;
+                continue;
+            }
+            if (s == PopStatus::empty) {
+                break;  // cannot happen: pop just saw it
+            }
+        }
+        if (s != PopStatus::ok) {
+            if (s != PopStatus::avail_index_jump && s != PopStatus::head_out_of_range) {
+                counters_->count_drop(DropReason::bad_descriptor_chain);
+            }
+            fail(pop_fault(true, s));
+            return result;
+        }
+        if (chain.writable_segments != 0) {
+            // Kernel vhost handle_tx: "Unexpected descriptor format for TX".
+            counters_->count_drop(DropReason::bad_descriptor_chain);
+            fail({"TX descriptor chain", "device-writable buffer in a TX chain"});
+            return result;
+        }
+        if (chain.readable_bytes <= config_.header_size) {
+            // Nothing beyond the virtio-net header: complete it as dropped.
+            counters_->count_drop(DropReason::packet_too_short);
+            ring.add_used(chain.id, chain.slots, 0);
+            ++pending_used_;
+            continue;
+        }
+        burst.push(chain.readable_segments, chain.readable_bytes, make_token(chain));
+        in_flight_[(in_flight_first_ + in_flight_count_) % packet::kMaxBurstPackets] =
+            InFlight{chain.id, chain.slots};
+        ++in_flight_count_;
+        ++result.taken;
+    }
+    if (result.taken == 0 && pending_used_ != 0) {
+        result.notify = publish(ring);
+    }
+    return result;
+}
+
+bool NetTxQueue::complete_burst(const packet::PacketBurst& burst, uint16_t done) {
+    if (!running_ || done == 0) {
+        return false;
+    }
+    return std::visit(
+        [&](auto& ring) {
+            uint64_t bytes = 0;
+            for (uint16_t i = 0; i < done; ++i) {
+                // Copy semantics: the packet left guest memory, the used length is 0
+                // (kernel vhost handle_tx_copy).
+                const uint32_t token = burst.packets[i].token;
+                ring.add_used(token_id(token), token_slots(token), 0);
+                bytes += burst.packets[i].len -
+                         config_.header_size;  // frame bytes, as the kernel counts
+            }
+            done = std::min(done, in_flight_count_);
+            in_flight_first_ =
+                static_cast<uint16_t>((in_flight_first_ + done) % packet::kMaxBurstPackets);
+            in_flight_count_ = static_cast<uint16_t>(in_flight_count_ - done);
+            pending_used_ = static_cast<uint16_t>(pending_used_ + done);
+            counters_->count_burst(done, bytes);
+            return publish(ring);
+        },
+        ring_);
+}
+
+template <typename R>
+bool NetTxQueue::publish(R& ring) {
+    ring.publish_used();
+    pending_used_ = 0;
+    return config_.calls_wanted && ring.should_notify();
+}
+
+bool NetTxQueue::arm_kicks() {
+    if (!running_) {
+        return true;
+    }
+    kicks_enabled_ = true;
+    return !std::visit([](auto& ring) { return ring.enable_notifications(); }, ring_);
+}
+
+uint16_t NetTxQueue::finish(DropReason held_drop) {
+    return std::visit(
+        [&](auto& ring) -> uint16_t {
+            for (uint16_t i = 0; i < in_flight_count_; ++i) {
+                const InFlight& f = in_flight_[(in_flight_first_ + i) % packet::kMaxBurstPackets];
+                ring.add_used(f.id, f.slots, 0);
+            }
+            counters_->count_drop(held_drop, in_flight_count_);
+            pending_used_ = static_cast<uint16_t>(pending_used_ + in_flight_count_);
+            in_flight_first_ = 0;
+            in_flight_count_ = 0;
+            if (pending_used_ != 0) {
+                ring.publish_used();
+                pending_used_ = 0;
+            }
+            return running_ ? untaken_chains(ring) : 0;
+        },
+        ring_);
+}
+
+void NetTxQueue::abandon() {
+    if (in_flight_count_ != 0) {
+        counters_->count_drop(DropReason::no_destination, in_flight_count_);
+        in_flight_first_ = 0;
+        in_flight_count_ = 0;
+    }
+}
+
+uint32_t NetTxQueue::vring_base() const {
+    return std::visit([](const auto& ring) { return ring.vring_base(); }, ring_);
+}
+
+}  // namespace vnet::virtio

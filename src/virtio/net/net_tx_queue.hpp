@@ -1,0 +1,93 @@
+// NetTxQueue: a virtio-net transmit queue (the guest's TX ring, guest -> us)
+// as a push-style burst source. receive_burst hands out each packet as
+// iovecs into guest memory, header included; the destination writes or
+// copies them and complete_burst gives the chains back with one publish.
+//
+// Pure and single-owner (the worker that owns the queue pair): it never
+// makes a syscall or logs. Calls return decisions — "notify the guest" for
+// the owner's eventfd write, a RingFault when the guest broke a rule (the
+// queue has stopped itself; the owner logs it and breaks the device).
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "packet/packet_burst.hpp"
+#include "packet/queue_counters.hpp"
+#include "virtio/net/any_device_ring.hpp"
+#include "virtio/net/net_queue_config.hpp"
+#include "virtio/net/ring_fault.hpp"
+
+namespace vnet::virtio {
+
+class NetTxQueue {
+public:
+    explicit NetTxQueue(packet::QueueCounters& counters) : counters_(&counters) {}
+
+    // A (re)started ring: everything but the counters starts over.
+    void start(AnyDeviceRing ring, const NetQueueConfig& config);
+    // Nothing touches the ring after this (a fault, lost memory, a stop).
+    void stop() { running_ = false; }
+    bool running() const { return running_; }
+    void set_calls_wanted(bool wanted) { config_.calls_wanted = wanted; }
+
+    struct Received {
+        uint16_t taken = 0;   // packets pushed into the burst
+        bool notify = false;  // the guest wants a call: only dropped chains were completed
+    };
+    // Takes up to `max` packets. A chain the guest got wrong is completed
+    // unsent and counted; a broken ring stops the queue (see take_fault).
+    Received receive_burst(packet::PacketBurst& burst, uint16_t max);
+    // The first `done` packets of `burst` (the oldest ones handed out) left
+    // guest memory: one publish. Returns whether to notify the guest.
+    bool complete_burst(const packet::PacketBurst& burst, uint16_t done);
+    // Before the owner sleeps on the kick fd: true if it may (no new work
+    // arrived while kicks were off).
+    bool arm_kicks();
+
+    // At stop, while the memory is still mapped: completes what a
+    // destination still holds as dropped (`held_drop`) and publishes.
+    // Returns the packets the guest queued that were never taken.
+    uint16_t finish(packet::DropReason held_drop);
+    // The guest's memory is gone: what a destination still held is dropped
+    // without a used entry.
+    void abandon();
+    uint32_t vring_base() const;
+
+    // The rule the guest broke, once, after a call that stopped the queue.
+    const RingFault* take_fault() {
+        if (!fault_new_) {
+            return nullptr;
+        }
+        fault_new_ = false;
+        return &fault_;
+    }
+
+private:
+    // A chain a destination holds: what its used entry needs.
+    struct InFlight {
+        uint16_t id;
+        uint16_t slots;
+    };
+    template <typename R>
+    Received receive_burst_on(R& ring, packet::PacketBurst& burst, uint16_t max);
+    template <typename R>
+    bool publish(R& ring);
+    void fail(RingFault fault);
+
+    AnyDeviceRing ring_;
+    NetQueueConfig config_;
+    packet::QueueCounters* counters_;  // outlives restarts: counts are per port
+    bool running_ = false;
+    bool kicks_enabled_ = true;  // the guest's view: do we want kicks
+    bool fault_new_ = false;
+    RingFault fault_;
+    uint16_t pending_used_ = 0;  // added since the last publish
+    // Heads handed out by receive_burst and not yet completed, oldest first
+    // (completions come in the same order).
+    std::array<InFlight, packet::kMaxBurstPackets> in_flight_{};
+    uint16_t in_flight_first_ = 0;
+    uint16_t in_flight_count_ = 0;
+};
+
+}  // namespace vnet::virtio

@@ -1,0 +1,135 @@
+// The RX window: chains popped from the guest's RX ring ahead of the
+// packets that fill them, in ring order, with their device-writable
+// iovecs. The per-packet calls (lend a buffer, commit what was written)
+// touch only the window, never the ring; the ring is visited once per
+// refill (add) and once per flush (stage_used, give_back).
+//
+// Each head remembers the ring position before its pop: the unused ones
+// are given back (rewind) at flush, which is why they must be the last
+// ones popped. A filled head's used entry is staged at flush, not per
+// packet.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include "packet/packet_burst.hpp"
+#include "virtio/ring/device_ring.hpp"
+
+namespace vnet::virtio {
+
+class RxWindow {
+public:
+    // Heads per burst; a burst that needs more flushes and starts a new one.
+    static constexpr uint16_t kHeads = 256;
+
+    struct Head {
+        uint16_t id;
+        uint16_t slots;
+        RingPosition before;  // position() before this chain's pop
+        uint16_t first_iov;
+        uint16_t iov_count;
+        uint32_t bytes;
+        uint32_t filled;  // set by commit: the used length
+    };
+
+    // No room for another head or iovec: the burst must flush first.
+    bool full() const { return count_ == kHeads || iovecs_used_ == packet::kMaxBurstIovecs; }
+    uint16_t free_heads() const { return static_cast<uint16_t>(kHeads - count_); }
+    bool holds_iovecs() const { return iovecs_used_ != 0; }
+    uint16_t size() const { return count_; }
+    // Where the next chain's writable iovecs go.
+    std::span<iovec> free_iovecs() {
+        return {iovecs_.data() + iovecs_used_, size_t{packet::kMaxBurstIovecs} - iovecs_used_};
+    }
+    // A chain just popped into free_iovecs() (all of it device-writable).
+    void add(const PoppedChain& chain, RingPosition before) {
+        heads_[count_++] = Head{chain.id,
+                                chain.slots,
+                                before,
+                                iovecs_used_,
+                                chain.writable_segments,
+                                chain.writable_bytes,
+                                0};
+        iovecs_used_ = static_cast<uint16_t>(iovecs_used_ + chain.writable_segments);
+    }
+
+    // Bytes of the heads from `first` on, not yet holding a packet.
+    uint64_t unlent_bytes(uint16_t first) const {
+        uint64_t have = 0;
+        for (uint16_t i = first; i < count_; ++i) {
+            have += heads_[i].bytes;
+        }
+        return have;
+    }
+    uint16_t first_unlent() const { return pos_; }
+    bool has_unlent() const { return count_ > pos_; }
+
+    // Lends the next head (or, mergeable, as many as hold `max_packet`
+    // bytes; the caller made sure the window covers it).
+    std::span<const iovec> lend(uint32_t max_packet, bool mergeable) {
+        uint16_t k = 1;
+        if (mergeable) {
+            uint64_t bytes = heads_[pos_].bytes;
+            while (bytes < max_packet) {
+                bytes += heads_[pos_ + k].bytes;
+                ++k;
+            }
+        }
+        const Head& first = heads_[pos_];
+        const Head& last = heads_[pos_ + k - 1];
+        taken_ = k;
+        requested_max_ = max_packet;
+        return {iovecs_.data() + first.first_iov,
+                static_cast<size_t>(last.first_iov + last.iov_count - first.first_iov)};
+    }
+    bool lent() const { return taken_ != 0; }
+    const Head& first_lent() const { return heads_[pos_]; }
+    uint32_t requested_max() const { return requested_max_; }
+    // The lent buffer stays unfilled (it is lent again for the next packet).
+    void cancel() { taken_ = 0; }
+    // The packet written into the lent buffer is `len` bytes (never more
+    // than was lent): marks the heads it filled and returns how many. With
+    // `write_num_buffers` that count goes into the header's num_buffers.
+    uint16_t commit(uint32_t len, bool mergeable, bool write_num_buffers);
+
+    // Stages the used entries of heads filled since the last call.
+    template <DeviceRing R>
+    void stage_used(R& ring) {
+        for (uint16_t i = staged_; i < pos_; ++i) {
+            const Head& h = heads_[i];
+            ring.add_used(h.id, h.slots, h.filled);
+        }
+        staged_ = pos_;
+    }
+    // End of a burst: stages what was filled, gives the rest back to the
+    // ring and empties the window.
+    template <DeviceRing R>
+    void give_back(R& ring) {
+        stage_used(ring);
+        if (pos_ != count_) {
+            // Everything from the first unused chain on goes back, as seen.
+            ring.rewind(heads_[pos_].before);
+        }
+        count_ = 0;
+        pos_ = 0;
+        staged_ = 0;
+        taken_ = 0;
+        iovecs_used_ = 0;
+    }
+
+private:
+    std::array<Head, kHeads> heads_{};
+    uint16_t count_ = 0;          // heads in the window
+    uint16_t pos_ = 0;            // first head not yet holding a packet
+    uint16_t taken_ = 0;          // heads the current packet's buffer spans
+    uint16_t staged_ = 0;         // filled heads whose used entry is staged
+    uint32_t requested_max_ = 0;  // max_packet of the current lend
+    std::array<iovec, packet::kMaxBurstIovecs> iovecs_{};
+    uint16_t iovecs_used_ = 0;
+};
+
+}  // namespace vnet::virtio

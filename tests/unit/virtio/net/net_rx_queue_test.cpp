@@ -1,0 +1,255 @@
+// NetRxQueue over both ring models: buffers lent to a source, num_buffers
+// with and without MRG_RXBUF, the window given back at flush, coalescing
+// and call decisions.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "unit/virtio/net/net_queue_harness.hpp"
+#include "virtio/net/net_rx_queue.hpp"
+#include "virtio/net_header.hpp"
+
+namespace vnet::virtio {
+namespace {
+
+using packet::DropReason;
+using test::ModelNames;
+using test::RingModels;
+
+uint64_t g_now_ns = 0;
+uint64_t fake_clock() {
+    return g_now_ns;
+}
+
+template <typename Model>
+class NetRxQueueTest : public ::testing::Test {
+protected:
+    struct Harness : test::NetQueueHarness<Model, NetRxQueue> {
+        Harness(uint16_t size, bool event_idx, const NetQueueConfig& config)
+            : test::NetQueueHarness<Model, NetRxQueue>(size, event_idx, config, &fake_clock) {}
+
+        // One packet of `len` bytes (header included) into the next buffer,
+        // as a tap read would write it.
+        bool deliver(uint32_t len, uint32_t max_packet = 1514) {
+            std::span<const iovec> buffer;
+            if (!this->queue.next_buffer(max_packet, &buffer)) {
+                return false;
+            }
+            uint32_t left = len;
+            for (const iovec& v : buffer) {
+                const auto n = static_cast<uint32_t>(std::min<size_t>(left, v.iov_len));
+                std::memset(v.iov_base, 0xab, n);
+                left -= n;
+            }
+            this->queue.commit_buffer(len);
+            return true;
+        }
+        uint16_t num_buffers(uint32_t buffer) const {
+            uint16_t n = 0;
+            std::memcpy(&n,
+                        static_cast<const uint8_t*>(this->ring.buffer_host(buffer)) +
+                            offsetof(NetHeader, num_buffers),
+                        sizeof n);
+            return n;
+        }
+        std::vector<uint32_t> reclaimed_cookies() {
+            std::vector<uint32_t> cookies;
+            for (const frontend::Completion& c : this->ring.reclaim_all()) {
+                cookies.push_back(c.cookie);
+            }
+            return cookies;
+        }
+    };
+    void SetUp() override { g_now_ns = 5000; }
+};
+TYPED_TEST_SUITE(NetRxQueueTest, RingModels, ModelNames);
+
+TYPED_TEST(NetRxQueueTest, fills_one_buffer_per_packet_without_mrg_rxbuf) {
+    typename TestFixture::Harness h(8, false, test::version_1_config());
+    h.ring.post(0, 2, /*readable=*/0, /*writable=*/1);
+    ASSERT_TRUE(h.deliver(60, 64));
+    ASSERT_TRUE(h.deliver(64, 64));
+    EXPECT_TRUE(h.queue.flush());
+    const auto done = h.ring.reclaim_all();
+    ASSERT_EQ(done.size(), 2u);
+    EXPECT_EQ(done[0].cookie, 0u);
+    EXPECT_EQ(done[0].len, 60u);
+    EXPECT_EQ(done[1].len, 64u);
+    EXPECT_EQ(h.num_buffers(0), 1);  // VERSION_1: always written, always 1
+    EXPECT_EQ(h.num_buffers(4), 1);
+    EXPECT_EQ(h.counters.packets.get(), 2u);
+    EXPECT_EQ(h.counters.bytes.get(), 60u + 64u - 2 * 12);
+}
+
+TYPED_TEST(NetRxQueueTest, counts_a_packet_truncated_by_a_small_buffer_and_reuses_the_buffer) {
+    typename TestFixture::Harness h(8, false, test::version_1_config());
+    h.ring.post(0, 1, 0, 1);
+    ASSERT_TRUE(h.deliver(64, /*max_packet=*/100));  // the read filled all 64 bytes: truncated
+    EXPECT_EQ(h.queue.flush(), false);
+    EXPECT_EQ(h.drops(DropReason::rx_buffer_too_small), 1u);
+    EXPECT_TRUE(h.ring.reclaim_all().empty());
+    ASSERT_TRUE(h.deliver(50, 64));
+    EXPECT_TRUE(h.queue.flush());
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0}));
+}
+
+TYPED_TEST(NetRxQueueTest, spreads_a_packet_over_several_buffers_with_mrg_rxbuf) {
+    typename TestFixture::Harness h(16, false, test::mergeable_config());
+    h.ring.post(0, 6, 0, 1);           // 64-byte buffers
+    ASSERT_TRUE(h.deliver(150, 200));  // lent 4 buffers, filled 3
+    ASSERT_TRUE(h.deliver(64, 64));    // the 4th, not the 5th
+    EXPECT_TRUE(h.queue.flush());
+    const auto done = h.ring.reclaim_all();
+    ASSERT_EQ(done.size(), 4u);
+    EXPECT_EQ(done[0].len, 64u);
+    EXPECT_EQ(done[1].len, 64u);
+    EXPECT_EQ(done[2].len, 22u);
+    EXPECT_EQ(done[3].cookie, 3u);
+    EXPECT_EQ(done[3].len, 64u);
+    EXPECT_EQ(h.num_buffers(0), 3);
+    EXPECT_EQ(h.num_buffers(3 * 4), 1);
+    EXPECT_EQ(h.counters.packets.get(), 2u);
+    EXPECT_EQ(h.counters.bytes.get(), 150u + 64u - 2 * 12);
+}
+
+TYPED_TEST(NetRxQueueTest, parks_when_the_guest_posted_too_little_for_a_merged_packet) {
+    typename TestFixture::Harness h(16, false, test::mergeable_config());
+    h.ring.post(0, 2, 0, 1);
+    std::span<const iovec> buffer;
+    EXPECT_FALSE(h.queue.next_buffer(200, &buffer));  // 128 bytes posted
+    EXPECT_TRUE(h.queue.running());
+    EXPECT_EQ(h.queue.take_fault(), nullptr);
+    EXPECT_FALSE(h.queue.flush());
+    h.ring.post(2, 2, 0, 1);
+    ASSERT_TRUE(h.deliver(200, 200));
+    EXPECT_TRUE(h.queue.flush());
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0, 1, 2, 3}));
+    EXPECT_EQ(h.num_buffers(0), 4);
+}
+
+TYPED_TEST(NetRxQueueTest, gives_unused_buffers_back_at_flush_in_ring_order) {
+    typename TestFixture::Harness h(16, false, test::version_1_config());
+    h.ring.post(0, 8, 0, 1);
+    ASSERT_TRUE(h.deliver(60, 64));  // the refill popped all 8 ahead
+    EXPECT_TRUE(h.queue.flush());
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0}));
+    // Given-back buffers are not new: the path may sleep.
+    EXPECT_TRUE(h.queue.arm_kicks());
+    ASSERT_TRUE(h.deliver(60, 64));
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_TRUE(h.queue.flush());
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{1, 2}));
+    h.ring.post(8, 1, 0, 1);
+    EXPECT_FALSE(h.queue.arm_kicks());  // a buffer the guest really posted
+}
+
+TYPED_TEST(NetRxQueueTest, holds_the_publish_until_rx_frames_are_pending) {
+    typename TestFixture::Harness h(32, false, test::version_1_config());
+    EXPECT_FALSE(h.queue.set_coalescing(3, 0));
+    h.ring.post(0, 16, 0, 1);
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.queue.flush());
+    EXPECT_TRUE(h.ring.reclaim_all().empty());
+    EXPECT_EQ(h.queue.held_deadline(), NetRxQueue::kHeldUntilRoundEnd);
+    EXPECT_FALSE(h.queue.flush());  // a turn that brought nothing is not counted
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.queue.flush());
+    EXPECT_EQ(h.counters.publishes_coalesced.get(), 2u);
+    EXPECT_EQ(h.counters.packets.get(), 0u);  // counted when the guest sees them
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_TRUE(h.queue.flush());
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0, 1, 2}));
+    EXPECT_EQ(h.queue.held_deadline(), 0u);
+    EXPECT_EQ(h.counters.packets.get(), 3u);
+    EXPECT_EQ(h.counters.bursts.get(), 1u);
+}
+
+TYPED_TEST(NetRxQueueTest, sets_the_rx_usecs_deadline_once_and_publishes_held_frames) {
+    typename TestFixture::Harness h(32, false, test::version_1_config());
+    h.queue.set_coalescing(8, 50);
+    h.ring.post(0, 16, 0, 1);
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.queue.flush());
+    EXPECT_EQ(h.queue.held_deadline(), 5000u + 50'000u);
+    g_now_ns = 9000;
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.queue.flush());
+    EXPECT_EQ(h.queue.held_deadline(), 5000u + 50'000u);  // the first held frame's
+    EXPECT_TRUE(h.queue.publish_held());                  // the worker's timer fired
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0, 1}));
+    EXPECT_FALSE(h.queue.publish_held());  // nothing left
+}
+
+TYPED_TEST(NetRxQueueTest, publishes_at_once_when_the_guest_runs_out_of_buffers) {
+    typename TestFixture::Harness h(16, false, test::version_1_config());
+    h.queue.set_coalescing(8, 0);
+    h.ring.post(0, 2, 0, 1);
+    ASSERT_TRUE(h.deliver(60, 64));
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.deliver(60, 64));  // starved
+    // Holding now would stall both sides: the guest refills when it sees used entries.
+    EXPECT_TRUE(h.queue.flush());
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0, 1}));
+}
+
+TYPED_TEST(NetRxQueueTest, turning_coalescing_off_publishes_what_was_held) {
+    typename TestFixture::Harness h(16, false, test::version_1_config());
+    h.queue.set_coalescing(4, 0);
+    h.ring.post(0, 8, 0, 1);
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.queue.flush());
+    EXPECT_TRUE(h.queue.set_coalescing(0, 0));
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0}));
+}
+
+TYPED_TEST(NetRxQueueTest, asks_for_no_call_the_guest_suppressed_or_has_no_fd_for) {
+    typename TestFixture::Harness h(16, true, test::version_1_config());  // EVENT_IDX
+    h.ring.post(0, 8, 0, 1);
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_TRUE(h.queue.flush());
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0}));
+    h.ring.driver->disable_interrupts();
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.queue.flush());  // published, but the guest wants no call
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{1}));
+    h.ring.driver->enable_interrupts();
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_TRUE(h.queue.flush());
+    h.queue.set_calls_wanted(false);  // no call fd
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.queue.flush());
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{2, 3}));
+}
+
+TYPED_TEST(NetRxQueueTest, stops_with_a_fault_on_a_device_readable_buffer) {
+    typename TestFixture::Harness h(8, false, test::version_1_config());
+    h.ring.post(0, 1, /*readable=*/1, /*writable=*/1);
+    std::span<const iovec> buffer;
+    EXPECT_FALSE(h.queue.next_buffer(64, &buffer));
+    EXPECT_FALSE(h.queue.running());
+    const RingFault* fault = h.queue.take_fault();
+    ASSERT_NE(fault, nullptr);
+    EXPECT_STREQ(fault->what, "RX descriptor chain");
+    EXPECT_STREQ(fault->detail, "device-readable buffer in an RX chain");
+}
+
+TYPED_TEST(NetRxQueueTest, publishes_held_frames_at_finish_and_drops_them_when_memory_is_gone) {
+    typename TestFixture::Harness h(16, false, test::version_1_config());
+    h.queue.set_coalescing(8, 0);
+    h.ring.post(0, 8, 0, 1);
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.queue.flush());
+    EXPECT_TRUE(h.queue.finish());
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0}));
+    h.queue.abandon();  // nothing left to drop
+    EXPECT_EQ(h.drops(DropReason::no_destination), 0u);
+
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.queue.flush());
+    h.queue.abandon();  // the memory went away before finish could run
+    EXPECT_EQ(h.drops(DropReason::no_destination), 1u);
+}
+
+}  // namespace
+}  // namespace vnet::virtio
