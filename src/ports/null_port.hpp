@@ -12,7 +12,9 @@
 
 namespace vnet::ports {
 
-class NullPort final : public Port, public BurstSink, public BufferLender {
+// The lender comes first: its calls are per packet (fill), and a call
+// through a base other than the first goes through a this-adjusting thunk.
+class NullPort final : public BufferLender, public Port, public BurstSink {
 public:
     explicit NullPort(std::string name, uint16_t queues = 1);
 

@@ -49,7 +49,10 @@ struct TapPortOptions {
     uint16_t queues = 1;
 };
 
-class TapPort final : public Port, public BurstSink, public Reader, public BurstSource {
+// The reader comes first: receive_one is called per packet (fill), and a
+// call through a base other than the first goes through a this-adjusting
+// thunk; the other roles are called per burst.
+class TapPort final : public Reader, public Port, public BurstSink, public BurstSource {
 public:
     TapPort(std::string name, const TapPortOptions& options);
     ~TapPort() override;

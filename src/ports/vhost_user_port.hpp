@@ -31,10 +31,13 @@
 
 namespace vnet::ports {
 
-class VhostUserPort final : public Port,
+// The lender comes first: its calls are per packet (a tap filling the RX
+// ring), and a call through a base other than the first goes through a
+// this-adjusting thunk; the other roles are called per burst.
+class VhostUserPort final : public BufferLender,
+                            public Port,
                             public BurstSource,
                             public BurstSink,
-                            public BufferLender,
                             public vhost_user::QueueObserver {
 public:
     // Called on a worker thread when a guest breaks a ring rule; must only
