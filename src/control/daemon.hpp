@@ -1,12 +1,14 @@
-// Daemon: vnetd's process. Builds the ports, the workers and the forwarding
-// paths from a Config, runs the control thread (vhost-user sockets, signals,
-// stats) on an epoll reactor until SIGTERM/SIGINT, and tears everything
-// down in the order the threads need: sockets first (their devices hand
-// every ring back through the workers), then workers, then ports.
+// Daemon: vnetd's process, wiring only. Builds the workers, the ports (each
+// by its kind's entry in port_factory.hpp) and the forwarding paths (each
+// style chosen by dataplane/ from the ends' capabilities) from a Config,
+// runs the control thread (the ports' services such as vhost-user sockets,
+// signals, stats) on an epoll reactor until SIGTERM/SIGINT, and tears
+// everything down in the order the threads need: services first (a
+// device hands every ring back through the workers), then workers, then
+// ports.
 #pragma once
 
 #include <chrono>
-#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -15,20 +17,13 @@
 #include "common/log.hpp"
 #include "control/config.hpp"
 #include "control/control_queue.hpp"
+#include "control/port_factory.hpp"
 #include "control/rpc/control_server.hpp"
 #include "control/rpc/method_table.hpp"
 #include "dataplane/placement.hpp"
 #include "dataplane/worker.hpp"
 #include "io/epoll_reactor.hpp"
 #include "ports/port.hpp"
-#include "ports/tap_xdp.hpp"
-#include "vhost_user/client_socket.hpp"
-#include "vhost_user/server_socket.hpp"
-
-namespace vnet::ports {
-class VhostUserPort;
-class TapPort;
-}  // namespace vnet::ports
 
 namespace vnet::control {
 
@@ -44,20 +39,18 @@ public:
     void stop();
 
 private:
-    struct VhostUserEndpoint {
-        ports::VhostUserPort* port;
-        std::unique_ptr<vhost_user::ServerSocket> server;
-        std::unique_ptr<vhost_user::ClientSocket> client;
-        std::vector<vhost_user::VhostUserDevice*> devices();
+    struct PortEntry {
+        std::string_view kind;  // its factory's kind name
+        std::unique_ptr<ports::Port> port;
     };
 
     void create_workers();
     void create_ports();
     void create_paths();
-    void attach_xdp(const PortConfig& pc, ports::TapPort& tap);
-    const ports::TapXdpProgram* xdp_of(const std::string& port_name) const;
-    void offer_gso_to_tap(ports::Port& port, const ports::Port& peer);
-    void open_sockets();
+    // A `peer` without a front end to negotiate offloads takes any GSO
+    // frame: `port` is told so (a tap then takes 64 KB frames from the host).
+    void offer_gso(ports::Port& port, const ports::Port& peer);
+    void start_services();
     void watch_signals();
     void report_stats(bool final_report);
     nlohmann::json stats_json();
@@ -66,11 +59,6 @@ private:
     void open_control_socket();
     void add_control_methods();
     ports::Port* port_named(const std::string& name);
-    ports::TapPort* tap_peer_of(const std::string& name);
-    // Queue pairs that have paths: both ends of a cross-connect serve them.
-    uint16_t served_queue_pairs(const ports::Port& port);
-    // Wires a VM port's queue pairs to the tap queues of its peer.
-    void follow_queue_pairs(ports::VhostUserPort& port, ports::TapPort* tap);
 
     Config config_;
     Logger log_;
@@ -78,11 +66,10 @@ private:
     ControlQueue control_queue_;
     std::vector<std::unique_ptr<dataplane::Worker>> workers_;
     dataplane::Placement placement_{1};
-    std::vector<std::unique_ptr<ports::Port>> ports_;
-    // XDP programs on taps, by port name. Declared after ports_ so that they
-    // are detached before their taps close, also when a constructor throws.
-    std::map<std::string, std::unique_ptr<ports::TapXdpProgram>> xdp_programs_;
-    std::vector<VhostUserEndpoint> endpoints_;
+    std::vector<PortEntry> ports_;
+    // The ports' services with their port's name, in config order. Declared
+    // after ports_: they go first, also when a constructor throws.
+    std::vector<std::pair<std::string, std::unique_ptr<PortService>>> services_;
     rpc::MethodTable control_methods_;
     std::unique_ptr<rpc::ControlServer> control_server_;
     UniqueFd signal_fd_;

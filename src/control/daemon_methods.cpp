@@ -9,7 +9,6 @@
 
 #include "control/daemon.hpp"
 #include "control/stats_report.hpp"
-#include "ports/vhost_user_port.hpp"
 
 namespace vnet::control {
 namespace {
@@ -76,9 +75,9 @@ void Daemon::add_control_methods() {
                                  } else if (pc.type == PortType::tap) {
                                      p["ifname"] = pc.ifname;
                                  }
-                                 for (auto& ep : endpoints_) {
-                                     if (ep.port->name() == pc.name) {
-                                         p["connections"] = ep.devices().size();
+                                 for (auto& [name, service] : services_) {
+                                     if (name == pc.name) {
+                                         p["connections"] = service->connections();
                                      }
                                  }
                                  out.push_back(std::move(p));

@@ -3,7 +3,6 @@
 #include <cstdio>
 
 #include "control/option_table.hpp"
-#include "ports/tap_port.hpp"
 
 namespace vnet::control {
 
@@ -36,10 +35,10 @@ double mean_burst(const ports::QueueCounters& c) {
 
 }  // namespace
 
-nlohmann::json port_stats_json(ports::Port& port, const ports::TapXdpProgram* xdp) {
+nlohmann::json port_stats_json(ports::Port& port, std::string_view kind) {
     nlohmann::json j;
     j["name"] = port.name();
-    j["kind"] = ports::to_string(port.kind());
+    j["kind"] = kind;
     nlohmann::json queues = nlohmann::json::array();
     for (uint16_t q = 0; q < port.queue_count(); ++q) {
         queues.push_back({{"queue", q},
@@ -47,18 +46,10 @@ nlohmann::json port_stats_json(ports::Port& port, const ports::TapXdpProgram* xd
                           {"tx", counters_json(port.tx_counters(q))}});
     }
     j["queues"] = queues;
-    if (xdp != nullptr) {
-        j["xdp"] = {{"file", xdp->file()},
-                    {"section", xdp->section()},
-                    {"program", xdp->program_name()},
-                    {"mode", ports::to_string(xdp->mode())},
-                    {"id", xdp->program_id()}};
-    }
-    if (auto* tap = dynamic_cast<ports::TapPort*>(&port)) {
-        j["tap"] = {{"ifname", tap->device().name()},
-                    {"napi", tap->device().napi()},
-                    {"offloads", ports::to_string(tap->device().offloads())},
-                    {"submit", std::string(io::to_string(tap->submit_mode()))}};
+    std::vector<ports::Port::Fact> facts;
+    port.describe(facts);
+    for (const ports::Port::Fact& f : facts) {
+        std::visit([&](const auto& value) { j[f.section][f.key] = value; }, f.value);
     }
     return j;
 }

@@ -5,16 +5,17 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "control/config.hpp"
 #include "ports/port.hpp"
-#include "ports/tap_xdp.hpp"
 
 namespace vnet::control {
 
-// `xdp`: the program attached to the port's tap, if any (field "xdp").
-nlohmann::json port_stats_json(ports::Port& port, const ports::TapXdpProgram* xdp = nullptr);
+// `kind`: the port's factory kind name. Besides the counters, each section
+// of Port::describe becomes an object of its own ("tap", "xdp").
+nlohmann::json port_stats_json(ports::Port& port, std::string_view kind);
 // The datapath knobs in effect, under their config-key names, so that every
 // benchmark row can show what it ran with.
 // "key=value ..." of every datapath option (option_table.hpp's datapath_json).

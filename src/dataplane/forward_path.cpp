@@ -1,23 +1,38 @@
 #include "dataplane/forward_path.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace vnet::dataplane {
 
+// Fill first: a reader feeding a lender puts each packet where it stays (a
+// tap read lands straight in guest RX buffers), the one copy of the hop.
+// Push otherwise: the destination writes or copies the source's packets in
+// one submission per burst, and GRO can merge them. A tap lends no buffers,
+// so a tap feeding a tap is pushed from its staging slots.
+std::optional<ForwardPath::Style> ForwardPath::style_between(
+    const ports::QueuePairCapabilities& source, const ports::QueuePairCapabilities& destination) {
+    if (source.reader != nullptr && destination.buffer_lender != nullptr) {
+        return Style::fill;
+    }
+    if (source.burst_source != nullptr && destination.burst_sink != nullptr) {
+        return Style::push;
+    }
+    return std::nullopt;
+}
+
 namespace {
 
-// A guest's TX ring hands out packets in guest memory: pushed. A tap that
-// feeds a guest is filled, so its reads land straight in guest RX buffers
-// (a discard port lends a scratch buffer the same way). A tap feeding
-// another tap reads a burst into its own staging slots and is pushed, so
-// the burst is written in one submission and can be merged by GRO.
-ForwardPath::Style style_for(const ports::Port& source, const ports::Port& destination) {
-    if (source.kind() == ports::PortKind::vhost_user) {
-        return ForwardPath::Style::push;
+ForwardPath::Style checked_style(ports::Port& source, uint16_t source_queue,
+                                 ports::Port& destination, uint16_t destination_queue) {
+    std::optional<ForwardPath::Style> style = ForwardPath::style_between(
+        source.capabilities(source_queue), destination.capabilities(destination_queue));
+    if (!style) {
+        throw std::invalid_argument("no path from " + source.name() + " to " + destination.name() +
+                                    ": the source neither reads into lent buffers nor hands out "
+                                    "bursts the destination takes");
     }
-    bool tap_to_tap =
-        source.kind() == ports::PortKind::tap && destination.kind() == ports::PortKind::tap;
-    return tap_to_tap ? ForwardPath::Style::push : ForwardPath::Style::fill;
+    return *style;
 }
 
 }  // namespace
@@ -29,12 +44,21 @@ ForwardPath::ForwardPath(ports::Port& source, uint16_t source_queue, ports::Port
       destination_(destination),
       destination_queue_(destination_queue),
       options_(options),
-      style_(style_for(source, destination)) {
+      style_(checked_style(source, source_queue, destination, destination_queue)) {
+    const ports::QueuePairCapabilities from = source.capabilities(source_queue);
+    const ports::QueuePairCapabilities to = destination.capabilities(destination_queue);
+    if (style_ == Style::push) {
+        burst_source_ = from.burst_source;
+        burst_sink_ = to.burst_sink;
+    } else {
+        reader_ = from.reader;
+        buffer_lender_ = to.buffer_lender;
+    }
     options_.tx_batch = std::min<uint16_t>(options_.tx_batch, packet::kMaxBurstPackets);
     burst_size_ = std::max<uint16_t>(options_.tx_batch, 1);
     // Per-packet mode is the "no batching" baseline: no merging either.
     if (style_ == Style::push && options_.gro && options_.tx_batch > 1 &&
-        destination.gso_header_size(destination_queue) != 0) {
+        burst_sink_->gso_header_size(destination_queue) != 0) {
         gro_ = std::make_unique<Gro>();
         gro_->options = gro::CoalesceOptions{.tcp = true, .udp = options_.gro_udp};
     }
@@ -69,7 +93,7 @@ TurnResult ForwardPath::push_turn() {
             turn.bytes += pending_.packets[i].len;
         }
         turn.packets += sent;
-        source_.complete_burst(source_queue_, pending_, sent);
+        burst_source_->complete_burst(source_queue_, pending_, sent);
         pending_.pop_front(sent);
         if (pending_.count != 0) {
             turn.wait = PathWait::destination;
@@ -80,7 +104,7 @@ TurnResult ForwardPath::push_turn() {
 }
 
 bool ForwardPath::take_burst() {
-    if (source_.receive_burst(source_queue_, pending_, burst_size_) == 0) {
+    if (burst_source_->receive_burst(source_queue_, pending_, burst_size_) == 0) {
         return false;
     }
     // The "more is coming" hint: while the ring still has packets (the
@@ -88,7 +112,7 @@ bool ForwardPath::take_burst() {
     // one submission carries as much as the batch allows.
     while (options_.tx_peek && pending_.count < burst_size_) {
         uint16_t room = static_cast<uint16_t>(burst_size_ - pending_.count);
-        if (source_.receive_burst(source_queue_, pending_, room) == 0) {
+        if (burst_source_->receive_burst(source_queue_, pending_, room) == 0) {
             break;
         }
     }
@@ -100,21 +124,21 @@ uint16_t ForwardPath::transmit_pending() {
         return transmit_one_by_one();
     }
     if (gro_ == nullptr || pending_.count < 2) {
-        return destination_.transmit_burst(destination_queue_, pending_);
+        return burst_sink_->transmit_burst(destination_queue_, pending_);
     }
     Gro& g = *gro_;
     const auto header_size =
-        static_cast<uint16_t>(destination_.gso_header_size(destination_queue_));
+        static_cast<uint16_t>(burst_sink_->gso_header_size(destination_queue_));
     if (!gro::BurstCoalescer::may_merge(pending_, header_size, g.options)) {
         // The common small-packet burst (UDP, gro_udp off): nothing to merge,
         // so no header copies and no pass-through iovec copy either.
-        return destination_.transmit_burst(destination_queue_, pending_);
+        return burst_sink_->transmit_burst(destination_queue_, pending_);
     }
     gro::CoalesceResult merged = g.coalescer.coalesce(pending_, header_size, g.options, g.merged);
     if (merged.merged_frames == 0) {
-        return destination_.transmit_burst(destination_queue_, pending_);
+        return burst_sink_->transmit_burst(destination_queue_, pending_);
     }
-    uint16_t frames = destination_.transmit_burst(destination_queue_, g.merged);
+    uint16_t frames = burst_sink_->transmit_burst(destination_queue_, g.merged);
     // Count the merged frames among those taken (a full tap takes a prefix).
     uint64_t merged_frames = 0;
     uint64_t segments = 0;
@@ -145,7 +169,7 @@ uint16_t ForwardPath::transmit_one_by_one() {
         std::copy(iov.begin(), iov.end(), one.free_iovecs().begin());
         const packet::BurstPacket& p = pending_.packets[sent];
         one.push(p.iov_count, p.len, p.token);
-        if (destination_.transmit_burst(destination_queue_, one) == 0) {
+        if (burst_sink_->transmit_burst(destination_queue_, one) == 0) {
             break;
         }
         ++sent;
@@ -155,29 +179,29 @@ uint16_t ForwardPath::transmit_one_by_one() {
 
 TurnResult ForwardPath::fill_turn() {
     TurnResult turn;
-    const uint32_t max_packet = source_.max_packet_size();
+    const uint32_t max_packet = reader_->max_packet_size();
     uint16_t in_burst = 0;
     while (turn.packets < options_.weight_packets && turn.bytes < options_.weight_bytes) {
         std::span<const iovec> buffer;
-        if (!destination_.next_rx_buffer(destination_queue_, max_packet, &buffer)) {
+        if (!buffer_lender_->next_rx_buffer(destination_queue_, max_packet, &buffer)) {
             turn.wait = PathWait::destination;
             break;
         }
-        int32_t len = source_.receive_one(source_queue_, buffer);
+        int32_t len = reader_->receive_one(source_queue_, buffer);
         if (len <= 0) {
             // Nothing to read (0) or a read error, which the source counted.
             turn.wait = PathWait::source;
             break;
         }
-        destination_.commit_rx_buffer(destination_queue_, static_cast<uint32_t>(len));
+        buffer_lender_->commit_rx_buffer(destination_queue_, static_cast<uint32_t>(len));
         ++turn.packets;
         turn.bytes += static_cast<uint32_t>(len);
         if (++in_burst == burst_size_) {
-            destination_.flush_rx_buffers(destination_queue_);
+            buffer_lender_->flush_rx_buffers(destination_queue_);
             in_burst = 0;
         }
     }
-    destination_.flush_rx_buffers(destination_queue_);
+    buffer_lender_->flush_rx_buffers(destination_queue_);
     return turn;
 }
 

@@ -1,11 +1,12 @@
 // ForwardPath: moves packets one way from a (port, queue) to a (port, queue),
 // run to completion by the worker that owns both queues.
 //
-// The style follows the ends: a source holding packets in memory (guest TX,
-// or a tap feeding another tap, which reads a burst into its own staging
-// slots) is pushed to the destination in bursts of up to tx_batch; a tap
-// feeding a guest (or a discard port) is filled one packet at a time
-// straight into the lent buffers, with one publish per burst.
+// The style follows what the two queue pairs can do (ports/capabilities.hpp),
+// never what kind of port they are: a reader feeding a buffer lender (a tap
+// feeding a guest or a discard port) is filled one packet at a time
+// straight into the lent buffers, with one publish per burst; otherwise a
+// burst source feeding a burst sink (guest TX, or a tap feeding another tap
+// from its own staging slots) is pushed in bursts of up to tx_batch.
 // Either way a turn ends after weight_packets packets or weight_bytes bytes
 // (VHOST_NET_PKT_WEIGHT / VHOST_NET_WEIGHT) so one ring cannot starve the
 // others.
@@ -17,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "gro/burst_coalescer.hpp"
 #include "packet/packet_burst.hpp"
@@ -53,6 +55,15 @@ class ForwardPath {
 public:
     enum class Style : uint8_t { push, fill };
 
+    // How packets can travel from `source` to `destination`: fill when the
+    // source reads and the destination lends buffers (the read lands where
+    // the packet stays), push when the source hands out bursts and the
+    // destination takes them; none (nullopt) when the source produces
+    // nothing the destination can take (a discard port as a source).
+    static std::optional<Style> style_between(const ports::QueuePairCapabilities& source,
+                                              const ports::QueuePairCapabilities& destination);
+
+    // Throws std::invalid_argument if style_between has no style for them.
     ForwardPath(ports::Port& source, uint16_t source_queue, ports::Port& destination,
                 uint16_t destination_queue, const PathOptions& options);
 
@@ -89,6 +100,12 @@ private:
     uint16_t destination_queue_;
     PathOptions options_;
     Style style_;
+    // The roles the style uses, found once at construction: push uses the
+    // first two, fill the last two; the others stay null.
+    ports::BurstSource* burst_source_ = nullptr;
+    ports::BurstSink* burst_sink_ = nullptr;
+    ports::Reader* reader_ = nullptr;
+    ports::BufferLender* buffer_lender_ = nullptr;
     // Packets taken from the source but not yet accepted by the destination
     // (a tap that said EAGAIN): kept, in order, for the next turn.
     packet::PacketBurst pending_;

@@ -1,6 +1,7 @@
 // NullPort: a destination that discards and counts. It measures pure ring
 // work (guest TX -> null has no syscall per packet) and stands in for a
-// peer in tests. As a source it produces nothing. Each queue has its own
+// peer in tests. Capabilities: burst sink and buffer lender (a scratch
+// buffer); it is no source, so no path leaves it. Each queue has its own
 // counters and scratch buffer: queues may belong to different workers.
 #pragma once
 
@@ -11,12 +12,16 @@
 
 namespace vnet::ports {
 
-class NullPort final : public Port {
+// The lender comes first: its calls are per packet (fill), and a call
+// through a base other than the first goes through a this-adjusting thunk.
+class NullPort final : public BufferLender, public Port, public BurstSink {
 public:
     explicit NullPort(std::string name, uint16_t queues = 1);
 
-    PortKind kind() const override { return PortKind::null; }
     uint16_t queue_count() const override { return static_cast<uint16_t>(queues_.size()); }
+    QueuePairCapabilities capabilities(uint16_t) override {
+        return {.burst_sink = this, .buffer_lender = this};
+    }
     bool queue_ready(uint16_t) const override { return true; }
 
     uint16_t transmit_burst(uint16_t queue, const packet::PacketBurst& burst) override;

@@ -1,36 +1,29 @@
-// Port: one end of a forwarding path, moving packets in bursts.
+// Port: a name plus queue pairs, each one end of forwarding paths.
 //
-// Two ways a packet can travel, chosen by what the ends are:
+// What a queue pair can do with packets is told by its capabilities
+// (ports/capabilities.hpp: burst source, burst sink, buffer lender,
+// reader), asked once when a path is built; the dataplane picks how packets
+// travel from them. This interface holds what every queue pair has whatever
+// it does: readiness, the fds to sleep on, counters, guest RX coalescing;
+// and the control-thread hooks by which the two ends of a cross-connect
+// adapt to each other, so the daemon wires ports without knowing their kind.
 //
-//  * push: the source already holds packets in its memory (a guest's TX
-//    ring). receive_burst() hands them out as iovecs, the destination's
-//    transmit_burst() takes them (a tap writes them straight from guest
-//    memory; a guest RX ring copies them once), and complete_burst() gives
-//    the buffers back to the source (one used-ring publish per burst).
-//
-//  * fill: the source needs somewhere to put packets (a tap read). The
-//    destination lends buffers with next_rx_buffer() (a guest's RX
-//    buffers), the source reads into them with receive_one(), and
-//    commit_rx_buffer() / flush_rx_buffers() hand them to the destination's
-//    consumer. A tap read lands straight in guest memory.
-//
-// All calls for one (port, queue) come from the single worker that owns the
-// queue: no locks. Nothing here allocates, locks or logs per packet.
+// All datapath calls for one (port, queue) come from the single worker that
+// owns the queue: no locks. Nothing here allocates, locks or logs per packet.
 #pragma once
 
 #include <sys/uio.h>
 
 #include <cstdint>
-#include <span>
 #include <string>
+#include <variant>
+#include <vector>
 
-#include "packet/packet_burst.hpp"
+#include "ports/capabilities.hpp"
 #include "ports/queue_counters.hpp"
+#include "virtio/features.hpp"
 
 namespace vnet::ports {
-
-enum class PortKind : uint8_t { vhost_user, tap, null };
-const char* to_string(PortKind k);
 
 // Readiness of a queue for the worker's event loop: which fd to wait on and
 // for what, when the worker decides to sleep instead of polling.
@@ -48,43 +41,15 @@ public:
     Port& operator=(const Port&) = delete;
 
     const std::string& name() const { return name_; }
-    virtual PortKind kind() const = 0;
     virtual uint16_t queue_count() const { return 1; }
+    // What queue pair `queue` can do; the same answer for the port's life.
+    virtual QueuePairCapabilities capabilities(uint16_t queue) = 0;
     // False while e.g. no guest is connected or its rings are not started:
     // the worker then neither polls nor feeds the queue.
     virtual bool queue_ready(uint16_t queue) const = 0;
     // Changes whenever the queue restarts (e.g. a guest reconnected): packets
     // a path still holds from an older generation are stale and dropped.
     virtual uint32_t queue_generation(uint16_t) const { return 0; }
-
-    // ---- source, push style -------------------------------------------------
-    // Appends up to `max` packets to `burst`. Returns how many were added.
-    virtual uint16_t receive_burst(uint16_t queue, packet::PacketBurst& burst, uint16_t max);
-    // The first `done` packets of `burst` are finished (sent or dropped).
-    virtual void complete_burst(uint16_t queue, const packet::PacketBurst& burst, uint16_t done);
-
-    // ---- destination, push style --------------------------------------------
-    // Takes packets from the front of `burst`; returns how many. Fewer than
-    // burst.count means "full for now": the caller keeps the rest and waits
-    // for transmit_wait(). Packets refused for good are taken and counted as
-    // drops, not returned.
-    virtual uint16_t transmit_burst(uint16_t queue, const packet::PacketBurst& burst) = 0;
-
-    // ---- fill style, one packet at a time ---------------------------------------
-    // Packets are filled one by one because a guest with MRG_RXBUF spreads a
-    // packet over as many buffers as it needs: where the next packet starts
-    // is known only once the previous one has been read.
-    //
-    // Destination: buffers for the next packet, able to hold `max_packet`
-    // bytes (header included). False if the guest has not posted enough:
-    // the path parks until transmit_wait() fires; nothing is dropped.
-    virtual bool next_rx_buffer(uint16_t queue, uint32_t max_packet, std::span<const iovec>* out);
-    // Destination: the buffer from next_rx_buffer() now holds `len` bytes.
-    virtual void commit_rx_buffer(uint16_t queue, uint32_t len);
-    // Destination: end of a burst: publish what was committed (one used-index
-    // write, at most one notify) and give back buffers taken but not used.
-    // With rx coalescing on, the publish may be held (see below).
-    virtual void flush_rx_buffers(uint16_t queue);
 
     // ---- destination, guest RX coalescing (rx_frames / rx_usecs) -------------
     // Hold the publish+notify at the end of a burst until `frames` frames are
@@ -98,19 +63,6 @@ public:
     // Publishes held frames now (and notifies if the guest wants it).
     // Between turns only, never inside a burst.
     virtual void publish_held_rx(uint16_t /*queue*/) {}
-
-    // Source: reads one packet into `buffer`. Returns its length, 0 when
-    // there is nothing to read, or a negative errno.
-    virtual int32_t receive_one(uint16_t queue, std::span<const iovec> buffer);
-
-    // The largest packet (header included) the source may produce, so the
-    // destination can size its buffers.
-    virtual uint32_t max_packet_size() const { return 65536 + 64; }
-
-    // Destination: the size of the virtio-net header each packet written to
-    // it starts with, if it takes GSO frames (a tap); 0 if it does not, and
-    // then no path merges segments for it (GRO).
-    virtual uint32_t gso_header_size(uint16_t /*queue*/) const { return 0; }
 
     // ---- events ----------------------------------------------------------------
     virtual WaitSpec receive_wait(uint16_t queue) const = 0;
@@ -130,6 +82,34 @@ public:
     // Per-queue counters for the two directions, seen from the port.
     virtual QueueCounters& rx_counters(uint16_t queue) = 0;  // packets out of the port
     virtual QueueCounters& tx_counters(uint16_t queue) = 0;  // packets into the port
+
+    // ---- following the peer (control thread) ------------------------------
+    // True if a front end (a guest) negotiates this port's offloads and
+    // enables its queue pairs; whatever serves the front end then tells the
+    // peer through follow_peer_features / follow_peer_queue_pair as that
+    // happens. False: the peer is told once, at wiring, that this port takes
+    // any GSO frame.
+    virtual bool has_front_end() const { return false; }
+    // The peer takes `features` (what its guest negotiated, or every
+    // GUEST_* offload for a peer without a front end): a tap sets its
+    // offloads from them. Returns what was applied, for the log; empty if
+    // the port has nothing to adapt. May throw (a refused ioctl).
+    virtual std::string follow_peer_features(virtio::FeatureSet /*features*/) { return {}; }
+    // The peer's queue pair `queue` is about to run (before its worker picks
+    // it up) or has stopped (after the worker let go): a multiqueue tap
+    // attaches or detaches its queue of that number, so the kernel steers
+    // frames only to queue pairs someone reads. May throw.
+    virtual void follow_peer_queue_pair(uint16_t /*queue*/, bool /*running*/) {}
+
+    // ---- describing itself (control thread) -------------------------------
+    // What the port tells about itself beyond counters, for stats and logs:
+    // values grouped in named sections (a tap: "tap", "xdp").
+    struct Fact {
+        std::string section;
+        std::string key;
+        std::variant<std::string, bool, uint64_t> value;
+    };
+    virtual void describe(std::vector<Fact>& /*out*/) const {}
 
 private:
     std::string name_;

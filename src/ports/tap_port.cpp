@@ -109,6 +109,24 @@ TunOffloads TapPort::apply_guest_features(virtio::FeatureSet features) {
     return applied;
 }
 
+std::string TapPort::follow_peer_features(virtio::FeatureSet features) {
+    return "tap " + device().name() + " offloads " + to_string(apply_guest_features(features));
+}
+
+void TapPort::describe(std::vector<Fact>& out) const {
+    out.push_back({"tap", "ifname", device().name()});
+    out.push_back({"tap", "napi", device().napi()});
+    out.push_back({"tap", "offloads", to_string(device().offloads())});
+    out.push_back({"tap", "submit", std::string(io::to_string(submit_mode()))});
+    if (xdp_ != nullptr) {
+        out.push_back({"xdp", "file", xdp_->file()});
+        out.push_back({"xdp", "section", xdp_->section()});
+        out.push_back({"xdp", "program", xdp_->program_name()});
+        out.push_back({"xdp", "mode", std::string(to_string(xdp_->mode()))});
+        out.push_back({"xdp", "id", uint64_t{xdp_->program_id()}});
+    }
+}
+
 uint32_t TapPort::max_packet_size() const {
     return max_packet_.load(std::memory_order_relaxed);
 }
@@ -193,38 +211,6 @@ int32_t TapPort::receive_one(uint16_t queue, std::span<const iovec> buffer) {
         return -errno;
     }
     return 0;
-}
-
-bool TapPort::next_rx_buffer(uint16_t queue, uint32_t max_packet, std::span<const iovec>* out) {
-    Queue& q = *queues_[queue];
-    if (q.staging.size() < max_packet) {
-        q.staging.resize(max_packet);  // grows once, to the largest packet asked for
-    }
-    q.staging_iov = iovec{q.staging.data(), max_packet};
-    *out = std::span<const iovec>(&q.staging_iov, 1);
-    return true;
-}
-
-void TapPort::commit_rx_buffer(uint16_t queue, uint32_t len) {
-    Queue& q = *queues_[queue];
-    iovec frame{q.staging.data(), len};
-    ssize_t n = ::writev(q.tap.fd(), &frame, 1);
-    if (n < 0) {
-        // No room in a tap -> tap path: the kernel would drop it on its own
-        // queue too; count it here where it happened.
-        q.tx.count_drop(errno == EAGAIN || errno == ENOBUFS ? DropReason::no_destination
-                                                            : DropReason::tx_error);
-        return;
-    }
-    ++q.staged_packets;
-    q.staged_bytes += len - std::min<uint32_t>(len, q.tap.vnet_header_size());
-}
-
-void TapPort::flush_rx_buffers(uint16_t queue) {
-    Queue& q = *queues_[queue];
-    q.tx.count_burst(q.staged_packets, q.staged_bytes);
-    q.staged_packets = 0;
-    q.staged_bytes = 0;
 }
 
 WaitSpec TapPort::receive_wait(uint16_t queue) const {

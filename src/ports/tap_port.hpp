@@ -3,21 +3,29 @@
 // each queue has its own writer, staging and counters, owned by the worker
 // that owns the queue pair (no sharing between workers).
 //
-//  * destination, push style: a burst from a guest's TX ring is written with
-//    one write per packet (tun takes exactly one per call), straight from
-//    guest memory, vnet header and all, through io::BatchWriter (io_uring:
-//    one submission per burst; or writev). EAGAIN/ENOBUFS: the rest of the
+// Capabilities of every queue pair: burst sink, reader, burst source. It
+// lends no buffers: what it could offer is a bounce buffer, not memory a
+// packet stays in, so a reader feeding a tap goes through its staging slots
+// (push), never through a copy of its own.
+//
+//  * burst sink: a burst from a guest's TX ring is written with one write
+//    per packet (tun takes exactly one per call), straight from guest
+//    memory, vnet header and all, through io::BatchWriter (io_uring: one
+//    submission per burst; or writev). EAGAIN/ENOBUFS: the rest of the
 //    burst is kept by the path, which waits for EPOLLOUT. Other errors
 //    (EINVAL for a header the kernel rejects) drop the packet, counted.
-//  * source, fill style: each packet is read (readv) straight into the
-//    destination's buffers, a guest's RX buffers.
-//  * source, push style (tap -> tap, tap -> discard): a burst is read into
-//    the port's own staging slots (one per packet, sized for the largest
-//    frame) and handed out like a guest's TX burst, so the destination tap
-//    writes it in one submission, after GRO. The one user-space copy of a
-//    tap -> tap hop is this read; nothing copies it again.
-//  * destination, fill style: the frame is read into a staging buffer and
-//    written at commit (kept for ports that lend no buffers of their own).
+//  * reader: each packet is read (readv) straight into a lender's buffers,
+//    a guest's RX buffers.
+//  * burst source (tap -> tap): a burst is read into the port's own staging
+//    slots (one per packet, sized for the largest frame) and handed out
+//    like a guest's TX burst, so the destination tap writes it in one
+//    submission, after GRO. The one user-space copy of a tap -> tap hop is
+//    this read; nothing copies it again.
+//
+// The tap follows its peer (Port's control-thread hooks): offloads from the
+// guest's features (or all of them when the peer has no front end), tap
+// queues attached while the guest runs that queue pair. It owns the XDP
+// program attached to it, detached before the tap closes.
 #pragma once
 
 #include <array>
@@ -28,6 +36,7 @@
 #include "io/batch_writer.hpp"
 #include "ports/port.hpp"
 #include "ports/tap_device.hpp"
+#include "ports/tap_xdp.hpp"
 
 namespace vnet::ports {
 
@@ -40,13 +49,18 @@ struct TapPortOptions {
     uint16_t queues = 1;
 };
 
-class TapPort final : public Port {
+// The reader comes first: receive_one is called per packet (fill), and a
+// call through a base other than the first goes through a this-adjusting
+// thunk; the other roles are called per burst.
+class TapPort final : public Reader, public Port, public BurstSink, public BurstSource {
 public:
     TapPort(std::string name, const TapPortOptions& options);
     ~TapPort() override;
 
-    PortKind kind() const override { return PortKind::tap; }
     uint16_t queue_count() const override { return static_cast<uint16_t>(queues_.size()); }
+    QueuePairCapabilities capabilities(uint16_t) override {
+        return {.burst_source = this, .burst_sink = this, .reader = this};
+    }
     bool queue_ready(uint16_t) const override { return true; }
 
     // Queue 0's device: the name, ifindex, flags and offloads of the tap.
@@ -67,6 +81,18 @@ public:
     void set_queue_attached(uint16_t queue, bool attached);
     bool queue_attached(uint16_t queue) const { return queues_[queue]->tap.queue_attached(); }
 
+    // Start-up, before any worker writes to the tap: the program then sees
+    // every frame vnetd sends. Detached when the port goes away.
+    void attach_xdp(std::unique_ptr<TapXdpProgram> program) { xdp_ = std::move(program); }
+    const TapXdpProgram* xdp() const { return xdp_.get(); }
+
+    // Port's hooks: apply_guest_features, set_queue_attached; "tap" and "xdp".
+    std::string follow_peer_features(virtio::FeatureSet features) override;
+    void follow_peer_queue_pair(uint16_t queue, bool running) override {
+        set_queue_attached(queue, running);
+    }
+    void describe(std::vector<Fact>& out) const override;
+
     uint16_t transmit_burst(uint16_t queue, const packet::PacketBurst& burst) override;
     // Reads up to `max` packets into the staging slots. The slots are reused
     // by the next call, so call it only once the previous burst is done
@@ -75,10 +101,8 @@ public:
     int32_t receive_one(uint16_t queue, std::span<const iovec> buffer) override;
     uint32_t max_packet_size() const override;
     uint32_t gso_header_size(uint16_t) const override { return device().vnet_header_size(); }
-
-    bool next_rx_buffer(uint16_t queue, uint32_t max_packet, std::span<const iovec>* out) override;
-    void commit_rx_buffer(uint16_t queue, uint32_t len) override;
-    void flush_rx_buffers(uint16_t queue) override;
+    // The staging slots are simply reused by the next receive_burst.
+    void complete_burst(uint16_t, const packet::PacketBurst&, uint16_t) override {}
 
     WaitSpec receive_wait(uint16_t queue) const override;
     WaitSpec transmit_wait(uint16_t queue) const override;
@@ -99,11 +123,6 @@ private:
         uint32_t slot_size = 0;
         std::array<iovec, packet::kMaxBurstPackets> slot_iov{};
         std::array<io::PacketIov, packet::kMaxBurstPackets> read{};
-        // Fill-style destination: one staging buffer.
-        std::vector<uint8_t> staging;
-        iovec staging_iov{};
-        uint16_t staged_packets = 0;
-        uint64_t staged_bytes = 0;
         QueueCounters rx;
         QueueCounters tx;
     };
@@ -114,6 +133,9 @@ private:
     std::vector<std::unique_ptr<Queue>> queues_;
     unsigned link_mtu_;  // control thread; last MTU read while the link was in our netns
     std::atomic<uint32_t> max_packet_;
+    // After queues_: destroyed first, so the program is detached while the
+    // tap still exists.
+    std::unique_ptr<TapXdpProgram> xdp_;
 };
 
 }  // namespace vnet::ports

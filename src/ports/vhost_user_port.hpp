@@ -32,7 +32,14 @@
 
 namespace vnet::ports {
 
-class VhostUserPort final : public Port, public vhost_user::QueueObserver {
+// The lender comes first: its calls are per packet (a tap filling the RX
+// ring), and a call through a base other than the first goes through a
+// this-adjusting thunk; the other roles are called per burst.
+class VhostUserPort final : public BufferLender,
+                            public Port,
+                            public BurstSource,
+                            public BurstSink,
+                            public vhost_user::QueueObserver {
 public:
     // Called on a worker thread when a guest breaks a ring rule; must only
     // post the work to the control thread.
@@ -59,8 +66,15 @@ public:
     void set_features_handler(FeaturesHandler handler) { on_features_ = std::move(handler); }
     void set_queue_pair_handler(QueuePairHandler handler) { on_queue_pair_ = std::move(handler); }
 
-    PortKind kind() const override { return PortKind::vhost_user; }
     uint16_t queue_count() const override { return queue_pairs_; }
+    // The TX ring is a burst source, the RX ring a burst sink (a copy into
+    // the guest's buffers) and a buffer lender (a reader fills them).
+    QueuePairCapabilities capabilities(uint16_t) override {
+        return {.burst_source = this, .burst_sink = this, .buffer_lender = this};
+    }
+    // The guest negotiates offloads and enables queue pairs: the handlers
+    // above tell whoever follows it.
+    bool has_front_end() const override { return true; }
     bool queue_ready(uint16_t queue) const override;
 
     uint16_t receive_burst(uint16_t queue, packet::PacketBurst& burst, uint16_t max) override;

@@ -10,12 +10,12 @@
 
 namespace vnet::dataplane::testing {
 
-// A source that hands out packets in its own memory (like a guest TX ring)
-// and records which ones were completed.
-class FakePushSource : public ports::Port {
+// A burst source that hands out packets in its own memory (like a guest TX
+// ring) and records which ones were completed.
+class FakePushSource : public ports::Port, public ports::BurstSource {
 public:
     FakePushSource() : Port("fake-push") {}
-    ports::PortKind kind() const override { return ports::PortKind::vhost_user; }
+    ports::QueuePairCapabilities capabilities(uint16_t) override { return {.burst_source = this}; }
     bool queue_ready(uint16_t) const override { return ready; }
 
     void queue_packets(size_t n, size_t len) {
@@ -42,7 +42,6 @@ public:
         }
         ++complete_calls;
     }
-    uint16_t transmit_burst(uint16_t, const packet::PacketBurst&) override { return 0; }
     ports::WaitSpec receive_wait(uint16_t) const override { return {}; }
     ports::WaitSpec transmit_wait(uint16_t) const override { return {}; }
     ports::QueueCounters& rx_counters(uint16_t) override { return rx; }
@@ -62,11 +61,11 @@ public:
     ports::QueueCounters rx, tx;
 };
 
-// A destination that accepts at most `room` packets, then reports full.
-class FakeSink : public ports::Port {
+// A burst sink that accepts at most `room` packets, then reports full.
+class FakeSink : public ports::Port, public ports::BurstSink {
 public:
     FakeSink() : Port("fake-sink") {}
-    ports::PortKind kind() const override { return ports::PortKind::tap; }
+    ports::QueuePairCapabilities capabilities(uint16_t) override { return {.burst_sink = this}; }
     bool queue_ready(uint16_t) const override { return true; }
     uint16_t transmit_burst(uint16_t, const packet::PacketBurst& burst) override {
         uint16_t n = 0;
@@ -91,13 +90,12 @@ public:
     ports::QueueCounters rx, tx;
 };
 
-// A fill-style source (like a tap): reads queued frames into given buffers.
-class FakeFillSource : public ports::Port {
+// A reader (like a tap feeding a guest): reads queued frames into lent buffers.
+class FakeFillSource : public ports::Port, public ports::Reader {
 public:
     FakeFillSource() : Port("fake-fill") {}
-    ports::PortKind kind() const override { return ports::PortKind::tap; }
+    ports::QueuePairCapabilities capabilities(uint16_t) override { return {.reader = this}; }
     bool queue_ready(uint16_t) const override { return true; }
-    uint16_t transmit_burst(uint16_t, const packet::PacketBurst&) override { return 0; }
     int32_t receive_one(uint16_t, std::span<const iovec> buffer) override {
         if (frames.empty()) {
             return 0;

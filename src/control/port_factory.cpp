@@ -1,0 +1,38 @@
+#include "control/port_factory.hpp"
+
+#include <array>
+
+#include "ports/null_port.hpp"
+
+namespace vnet::control {
+
+namespace {
+
+// The kind names are the [[port]] types (control::to_string(PortType)).
+constexpr std::array<PortFactoryEntry, 3> kPortFactories{{
+    {"vhost-user", &build_vhost_user_port},
+    {"tap", &build_tap_port},
+    {"null", &build_null_port},
+}};
+
+}  // namespace
+
+std::span<const PortFactoryEntry> port_factories() {
+    return kPortFactories;
+}
+
+const PortFactoryEntry* find_port_factory(std::string_view kind) {
+    for (const PortFactoryEntry& entry : kPortFactories) {
+        if (entry.kind == kind) {
+            return &entry;
+        }
+    }
+    return nullptr;
+}
+
+BuiltPort build_null_port(const PortConfig& config, const PortContext& context) {
+    return {std::make_unique<ports::NullPort>(config.name, context.config.queue_pairs_of(config)),
+            nullptr};
+}
+
+}  // namespace vnet::control

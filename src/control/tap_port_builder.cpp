@@ -1,0 +1,53 @@
+// The factory entry for tap ports: TapPortOptions from the [[port]] keys,
+// then the XDP program, attached right after the tap is opened, before any
+// worker writes to it, so it sees every frame vnetd sends (docs/USAGE.md
+// "XDP on the tap").
+#include "control/port_factory.hpp"
+#include "ports/tap_port.hpp"
+
+namespace vnet::control {
+
+namespace {
+
+std::unique_ptr<ports::TapXdpProgram> load_xdp(const PortConfig& pc, const ports::TapPort& tap,
+                                               const Logger& log) {
+    const std::string device = "tap '" + tap.device().name() + "'";
+    ports::TapXdpOptions o;
+    o.program = ports::split_xdp_spec(pc.xdp);
+    o.mode = ports::parse_xdp_mode(pc.xdp_mode).value_or(ports::XdpMode::auto_select);
+    if (!pc.xdp_redirect.empty()) {
+        o.redirect_ifindex = ports::xdp_redirect_target(device, pc.xdp_redirect);
+    }
+    auto xdp = std::make_unique<ports::TapXdpProgram>(device, tap.device().ifindex(), o);
+    log->info("port {}: xdp program {} section {} from {} on tap {}: {} mode (id {}){}", pc.name,
+              xdp->program_name(), xdp->section(), xdp->file(), tap.device().name(),
+              ports::to_string(xdp->mode()), xdp->program_id(),
+              pc.xdp_redirect.empty() ? "" : ", redirect to " + pc.xdp_redirect);
+    return xdp;
+}
+
+}  // namespace
+
+BuiltPort build_tap_port(const PortConfig& pc, const PortContext& context) {
+    ports::TapPortOptions o;
+    o.tap.name = pc.ifname.empty() ? pc.name : pc.ifname;
+    o.tap.persist = pc.persist;
+    o.tap.napi = pc.napi;
+    o.tap.napi_frags = pc.napi_frags;
+    o.tap.txqueuelen = pc.txqueuelen;
+    if (pc.mtu) {
+        o.tap.mtu = *pc.mtu;
+    }
+    o.submit_mode = context.config.datapath.submit;
+    o.queues = context.config.queue_pairs_of(pc);
+    auto tap = std::make_unique<ports::TapPort>(pc.name, o);
+    context.log->info("port {}: tap {} (ifindex {}, {} queue(s), napi {}, submit {})", pc.name,
+                      tap->device().name(), tap->device().ifindex(), tap->queue_count(),
+                      tap->device().napi(), io::to_string(tap->submit_mode()));
+    if (!pc.xdp.empty()) {
+        tap->attach_xdp(load_xdp(pc, *tap, context.log));
+    }
+    return {std::move(tap), nullptr};
+}
+
+}  // namespace vnet::control

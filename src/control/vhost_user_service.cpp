@@ -1,0 +1,135 @@
+#include "control/vhost_user_service.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace vnet::control {
+
+BuiltPort build_vhost_user_port(const PortConfig& config, const PortContext& context) {
+    auto port = std::make_unique<ports::VhostUserPort>(
+        config.name, context.config.queue_pairs_of(config), context.run_on_owner);
+    auto service = std::make_unique<VhostUserService>(*port, config, context);
+    return {std::move(port), std::move(service)};
+}
+
+VhostUserService::VhostUserService(ports::VhostUserPort& port, const PortConfig& config,
+                                   const PortContext& context)
+    : port_(port),
+      config_(config),
+      log_(context.log),
+      reactor_(context.reactor),
+      control_queue_(context.control_queue) {}
+
+// Closing the sockets closes their connections, which stops the rings on
+// the owning workers: the daemon destroys services while workers still run.
+VhostUserService::~VhostUserService() = default;
+
+std::vector<vhost_user::VhostUserDevice*> VhostUserService::devices() {
+    if (server_) {
+        return server_->devices();
+    }
+    if (client_ && client_->device() != nullptr) {
+        return {client_->device()};
+    }
+    return {};
+}
+
+void VhostUserService::start(ports::Port* peer) {
+    vhost_user::DeviceConfig dc;
+    dc.name = config_.name;
+    // Queue pairs that have paths: both ends of a cross-connect serve them.
+    dc.max_queue_pairs =
+        peer == nullptr ? port_.queue_count() : std::min(port_.queue_count(), peer->queue_count());
+    dc.mtu = config_.mtu;
+    if (peer != nullptr) {
+        follow_guest(*peer);
+    }
+    port_.set_ring_error_handler([this](uint32_t ring, std::string reason) {
+        // On a worker: only post. The device is looked up again on the
+        // control thread, where it may already be gone.
+        control_queue_.post([this, ring, reason = std::move(reason)] {
+            for (vhost_user::VhostUserDevice* dev : devices()) {
+                dev->mark_broken("ring " + std::to_string(ring) + ": " + reason);
+            }
+            // USAGE.md "Hostile guests": the connection is dropped, now,
+            // not when the front end next speaks.
+            if (server_) {
+                server_->close_broken_connections();
+            }
+            if (client_) {
+                client_->close_if_broken();
+            }
+        });
+    });
+    open_socket(dc);
+}
+
+// The peer adapts to the guest: its offloads to the guest's features, and
+// (a multiqueue tap) its queues to the guest's running queue pairs, so that
+// a guest with 1 of 4 pairs enabled still sees all its traffic. Both
+// handlers run inside the device's message handling: an exception there
+// would unwind through the protocol engine and end the daemon, so a refused
+// ioctl is logged and the peer keeps what it had.
+void VhostUserService::follow_guest(ports::Port& peer) {
+    for (uint16_t q = 1; q < peer.queue_count(); ++q) {
+        peer.follow_peer_queue_pair(q, false);  // until the guest runs queue pair q
+    }
+    port_.set_queue_pair_handler([this, &peer](uint16_t q, bool running) {
+        try {
+            peer.follow_peer_queue_pair(q, running);
+        } catch (const std::exception& e) {
+            log_->warn("port {}: queue pair {}: {}", config_.name, q, e.what());
+        }
+    });
+    port_.set_features_handler([this, &peer](virtio::FeatureSet f) {
+        try {
+            std::string applied = peer.follow_peer_features(f);
+            if (!applied.empty()) {
+                log_->info("port {}: guest features 0x{:x}; {}", config_.name, f.bits(), applied);
+            }
+        } catch (const std::exception& e) {
+            log_->warn("port {}: guest features 0x{:x}: {}", config_.name, f.bits(), e.what());
+        }
+    });
+}
+
+void VhostUserService::open_socket(const vhost_user::DeviceConfig& dc) {
+    const PortConfig& pc = config_;
+    if (pc.client) {
+        vhost_user::ClientOptions o;
+        o.path = pc.socket_path;
+        o.device = dc;
+        client_ = std::make_unique<vhost_user::ClientSocket>(reactor_, o, &port_);
+        log_->info("port {}: connecting to {} (client, reconnects forever)", pc.name,
+                   pc.socket_path);
+        return;
+    }
+    vhost_user::ServerOptions o;
+    o.path = pc.listen_fd >= 0 ? "fd:" + std::to_string(pc.listen_fd) : pc.socket_path;
+    o.listen_fd = pc.listen_fd;
+    o.mode = pc.socket_mode;
+    o.device = dc;
+    server_ = std::make_unique<vhost_user::ServerSocket>(reactor_, o, &port_);
+    if (pc.listen_fd >= 0) {
+        log_->info("port {}: listening on inherited fd {}", pc.name, pc.listen_fd);
+        return;
+    }
+    if (pc.socket_owner || pc.socket_group) {
+        if (::chown(pc.socket_path.c_str(), pc.socket_owner.value_or(static_cast<uid_t>(-1)),
+                    pc.socket_group.value_or(static_cast<gid_t>(-1))) != 0) {
+            throw std::runtime_error("chown " + pc.socket_path + ": " + std::strerror(errno));
+        }
+    }
+    log_->info("port {}: listening on {}", pc.name, pc.socket_path);
+}
+
+size_t VhostUserService::connections() {
+    return devices().size();
+}
+
+}  // namespace vnet::control

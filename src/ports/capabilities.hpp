@@ -1,0 +1,103 @@
+// What a queue pair can do with packets: four small roles a port plays per
+// queue pair, found once when a path is built (Port::capabilities), so the
+// dataplane chooses how packets travel from what the ends can do, never
+// from what kind of port they are.
+//
+//  * BurstSource: holds packets in its own memory (a guest's TX ring, a
+//    tap's staging slots) and hands them out in bursts, then takes them back
+//    as completions.
+//  * BurstSink: takes a burst (a tap writes it straight from the source's
+//    memory; a guest RX ring copies it once; a discard port counts it).
+//  * BufferLender: lends empty buffers of its own (a guest's RX buffers) for
+//    a reader to fill, then publishes them once per burst.
+//  * Reader: reads one packet at a time into buffers it is given (a tap
+//    read lands straight in the lender's memory).
+//
+// Push travel: BurstSource -> BurstSink. Fill travel: Reader ->
+// BufferLender. All calls for one (port, queue pair) come from the worker
+// that owns the queue pair: no locks. Nothing here allocates, locks or logs
+// per packet.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <span>
+
+#include "packet/packet_burst.hpp"
+
+namespace vnet::ports {
+
+class BurstSource {
+public:
+    // Appends up to `max` packets to `burst`. Returns how many were added.
+    virtual uint16_t receive_burst(uint16_t queue, packet::PacketBurst& burst, uint16_t max) = 0;
+    // The first `done` packets of `burst` are finished (sent or dropped).
+    virtual void complete_burst(uint16_t queue, const packet::PacketBurst& burst,
+                                uint16_t done) = 0;
+
+protected:
+    ~BurstSource() = default;
+};
+
+class BurstSink {
+public:
+    // Takes packets from the front of `burst`; returns how many. Fewer than
+    // burst.count means "full for now": the caller keeps the rest and waits
+    // for Port::transmit_wait(). Packets refused for good are taken and
+    // counted as drops, not returned.
+    virtual uint16_t transmit_burst(uint16_t queue, const packet::PacketBurst& burst) = 0;
+    // The size of the virtio-net header each packet written here starts
+    // with, if the sink takes GSO frames (a tap); 0 if it does not, and then
+    // no path merges segments for it (GRO).
+    virtual uint32_t gso_header_size(uint16_t /*queue*/) const { return 0; }
+
+protected:
+    ~BurstSink() = default;
+};
+
+// Packets are filled one by one because a guest with MRG_RXBUF spreads a
+// packet over as many buffers as it needs: where the next packet starts is
+// known only once the previous one has been read.
+class BufferLender {
+public:
+    // Buffers for the next packet, able to hold `max_packet` bytes (header
+    // included). False if there are not enough (the guest has not posted
+    // them): the path parks until Port::transmit_wait() fires; nothing is
+    // dropped.
+    virtual bool next_rx_buffer(uint16_t queue, uint32_t max_packet,
+                                std::span<const iovec>* out) = 0;
+    // The buffer from next_rx_buffer() now holds `len` bytes.
+    virtual void commit_rx_buffer(uint16_t queue, uint32_t len) = 0;
+    // End of a burst: publish what was committed (one used-index write, at
+    // most one notify) and give back buffers taken but not used. With rx
+    // coalescing on, the publish may be held (Port::set_rx_coalescing).
+    virtual void flush_rx_buffers(uint16_t queue) = 0;
+
+protected:
+    ~BufferLender() = default;
+};
+
+class Reader {
+public:
+    // Reads one packet into `buffer`. Returns its length, 0 when there is
+    // nothing to read, or a negative errno (counted by the reader).
+    virtual int32_t receive_one(uint16_t queue, std::span<const iovec> buffer) = 0;
+    // The largest packet (header included) it may read, so the lender can
+    // size its buffers.
+    virtual uint32_t max_packet_size() const = 0;
+
+protected:
+    ~Reader() = default;
+};
+
+// The roles one queue pair plays; nullptr where it plays none. Pointers into
+// the port, valid as long as the port.
+struct QueuePairCapabilities {
+    BurstSource* burst_source = nullptr;
+    BurstSink* burst_sink = nullptr;
+    BufferLender* buffer_lender = nullptr;
+    Reader* reader = nullptr;
+};
+
+}  // namespace vnet::ports
