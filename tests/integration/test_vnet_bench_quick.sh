@@ -10,7 +10,7 @@
 set -u
 
 BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-BENCH="$BUILD_DIR/apps/vnet-bench"
+BENCH="$BUILD_DIR/tools/bench/vnet-bench"
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/common.sh
