@@ -22,6 +22,8 @@ const std::vector<Experiment>& experiments() {
          run_guestrx},
         {"multiqueue", "testpmd virtio-user with 1/2/4 queue pairs -> vnetd (1/2 workers) -> tap",
          run_multiqueue},
+        {"ringwork", "ring work only: testpmd virtio-user -> vnetd --null vs net_vhost rxonly",
+         run_ringwork},
     };
     return all;
 }

@@ -1,4 +1,5 @@
-// The seed experiments (reference/kernel-datapath.md §5), one file each.
+// The experiments: the seeds (reference/kernel-datapath.md §5) and the
+// issue targets (ringwork), one file each.
 // Each returns its table with every row of the seed present: rows it did
 // not run (--quick) or could not run carry "n/a: <why>" in their cells.
 #pragma once
@@ -30,6 +31,7 @@ Table run_seed000(BenchContext& ctx);
 Table run_rawlimit(BenchContext& ctx);
 Table run_guestrx(BenchContext& ctx);
 Table run_multiqueue(BenchContext& ctx);
+Table run_ringwork(BenchContext& ctx);
 
 // One measured cell of a table: run `measure` once per repeat.
 struct Point {

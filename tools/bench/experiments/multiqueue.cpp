@@ -9,12 +9,12 @@
 // worker buys when it has to share a CPU with the generator. What it cannot
 // show on 2 cores: scaling with cores, which needs a CPU per worker plus the
 // generator's.
-#include <unistd.h>
 
 #include <memory>
 
 #include "experiments/experiments.hpp"
 #include "experiments/guest_to_tap.hpp"
+#include "experiments/txonly_front_end.hpp"
 #include "harness/netns.hpp"
 #include "harness/rate_meter.hpp"
 #include "harness/testpmd_instance.hpp"
@@ -30,27 +30,6 @@ struct Layout {
     int workers;
     bool in_quick;
 };
-
-// testpmd's forwarding lcore serves every queue of the port, on the load CPU.
-TestpmdSpec generator(const BenchContext& ctx, const std::string& label, const std::string& sock,
-                      int queues) {
-    TestpmdSpec s;
-    s.label = label;
-    s.vdevs = {"net_virtio_user0,path=" + sock + ",queues=" + std::to_string(queues) +
-               ",queue_size=1024,mac=02:00:00:00:00:01"};
-    s.app_args = {"--forward-mode=txonly",
-                  "--txpkts=64",
-                  "--burst=32",
-                  "--txd=1024",
-                  "--rxd=1024",
-                  "--rxq=" + std::to_string(queues),
-                  "--txq=" + std::to_string(queues),
-                  "--total-num-mbufs=65536",
-                  "--eth-peer=0,02:00:00:00:00:02"};
-    s.forwarding_cpu = ctx.load_cpu();
-    s.main_cpu = ctx.dut_cpu();
-    return s;
-}
 
 // Each queue pair's share of the VM port's received packets, "q0 0.50 q1 0.50".
 std::string queue_shares(const nlohmann::json& stats, int queue_pairs) {
@@ -80,8 +59,7 @@ std::string queue_shares(const nlohmann::json& stats, int queue_pairs) {
 
 double point(BenchContext& ctx, const std::string& netns, const Layout& l, nlohmann::json& extra) {
     const std::string label = std::string("mq-") + l.key;
-    const std::string sock = ctx.log_dir() + "/" + label + ".sock";
-    unlink(sock.c_str());
+    const std::string sock = ctx.fresh_socket_path(label);
     const std::string tap = ctx.fresh_ifname("q");
     std::vector<std::string> args{
         "--socket-path", sock, "--tap", tap, "--queue-pairs", std::to_string(l.queue_pairs)};
@@ -94,23 +72,18 @@ double point(BenchContext& ctx, const std::string& netns, const Layout& l, nlohm
     vnetd.wait_for_socket(sock);
     vnetd.wait_for_link(tap);
     link_up(netns, tap);
-    TestpmdInstance gen(ctx, generator(ctx, label + "-gen", sock, l.queue_pairs));
-    gen.wait_for_log("Port statistics|Tx-pps", 30);
+    // testpmd's forwarding lcore serves every queue of the port, on the load CPU.
+    TxonlyFrontEnd front_end;
+    front_end.queues = l.queue_pairs;
+    front_end.total_mbufs = 65536;
     TapRxCounter count(netns, tap);
-    RateWindow window;
-    window.warmup_s = ctx.warmup_seconds();
-    window.window_s = ctx.point_seconds();
-    const double rate = measure_rate(std::ref(count), window, [&]() -> std::string {
-        if (std::string why = vnetd.failure(); !why.empty()) {
-            return why;
-        }
-        return gen.failure();
-    });
-    gen.stop();
+    const double mpps = measure_with_txonly_front_end(ctx, label, sock, front_end,
+                                                      sampled_when_read(std::ref(count)),
+                                                      [&] { return vnetd.failure(); });
     const nlohmann::json stats = vnetd.stop();
     extra["vnetd"] = vnetd_counters_summary(stats);
     extra["queue_shares"] = queue_shares(stats, l.queue_pairs);
-    return rate / 1e6;
+    return mpps;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // programs attached by `ip link set dev X xdpdrv obj F sec xdp`.
 #include "experiments/experiments.hpp"
 #include "experiments/guest_to_tap.hpp"
+#include "experiments/txonly_front_end.hpp"
 #include "harness/netns.hpp"
 #include "harness/rate_meter.hpp"
 #include "harness/tap_reader.hpp"
@@ -13,7 +14,6 @@
 #include "harness/vnetd_instance.hpp"
 #include "harness/xdp_redirect_map.hpp"
 
-#include <unistd.h>
 #include <memory>
 
 namespace vnet::bench {
@@ -38,29 +38,10 @@ std::function<uint64_t()> frame_counter(std::shared_ptr<TapRxCounter> tap_count,
     return [tap_count] { return (*tap_count)(); };
 }
 
-double measure_with_generator(BenchContext& ctx, const std::string& label, const std::string& sock,
-                              const std::function<uint64_t()>& count,
-                              const std::function<std::string()>& backend_failure) {
-    TestpmdInstance gen(ctx, testpmd_txonly_generator(ctx, label + "-gen", sock));
-    gen.wait_for_log("Port statistics|Tx-pps", 30);
-    RateWindow window;
-    window.warmup_s = ctx.warmup_seconds();
-    window.window_s = ctx.point_seconds();
-    const double rate = measure_rate(count, window, [&]() -> std::string {
-        if (std::string why = backend_failure(); !why.empty()) {
-            return why;
-        }
-        return gen.failure();
-    });
-    gen.stop();
-    return rate / 1e6;
-}
-
 double vnetd_point(BenchContext& ctx, const std::string& netns, const Variant& v, int tx_batch,
                    nlohmann::json& extra) {
     const std::string label = std::string("s3-") + v.key + "-b" + std::to_string(tx_batch);
-    const std::string sock = ctx.log_dir() + "/" + label + ".sock";
-    unlink(sock.c_str());
+    const std::string sock = ctx.fresh_socket_path(label);
     const std::string tap = ctx.fresh_ifname("t");
     std::vector<std::string> args{"--socket-path",         sock, "--tap", tap, "--tx-batch",
                                   std::to_string(tx_batch)};
@@ -81,8 +62,9 @@ double vnetd_point(BenchContext& ctx, const std::string& netns, const Variant& v
     vnetd.wait_for_link(tap);
     link_up(netns, tap);
     auto tap_count = std::make_shared<TapRxCounter>(netns, tap);
-    const double mpps = measure_with_generator(
-        ctx, label, sock, frame_counter(tap_count, reader.get()), [&] { return vnetd.failure(); });
+    const double mpps = measure_with_txonly_front_end(
+        ctx, label, sock, {}, sampled_when_read(frame_counter(tap_count, reader.get())),
+        [&] { return vnetd.failure(); });
     extra["vnetd"] = vnetd_counters_summary(vnetd.stop());
     return mpps;
 }
@@ -90,8 +72,7 @@ double vnetd_point(BenchContext& ctx, const std::string& netns, const Variant& v
 double dpdk_point(BenchContext& ctx, const std::string& netns, const Variant& v,
                   nlohmann::json& extra) {
     const std::string label = std::string("s3-") + v.key + "-dpdk";
-    const std::string sock = ctx.log_dir() + "/" + label + ".sock";
-    unlink(sock.c_str());
+    const std::string sock = ctx.fresh_socket_path(label);
     const std::string tap = ctx.fresh_ifname("d");
     std::unique_ptr<TapReader> reader;
     if (v.program == TapProgram::redirect) {
@@ -108,8 +89,9 @@ double dpdk_point(BenchContext& ctx, const std::string& netns, const Variant& v,
         point_xdp_redirect_map(netns, tap, reader->ifname());
     }
     auto tap_count = std::make_shared<TapRxCounter>(netns, tap);
-    const double mpps = measure_with_generator(
-        ctx, label, sock, frame_counter(tap_count, reader.get()), [&] { return pmd.failure(); });
+    const double mpps = measure_with_txonly_front_end(
+        ctx, label, sock, {}, sampled_when_read(frame_counter(tap_count, reader.get())),
+        [&] { return pmd.failure(); });
     pmd.stop();
     extra["testpmd_log"] = pmd.log_path();
     return mpps;

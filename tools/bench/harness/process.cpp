@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <regex>
+#include <sstream>
 
 #include "harness/bench_log.hpp"
 #include "harness/interrupt.hpp"
@@ -304,6 +306,15 @@ std::string last_line_of(const std::string& path) {
         }
     }
     return last;
+}
+
+std::string first_match_in(const std::string& path, const std::string& regex) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    std::smatch m;
+    return std::regex_search(text, m, std::regex(regex)) ? m.str() : std::string();
 }
 
 std::optional<std::string> find_program(const std::string& program) {

@@ -77,6 +77,8 @@ std::string run_checked(const ProcessSpec& spec, double timeout_s = 30.0);
 
 // The last non-empty line of a log file (for "n/a: <why>" cells).
 std::string last_line_of(const std::string& path);
+// The first match of `regex` in a log file, "" if none.
+std::string first_match_in(const std::string& path, const std::string& regex);
 
 // Is `program` an executable in PATH (or a path to one)?
 std::optional<std::string> find_program(const std::string& program);

@@ -7,9 +7,27 @@
 
 namespace vnet::bench {
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double now_s() {
+    return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+std::function<CounterSample()> sampled_when_read(std::function<uint64_t()> count) {
+    return [count = std::move(count)] { return CounterSample{count(), now_s()}; };
+}
+
 double measure_rate(const std::function<uint64_t()>& count, const RateWindow& window,
                     const std::function<std::string()>& alive) {
-    using Clock = std::chrono::steady_clock;
+    return measure_sampled_rate(sampled_when_read(count), window, alive);
+}
+
+double measure_sampled_rate(const std::function<CounterSample()>& sample, const RateWindow& window,
+                            const std::function<std::string()>& alive) {
     auto check_alive = [&] {
         if (alive) {
             if (std::string why = alive(); !why.empty()) {
@@ -17,28 +35,35 @@ double measure_rate(const std::function<uint64_t()>& count, const RateWindow& wi
             }
         }
     };
-    const uint64_t start = count();
-    const auto give_up = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                            std::chrono::duration<double>(window.flow_timeout_s));
-    while (count() - start < window.flow_threshold) {
+    const uint64_t start = sample().count;
+    const double give_up = now_s() + window.flow_timeout_s;
+    for (uint64_t seen = 0; seen < window.flow_threshold; seen = sample().count - start) {
         check_alive();
-        if (Clock::now() > give_up) {
+        if (now_s() > give_up) {
             throw MeasureError("no traffic within " + std::to_string(int(window.flow_timeout_s)) +
-                               " s (" + std::to_string(count() - start) + " frames)");
+                               " s (" + std::to_string(seen) + " frames)");
         }
         sleep_for(0.02);
     }
     sleep_for(window.warmup_s);
     check_alive();
-    const uint64_t a = count();
-    const auto t0 = Clock::now();
+    const CounterSample a = sample();
     sleep_for(window.window_s);
-    const uint64_t b = count();
-    const auto t1 = Clock::now();
+    CounterSample b = sample();
+    // A coarse sampler (once a second) may not have published a later
+    // sample yet: wait for it, a little longer than its period.
+    const double wait_until = now_s() + 3;
+    while (b.at_s - a.at_s < window.window_s && now_s() < wait_until) {
+        sleep_for(0.02);
+        b = sample();
+    }
     check_alive();
-    const double seconds = std::chrono::duration<double>(t1 - t0).count();
-    blog().debug("  window {:.3f} s: {} events", seconds, b - a);
-    return static_cast<double>(b - a) / seconds;
+    const double seconds = b.at_s - a.at_s;
+    if (seconds <= 0) {
+        throw MeasureError("the counter's clock did not advance over the window");
+    }
+    blog().debug("  window {:.3f} s: {} events", seconds, b.count - a.count);
+    return static_cast<double>(b.count - a.count) / seconds;
 }
 
 }  // namespace vnet::bench

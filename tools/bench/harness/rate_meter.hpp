@@ -28,4 +28,21 @@ struct RateWindow {
 double measure_rate(const std::function<uint64_t()>& count, const RateWindow& window,
                     const std::function<std::string()>& alive = {});
 
+// One reading of a counter and the time it was taken, in seconds on the
+// clock of whoever took it (only differences are used).
+struct CounterSample {
+    uint64_t count = 0;
+    double at_s = 0;
+};
+
+// `count` read now, timed on measure_rate's clock (steady, seconds).
+std::function<CounterSample()> sampled_when_read(std::function<uint64_t()> count);
+
+// measure_rate for a counter that carries its own sampling time: a process
+// that publishes its counters now and then (vnetd's stats file, once a
+// second) is read as of when it took them, not when we looked. The window
+// closes at the first sample at least window_s after the opening one.
+double measure_sampled_rate(const std::function<CounterSample()>& sample, const RateWindow& window,
+                            const std::function<std::string()>& alive = {});
+
 }  // namespace vnet::bench

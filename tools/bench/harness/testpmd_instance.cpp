@@ -1,25 +1,11 @@
 #include "harness/testpmd_instance.hpp"
 
 #include <chrono>
-#include <fstream>
-#include <regex>
-#include <sstream>
 
 #include "harness/interrupt.hpp"
 #include "harness/rate_meter.hpp"
 
 namespace vnet::bench {
-namespace {
-
-bool log_matches(const std::string& path, const std::regex& re) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string text = ss.str();
-    return std::regex_search(text, re);
-}
-
-}  // namespace
 
 TestpmdInstance::TestpmdInstance(BenchContext& ctx, const TestpmdSpec& spec) {
     if (!ctx.tools().testpmd) {
@@ -80,11 +66,10 @@ std::string TestpmdInstance::failure() {
 }
 
 void TestpmdInstance::wait_for_log(const std::string& regex, double timeout_s) {
-    const std::regex re(regex);
     using Clock = std::chrono::steady_clock;
     const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                         std::chrono::duration<double>(timeout_s));
-    while (!log_matches(log_path_, re)) {
+    while (first_match_in(log_path_, regex).empty()) {
         if (std::string why = failure(); !why.empty()) {
             throw MeasureError(why);
         }
@@ -97,30 +82,39 @@ void TestpmdInstance::wait_for_log(const std::string& regex, double timeout_s) {
 }
 
 TestpmdSpec testpmd_txonly_generator(const BenchContext& ctx, const std::string& label,
-                                     const std::string& socket_path) {
+                                     const std::string& socket_path,
+                                     const TxonlyFrontEnd& front_end) {
     TestpmdSpec s;
     s.label = label;
-    s.vdevs = {"net_virtio_user0,path=" + socket_path +
-               ",queues=1,queue_size=1024,mac=02:00:00:00:00:01"};
+    const std::string queues = std::to_string(front_end.queues);
+    s.vdevs = {"net_virtio_user0,path=" + socket_path + ",queues=" + queues +
+               ",queue_size=1024,mac=02:00:00:00:00:01" + (front_end.packed ? ",packed_vq=1" : "")};
     s.app_args = {"--forward-mode=txonly",
-                  "--txpkts=64",
+                  "--txpkts=" + std::to_string(front_end.frame_bytes),
                   "--burst=32",
                   "--txd=1024",
                   "--rxd=1024",
-                  "--total-num-mbufs=32768",
+                  "--total-num-mbufs=" + std::to_string(front_end.total_mbufs),
                   "--eth-peer=0,02:00:00:00:00:02"};
+    if (front_end.queues > 1) {
+        s.app_args.insert(s.app_args.end(), {"--rxq=" + queues, "--txq=" + queues});
+    }
     s.forwarding_cpu = ctx.load_cpu();
     s.main_cpu = ctx.dut_cpu();
     return s;
 }
 
-TestpmdSpec testpmd_vhost_to_tap(const BenchContext& ctx, const std::string& label,
-                                 const std::string& socket_path, const std::string& tap,
-                                 const std::string& netns) {
+namespace {
+
+// A DPDK peer under test: forwarding on the CPU under test, the idle main
+// lcore on the load CPU.
+TestpmdSpec back_end(const BenchContext& ctx, const std::string& label,
+                     std::vector<std::string> vdevs, const std::string& forward_mode,
+                     const std::string& netns) {
     TestpmdSpec s;
     s.label = label;
-    s.vdevs = {"net_vhost0,iface=" + socket_path + ",queues=1", "net_tap0,iface=" + tap};
-    s.app_args = {"--forward-mode=io", "--burst=32", "--txd=1024", "--rxd=1024",
+    s.vdevs = std::move(vdevs);
+    s.app_args = {"--forward-mode=" + forward_mode, "--burst=32", "--txd=1024", "--rxd=1024",
                   "--total-num-mbufs=65536"};
     s.netns = netns;
     s.forwarding_cpu = ctx.dut_cpu();
@@ -129,19 +123,26 @@ TestpmdSpec testpmd_vhost_to_tap(const BenchContext& ctx, const std::string& lab
     return s;
 }
 
+}  // namespace
+
+TestpmdSpec testpmd_vhost_rxonly(const BenchContext& ctx, const std::string& label,
+                                 const std::string& socket_path) {
+    return back_end(ctx, label, {"net_vhost0,iface=" + socket_path + ",queues=1"}, "rxonly", "");
+}
+
+TestpmdSpec testpmd_vhost_to_tap(const BenchContext& ctx, const std::string& label,
+                                 const std::string& socket_path, const std::string& tap,
+                                 const std::string& netns) {
+    return back_end(ctx, label,
+                    {"net_vhost0,iface=" + socket_path + ",queues=1", "net_tap0,iface=" + tap},
+                    "io", netns);
+}
+
 TestpmdSpec testpmd_tap_to_tap(const BenchContext& ctx, const std::string& label,
                                const std::string& tap_a, const std::string& tap_b,
                                const std::string& netns) {
-    TestpmdSpec s;
-    s.label = label;
-    s.vdevs = {"net_tap0,iface=" + tap_a, "net_tap1,iface=" + tap_b};
-    s.app_args = {"--forward-mode=io", "--burst=32", "--txd=1024", "--rxd=1024",
-                  "--total-num-mbufs=65536"};
-    s.netns = netns;
-    s.forwarding_cpu = ctx.dut_cpu();
-    s.main_cpu = ctx.load_cpu();
-    s.memory_mb = 1024;
-    return s;
+    return back_end(ctx, label, {"net_tap0,iface=" + tap_a, "net_tap1,iface=" + tap_b}, "io",
+                    netns);
 }
 
 }  // namespace vnet::bench

@@ -38,6 +38,8 @@ public:
     std::string failure();
     void stop();
     const std::string& log_path() const { return log_path_; }
+    // EAL's runtime directory (its telemetry socket lives there).
+    std::string runtime_dir() const { return "/var/run/dpdk/" + prefix_; }
 
 private:
     std::string prefix_;
@@ -45,10 +47,23 @@ private:
     ChildProcess process_;
 };
 
-// The vhost-user front end of seed003: net_virtio_user in txonly mode
-// (testpmd's defaults: 64 B frames, burst 32), forwarding on the load CPU.
+struct TxonlyFrontEnd {
+    int frame_bytes = 64;
+    int queues = 1;
+    bool packed = false;  // packed_vq=1 (VIRTIO_F_RING_PACKED)
+    int total_mbufs = 32768;
+};
+
+// The vhost-user front end of seed003, multiqueue and ringwork:
+// net_virtio_user in txonly mode (burst 32, testpmd's default), forwarding
+// on the load CPU.
 TestpmdSpec testpmd_txonly_generator(const BenchContext& ctx, const std::string& label,
-                                     const std::string& socket_path);
+                                     const std::string& socket_path,
+                                     const TxonlyFrontEnd& front_end = {});
+// The DPDK back end of ringwork: net_vhost (server on socket_path) alone in
+// rxonly (every packet freed at once), forwarding on the CPU under test.
+TestpmdSpec testpmd_vhost_rxonly(const BenchContext& ctx, const std::string& label,
+                                 const std::string& socket_path);
 // The DPDK back end: net_vhost (server on socket_path) io-forwarding to a
 // net_tap `tap`, forwarding on the CPU under test.
 TestpmdSpec testpmd_vhost_to_tap(const BenchContext& ctx, const std::string& label,

@@ -12,7 +12,8 @@
 namespace vnet::bench {
 
 VnetdInstance::VnetdInstance(BenchContext& ctx, const std::string& label,
-                             std::vector<std::string> args, const std::string& netns)
+                             std::vector<std::string> args, const std::string& netns,
+                             const std::string& log_level)
     : netns_(netns) {
     if (auto flag = ctx.vnetd_flags().missing(args)) {
         throw MeasureError("flag missing: vnetd has no " + *flag);
@@ -20,7 +21,7 @@ VnetdInstance::VnetdInstance(BenchContext& ctx, const std::string& label,
     log_path_ = ctx.log_path("vnetd-" + label + ".log");
     stats_path_ = log_path_.substr(0, log_path_.size() - 4) + ".stats.json";
     const std::string cpu = std::to_string(ctx.dut_cpu());
-    args.insert(args.end(), {"--cpu", cpu, "--log-level", "warn", "--stats-file", stats_path_});
+    args.insert(args.end(), {"--cpu", cpu, "--log-level", log_level, "--stats-file", stats_path_});
     ProcessSpec spec;
     spec.name = "vnetd " + label;
     spec.argv = {ctx.tools().vnetd};
@@ -75,6 +76,11 @@ void VnetdInstance::wait_for_link(const std::string& ifname, double timeout_s) {
 
 nlohmann::json VnetdInstance::stop() {
     process_.stop(SIGTERM, 5);
+    return stats();
+}
+
+nlohmann::json VnetdInstance::stats() const {
+    // vnetd renames a finished file into place: never a half-written one.
     std::ifstream in(stats_path_);
     if (!in) {
         return nullptr;
@@ -124,6 +130,24 @@ nlohmann::json vnetd_counters_summary(const nlohmann::json& stats) {
         out["datapath"] = stats["datapath"];
     }
     return out;
+}
+
+uint64_t vnetd_port_rx_packets(const nlohmann::json& stats, const std::string& port) {
+    uint64_t sum = 0;
+    if (!stats.is_object() || !stats.contains("ports")) {
+        return 0;
+    }
+    for (const auto& p : stats["ports"]) {
+        if (p.value("name", "") != port) {
+            continue;
+        }
+        for (const auto& q : p.value("queues", nlohmann::json::array())) {
+            if (q.contains("rx")) {
+                sum += q["rx"].value("packets", uint64_t{0});
+            }
+        }
+    }
+    return sum;
 }
 
 uint64_t vnetd_gro_sum(const nlohmann::json& stats, const std::string& field) {

@@ -1,7 +1,7 @@
 // One vnetd process of a benchmark point: started pinned (the process on
 // the CPU under test, its worker too with --cpu), inside a namespace so its
 // taps are born there, with --log-level warn and a --stats-file whose JSON
-// (written at exit) is returned by stop().
+// (rewritten every second, and at exit) stats() and stop() return.
 #pragma once
 
 #include <string>
@@ -17,9 +17,10 @@ namespace vnet::bench {
 class VnetdInstance {
 public:
     // Throws MeasureError ("flag missing: --x") before starting anything
-    // when vnetd does not know a flag of `args`.
+    // when vnetd does not know a flag of `args`. `log_level` info adds what
+    // vnetd logs once per connection (e.g. which ring format was negotiated).
     VnetdInstance(BenchContext& ctx, const std::string& label, std::vector<std::string> args,
-                  const std::string& netns);
+                  const std::string& netns, const std::string& log_level = "warn");
 
     // Waits for the vhost-user socket / a tap; throws MeasureError with the
     // last line of vnetd's log when it exits first.
@@ -27,7 +28,10 @@ public:
     void wait_for_link(const std::string& ifname, double timeout_s = 10);
     // "" while running, else why it is not ("vnetd exited: <last log line>").
     std::string failure();
-    // SIGTERM, then the stats JSON (null if none was written).
+    // The stats JSON vnetd wrote last (null if none yet); its "seconds" say
+    // when vnetd took the counters.
+    nlohmann::json stats() const;
+    // SIGTERM, then the final stats JSON (null if none was written).
     nlohmann::json stop();
 
     const std::string& log_path() const { return log_path_; }
@@ -42,6 +46,8 @@ private:
 // The vnetd counters worth a column or a JSON field: per port and direction
 // packets, drops, mean burst, GRO frames and segments.
 nlohmann::json vnetd_counters_summary(const nlohmann::json& stats);
+// Packets a port received (rx), summed over its queues; 0 if absent.
+uint64_t vnetd_port_rx_packets(const nlohmann::json& stats, const std::string& port);
 // Sum over all ports of tx gro.segments / gro.frames.
 uint64_t vnetd_gro_sum(const nlohmann::json& stats, const std::string& field);
 
