@@ -1,8 +1,9 @@
 #!/bin/bash
-# vnet-bench --quick end to end: every seed table must come out, in the JSON
-# with all its rows and, in every cell, a number or an "n/a" reason; with
-# gnuplot installed, one PNG per table. No timing assertions: the numbers
-# are whatever this machine gives (timing lives in benchmarks, not tests).
+# vnet-bench --quick end to end: every table (the seeds, ringwork...) must
+# come out, in the JSON with all its rows and, in every cell, a number or an
+# "n/a" reason; with gnuplot installed, one PNG per table. No timing
+# assertions: the numbers are whatever this machine gives (timing lives in
+# benchmarks, not tests).
 # Afterwards nothing of the run may be left: no namespace or link with its
 # run id.
 #
@@ -10,7 +11,7 @@
 set -u
 
 BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-BENCH="$BUILD_DIR/apps/vnet-bench"
+BENCH="$BUILD_DIR/tools/bench/vnet-bench"
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/common.sh
@@ -52,6 +53,7 @@ expected = {
     "rawlimit": ["raw", "raw-xdp", "raw-uring", "raw-napi", "vnetd", "vnetd-xdp"],
     "guestrx": ["64", "1500"],
     "multiqueue": ["q1-w1", "q2-w1", "q4-w1", "q2-w2", "q4-w2"],
+    "ringwork": ["64-split", "64-packed", "1500-split", "1500-packed"],
 }
 errors = []
 tables = {t["id"]: t for t in doc.get("tables", [])}

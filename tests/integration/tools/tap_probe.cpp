@@ -1,5 +1,6 @@
 // tap_probe: drives TapDevice, BatchWriter and read_burst against a real tap
-// for tests/integration/test_tap_device.sh (and for quick measurements).
+// for tests/integration/test_tap_device.sh and test_tap_xdp.sh. (Timing the
+// same calls is tools/bench/micro/tap_io_bench.)
 //
 //   tap_probe features            prints what TUNGETFEATURES offers
 //   tap_probe serve --name N ...  opens the tap, prints one "ready ..." line,
@@ -10,8 +11,6 @@
 //     offloads <guest features, comma separated, or none>
 //     write <io_uring|writev> <count> <frame bytes> <tag>
 //     read <count> <timeout ms>            prints "frame <hex>" per test frame
-//     bench-write <io_uring|writev|io_uring-unlinked> <seconds> <batch> <frame bytes>
-//     bench-read <readv|io_uring> <batch>  drains the queue, timing it
 //     persist <0|1>
 //     quit
 //
@@ -29,7 +28,6 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
-#include <memory>
 #include <optional>
 #include <span>
 #include <sstream>
@@ -38,7 +36,6 @@
 
 #include "io/batch_reader.hpp"
 #include "io/batch_writer.hpp"
-#include "io/uring_batch.hpp"
 #include "ports/setup_error.hpp"
 #include "ports/tap_device.hpp"
 #include "ports/tap_offloads.hpp"
@@ -230,99 +227,6 @@ public:
         std::printf("ok read=%zu other=%zu\n", seen, other);
     }
 
-    // `how`: io_uring or writev (BatchWriter), or io_uring-unlinked (the raw
-    // ring without IOSQE_IO_LINK, to price the chain that keeps order).
-    void bench_write(const std::string& how, double seconds, size_t batch_size, size_t frame_size) {
-        std::unique_ptr<io::BatchWriter> writer;
-        std::unique_ptr<io::UringBatch> ring;
-        if (how == "io_uring-unlinked") {
-            ring = std::make_unique<io::UringBatch>(static_cast<unsigned>(batch_size));
-            ring->register_fd(tap_.fd());
-        } else {
-            const auto mode = io::parse_batch_mode(how);
-            if (!mode) {
-                std::printf("error unknown mode '%s'\n", how.c_str());
-                return;
-            }
-            writer = std::make_unique<io::BatchWriter>(*mode, io::BatchWriter::kDefaultRingDepth,
-                                                       "tap_probe");
-            writer->register_fd(tap_.fd());
-        }
-        FrameBatch batch(1, 0, batch_size, frame_size);
-        std::vector<int> results(batch_size);
-        uint64_t written = 0;
-        uint64_t failed = 0;
-        const auto start = Clock::now();
-        const auto end = start + std::chrono::duration<double>(seconds);
-        auto now = start;
-        while (now < end) {
-            for (int rep = 0; rep < 64; ++rep) {
-                const size_t finished =
-                    ring ? ring->run(io::UringBatch::Op::writev, tap_.fd(), batch.packets.data(),
-                                     batch_size, results.data(), /*linked=*/false)
-                         : writer->submit(tap_.fd(), batch.packets, results);
-                for (size_t i = 0; i < finished; ++i) {
-                    results[i] >= 0 ? ++written : ++failed;
-                }
-            }
-            now = Clock::now();
-        }
-        const double elapsed = std::chrono::duration<double>(now - start).count();
-        const std::string used =
-            ring ? "io_uring-unlinked" : std::string(io::to_string(writer->mode()));
-        std::printf("ok mode=%s batch=%zu size=%zu written=%llu failed=%llu mpps=%.3f\n",
-                    used.c_str(), batch_size, frame_size, static_cast<unsigned long long>(written),
-                    static_cast<unsigned long long>(failed), written / elapsed / 1e6);
-    }
-
-    // Drains what is queued on the tap (fill it first, e.g. with
-    // tap_frames.py send), timing readv() per packet against N unlinked
-    // io_uring READV per io_uring_enter.
-    void bench_read(const std::string& how, size_t batch_size) {
-        constexpr size_t kBufferSize = 2048;
-        std::vector<std::vector<uint8_t>> data(batch_size, std::vector<uint8_t>(kBufferSize));
-        std::vector<iovec> iovecs(batch_size);
-        std::vector<io::PacketIov> buffers(batch_size);
-        for (size_t i = 0; i < batch_size; ++i) {
-            iovecs[i] = {data[i].data(), data[i].size()};
-            buffers[i] = {&iovecs[i], 1};
-        }
-        std::vector<int> lengths(batch_size);
-        std::unique_ptr<io::UringBatch> ring;
-        if (how == "io_uring") {
-            ring = std::make_unique<io::UringBatch>(static_cast<unsigned>(batch_size));
-            ring->register_fd(tap_.fd());
-        }
-        uint64_t packets = 0;
-        uint64_t calls = 0;
-        const auto start = Clock::now();
-        for (;;) {
-            size_t got = 0;
-            bool dry = false;
-            if (ring) {
-                ring->run(io::UringBatch::Op::readv, tap_.fd(), buffers.data(), batch_size,
-                          lengths.data(), /*linked=*/false);
-                for (size_t i = 0; i < batch_size; ++i) {
-                    lengths[i] >= 0 ? ++got : (dry = true);
-                }
-            } else {
-                const io::ReadBurst burst = io::read_burst(tap_.fd(), buffers, lengths);
-                got = burst.packets;
-                dry = burst.stop != 0;
-            }
-            packets += got;
-            ++calls;
-            if (dry) {
-                break;
-            }
-        }
-        const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-        std::printf("ok how=%s batch=%zu packets=%llu batches=%llu ns_per_packet=%.1f mpps=%.3f\n",
-                    how.c_str(), batch_size, static_cast<unsigned long long>(packets),
-                    static_cast<unsigned long long>(calls), elapsed * 1e9 / double(packets),
-                    double(packets) / elapsed / 1e6);
-    }
-
     void persist(bool on) {
         tap_.set_persist(on);
         std::printf("ok persist=%d\n", on ? 1 : 0);
@@ -356,22 +260,11 @@ bool run_command(Session& session, const std::string& line) {
         } else {
             std::printf("error unknown mode '%s'\n", mode_name.c_str());
         }
-    } else if (cmd == "bench-write") {
-        std::string how;
-        double seconds = 1;
-        size_t batch = 64, size = 64;
-        in >> how >> seconds >> batch >> size;
-        session.bench_write(how, seconds, batch, size);
     } else if (cmd == "read") {
         size_t count = 0;
         int timeout_ms = 1000;
         in >> count >> timeout_ms;
         session.read(count, timeout_ms);
-    } else if (cmd == "bench-read") {
-        std::string how;
-        size_t batch = 64;
-        in >> how >> batch;
-        session.bench_read(how, batch);
     } else if (cmd == "persist") {
         int on = 0;
         in >> on;
