@@ -12,49 +12,14 @@
 
 #include "common/guest_fault.hpp"
 #include "io/eventfd.hpp"
+#include "packet/byte_order.hpp"
+#include "packet/iovec.hpp"
 #include "vhost_user/device.hpp"
 #include "virtio/net_header.hpp"
 
 namespace vnet::ports {
 
 namespace {
-
-// Writes `value` (little-endian u16) at byte `offset` of the bytes the
-// iovecs describe; the header may be split over tiny buffers by a guest.
-void write_u16_at(std::span<const iovec> iov, size_t offset, uint16_t value) {
-    const uint8_t bytes[2] = {static_cast<uint8_t>(value), static_cast<uint8_t>(value >> 8)};
-    size_t written = 0;
-    for (const iovec& v : iov) {
-        while (written < 2 && offset < v.iov_len) {
-            static_cast<uint8_t*>(v.iov_base)[offset++] = bytes[written++];
-        }
-        if (written == 2) {
-            return;
-        }
-        offset -= std::min(offset, v.iov_len);
-    }
-}
-
-// Copies `len` bytes described by `src` into the buffer `dst` describes.
-void copy_iovecs(std::span<const iovec> dst, std::span<const iovec> src, size_t len) {
-    size_t di = 0, doff = 0, si = 0, soff = 0;
-    while (len > 0 && di < dst.size() && si < src.size()) {
-        size_t n = std::min({len, dst[di].iov_len - doff, src[si].iov_len - soff});
-        std::memcpy(static_cast<uint8_t*>(dst[di].iov_base) + doff,
-                    static_cast<const uint8_t*>(src[si].iov_base) + soff, n);
-        len -= n;
-        doff += n;
-        soff += n;
-        if (doff == dst[di].iov_len) {
-            ++di;
-            doff = 0;
-        }
-        if (soff == src[si].iov_len) {
-            ++si;
-            soff = 0;
-        }
-    }
-}
 
 // The worker compares deadlines against the same clock (steady_clock is
 // CLOCK_MONOTONIC, which its timerfd uses too).
@@ -406,7 +371,11 @@ void VhostUserPort::commit_rx_buffer(uint16_t queue, uint32_t len) {
     if (r.write_num_buffers) {
         std::span<const iovec> header(r.window_iovecs.data() + first.first_iov,
                                       r.window_iovecs_used - first.first_iov);
-        write_u16_at(header, offsetof(virtio::NetHeader, num_buffers), used_heads);
+        // The header may be split over tiny buffers by a guest.
+        uint8_t num_buffers[2];
+        packet::store_le16(num_buffers, used_heads);
+        packet::scatter_at(header, virtio::kNetHeaderNumBuffersOffset, num_buffers,
+                           sizeof num_buffers);
     }
     uint32_t remaining = len;
     for (uint16_t i = 0; i < used_heads; ++i) {
@@ -509,7 +478,7 @@ uint16_t VhostUserPort::transmit_burst(uint16_t queue, const packet::PacketBurst
         if (!next_rx_buffer(queue, p.len, &buffer)) {
             break;
         }
-        copy_iovecs(buffer, burst.packet_iovecs(sent), p.len);
+        packet::copy_iovecs(buffer, burst.packet_iovecs(sent), p.len);
         commit_rx_buffer(queue, p.len);
         ++sent;
     }
