@@ -115,13 +115,8 @@ uint32_t TapPort::max_packet_size() const {
 
 uint16_t TapPort::transmit_burst(uint16_t queue, const packet::PacketBurst& burst) {
     Queue& q = *queues_[queue];
-    for (uint16_t i = 0; i < burst.count; ++i) {
-        q.submit[i] = io::PacketIov{burst.iovecs.data() + burst.packets[i].first_iov,
-                                    burst.packets[i].iov_count};
-    }
     size_t finished =
-        q.writer.submit(q.tap.fd(), std::span<const io::PacketIov>(q.submit.data(), burst.count),
-                        std::span<int>(q.results.data(), burst.count));
+        q.writer.submit(q.tap.fd(), burst, std::span<int>(q.results.data(), burst.count));
     uint16_t written = 0;
     uint64_t bytes = 0;
     for (size_t i = 0; i < finished; ++i) {
@@ -150,13 +145,16 @@ uint16_t TapPort::receive_burst(uint16_t queue, packet::PacketBurst& burst, uint
         q.slot_size = frame_max;
     }
     max = std::min<uint16_t>(max, packet::kMaxBurstPackets);
+    // The slots go to the read as a burst of empty buffers (len = capacity);
+    // afterwards the burst is rebuilt in place with what tun delivered.
+    auto slot = [&q](size_t i) { return q.slots.data() + i * q.slot_size; };
+    burst.clear();
     for (uint16_t i = 0; i < max; ++i) {
-        q.slot_iov[i] = iovec{q.slots.data() + size_t{i} * q.slot_size, q.slot_size};
-        q.read[i] = io::PacketIov{&q.slot_iov[i], 1};
+        burst.free_iovecs()[0] = iovec{slot(i), q.slot_size};
+        burst.push(1, q.slot_size, i);
     }
-    io::ReadBurst got =
-        io::read_burst(q.tap.fd(), std::span<const io::PacketIov>(q.read.data(), max),
-                       std::span<int>(q.results.data(), max));
+    io::ReadBurst got = io::read_burst(q.tap.fd(), burst, std::span<int>(q.results.data(), max));
+    burst.clear();
     if (got.stop < 0 && got.stop != -EAGAIN) {
         q.rx.count_drop(DropReason::rx_error);
     }
@@ -171,7 +169,7 @@ uint16_t TapPort::receive_burst(uint16_t queue, packet::PacketBurst& burst, uint
             q.rx.count_drop(DropReason::packet_too_short);
             continue;
         }
-        burst.free_iovecs()[0] = iovec{q.slot_iov[i].iov_base, len};
+        burst.free_iovecs()[0] = iovec{slot(i), len};
         burst.push(1, len, static_cast<uint32_t>(i));
         bytes += len - header;
     }

@@ -10,10 +10,9 @@
 //     offloads <guest features, comma separated, or none>
 //     write <io_uring|writev> <count> <frame bytes> <tag>
 //     read <count> <timeout ms>            prints "frame <hex>" per test frame
-//     bench-write <io_uring|writev|io_uring-unlinked> <seconds> <batch> <frame bytes>
-//     bench-read <readv|io_uring> <batch>  drains the queue, timing it
-//     persist <0|1>
-//     quit
+//     bench-write <io_uring|writev|io_uring-unlinked> <seconds> <batch> <frame bytes>  (batch <=
+//     64) bench-read <readv|io_uring> <batch>  drains the queue, timing it (batch <= 64) persist
+//     <0|1> quit
 //
 // Test frames (also built by tap_frames.py): broadcast destination, source
 // 02:76:6e:00:00:<tag>, ethertype 0x88b5 (IEEE local experimental, so the
@@ -39,6 +38,7 @@
 #include "io/batch_reader.hpp"
 #include "io/batch_writer.hpp"
 #include "io/uring_batch.hpp"
+#include "packet/packet_burst.hpp"
 #include "ports/setup_error.hpp"
 #include "ports/tap_device.hpp"
 #include "ports/tap_offloads.hpp"
@@ -116,16 +116,46 @@ std::optional<virtio::FeatureSet> parse_guest_features(const std::string& list) 
 struct FrameBatch {
     virtio::NetHeader header{};
     std::vector<std::vector<uint8_t>> frames;
-    std::vector<iovec> iovecs;
-    std::vector<io::PacketIov> packets;
+    packet::PacketBurst burst;  // frames [first, first + n) of the last fill()
 
     FrameBatch(unsigned tag, uint32_t first_index, size_t count, size_t frame_size)
-        : frames(count), iovecs(2 * count), packets(count) {
+        : frames(count) {
         for (size_t i = 0; i < count; ++i) {
             frames[i] = test_frame(tag, first_index + static_cast<uint32_t>(i), frame_size);
-            iovecs[2 * i] = {&header, sizeof header};
-            iovecs[2 * i + 1] = {frames[i].data(), frames[i].size()};
-            packets[i] = {&iovecs[2 * i], 2};
+        }
+    }
+
+    // Makes `burst` carry frames [first, first + n), n <= kMaxBurstPackets.
+    const packet::PacketBurst& fill(size_t first, size_t n) {
+        burst.clear();
+        for (size_t i = first; i < first + n; ++i) {
+            std::span<iovec> iov = burst.free_iovecs();
+            iov[0] = {&header, sizeof header};
+            iov[1] = {frames[i].data(), frames[i].size()};
+            burst.push(2, static_cast<uint32_t>(sizeof header + frames[i].size()),
+                       static_cast<uint32_t>(i));
+        }
+        return burst;
+    }
+};
+
+// Empty buffers of `size` bytes lent to a read, each behind a vnet header
+// buffer when `headers` is given, as a guest's RX ring lends them.
+struct ReadBuffers {
+    std::vector<virtio::NetHeader> headers;
+    std::vector<std::vector<uint8_t>> data;
+    packet::PacketBurst burst;
+
+    ReadBuffers(size_t count, size_t size, bool with_headers)
+        : headers(with_headers ? count : 0), data(count, std::vector<uint8_t>(size)) {
+        for (size_t i = 0; i < count; ++i) {
+            std::span<iovec> iov = burst.free_iovecs();
+            uint16_t n = 0;
+            if (with_headers) {
+                iov[n++] = {&headers[i], sizeof(virtio::NetHeader)};
+            }
+            iov[n++] = {data[i].data(), data[i].size()};
+            burst.push(n, static_cast<uint32_t>(size), static_cast<uint32_t>(i));
         }
     }
 };
@@ -164,10 +194,9 @@ public:
         uint64_t bytes = 0;
         int first_error = 0;
         while (done < count) {
-            const size_t n = std::min<size_t>(64, count - done);
-            std::span<const io::PacketIov> packets(batch.packets.data() + done, n);
+            const size_t n = std::min<size_t>(packet::kMaxBurstPackets, count - done);
             std::span<int> out(results.data() + done, n);
-            const size_t finished = writer.submit(tap_.fd(), packets, out);
+            const size_t finished = writer.submit(tap_.fd(), batch.fill(done, n), out);
             for (size_t i = 0; i < finished; ++i) {
                 if (out[i] >= 0) {
                     bytes += static_cast<uint64_t>(out[i]);
@@ -193,21 +222,14 @@ public:
     void read(size_t count, int timeout_ms) {
         constexpr size_t kBurst = 64;
         constexpr size_t kBufferSize = 65535 + 4;  // a whole GSO frame + VLAN (§3.2)
-        std::vector<virtio::NetHeader> headers(kBurst);
-        std::vector<std::vector<uint8_t>> data(kBurst, std::vector<uint8_t>(kBufferSize));
-        std::vector<iovec> iovecs(2 * kBurst);
-        std::vector<io::PacketIov> buffers(kBurst);
-        for (size_t i = 0; i < kBurst; ++i) {
-            iovecs[2 * i] = {&headers[i], sizeof(virtio::NetHeader)};
-            iovecs[2 * i + 1] = {data[i].data(), data[i].size()};
-            buffers[i] = {&iovecs[2 * i], 2};
-        }
+        ReadBuffers buffers(kBurst, kBufferSize, /*with_headers=*/true);
+        const std::vector<std::vector<uint8_t>>& data = buffers.data;
         std::vector<int> lengths(kBurst);
         const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
         size_t seen = 0;
         size_t other = 0;
         while (seen < count && Clock::now() < deadline) {
-            const io::ReadBurst burst = io::read_burst(tap_.fd(), buffers, lengths);
+            const io::ReadBurst burst = io::read_burst(tap_.fd(), buffers.burst, lengths);
             for (size_t i = 0; i < burst.packets; ++i) {
                 const size_t len = static_cast<size_t>(lengths[i]) - sizeof(virtio::NetHeader);
                 const uint8_t* f = data[i].data();
@@ -233,6 +255,7 @@ public:
     // `how`: io_uring or writev (BatchWriter), or io_uring-unlinked (the raw
     // ring without IOSQE_IO_LINK, to price the chain that keeps order).
     void bench_write(const std::string& how, double seconds, size_t batch_size, size_t frame_size) {
+        batch_size = std::min<size_t>(batch_size, packet::kMaxBurstPackets);  // one burst
         std::unique_ptr<io::BatchWriter> writer;
         std::unique_ptr<io::UringBatch> ring;
         if (how == "io_uring-unlinked") {
@@ -249,6 +272,7 @@ public:
             writer->register_fd(tap_.fd());
         }
         FrameBatch batch(1, 0, batch_size, frame_size);
+        const packet::PacketBurst& burst = batch.fill(0, batch_size);
         std::vector<int> results(batch_size);
         uint64_t written = 0;
         uint64_t failed = 0;
@@ -258,9 +282,9 @@ public:
         while (now < end) {
             for (int rep = 0; rep < 64; ++rep) {
                 const size_t finished =
-                    ring ? ring->run(io::UringBatch::Op::writev, tap_.fd(), batch.packets.data(),
-                                     batch_size, results.data(), /*linked=*/false)
-                         : writer->submit(tap_.fd(), batch.packets, results);
+                    ring ? ring->run(io::UringBatch::Op::writev, tap_.fd(), burst, 0, batch_size,
+                                     results.data(), /*linked=*/false)
+                         : writer->submit(tap_.fd(), burst, results);
                 for (size_t i = 0; i < finished; ++i) {
                     results[i] >= 0 ? ++written : ++failed;
                 }
@@ -280,13 +304,8 @@ public:
     // io_uring READV per io_uring_enter.
     void bench_read(const std::string& how, size_t batch_size) {
         constexpr size_t kBufferSize = 2048;
-        std::vector<std::vector<uint8_t>> data(batch_size, std::vector<uint8_t>(kBufferSize));
-        std::vector<iovec> iovecs(batch_size);
-        std::vector<io::PacketIov> buffers(batch_size);
-        for (size_t i = 0; i < batch_size; ++i) {
-            iovecs[i] = {data[i].data(), data[i].size()};
-            buffers[i] = {&iovecs[i], 1};
-        }
+        batch_size = std::min<size_t>(batch_size, packet::kMaxBurstPackets);  // one burst
+        ReadBuffers buffers(batch_size, kBufferSize, /*with_headers=*/false);
         std::vector<int> lengths(batch_size);
         std::unique_ptr<io::UringBatch> ring;
         if (how == "io_uring") {
@@ -300,13 +319,13 @@ public:
             size_t got = 0;
             bool dry = false;
             if (ring) {
-                ring->run(io::UringBatch::Op::readv, tap_.fd(), buffers.data(), batch_size,
+                ring->run(io::UringBatch::Op::readv, tap_.fd(), buffers.burst, 0, batch_size,
                           lengths.data(), /*linked=*/false);
                 for (size_t i = 0; i < batch_size; ++i) {
                     lengths[i] >= 0 ? ++got : (dry = true);
                 }
             } else {
-                const io::ReadBurst burst = io::read_burst(tap_.fd(), buffers, lengths);
+                const io::ReadBurst burst = io::read_burst(tap_.fd(), buffers.burst, lengths);
                 got = burst.packets;
                 dry = burst.stop != 0;
             }
