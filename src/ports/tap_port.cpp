@@ -12,6 +12,7 @@
 
 #include "common/log.hpp"
 #include "io/batch_reader.hpp"
+#include "packet/wire.hpp"
 #include "ports/setup_error.hpp"
 
 namespace vnet::ports {
@@ -20,9 +21,9 @@ namespace {
 
 // Ethernet header plus one VLAN tag: what the kernel may add to an MTU-sized
 // payload on a tap (tun_put_user re-inserts an out-of-band tag).
-constexpr uint32_t kL2Overhead = 14 + 4;
+constexpr uint32_t kL2Overhead = packet::kEthHeaderLen + packet::kVlanTagLen;
 // A GSO super-frame: an IP packet of up to 64 KiB plus L2.
-constexpr uint32_t kMaxGsoFrame = 65535 + kL2Overhead;
+constexpr uint32_t kMaxGsoFrame = packet::kMaxIpPacketLen + kL2Overhead;
 
 uint32_t max_packet_for(const TapDevice& tap, unsigned link_mtu, TunOffloads offloads) {
     bool gso = offloads.has(TunOffload::tso4) || offloads.has(TunOffload::tso6) ||
