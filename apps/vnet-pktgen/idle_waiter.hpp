@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "frontend/driver_ring.hpp"
-#include "frontend/event_fd.hpp"
+#include "io/eventfd.hpp"
 #include "run_control.hpp"
 
 namespace vnet::pktgen {
@@ -39,11 +39,11 @@ public:
             }
             return false;
         }
-        frontend::drain_event_fd(call_fd_);
+        io::drain_eventfd(call_fd_);
         // enable_interrupts re-checks the used ring after its fence: if the
         // back end added entries meanwhile, sleeping would miss them.
         if (!ring_.enable_interrupts()) {
-            frontend::wait_event_fd(call_fd_, kMaxSleepMs);
+            io::wait_eventfd(call_fd_, kMaxSleepMs);
         }
         ring_.disable_interrupts();
         return true;

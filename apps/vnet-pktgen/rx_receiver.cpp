@@ -7,6 +7,7 @@
 
 #include "frontend/packet_builder.hpp"
 #include "idle_waiter.hpp"
+#include "packet/iovec.hpp"
 #include "periodic_stats.hpp"
 #include "run_control.hpp"
 #include "virtio/net_header.hpp"
@@ -84,7 +85,7 @@ void RxReceiver<Ring>::take_buffer(const frontend::Completion& completion) {
         return;
     }
     piece_buffers_[piece_count_] = id;
-    pieces_[piece_count_++] = buf.first(len);
+    pieces_[piece_count_++] = iovec{const_cast<std::byte*>(buf.data()), len};
     if (--buffers_missing_ == 0) {
         finish_frame();
     }
@@ -110,7 +111,8 @@ void RxReceiver<Ring>::start_frame(uint16_t buffer, std::span<const std::byte> d
         }
     }
     piece_buffers_[0] = buffer;
-    pieces_[0] = data.subspan(PacketBuilder::kNetHeaderLen);
+    const std::span<const std::byte> frame = data.subspan(PacketBuilder::kNetHeaderLen);
+    pieces_[0] = iovec{const_cast<std::byte*>(frame.data()), frame.size()};
     piece_count_ = 1;
     buffers_missing_ = buffers - 1;
     if (buffers_missing_ == 0) {
@@ -121,10 +123,7 @@ void RxReceiver<Ring>::start_frame(uint16_t buffer, std::span<const std::byte> d
 template <frontend::DriverRing Ring>
 void RxReceiver<Ring>::finish_frame() {
     const std::span<const frontend::FramePiece> pieces(pieces_.data(), piece_count_);
-    size_t frame_len = 0;
-    for (const frontend::FramePiece& p : pieces) {
-        frame_len += p.size();
-    }
+    const size_t frame_len = packet::total_length(pieces);
     ++counters_.packets;
     counters_.bytes += frame_len;
     count_verdict(verifier_.check(pieces));

@@ -9,9 +9,6 @@
 namespace vnet::control {
 
 ControlQueue::ControlQueue(io::Reactor& reactor) : reactor_(reactor), wake_(io::make_eventfd()) {
-    if (!wake_) {
-        throw std::runtime_error("control queue: cannot create an eventfd");
-    }
     reactor_.watch(wake_.get(), EPOLLIN, [this](uint32_t) { run_posted(); });
 }
 

@@ -3,7 +3,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 #include <string>
 
 #include "common/guest_fault.hpp"
+#include "io/eventfd.hpp"
 
 namespace vnet::dataplane {
 
@@ -32,11 +32,10 @@ uint64_t now_ns() {
 Worker::Worker(WorkerOptions options)
     : options_(std::move(options)), busy_poll_us_(options_.busy_poll_us) {
     epoll_fd_.reset(::epoll_create1(EPOLL_CLOEXEC));
-    wake_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    wake_fd_ = io::make_eventfd();
     timer_fd_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
-    if (!epoll_fd_ || !wake_fd_ || !timer_fd_) {
-        throw std::runtime_error(std::string("worker: epoll/eventfd/timerfd: ") +
-                                 std::strerror(errno));
+    if (!epoll_fd_ || !timer_fd_) {
+        throw std::runtime_error(std::string("worker: epoll/timerfd: ") + std::strerror(errno));
     }
     for (int fd : {wake_fd_.get(), timer_fd_.get()}) {
         epoll_event ev{};
@@ -74,8 +73,7 @@ void Worker::stop() {
         return;
     }
     stop_requested_.store(true);
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof(one));
+    io::signal_eventfd(wake_fd_.get());
     if (thread_.joinable()) {
         thread_.join();
     }
@@ -93,8 +91,7 @@ void Worker::post(std::function<void()> command) {
         commands_.push_back(std::move(command));
     }
     commands_pending_.store(true, std::memory_order_release);
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof(one));
+    io::signal_eventfd(wake_fd_.get());
 }
 
 void Worker::run_sync(std::function<void()> command) {
@@ -329,10 +326,10 @@ void Worker::sleep_until_ready() {
             drain |= r.fd == fd && r.eventfd;
         }
         // Eventfds are drained so level-triggered epoll stops reporting
-        // them; a tap fd is never read here (that would eat a packet).
+        // them (a timerfd reads as the same 8-byte counter); a tap fd is
+        // never read here (that would eat a packet).
         if (drain) {
-            uint64_t value;
-            [[maybe_unused]] ssize_t r = ::read(fd, &value, sizeof(value));
+            io::drain_eventfd(fd);
         }
     }
 }

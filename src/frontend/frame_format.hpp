@@ -8,25 +8,29 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "packet/wire.hpp"
+
 namespace vnet::frontend {
 
-using MacAddress = std::array<uint8_t, 6>;
+using packet::MacAddress;
 
-inline constexpr size_t kEthHeaderLen = 14;
-inline constexpr size_t kIpv4HeaderLen = 20;
-inline constexpr size_t kUdpHeaderLen = 8;
-inline constexpr size_t kTcpHeaderLen = 20;
+// The generic wire vocabulary, used unqualified by the builder and verifier.
+using packet::kEtherTypeIpv4;
+using packet::kEthHeaderLen;
+using packet::kIpProtoTcp;
+using packet::kIpProtoUdp;
+using packet::kIpv4HeaderLen;
+using packet::kTcpCheckOffset;
+using packet::kUdpHeaderLen;
+
+// Our TCP frames carry no options.
+inline constexpr size_t kTcpHeaderLen = packet::kTcpMinHeaderLen;
 inline constexpr size_t kStampLen = 16;  // u64 magic, u64 sequence (little-endian)
 
 inline constexpr size_t kIpOffset = kEthHeaderLen;
 inline constexpr size_t kL4Offset = kIpOffset + kIpv4HeaderLen;
 inline constexpr size_t kUdpPayloadOffset = kL4Offset + kUdpHeaderLen;  // 42
 inline constexpr size_t kTcpPayloadOffset = kL4Offset + kTcpHeaderLen;  // 54
-
-inline constexpr uint16_t kEtherTypeIpv4 = 0x0800;
-inline constexpr uint8_t kIpProtoTcp = 6;
-inline constexpr uint8_t kIpProtoUdp = 17;
-inline constexpr size_t kTcpChecksumOffset = 16;  // within the TCP header
 
 // "VNETPGEN" read as a little-endian u64: marks our frames among foreign
 // traffic (testpmd txonly frames carry no stamp).
@@ -35,9 +39,9 @@ inline constexpr uint64_t kStampMagic = 0x4e45475054454e56ull;
 // Ethernet minimum without FCS; the largest UDP frame is a 9000-byte MTU
 // plus Ethernet and a VLAN tag; a GSO frame is bounded by the IPv4 total
 // length field.
-inline constexpr uint32_t kMinFrameLen = 60;
-inline constexpr uint32_t kMaxUdpFrameLen = 9018;
-inline constexpr uint32_t kMaxGsoFrameLen = kEthHeaderLen + 65535;
+inline constexpr uint32_t kMinFrameLen = packet::kEthMinFrameLen;
+inline constexpr uint32_t kMaxUdpFrameLen = 9000 + kEthHeaderLen + packet::kVlanTagLen;
+inline constexpr uint32_t kMaxGsoFrameLen = kEthHeaderLen + packet::kMaxIpPacketLen;
 static_assert(kUdpPayloadOffset + kStampLen <= kMinFrameLen);
 
 // The payload byte at `offset` from the start of the L4 payload (offsets

@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <string>
 
-#include "frontend/event_fd.hpp"
 #include "frontend/frame_format.hpp"
 #include "frontend/packet_builder.hpp"
+#include "io/eventfd.hpp"
 
 namespace vnet::frontend {
 namespace {
@@ -144,8 +144,8 @@ void NetDriver::allocate(const NetDriverConfig& config) {
             rings_[queue].emplace(std::in_place_type<DriverSplitRing>,
                                   allocate_ring_layout(*memory_, q), event_idx);
         }
-        kick_fds_[queue] = make_event_fd();
-        call_fds_[queue] = make_event_fd();
+        kick_fds_[queue] = io::make_eventfd();
+        call_fds_[queue] = io::make_eventfd();
     }
     tx_slots_ = memory_->allocate(static_cast<size_t>(q) * tx_slot_bytes_, kBufferAlign).data();
     rx_buffers_ = memory_->allocate(static_cast<size_t>(q) * rx_buffer_bytes_, kBufferAlign).data();
@@ -164,7 +164,7 @@ void NetDriver::start_ring(uint32_t queue) {
 }
 
 void NetDriver::kick(uint32_t queue) const {
-    signal_event_fd(kick_fds_[queue].get());
+    io::signal_eventfd(kick_fds_[queue].get());
 }
 
 bool NetDriver::stop() noexcept {

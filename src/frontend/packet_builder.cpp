@@ -2,19 +2,20 @@
 
 #include <cstring>
 
-#include "frontend/byte_order.hpp"
-#include "frontend/internet_checksum.hpp"
+#include "packet/byte_order.hpp"
+#include "packet/internet_checksum.hpp"
 #include "virtio/net_header.hpp"
 
 namespace vnet::frontend {
 namespace {
 
+using namespace packet;  // byte order, the checksum, wire offsets
+
 using virtio::NetHeader;
 static_assert(sizeof(NetHeader) == PacketBuilder::kNetHeaderLen);
 
-constexpr uint16_t kIpFlagDontFragment = 0x4000;
 constexpr uint8_t kIpTtl = 64;
-constexpr uint8_t kTcpFlagsAckPsh = 0x18;
+constexpr uint8_t kTcpFlagsAckPsh = kTcpAck | kTcpPsh;
 constexpr uint16_t kTcpWindow = 0xffff;
 
 size_t payload_offset(FrameKind kind) {
@@ -26,25 +27,25 @@ uint8_t ip_protocol(FrameKind kind) {
 }
 
 void write_ipv4_header(std::byte* ip, const FlowAddresses& flow, uint8_t protocol) {
-    ip[0] = std::byte{0x45};  // version 4, 5 words
+    ip[0] = std::byte{kIpv4VersionIhl5};
     ip[1] = std::byte{0};
-    store_be16(ip + 2, 0);  // total length: per packet
-    store_be16(ip + 4, 0);  // id: DF is set, so it identifies nothing (RFC 6864)
-    store_be16(ip + 6, kIpFlagDontFragment);
-    ip[8] = std::byte{kIpTtl};
-    ip[9] = std::byte{protocol};
-    store_be16(ip + 10, 0);  // checksum: per packet
-    store_be32(ip + 12, flow.src_ip);
-    store_be32(ip + 16, flow.dst_ip);
+    store_be16(ip + kIpv4TotalLenOffset, 0);  // per packet
+    store_be16(ip + kIpv4IdOffset, 0);        // DF is set, so it identifies nothing (RFC 6864)
+    store_be16(ip + kIpv4FragOffset, kIpv4DontFragment);
+    ip[kIpv4TtlOffset] = std::byte{kIpTtl};
+    ip[kIpv4ProtoOffset] = std::byte{protocol};
+    store_be16(ip + kIpv4CheckOffset, 0);  // per packet
+    store_be32(ip + kIpv4SrcOffset, flow.src_ip);
+    store_be32(ip + kIpv4SrcOffset + 4, flow.dst_ip);
 }
 
 // Sets total length and header checksum. The header's other fields are
 // constant, so summing all 20 bytes again costs as much as keeping a
 // partial sum around and is harder to get wrong.
 void finish_ipv4_header(std::byte* ip, uint16_t total_len) {
-    store_be16(ip + 2, total_len);
-    store_be16(ip + 10, 0);
-    store_be16(ip + 10, checksum_finish(checksum_add(0, ip, kIpv4HeaderLen)));
+    store_be16(ip + kIpv4TotalLenOffset, total_len);
+    store_be16(ip + kIpv4CheckOffset, 0);
+    store_be16(ip + kIpv4CheckOffset, checksum_finish(checksum_add(0, ip, kIpv4HeaderLen)));
 }
 
 }  // namespace
@@ -72,25 +73,25 @@ void PacketBuilder::prepare_slot(std::span<std::byte> slot) const {
     std::byte* frame = slot.data() + kNetHeaderLen;
     const size_t capacity = slot.size() - kNetHeaderLen;
 
-    std::memcpy(frame, flow_.dst_mac.data(), 6);
-    std::memcpy(frame + 6, flow_.src_mac.data(), 6);
-    store_be16(frame + 12, kEtherTypeIpv4);
+    std::memcpy(frame + kEthDstOffset, flow_.dst_mac.data(), flow_.dst_mac.size());
+    std::memcpy(frame + kEthSrcOffset, flow_.src_mac.data(), flow_.src_mac.size());
+    store_be16(frame + kEthTypeOffset, kEtherTypeIpv4);
     write_ipv4_header(frame + kIpOffset, flow_, ip_protocol(kind_));
 
     std::byte* l4 = frame + kL4Offset;
     store_be16(l4, flow_.src_port);
     store_be16(l4 + 2, flow_.dst_port);
     if (kind_ == FrameKind::udp) {
-        store_be16(l4 + 4, 0);  // length: per packet
-        store_be16(l4 + 6, 0);  // no checksum (allowed for UDP over IPv4, RFC 768)
+        store_be16(l4 + kUdpLenOffset, 0);    // per packet
+        store_be16(l4 + kUdpCheckOffset, 0);  // no checksum (allowed for UDP over IPv4, RFC 768)
     } else {
-        store_be32(l4 + 4, 0);  // sequence: per packet
-        store_be32(l4 + 8, 0);  // ack
-        l4[12] = std::byte{(kTcpHeaderLen / 4) << 4};
-        l4[13] = std::byte{kTcpFlagsAckPsh};
-        store_be16(l4 + 14, kTcpWindow);
-        store_be16(l4 + 16, 0);  // checksum: per packet (pseudo header only)
-        store_be16(l4 + 18, 0);
+        store_be32(l4 + kTcpSeqOffset, 0);  // per packet
+        store_be32(l4 + kTcpAckOffset, 0);
+        l4[kTcpDataOffsetOffset] = std::byte{(kTcpHeaderLen / 4) << 4};
+        l4[kTcpFlagsOffset] = std::byte{kTcpFlagsAckPsh};
+        store_be16(l4 + kTcpWindowOffset, kTcpWindow);
+        store_be16(l4 + kTcpCheckOffset, 0);  // per packet (pseudo header only)
+        store_be16(l4 + kTcpUrgentOffset, 0);
 
         // virtio 1.2 §5.1.6.2: the device (or whoever segments the frame)
         // completes the checksum from csum_start, storing at +csum_offset.
@@ -98,7 +99,7 @@ void PacketBuilder::prepare_slot(std::span<std::byte> slot) const {
         hdr.flags = NetHeader::kFlagNeedsCsum;
         hdr.hdr_len = static_cast<uint16_t>(kTcpPayloadOffset);
         hdr.csum_start = static_cast<uint16_t>(kL4Offset);
-        hdr.csum_offset = static_cast<uint16_t>(kTcpChecksumOffset);
+        hdr.csum_offset = static_cast<uint16_t>(kTcpCheckOffset);
         std::memcpy(slot.data(), &hdr, sizeof hdr);
     }
 
@@ -119,7 +120,7 @@ uint32_t PacketBuilder::stamp(std::span<std::byte> slot, uint64_t seq, uint32_t 
 
 uint32_t PacketBuilder::stamp_udp(std::byte* frame, uint32_t frame_len) const {
     finish_ipv4_header(frame + kIpOffset, static_cast<uint16_t>(frame_len - kEthHeaderLen));
-    store_be16(frame + kL4Offset + 4, static_cast<uint16_t>(frame_len - kL4Offset));
+    store_be16(frame + kL4Offset + kUdpLenOffset, static_cast<uint16_t>(frame_len - kL4Offset));
     return frame_len;
 }
 
@@ -133,10 +134,10 @@ uint32_t PacketBuilder::stamp_tcp(std::byte* header, std::byte* frame, uint64_t 
     std::byte* tcp = frame + kL4Offset;
     // Consecutive frames of one size form a contiguous byte stream, which
     // lets a receiver's GRO merge them as it would a real flow.
-    store_be32(tcp + 4, static_cast<uint32_t>(seq * payload_len));
+    store_be32(tcp + kTcpSeqOffset, static_cast<uint32_t>(seq * payload_len));
     // CHECKSUM_PARTIAL convention (Linux, virtio): the field holds the
     // folded pseudo-header sum, not complemented; the device adds the rest.
-    store_be16(tcp + kTcpChecksumOffset, checksum_fold(pseudo_header_base_ + tcp_len));
+    store_be16(tcp + kTcpCheckOffset, checksum_fold(pseudo_header_base_ + tcp_len));
 
     NetHeader hdr;
     std::memcpy(&hdr, header, sizeof hdr);

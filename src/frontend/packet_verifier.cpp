@@ -4,37 +4,18 @@
 #include <array>
 #include <cstring>
 
-#include "frontend/byte_order.hpp"
 #include "frontend/frame_format.hpp"
-#include "frontend/internet_checksum.hpp"
+#include "packet/byte_order.hpp"
+#include "packet/internet_checksum.hpp"
+#include "packet/iovec.hpp"
 
 namespace vnet::frontend {
 namespace {
 
+using namespace packet;  // byte order, the checksum, iovecs, wire offsets
+
 // Enough contiguous bytes to parse either frame kind up to its stamp.
 constexpr size_t kParseLen = kTcpPayloadOffset + kStampLen;
-
-// Copies the first bytes of a frame that may be split over pieces.
-size_t gather_prefix(std::span<const FramePiece> pieces, std::byte* out, size_t want) {
-    size_t got = 0;
-    for (const FramePiece& piece : pieces) {
-        const size_t n = std::min(piece.size(), want - got);
-        std::memcpy(out + got, piece.data(), n);
-        got += n;
-        if (got == want) {
-            break;
-        }
-    }
-    return got;
-}
-
-size_t total_length(std::span<const FramePiece> pieces) {
-    size_t total = 0;
-    for (const FramePiece& piece : pieces) {
-        total += piece.size();
-    }
-    return total;
-}
 
 }  // namespace
 
@@ -64,11 +45,12 @@ FrameCheck PacketVerifier::check(std::span<const FramePiece> pieces) const {
     std::array<std::byte, kParseLen> head{};
     const size_t have = gather_prefix(pieces, head.data(), head.size());
     const size_t frame_len = total_length(pieces);
-    if (have < kUdpPayloadOffset + kStampLen || load_be16(&head[12]) != kEtherTypeIpv4 ||
-        head[kIpOffset] != std::byte{0x45}) {
+    if (have < kUdpPayloadOffset + kStampLen ||
+        load_be16(&head[packet::kEthTypeOffset]) != kEtherTypeIpv4 ||
+        head[kIpOffset] != std::byte{packet::kIpv4VersionIhl5}) {
         return {};
     }
-    const auto protocol = static_cast<uint8_t>(head[kIpOffset + 9]);
+    const auto protocol = static_cast<uint8_t>(head[kIpOffset + packet::kIpv4ProtoOffset]);
     size_t payload;
     if (protocol == kIpProtoUdp) {
         payload = kUdpPayloadOffset;
@@ -82,11 +64,12 @@ FrameCheck PacketVerifier::check(std::span<const FramePiece> pieces) const {
     }
 
     FrameCheck result{.verdict = FrameVerdict::ok, .seq = load_le64(&head[payload + 8])};
-    const size_t ip_len = load_be16(&head[kIpOffset + 2]);
+    const size_t ip_len = load_be16(&head[kIpOffset + packet::kIpv4TotalLenOffset]);
     // Our frames are never padded (each has at least 60 bytes of content),
     // so the datagram must end exactly where the received frame ends.
     if (ip_len + kEthHeaderLen != frame_len ||
-        (protocol == kIpProtoUdp && load_be16(&head[kL4Offset + 4]) + kL4Offset != frame_len)) {
+        (protocol == kIpProtoUdp &&
+         load_be16(&head[kL4Offset + packet::kUdpLenOffset]) + kL4Offset != frame_len)) {
         result.verdict = FrameVerdict::bad_length;
     } else if (checksum_fold(checksum_add(0, &head[kIpOffset], kIpv4HeaderLen)) != 0xffff) {
         result.verdict = FrameVerdict::bad_ip_checksum;
@@ -101,14 +84,14 @@ bool PacketVerifier::payload_matches(std::span<const FramePiece> pieces,
     const size_t pattern_start = payload_offset + kStampLen;  // frame offset
     size_t offset = 0;                                        // frame offset of piece start
     for (const FramePiece& piece : pieces) {
-        const size_t end = offset + piece.size();
+        const size_t end = offset + piece.iov_len;
         if (end > pattern_start) {
             const size_t from = std::max(offset, pattern_start);
             const size_t ref = from - payload_offset;
             const size_t n = end - from;
             if (ref + n > reference_payload_.size() ||
-                std::memcmp(piece.data() + (from - offset), reference_payload_.data() + ref, n) !=
-                    0) {
+                std::memcmp(static_cast<const std::byte*>(piece.iov_base) + (from - offset),
+                            reference_payload_.data() + ref, n) != 0) {
                 return false;
             }
         }

@@ -8,6 +8,8 @@
 // "foreign": counted, never called corrupt.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -29,15 +31,17 @@ struct FrameCheck {
     uint64_t seq = 0;  // valid unless foreign
 };
 
-using FramePiece = std::span<const std::byte>;
+// One piece of a received frame, as every buffer list in the tree is.
+using FramePiece = iovec;
 
 class PacketVerifier {
 public:
     PacketVerifier();
 
     FrameCheck check(std::span<const FramePiece> pieces) const;
-    FrameCheck check(FramePiece frame) const {
-        return check(std::span<const FramePiece>(&frame, 1));
+    FrameCheck check(std::span<const std::byte> frame) const {
+        const iovec piece{const_cast<std::byte*>(frame.data()), frame.size()};
+        return check(std::span<const FramePiece>(&piece, 1));
     }
 
 private:

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "gro/iovec_slice.hpp"
 #include "gro/merged_header.hpp"
+#include "packet/iovec.hpp"
 
 namespace vnet::gro {
 namespace {
@@ -12,7 +12,7 @@ namespace {
 // kernel GRO stops there (gro_max_size 65536 counts from the network
 // header), and so does a guest's own TSO, so no device behind the tap sees
 // a bigger GSO skb than it would without us. IPv4's tot_len allows no more.
-constexpr uint32_t kMaxMergedIpLength = 0xffff;
+constexpr uint32_t kMaxMergedIpLength = packet::kMaxIpPacketLen;
 
 // UDP_MAX_SEGMENTS (include/linux/udp.h): the kernel rejects USO frames of
 // more segments; a burst cannot reach it.
@@ -143,10 +143,11 @@ void BurstCoalescer::emit_merged(const packet::PacketBurst& in, packet::PacketBu
     // not hold, the run still goes out, unmerged.
     size_t used = 1;
     for (uint16_t i = run_.first; i < run_.first + run_.count; ++i) {
-        const int n = free.size() > used
-                          ? slice_iovecs(in.packet_iovecs(i), head.header_len,
-                                         in.packets[i].len - head.header_len, free.subspan(used))
-                          : -1;
+        const int n =
+            free.size() > used
+                ? packet::slice_iovecs(in.packet_iovecs(i), head.header_len,
+                                       in.packets[i].len - head.header_len, free.subspan(used))
+                : -1;
         if (n < 0) {
             for (uint16_t j = run_.first; j < run_.first + run_.count; ++j) {
                 pass_through(in, j, out);

@@ -2,10 +2,13 @@
 
 #include <cstring>
 
-#include "gro/internet_checksum.hpp"
+#include "packet/internet_checksum.hpp"
 #include "virtio/net_header.hpp"
 
 namespace vnet::gro {
+
+// The wire vocabulary: header offsets, byte order, the checksum.
+using namespace packet;
 namespace {
 
 using virtio::NetHeader;
@@ -35,33 +38,33 @@ void write_merged_header(const SegmentHeader& head, uint32_t payload_bytes, bool
 
     // virtio 1.2 §5.1.6.2: a GSO frame needs NEEDS_CSUM; hdr_len counts the
     // frame's headers (not the virtio header). num_buffers stays the head's.
-    dst[kVnetFlags] = NetHeader::kFlagNeedsCsum;
-    dst[kVnetGsoType] = gso_type_for(head.kind);
-    store_le16(dst + kVnetHdrLen, static_cast<uint16_t>(head.header_len - head.vnet_len));
-    store_le16(dst + kVnetGsoSize, head.payload_len);
-    store_le16(dst + kVnetCsumStart, l4_offset_in_frame);
-    store_le16(dst + kVnetCsumOffset, tcp ? kTcpCheckOffset : kUdpCheckOffset);
+    dst[virtio::kNetHeaderFlagsOffset] = NetHeader::kFlagNeedsCsum;
+    dst[virtio::kNetHeaderGsoTypeOffset] = gso_type_for(head.kind);
+    store_le16(dst + virtio::kNetHeaderHdrLenOffset,
+               static_cast<uint16_t>(head.header_len - head.vnet_len));
+    store_le16(dst + virtio::kNetHeaderGsoSizeOffset, head.payload_len);
+    store_le16(dst + virtio::kNetHeaderCsumStartOffset, l4_offset_in_frame);
+    store_le16(dst + virtio::kNetHeaderCsumOffsetOffset, tcp ? kTcpCheckOffset : kUdpCheckOffset);
 
     uint8_t* ip = dst + head.l3_offset;
     if (ipv4) {
-        store_be16(ip + 2, static_cast<uint16_t>(kIpv4HeaderLen + l4_len));
-        store_be16(ip + 10, 0);
-        store_be16(ip + 10,
-                   static_cast<uint16_t>(~checksum_fold(checksum_add(0, ip, kIpv4HeaderLen))));
+        store_be16(ip + kIpv4TotalLenOffset, static_cast<uint16_t>(kIpv4HeaderLen + l4_len));
+        store_be16(ip + kIpv4CheckOffset, 0);
+        store_be16(ip + kIpv4CheckOffset, checksum_finish(checksum_add(0, ip, kIpv4HeaderLen)));
     } else {
-        store_be16(ip + 4, static_cast<uint16_t>(l4_len));
+        store_be16(ip + kIpv6PayloadLenOffset, static_cast<uint16_t>(l4_len));
     }
 
     uint8_t* th = dst + head.l4_offset;
     const uint8_t proto = tcp ? kIpProtoTcp : kIpProtoUdp;
-    const uint16_t pseudo = checksum_fold(pseudo_header_sum(ip, ipv4, proto, l4_len));
+    const uint16_t pseudo = pseudo_header_sum(ip, ipv4, proto, l4_len);
     if (tcp) {
         if (last_push) {
-            th[13] |= kTcpPsh;
+            th[kTcpFlagsOffset] |= kTcpPsh;
         }
         store_be16(th + kTcpCheckOffset, pseudo);
     } else {
-        store_be16(th + 4, static_cast<uint16_t>(l4_len));
+        store_be16(th + kUdpLenOffset, static_cast<uint16_t>(l4_len));
         store_be16(th + kUdpCheckOffset, pseudo);
     }
 }

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cstring>
 
-#include "gro/internet_checksum.hpp"
-#include "gro/iovec_slice.hpp"
+#include "packet/internet_checksum.hpp"
+#include "packet/iovec.hpp"
 #include "virtio/net_header.hpp"
 
 namespace vnet::gro {
+
+// The wire vocabulary: header offsets, byte order, the checksum.
+using namespace packet;
 namespace {
 
 using virtio::NetHeader;
@@ -66,8 +69,8 @@ template <typename ByteAt>
 inline bool peek_candidate(ByteAt byte_at, uint8_t vnet_len, bool tcp, bool udp) {
     uint8_t flags = 0;
     uint8_t gso_type = 0;
-    if (!byte_at(kVnetFlags, flags) || !byte_at(kVnetGsoType, gso_type) ||
-        gso_type != NetHeader::kGsoNone ||
+    if (!byte_at(virtio::kNetHeaderFlagsOffset, flags) ||
+        !byte_at(virtio::kNetHeaderGsoTypeOffset, gso_type) || gso_type != NetHeader::kGsoNone ||
         (flags != NetHeader::kFlagNeedsCsum && flags != NetHeader::kFlagDataValid)) {
         return false;
     }
@@ -75,17 +78,18 @@ inline bool peek_candidate(ByteAt byte_at, uint8_t vnet_len, bool tcp, bool udp)
     uint8_t type_hi = 0;
     uint8_t type_lo = 0;
     uint8_t version = 0;
-    if (!byte_at(l3 - 2, type_hi) || !byte_at(l3 - 1, type_lo) || !byte_at(l3, version)) {
+    if (!byte_at(l3 - kEthHeaderLen + kEthTypeOffset, type_hi) ||
+        !byte_at(l3 - kEthHeaderLen + kEthTypeOffset + 1, type_lo) || !byte_at(l3, version)) {
         return false;
     }
     const uint16_t ethertype = static_cast<uint16_t>(type_hi << 8 | type_lo);
     uint8_t proto = 0;
     if (ethertype == kEtherTypeIpv4) {
-        if (version != 0x45 || !byte_at(l3 + 9, proto)) {
+        if (version != kIpv4VersionIhl5 || !byte_at(l3 + kIpv4ProtoOffset, proto)) {
             return false;
         }
     } else if (ethertype == kEtherTypeIpv6) {
-        if ((version >> 4) != 6 || !byte_at(l3 + 6, proto)) {
+        if ((version >> 4) != 6 || !byte_at(l3 + kIpv6NextHeaderOffset, proto)) {
             return false;
         }
     } else {
@@ -130,8 +134,8 @@ bool parse_segment(std::span<const iovec> iovs, uint32_t len, uint8_t vnet_len,
 
     // A frame that already is GSO, or whose checksum state a merged frame
     // cannot restore, is not a segment.
-    const uint8_t flags = b[kVnetFlags];
-    if (b[kVnetGsoType] != NetHeader::kGsoNone ||
+    const uint8_t flags = b[virtio::kNetHeaderFlagsOffset];
+    if (b[virtio::kNetHeaderGsoTypeOffset] != NetHeader::kGsoNone ||
         (flags != NetHeader::kFlagNeedsCsum && flags != NetHeader::kFlagDataValid)) {
         return false;
     }
@@ -139,7 +143,7 @@ bool parse_segment(std::span<const iovec> iovs, uint32_t len, uint8_t vnet_len,
     // Plain Ethernet only: a VLAN tag or anything else moves the IP header.
     const size_t l3 = vnet_len + kEthHeaderLen;
     const uint8_t* ip = b + l3;
-    const uint16_t ethertype = load_be16(b + vnet_len + 12);
+    const uint16_t ethertype = load_be16(b + vnet_len + kEthTypeOffset);
     const uint32_t ip_len =
         len - static_cast<uint32_t>(l3);  // the frame must end with the IP packet
     bool ipv4 = false;
@@ -150,21 +154,23 @@ bool parse_segment(std::span<const iovec> iovs, uint32_t len, uint8_t vnet_len,
         // total length must be the frame's (no padding, no lie); MF or a
         // fragment offset means a fragment; a bad header checksum would not
         // survive the recomputation a GSO split does.
-        if (ip[0] != 0x45 || load_be16(ip + 2) != ip_len || (load_be16(ip + 6) & 0x3fff) != 0 ||
+        if (ip[0] != kIpv4VersionIhl5 || load_be16(ip + kIpv4TotalLenOffset) != ip_len ||
+            (load_be16(ip + kIpv4FragOffset) & (kIpv4MoreFragments | kIpv4FragmentOffsetMask)) !=
+                0 ||
             checksum_fold(checksum_add(0, ip, kIpv4HeaderLen)) != 0xffff) {
             return false;
         }
         ipv4 = true;
-        proto = ip[9];
+        proto = ip[kIpv4ProtoOffset];
         l3_len = kIpv4HeaderLen;
     } else if (ethertype == kEtherTypeIpv6) {
         // RFC 8200: the transport header must follow directly (no extension
         // headers); payload length must match the frame.
         if (ip_len < kIpv6HeaderLen + kUdpHeaderLen + 1 || (ip[0] >> 4) != 6 ||
-            load_be16(ip + 4) != ip_len - kIpv6HeaderLen) {
+            load_be16(ip + kIpv6PayloadLenOffset) != ip_len - kIpv6HeaderLen) {
             return false;
         }
-        proto = ip[6];
+        proto = ip[kIpv6NextHeaderOffset];
         l3_len = kIpv6HeaderLen;
     } else {
         return false;
@@ -181,20 +187,20 @@ bool parse_segment(std::span<const iovec> iovs, uint32_t len, uint8_t vnet_len,
         }
         // Past this check `len` covers l4 + l4_header_len + 1, so the copy
         // (kMaxSegmentHeaderLen leaves room for 60 TCP header bytes) does too.
-        l4_header_len = static_cast<size_t>(th[12] >> 4) * 4;
+        l4_header_len = static_cast<size_t>(th[kTcpDataOffsetOffset] >> 4) * 4;
         if (l4_header_len < kTcpMinHeaderLen || l4_header_len >= l4_len ||
-            (th[13] & kTcpUnmergeableFlags) != 0) {
+            (th[kTcpFlagsOffset] & kTcpUnmergeableFlags) != 0) {
             return false;
         }
         check_offset = kTcpCheckOffset;
         seg.kind = ipv4 ? SegmentKind::tcp_v4 : SegmentKind::tcp_v6;
-        seg.tcp_seq = load_be32(th + 4);
-        seg.push = (th[13] & kTcpPsh) != 0;
+        seg.tcp_seq = load_be32(th + kTcpSeqOffset);
+        seg.push = (th[kTcpFlagsOffset] & kTcpPsh) != 0;
     } else if (proto == kIpProtoUdp) {
         l4_header_len = kUdpHeaderLen;
         // A zero check with DATA_VALID means "no checksum" (IPv4); the merged
         // frame would gain one, so it is not the same packet.
-        if (load_be16(th + 4) != l4_len ||
+        if (load_be16(th + kUdpLenOffset) != l4_len ||
             (flags == NetHeader::kFlagDataValid && load_be16(th + kUdpCheckOffset) == 0)) {
             return false;
         }
@@ -213,10 +219,9 @@ bool parse_segment(std::span<const iovec> iovs, uint32_t len, uint8_t vnet_len,
         // stores at csum_start + csum_offset; only the L4 checksum, seeded
         // with the pseudo-header sum for this length, is what a GSO split
         // gives each segment back.
-        if (load_le16(b + kVnetCsumStart) != l4 - vnet_len ||
-            load_le16(b + kVnetCsumOffset) != check_offset ||
-            load_be16(th + check_offset) !=
-                checksum_fold(pseudo_header_sum(ip, ipv4, proto, l4_len))) {
+        if (load_le16(b + virtio::kNetHeaderCsumStartOffset) != l4 - vnet_len ||
+            load_le16(b + virtio::kNetHeaderCsumOffsetOffset) != check_offset ||
+            load_be16(th + check_offset) != pseudo_header_sum(ip, ipv4, proto, l4_len)) {
             return false;
         }
     }
@@ -226,13 +231,13 @@ bool parse_segment(std::span<const iovec> iovs, uint32_t len, uint8_t vnet_len,
     seg.l4_offset = static_cast<uint8_t>(l4);
     seg.header_len = static_cast<uint8_t>(l4 + l4_header_len);
     seg.payload_len = static_cast<uint16_t>(l4_len - l4_header_len);
-    seg.ip_id = ipv4 ? load_be16(ip + 4) : 0;
+    seg.ip_id = ipv4 ? load_be16(ip + kIpv4IdOffset) : 0;
     return true;
 }
 
 bool same_flow_and_shape(const SegmentHeader& head, const SegmentHeader& next) {
     if (next.kind != head.kind || next.header_len != head.header_len ||
-        next.bytes[kVnetFlags] != head.bytes[kVnetFlags]) {
+        next.bytes[virtio::kNetHeaderFlagsOffset] != head.bytes[virtio::kNetHeaderFlagsOffset]) {
         return false;
     }
     const size_t l3 = head.l3_offset;

@@ -9,9 +9,16 @@
 #include <cstdint>
 #include <span>
 
-#include "gro/wire_fields.hpp"
+#include "packet/wire.hpp"
+#include "virtio/net_header.hpp"
 
 namespace vnet::gro {
+
+// The most header bytes a mergeable segment can have (virtio-net header,
+// Ethernet, IPv6, TCP with options): the copy we parse and the scratch slot
+// a merged frame's header lives in.
+inline constexpr size_t kMaxSegmentHeaderLen = sizeof(virtio::NetHeader) + packet::kEthHeaderLen +
+                                               packet::kIpv6HeaderLen + packet::kTcpMaxHeaderLen;
 
 enum class SegmentKind : uint8_t { tcp_v4, tcp_v6, udp_v4, udp_v6 };
 

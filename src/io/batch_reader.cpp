@@ -7,12 +7,12 @@
 
 namespace vnet::io {
 
-ReadBurst read_burst(int fd, std::span<const PacketIov> buffers, std::span<int> lengths) {
-    const size_t n = std::min(buffers.size(), lengths.size());
+ReadBurst read_burst(int fd, const packet::PacketBurst& buffers, std::span<int> lengths) {
+    const size_t n = std::min<size_t>(buffers.count, lengths.size());
     ReadBurst burst;
     while (burst.packets < n) {
-        const PacketIov& buffer = buffers[burst.packets];
-        const ssize_t got = ::readv(fd, buffer.iov, static_cast<int>(buffer.count));
+        const packet::BurstPacket& buffer = buffers.packets[burst.packets];
+        const ssize_t got = ::readv(fd, buffers.iovecs.data() + buffer.first_iov, buffer.iov_count);
         if (got < 0) {
             if (errno == EINTR) {
                 continue;

@@ -5,7 +5,7 @@
 // Each tun read consumes exactly one ptr_ring entry (tun_ring_recv, §3.2), so
 // a burst is N reads whatever the mechanism. An io_uring variant (N unlinked
 // READV SQEs with RWF_NOWAIT per io_uring_enter) was measured against this
-// loop with tests/integration/tools/tap_probe bench-read, draining 50k queued
+// loop with tools/bench/micro/tap_io_bench read, draining 50k queued
 // 64 B frames on this 2-vCPU VM under load: 3.6-4.2 us/packet against
 // 4.3-6.0 us for readv, i.e. it saves the syscall entry. It is not offered
 // yet because it cannot keep the burst contiguous: SQEs issued together
@@ -20,6 +20,7 @@
 #include <span>
 
 #include "io/packet_batch.hpp"
+#include "packet/packet_burst.hpp"
 
 namespace vnet::io {
 
@@ -32,11 +33,12 @@ struct ReadBurst {
     int stop = 0;
 };
 
-// Reads packet i into buffers[i] with one readv(), for i from 0 until the
-// buffers are full or a read fails. A packet longer than its buffer is
+// Reads packet i into buffers.packet_iovecs(i) (empty buffers lent to the
+// read) with one readv(), for i from 0 until the buffers are full or a read
+// fails. A packet longer than its buffer is
 // truncated by tun (the read returns the buffer size): size buffers to at
 // least vnet header + 65535 + VLAN when offloads are on (§3.2).
-// Needs lengths.size() >= buffers.size().
-ReadBurst read_burst(int fd, std::span<const PacketIov> buffers, std::span<int> lengths);
+// Reads at most min(buffers.count, lengths.size()) packets.
+ReadBurst read_burst(int fd, const packet::PacketBurst& buffers, std::span<int> lengths);
 
 }  // namespace vnet::io

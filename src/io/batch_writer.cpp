@@ -10,13 +10,14 @@
 
 namespace vnet::io {
 
-size_t write_each(int fd, std::span<const PacketIov> packets, std::span<int> results,
+size_t write_each(int fd, const packet::PacketBurst& burst, size_t count, std::span<int> results,
                   size_t first) {
-    const size_t n = packets.size();
+    const size_t n = count;
     for (size_t i = first; i < n; ++i) {
+        const packet::BurstPacket& p = burst.packets[i];
         ssize_t written;
         do {
-            written = ::writev(fd, packets[i].iov, static_cast<int>(packets[i].count));
+            written = ::writev(fd, burst.iovecs.data() + p.first_iov, p.iov_count);
         } while (written < 0 && errno == EINTR);
         results[i] = written >= 0 ? static_cast<int>(written) : -errno;
         if (is_would_block(results[i])) {
@@ -56,14 +57,14 @@ void BatchWriter::unregister_fd(int fd) {
     }
 }
 
-size_t BatchWriter::submit(int fd, std::span<const PacketIov> packets, std::span<int> results) {
-    packets = packets.first(std::min(packets.size(), results.size()));
+size_t BatchWriter::submit(int fd, const packet::PacketBurst& burst, std::span<int> results) {
+    const size_t count = std::min<size_t>(burst.count, results.size());
     // One packet is one syscall either way, and writev skips the SQE/CQE
     // round trip: the ring only pays from two packets up.
-    if (uring_ && packets.size() > 1) {
-        return submit_uring(fd, packets, results);
+    if (uring_ && count > 1) {
+        return submit_uring(fd, burst, count, results);
     }
-    return write_each(fd, packets, results);
+    return write_each(fd, burst, count, results);
 }
 
 // Unlinked SQEs: io_uring issues each inline, in submission order, within
@@ -80,12 +81,12 @@ size_t BatchWriter::submit(int fd, std::span<const PacketIov> packets, std::span
 //  - some written: the would-block packets before the last written one are
 //    reported as failed for good (the caller counts them as drops), since
 //    retrying them would put them behind packets that followed them.
-size_t BatchWriter::submit_uring(int fd, std::span<const PacketIov> packets,
+size_t BatchWriter::submit_uring(int fd, const packet::PacketBurst& burst, size_t count,
                                  std::span<int> results) {
-    const size_t n = packets.size();
+    const size_t n = count;
     size_t next = 0;
     while (next < n) {
-        const size_t ran = uring_->run(UringBatch::Op::writev, fd, packets.data() + next, n - next,
+        const size_t ran = uring_->run(UringBatch::Op::writev, fd, burst, next, n - next,
                                        results.data() + next, /*linked=*/false);
         const size_t end = next + ran;
         if (uring_->broken()) {
@@ -95,7 +96,7 @@ size_t BatchWriter::submit_uring(int fd, std::span<const PacketIov> packets,
                 ++i;
             }
             abandon_ring();
-            return write_each(fd, packets, results, i);
+            return write_each(fd, burst, n, results, i);
         }
         size_t first_blocked = end;
         size_t finished = next;  // one past the last packet not refused for now

@@ -8,8 +8,8 @@
 //             each SQE is still one tun_get_user (§3.1). So it pays where
 //             syscalls are dear: +0.4% on the reference machine (2.34 vs 2.33
 //             Mpps, reference/peer-baselines.md), +19% on this 2-vCPU VM
-//             under load (tap_probe bench-write, 64 B, batch 64: 0.30 vs
-//             0.25 Mpps; bench/tap_write_limit: 0.28 vs 0.23).
+//             under load (tools/bench/micro/tap_io_bench write, 64 B, batch 64: 0.30 vs
+//             0.25 Mpps; tools/bench/peers/tap_write_limit: 0.28 vs 0.23).
 //   writev:   one writev() per packet; always available.
 //
 // The fd must support IOCB_NOWAIT (tun, sockets, pipes do): each SQE carries
@@ -43,6 +43,7 @@
 
 #include "common/log.hpp"
 #include "io/packet_batch.hpp"
+#include "packet/packet_burst.hpp"
 
 namespace vnet::io {
 
@@ -70,30 +71,34 @@ public:
     bool register_fd(int fd);
     void unregister_fd(int fd);
 
-    // Writes packets[i] with one write each, in order, and sets results[i] to
-    // the bytes written or -errno. Needs results.size() >= packets.size().
+    // Writes each packet of `burst` with one write (tun takes exactly one
+    // packet per call, §3.1), in order, and sets results[i] to the bytes
+    // written or -errno. Writes min(burst.count, results.size()) packets.
     //
     // Returns the number of packets, from the front, that are finished:
     // written, or failed for good (e.g. -EINVAL for a malformed vnet header:
-    // drop it and count it). If that is less than packets.size(), then
+    // drop it and count it). If that is less than the packets written, then
     // results[k] (k = the return value) is -EAGAIN, -ENOBUFS or -ENOMEM
     // (is_would_block) and results after it are kNotAttempted: packets
-    // [k, size) were not written; keep them and wait for EPOLLOUT. A
+    // [k, count) were not written; keep them (PacketBurst::pop_front(k)) and
+    // wait for EPOLLOUT. A
     // would-block result inside the prefix (io_uring only: a later packet
     // of the batch was written) means that packet is dropped.
-    size_t submit(int fd, std::span<const PacketIov> packets, std::span<int> results);
+    size_t submit(int fd, const packet::PacketBurst& burst, std::span<int> results);
 
 private:
-    size_t submit_uring(int fd, std::span<const PacketIov> packets, std::span<int> results);
+    size_t submit_uring(int fd, const packet::PacketBurst& burst, size_t count,
+                        std::span<int> results);
     void abandon_ring();
 
     std::unique_ptr<UringBatch> uring_;  // null in writev mode
     Logger log_;
 };
 
-// One writev() per packet with the contract of BatchWriter::submit; the
-// writev mode, and the fallback for the rest of a batch. Starts at `first`.
-size_t write_each(int fd, std::span<const PacketIov> packets, std::span<int> results,
+// One writev() per packet with the contract of BatchWriter::submit for
+// packets [first, count) of `burst`; the writev mode, and the fallback for
+// the rest of a batch. Needs count <= min(burst.count, results.size()).
+size_t write_each(int fd, const packet::PacketBurst& burst, size_t count, std::span<int> results,
                   size_t first = 0);
 
 }  // namespace vnet::io

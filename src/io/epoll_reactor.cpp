@@ -24,9 +24,6 @@ EpollReactor::EpollReactor() : epoll_(::epoll_create1(EPOLL_CLOEXEC)), wakeup_(m
     if (!epoll_) {
         throw_errno("epoll_create1");
     }
-    if (!wakeup_) {
-        throw_errno("eventfd");
-    }
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = kWakeupId;

@@ -1,6 +1,7 @@
 #include "io/eventfd.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <system_error>
 
 namespace vnet::io {
 
@@ -46,7 +48,11 @@ bool set_nonblocking(int fd) {
 }
 
 UniqueFd make_eventfd() {
-    return UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    UniqueFd fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    if (!fd) {
+        throw std::system_error(errno, std::generic_category(), "eventfd");
+    }
+    return fd;
 }
 
 bool signal_eventfd(int fd) {
@@ -72,6 +78,11 @@ uint64_t drain_eventfd(int fd) {
         }
         return n == sizeof value ? value : 0;
     }
+}
+
+bool wait_eventfd(int fd, int timeout_ms) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, timeout_ms) > 0;
 }
 
 }  // namespace vnet::io

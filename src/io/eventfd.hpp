@@ -16,7 +16,7 @@ bool is_eventfd(int fd);
 // Sets O_NONBLOCK on the open file description. Returns false on error.
 bool set_nonblocking(int fd);
 
-// A new non-blocking, close-on-exec eventfd (invalid on failure).
+// A new non-blocking, close-on-exec eventfd; throws std::system_error.
 UniqueFd make_eventfd();
 
 // Adds 1 to the counter. Never blocks on a non-blocking eventfd; a full
@@ -25,5 +25,10 @@ bool signal_eventfd(int fd);
 
 // Reads and clears the counter; returns 0 if it was not signalled.
 uint64_t drain_eventfd(int fd);
+
+// Waits until the fd is readable or `timeout_ms` passes (the driver side's
+// sleep on a call fd). Returns true if readable, false on timeout or EINTR
+// (a signal: the caller re-checks).
+bool wait_eventfd(int fd, int timeout_ms);
 
 }  // namespace vnet::io

@@ -1,9 +1,8 @@
-// Shared vocabulary of the batched packet I/O in io/: one packet is one
-// iovec list (for a tap: the 12-byte virtio_net_hdr, then the frame), taken
-// straight from caller memory (guest buffers), never copied here.
+// Shared vocabulary of the batched packet I/O in io/. A batch is a
+// packet::PacketBurst: packet i is burst.packet_iovecs(i) (for a tap: the
+// virtio_net_hdr, then the frame), written or read with one call, straight
+// from caller memory (guest buffers), never copied here.
 #pragma once
-
-#include <sys/uio.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -11,13 +10,6 @@
 #include <string_view>
 
 namespace vnet::io {
-
-// One packet: `count` iovecs at `iov`, written or read with one
-// writev()/readv() (tun takes exactly one packet per call, §3.1).
-struct PacketIov {
-    const iovec* iov = nullptr;
-    uint32_t count = 0;
-};
 
 // How a batch reaches the kernel.
 enum class BatchMode : uint8_t {

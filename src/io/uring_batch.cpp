@@ -36,16 +36,17 @@ bool is_transient_enter_error(int ret) {
 // is taken alone, one write after the other, behind the previous packet's
 // tun work. Measured: without this pass (once GRO stopped copying every
 // header) vnetd spent ~12 % more CPU per 64 B packet.
-inline void warm_packets(const PacketIov* packets, size_t n) {
+inline void warm_packets(const packet::PacketBurst& burst, size_t first, size_t n) {
     unsigned sink = 0;
-    for (size_t i = 0; i < n; ++i) {
-        const PacketIov& p = packets[i];
-        if (p.count == 0 || p.iov[0].iov_len == 0) {
+    for (size_t i = first; i < first + n; ++i) {
+        const packet::BurstPacket& p = burst.packets[i];
+        const iovec& head = burst.iovecs[p.first_iov];
+        if (p.iov_count == 0 || head.iov_len == 0) {
             continue;
         }
-        const auto* base = static_cast<const unsigned char*>(p.iov[0].iov_base);
+        const auto* base = static_cast<const unsigned char*>(head.iov_base);
         // A 64 B frame behind a 12 B header may straddle two lines.
-        const size_t last = std::min<size_t>(p.iov[0].iov_len, 128) - 1;
+        const size_t last = std::min<size_t>(head.iov_len, 128) - 1;
         sink += __atomic_load_n(base, __ATOMIC_RELAXED);
         sink += __atomic_load_n(base + last, __ATOMIC_RELAXED);
     }
@@ -68,18 +69,18 @@ inline void warm_packets(const PacketIov* packets, size_t n) {
 // tun_can_build_skb. No IOSQE_ASYNC: each operation runs inline in
 // io_uring_enter, in submission order.
 template <UringBatch::Op kOp>
-inline void prep_packet(io_uring_sqe* sqe, int target, const PacketIov& p) {
-    if (p.count == 1 && p.iov[0].iov_len <= UINT32_MAX) {  // sqe->len is 32 bits
-        const auto len = static_cast<unsigned>(p.iov[0].iov_len);
+inline void prep_packet(io_uring_sqe* sqe, int target, const iovec* iov, unsigned count) {
+    if (count == 1 && iov[0].iov_len <= UINT32_MAX) {  // sqe->len is 32 bits
+        const auto len = static_cast<unsigned>(iov[0].iov_len);
         if constexpr (kOp == UringBatch::Op::writev) {
-            io_uring_prep_write(sqe, target, p.iov[0].iov_base, len, 0);
+            io_uring_prep_write(sqe, target, iov[0].iov_base, len, 0);
         } else {
-            io_uring_prep_read(sqe, target, p.iov[0].iov_base, len, 0);
+            io_uring_prep_read(sqe, target, iov[0].iov_base, len, 0);
         }
     } else if constexpr (kOp == UringBatch::Op::writev) {
-        io_uring_prep_writev(sqe, target, p.iov, p.count, 0);
+        io_uring_prep_writev(sqe, target, iov, count, 0);
     } else {
-        io_uring_prep_readv(sqe, target, p.iov, p.count, 0);
+        io_uring_prep_readv(sqe, target, iov, count, 0);
     }
     sqe->rw_flags = RWF_NOWAIT;
 }
@@ -167,8 +168,8 @@ void UringBatch::enable_on_first_use() {
     enabled_ = true;
 }
 
-size_t UringBatch::run(Op op, int fd, const PacketIov* packets, size_t count, int* results,
-                       bool linked) {
+size_t UringBatch::run(Op op, int fd, const packet::PacketBurst& burst, size_t first, size_t count,
+                       int* results, bool linked) {
     const size_t n = std::min<size_t>(count, depth_);
     std::fill_n(results, n, kNotAttempted);
     if (n == 0 || broken()) {
@@ -185,14 +186,15 @@ size_t UringBatch::run(Op op, int fd, const PacketIov* packets, size_t count, in
     // With `linked`, every SQE but the last carries IOSQE_IO_LINK.
     const size_t link_until = linked ? n - 1 : 0;
     if (op == Op::writev) {
-        warm_packets(packets, n);
+        warm_packets(burst, first, n);
     }
     // One loop per operation, so the choice is not made per packet.
     auto fill = [&]<Op kOp>() {
         for (size_t i = 0; i < n; ++i) {
             // Never null: the SQ is empty between runs and n <= depth.
             io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-            prep_packet<kOp>(sqe, target, packets[i]);
+            const packet::BurstPacket& p = burst.packets[first + i];
+            prep_packet<kOp>(sqe, target, burst.iovecs.data() + p.first_iov, p.iov_count);
             sqe->flags = static_cast<uint8_t>(base_flags | (i < link_until ? IOSQE_IO_LINK : 0));
             sqe->user_data = i;
         }

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "io/packet_batch.hpp"
+#include "packet/packet_burst.hpp"
 
 namespace vnet::io {
 
@@ -49,12 +50,15 @@ public:
     int broken_error() const noexcept { return broken_error_; }
     bool broken() const noexcept { return broken_error_ != 0; }
 
-    // Runs min(count, depth()) operations, packets[i] -> results[i] (bytes or
-    // -errno), and returns how many it took (results are kNotAttempted for
-    // those a broken ring did not run). With `linked`, the SQEs form one
-    // IOSQE_IO_LINK chain: they run in order and the first failure (error or
-    // short transfer) cancels the rest with -ECANCELED.
-    size_t run(Op op, int fd, const PacketIov* packets, size_t count, int* results, bool linked);
+    // Runs min(count, depth()) operations, packet first + i of `burst` ->
+    // results[i] (bytes or -errno), and returns how many it took (results are
+    // kNotAttempted for those a broken ring did not run). For readv the
+    // burst's packets are empty buffers lent to the read. With `linked`, the
+    // SQEs form one IOSQE_IO_LINK chain: they run in order and the first
+    // failure (error or short transfer) cancels the rest with -ECANCELED.
+    // Needs first + count <= burst.count.
+    size_t run(Op op, int fd, const packet::PacketBurst& burst, size_t first, size_t count,
+               int* results, bool linked);
 
 private:
     int fixed_slot(int fd) const noexcept;

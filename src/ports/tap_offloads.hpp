@@ -16,36 +16,21 @@
 
 namespace vnet::ports {
 
-// TUNSETOFFLOAD bits (include/uapi/linux/if_tun.h). Spelled out here because
-// Debian 12's kernel headers predate TUN_F_USO4/6 (Linux 6.2).
-enum class TunOffload : unsigned {
-    csum = 0x01,     // TUN_F_CSUM: reader accepts CHECKSUM_PARTIAL (NEEDS_CSUM) frames
-    tso4 = 0x02,     // TUN_F_TSO4
-    tso6 = 0x04,     // TUN_F_TSO6
-    tso_ecn = 0x08,  // TUN_F_TSO_ECN
-    ufo = 0x10,      // TUN_F_UFO: accepted by tun, then masked off (no UFO since 4.14)
-    uso4 = 0x20,     // TUN_F_USO4: honoured only together with USO6
-    uso6 = 0x40,     // TUN_F_USO6
+// TUNSETOFFLOAD bits (include/uapi/linux/if_tun.h), as bit numbers: TUN_F_CSUM
+// is 1 << 0 and so on. Spelled out here because Debian 12's kernel headers
+// predate TUN_F_USO4/6 (Linux 6.2).
+enum class TunOffload : uint8_t {
+    csum = 0,     // TUN_F_CSUM 0x01: reader accepts CHECKSUM_PARTIAL (NEEDS_CSUM) frames
+    tso4 = 1,     // TUN_F_TSO4 0x02
+    tso6 = 2,     // TUN_F_TSO6 0x04
+    tso_ecn = 3,  // TUN_F_TSO_ECN 0x08
+    ufo = 4,      // TUN_F_UFO 0x10: accepted by tun, then masked off (no UFO since 4.14)
+    uso4 = 5,     // TUN_F_USO4 0x20: honoured only together with USO6
+    uso6 = 6,     // TUN_F_USO6 0x40
 };
 
-// A typed set of TUN_F_* bits, so a bit is never tested as a mask by mistake.
-class TunOffloads {
-public:
-    constexpr TunOffloads() = default;
-    constexpr explicit TunOffloads(unsigned bits) : bits_(bits) {}
-
-    static constexpr unsigned mask(TunOffload o) { return static_cast<unsigned>(o); }
-
-    constexpr bool has(TunOffload o) const { return (bits_ & mask(o)) != 0; }
-    constexpr unsigned bits() const { return bits_; }
-    constexpr bool empty() const { return bits_ == 0; }
-    constexpr TunOffloads with(TunOffload o) const { return TunOffloads(bits_ | mask(o)); }
-    constexpr TunOffloads without(TunOffload o) const { return TunOffloads(bits_ & ~mask(o)); }
-    constexpr bool operator==(const TunOffloads&) const = default;
-
-private:
-    unsigned bits_ = 0;
-};
+// A typed set of TUN_F_* bits; bits() is the TUNSETOFFLOAD argument.
+using TunOffloads = virtio::BitSet<TunOffload, unsigned>;
 
 // The QEMU rule (hw/net/virtio-net.c virtio_net_apply_guest_offloads ->
 // net/tap-linux.c tap_fd_set_offload), tightened to what tun.c accepts:

@@ -12,6 +12,7 @@
 
 #include "common/log.hpp"
 #include "io/batch_reader.hpp"
+#include "packet/wire.hpp"
 #include "ports/setup_error.hpp"
 
 namespace vnet::ports {
@@ -20,9 +21,9 @@ namespace {
 
 // Ethernet header plus one VLAN tag: what the kernel may add to an MTU-sized
 // payload on a tap (tun_put_user re-inserts an out-of-band tag).
-constexpr uint32_t kL2Overhead = 14 + 4;
+constexpr uint32_t kL2Overhead = packet::kEthHeaderLen + packet::kVlanTagLen;
 // A GSO super-frame: an IP packet of up to 64 KiB plus L2.
-constexpr uint32_t kMaxGsoFrame = 65535 + kL2Overhead;
+constexpr uint32_t kMaxGsoFrame = packet::kMaxIpPacketLen + kL2Overhead;
 
 uint32_t max_packet_for(const TapDevice& tap, unsigned link_mtu, TunOffloads offloads) {
     bool gso = offloads.has(TunOffload::tso4) || offloads.has(TunOffload::tso6) ||
@@ -133,13 +134,8 @@ uint32_t TapPort::max_packet_size() const {
 
 uint16_t TapPort::transmit_burst(uint16_t queue, const packet::PacketBurst& burst) {
     Queue& q = *queues_[queue];
-    for (uint16_t i = 0; i < burst.count; ++i) {
-        q.submit[i] = io::PacketIov{burst.iovecs.data() + burst.packets[i].first_iov,
-                                    burst.packets[i].iov_count};
-    }
     size_t finished =
-        q.writer.submit(q.tap.fd(), std::span<const io::PacketIov>(q.submit.data(), burst.count),
-                        std::span<int>(q.results.data(), burst.count));
+        q.writer.submit(q.tap.fd(), burst, std::span<int>(q.results.data(), burst.count));
     uint16_t written = 0;
     uint64_t bytes = 0;
     for (size_t i = 0; i < finished; ++i) {
@@ -168,13 +164,16 @@ uint16_t TapPort::receive_burst(uint16_t queue, packet::PacketBurst& burst, uint
         q.slot_size = frame_max;
     }
     max = std::min<uint16_t>(max, packet::kMaxBurstPackets);
+    // The slots go to the read as a burst of empty buffers (len = capacity);
+    // afterwards the burst is rebuilt in place with what tun delivered.
+    auto slot = [&q](size_t i) { return q.slots.data() + i * q.slot_size; };
+    burst.clear();
     for (uint16_t i = 0; i < max; ++i) {
-        q.slot_iov[i] = iovec{q.slots.data() + size_t{i} * q.slot_size, q.slot_size};
-        q.read[i] = io::PacketIov{&q.slot_iov[i], 1};
+        burst.free_iovecs()[0] = iovec{slot(i), q.slot_size};
+        burst.push(1, q.slot_size, i);
     }
-    io::ReadBurst got =
-        io::read_burst(q.tap.fd(), std::span<const io::PacketIov>(q.read.data(), max),
-                       std::span<int>(q.results.data(), max));
+    io::ReadBurst got = io::read_burst(q.tap.fd(), burst, std::span<int>(q.results.data(), max));
+    burst.clear();
     if (got.stop < 0 && got.stop != -EAGAIN) {
         q.rx.count_drop(DropReason::rx_error);
     }
@@ -189,7 +188,7 @@ uint16_t TapPort::receive_burst(uint16_t queue, packet::PacketBurst& burst, uint
             q.rx.count_drop(DropReason::packet_too_short);
             continue;
         }
-        burst.free_iovecs()[0] = iovec{q.slot_iov[i].iov_base, len};
+        burst.free_iovecs()[0] = iovec{slot(i), len};
         burst.push(1, len, static_cast<uint32_t>(i));
         bytes += len - header;
     }

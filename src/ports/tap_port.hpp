@@ -115,14 +115,11 @@ private:
         Queue(TapDevice device, io::BatchMode mode, std::string_view owner);
         TapDevice tap;
         io::BatchWriter writer;
-        std::array<io::PacketIov, packet::kMaxBurstPackets> submit{};
         std::array<int, packet::kMaxBurstPackets> results{};
         // Push-style source: packet::kMaxBurstPackets slots of slot_size bytes, sized
         // on first use (and again only if the largest frame grows).
         std::vector<uint8_t> slots;
         uint32_t slot_size = 0;
-        std::array<iovec, packet::kMaxBurstPackets> slot_iov{};
-        std::array<io::PacketIov, packet::kMaxBurstPackets> read{};
         QueueCounters rx;
         QueueCounters tx;
     };

@@ -9,32 +9,13 @@
 
 #include "common/guest_fault.hpp"
 #include "io/eventfd.hpp"
+#include "packet/byte_order.hpp"
+#include "packet/iovec.hpp"
 #include "vhost_user/device.hpp"
 
 namespace vnet::ports {
 
 namespace {
-
-// Copies `len` bytes described by `src` into the buffer `dst` describes.
-void copy_iovecs(std::span<const iovec> dst, std::span<const iovec> src, size_t len) {
-    size_t di = 0, doff = 0, si = 0, soff = 0;
-    while (len > 0 && di < dst.size() && si < src.size()) {
-        size_t n = std::min({len, dst[di].iov_len - doff, src[si].iov_len - soff});
-        std::memcpy(static_cast<uint8_t*>(dst[di].iov_base) + doff,
-                    static_cast<const uint8_t*>(src[si].iov_base) + soff, n);
-        len -= n;
-        doff += n;
-        soff += n;
-        if (doff == dst[di].iov_len) {
-            ++di;
-            doff = 0;
-        }
-        if (soff == src[si].iov_len) {
-            ++si;
-            soff = 0;
-        }
-    }
-}
 
 // The RX queue's coalescing clock: the worker compares deadlines against the
 // same clock (steady_clock is CLOCK_MONOTONIC, which its timerfd uses too).
@@ -156,7 +137,7 @@ uint16_t VhostUserPort::transmit_burst(uint16_t queue, const packet::PacketBurst
         if (!next_rx_buffer(queue, p.len, &buffer)) {
             break;
         }
-        copy_iovecs(buffer, burst.packet_iovecs(sent), p.len);
+        packet::copy_iovecs(buffer, burst.packet_iovecs(sent), p.len);
         commit_rx_buffer(queue, p.len);
         ++sent;
     }

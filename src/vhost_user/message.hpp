@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "virtio/bit_set.hpp"
+
 namespace vnet::vhost_user {
 
 enum class Request : uint32_t {
@@ -82,26 +84,7 @@ enum class ProtocolFeature : uint8_t {
     device_state = 19,
 };
 
-class ProtocolFeatureSet {
-public:
-    constexpr ProtocolFeatureSet() = default;
-    constexpr explicit ProtocolFeatureSet(uint64_t bits) : bits_(bits) {}
-    constexpr ProtocolFeatureSet(std::initializer_list<ProtocolFeature> features) {
-        for (ProtocolFeature f : features) {
-            bits_ |= mask(f);
-        }
-    }
-    static constexpr uint64_t mask(ProtocolFeature f) {
-        return uint64_t{1} << static_cast<unsigned>(f);
-    }
-    constexpr bool has(ProtocolFeature f) const { return (bits_ & mask(f)) != 0; }
-    constexpr uint64_t bits() const { return bits_; }
-    constexpr bool is_subset_of(ProtocolFeatureSet o) const { return (bits_ & ~o.bits_) == 0; }
-    constexpr bool operator==(const ProtocolFeatureSet&) const = default;
-
-private:
-    uint64_t bits_ = 0;
-};
+using ProtocolFeatureSet = virtio::BitSet<ProtocolFeature>;
 
 struct MessageHeader {
     static constexpr uint32_t kVersionMask = 0x3;

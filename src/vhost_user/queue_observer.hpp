@@ -46,6 +46,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "packet/wire.hpp"
 #include "virtio/features.hpp"
 #include "virtio/guest_memory.hpp"
 #include "virtio/ring/packed_layout.hpp"
@@ -55,7 +56,7 @@ namespace vnet::vhost_user {
 
 class VhostUserDevice;
 
-using MacAddress = std::array<uint8_t, 6>;
+using MacAddress = packet::MacAddress;
 
 // Which layout a queue uses: VIRTIO_F_RING_PACKED negotiated or not.
 enum class RingFormat : uint8_t { split, packed };

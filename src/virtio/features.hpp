@@ -1,11 +1,10 @@
 // Feature bits as a typed set. Bit numbers are virtio 1.2 §5.1.3 (net) and
-// §6 (reserved/transport), plus the two vhost-user specific bits. A typed
-// set keeps us from libvhost-user's mask-vs-bit slip (testing a bit number
-// as if it were a mask).
+// §6 (reserved/transport), plus the two vhost-user specific bits.
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
+
+#include "virtio/bit_set.hpp"
 
 namespace vnet::virtio {
 
@@ -47,31 +46,7 @@ enum class Feature : uint8_t {
     net_host_uso = 56,
 };
 
-class FeatureSet {
-public:
-    constexpr FeatureSet() = default;
-    constexpr explicit FeatureSet(uint64_t bits) : bits_(bits) {}
-    constexpr FeatureSet(std::initializer_list<Feature> features) {
-        for (Feature f : features) {
-            bits_ |= mask(f);
-        }
-    }
-
-    static constexpr uint64_t mask(Feature f) { return uint64_t{1} << static_cast<unsigned>(f); }
-
-    constexpr bool has(Feature f) const { return (bits_ & mask(f)) != 0; }
-    constexpr uint64_t bits() const { return bits_; }
-    constexpr bool is_subset_of(FeatureSet other) const { return (bits_ & ~other.bits_) == 0; }
-
-    constexpr FeatureSet with(Feature f) const { return FeatureSet(bits_ | mask(f)); }
-    constexpr FeatureSet without(Feature f) const { return FeatureSet(bits_ & ~mask(f)); }
-    constexpr FeatureSet operator&(FeatureSet o) const { return FeatureSet(bits_ & o.bits_); }
-    constexpr FeatureSet operator|(FeatureSet o) const { return FeatureSet(bits_ | o.bits_); }
-    constexpr bool operator==(const FeatureSet&) const = default;
-
-private:
-    uint64_t bits_ = 0;
-};
+using FeatureSet = BitSet<Feature>;
 
 static_assert(FeatureSet{Feature::version_1}.bits() == (uint64_t{1} << 32));
 static_assert(FeatureSet::mask(Feature::vhost_user_protocol_features) == 0x40000000);

@@ -37,6 +37,16 @@ static_assert(offsetof(NetHeader, num_buffers) == 10);
 
 inline constexpr size_t kLegacyNetHeaderSize = 10;
 
+// Field offsets, for header bytes copied out of a packet or patched in place
+// (the fields are little-endian: packet/byte_order.hpp's load_le16).
+inline constexpr size_t kNetHeaderFlagsOffset = offsetof(NetHeader, flags);
+inline constexpr size_t kNetHeaderGsoTypeOffset = offsetof(NetHeader, gso_type);
+inline constexpr size_t kNetHeaderHdrLenOffset = offsetof(NetHeader, hdr_len);
+inline constexpr size_t kNetHeaderGsoSizeOffset = offsetof(NetHeader, gso_size);
+inline constexpr size_t kNetHeaderCsumStartOffset = offsetof(NetHeader, csum_start);
+inline constexpr size_t kNetHeaderCsumOffsetOffset = offsetof(NetHeader, csum_offset);
+inline constexpr size_t kNetHeaderNumBuffersOffset = offsetof(NetHeader, num_buffers);
+
 // virtio 1.2 §5.1.6: the header is 12 bytes when VERSION_1 or MRG_RXBUF is
 // negotiated, 10 otherwise.
 constexpr size_t net_header_size(FeatureSet negotiated) {

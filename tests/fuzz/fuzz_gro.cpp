@@ -24,6 +24,7 @@
 #include "../unit/gro/coalesce_checks.hpp"
 #include "../unit/gro/segment_factory.hpp"
 #include "gro/burst_coalescer.hpp"
+#include "packet/wire.hpp"
 
 using namespace vnet;
 using namespace vnet::gro::testing;
@@ -77,11 +78,11 @@ Layout layout(const Bytes& b, size_t vnet) {
         return l;
     }
     const uint16_t type = static_cast<uint16_t>(b[vnet + 12] << 8 | b[vnet + 13]);
-    if (type == 0x0800) {
+    if (type == packet::kEtherTypeIpv4) {
         l.v4 = true;
         l.l4 = l.l3 + 20;
         l.proto = b[l.l3 + 9];
-    } else if (type == 0x86dd) {
+    } else if (type == packet::kEtherTypeIpv6) {
         l.l4 = l.l3 + 40;
         l.proto = b[l.l3 + 6];
     } else {

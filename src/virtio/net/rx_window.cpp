@@ -3,29 +3,11 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "packet/byte_order.hpp"
+#include "packet/iovec.hpp"
 #include "virtio/net_header.hpp"
 
 namespace vnet::virtio {
-
-namespace {
-
-// Writes `value` (little-endian u16) at byte `offset` of the bytes the
-// iovecs describe; the header may be split over tiny buffers by a guest.
-void write_u16_at(std::span<const iovec> iov, size_t offset, uint16_t value) {
-    const uint8_t bytes[2] = {static_cast<uint8_t>(value), static_cast<uint8_t>(value >> 8)};
-    size_t written = 0;
-    for (const iovec& v : iov) {
-        while (written < 2 && offset < v.iov_len) {
-            static_cast<uint8_t*>(v.iov_base)[offset++] = bytes[written++];
-        }
-        if (written == 2) {
-            return;
-        }
-        offset -= std::min(offset, v.iov_len);
-    }
-}
-
-}  // namespace
 
 uint16_t RxWindow::commit(uint32_t len, bool mergeable, bool write_num_buffers) {
     // How many of the lent heads the packet really filled.
@@ -41,7 +23,10 @@ uint16_t RxWindow::commit(uint32_t len, bool mergeable, bool write_num_buffers) 
         // virtio 1.2 §5.1.6.4: num_buffers is the number of buffers the packet spans.
         const std::span<const iovec> header(iovecs_.data() + heads_[pos_].first_iov,
                                             size_t{iovecs_used_} - heads_[pos_].first_iov);
-        write_u16_at(header, offsetof(NetHeader, num_buffers), used_heads);
+        // The header may be split over tiny buffers by a guest.
+        uint8_t num_buffers[2];
+        packet::store_le16(num_buffers, used_heads);
+        packet::scatter_at(header, kNetHeaderNumBuffersOffset, num_buffers, sizeof num_buffers);
     }
     uint32_t remaining = len;
     for (uint16_t i = 0; i < used_heads; ++i) {

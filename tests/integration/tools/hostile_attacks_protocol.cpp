@@ -14,10 +14,10 @@
 #include <thread>
 #include <vector>
 
-#include "frontend/event_fd.hpp"
 #include "hostile_attacks.hpp"
 #include "hostile_guest.hpp"
 #include "hostile_wire.hpp"
+#include "io/eventfd.hpp"
 
 namespace vnet::hostile {
 namespace {
@@ -320,7 +320,7 @@ void attack_rejected_fds_stream(const AttackContext& ctx) {
     vhost_user::MemoryTable table{};
     table.nregions = 8;
     for (size_t i = 0; i < 8; ++i) {
-        eventfds.push_back(frontend::make_event_fd());
+        eventfds.push_back(io::make_eventfd());
         event_raw[i] = eventfds.back().get();
         files.push_back(std::make_unique<GuestMemfd>(4096, Sealing::fixed_size));
         file_raw[i] = files.back()->fd();
@@ -398,7 +398,7 @@ void attack_too_many_fds(const AttackContext& ctx) {
     std::vector<UniqueFd> owned;
     std::vector<int> raw;
     for (size_t i = 0; i < kFds; ++i) {
-        owned.push_back(frontend::make_event_fd());
+        owned.push_back(io::make_eventfd());
         raw.push_back(owned.back().get());
     }
     const long fds_before = ctx.watch_pid != 0 ? count_fds(ctx.watch_pid) : -1;
@@ -443,7 +443,7 @@ void attack_bad_vring_index(const AttackContext& ctx) {
         const vhost_user::VringState enable{0xffffffff, 1};
         require_refused(sock, Request::set_vring_enable, &enable, sizeof enable, {},
                         "SET_VRING_ENABLE for vring 0xffffffff");
-        UniqueFd kick = frontend::make_event_fd();
+        UniqueFd kick = io::make_eventfd();
         const int kick_fd[1] = {kick.get()};
         const uint64_t kick_index = 255;
         require_refused(sock, Request::set_vring_kick, &kick_index, sizeof kick_index, kick_fd,

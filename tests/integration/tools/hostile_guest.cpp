@@ -10,8 +10,8 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "frontend/event_fd.hpp"
 #include "hostile_wire.hpp"
+#include "io/eventfd.hpp"
 
 namespace vnet::hostile {
 namespace {
@@ -129,8 +129,8 @@ HostileGuest::HostileGuest(const std::string& socket_path, const GuestConfig& co
                                         frontend::kRingAreaAlign);
         layouts_[q] = frontend::carve_ring_layout(storage, config_.queue_size);
         rings_[q].emplace(layouts_[q], false);
-        kick_fds_[q] = frontend::make_event_fd();
-        call_fds_[q] = frontend::make_event_fd();
+        kick_fds_[q] = io::make_eventfd();
+        call_fds_[q] = io::make_eventfd();
     }
     frame_ = memory_.allocate(round_up(kNetHeaderBytes + kFrameBytes, 64), 64).data();
     write_frame(frame_);
@@ -194,7 +194,7 @@ void HostileGuest::bring_up() {
 }
 
 void HostileGuest::kick(uint32_t q) const {
-    frontend::signal_event_fd(kick_fds_[q].get());
+    io::signal_eventfd(kick_fds_[q].get());
 }
 
 uint16_t HostileGuest::used_idx(uint32_t q) const {
@@ -240,8 +240,8 @@ uint64_t HostileGuest::send_frames(uint64_t count, std::chrono::milliseconds tim
         if (done >= count || Clock::now() >= deadline) {
             return done;
         }
-        if (frontend::wait_event_fd(call_fds_[kTx].get(), 5)) {
-            frontend::drain_event_fd(call_fds_[kTx].get());
+        if (io::wait_eventfd(call_fds_[kTx].get(), 5)) {
+            io::drain_eventfd(call_fds_[kTx].get());
         }
     }
 }
@@ -259,8 +259,8 @@ uint64_t HostileGuest::pump_until(Clock::time_point until) {
         if (Clock::now() >= until) {
             return done;
         }
-        if (frontend::wait_event_fd(call_fds_[kTx].get(), 1)) {
-            frontend::drain_event_fd(call_fds_[kTx].get());
+        if (io::wait_eventfd(call_fds_[kTx].get(), 1)) {
+            io::drain_eventfd(call_fds_[kTx].get());
         }
     }
 }
@@ -285,8 +285,8 @@ uint64_t HostileGuest::wait_completions(uint64_t count, std::chrono::millisecond
         if (done >= count || Clock::now() >= deadline) {
             return done;
         }
-        if (frontend::wait_event_fd(call_fds_[kTx].get(), 5)) {
-            frontend::drain_event_fd(call_fds_[kTx].get());
+        if (io::wait_eventfd(call_fds_[kTx].get(), 5)) {
+            io::drain_eventfd(call_fds_[kTx].get());
         }
     }
 }

@@ -113,16 +113,46 @@ std::optional<virtio::FeatureSet> parse_guest_features(const std::string& list) 
 struct FrameBatch {
     virtio::NetHeader header{};
     std::vector<std::vector<uint8_t>> frames;
-    std::vector<iovec> iovecs;
-    std::vector<io::PacketIov> packets;
+    packet::PacketBurst burst;  // frames [first, first + n) of the last fill()
 
     FrameBatch(unsigned tag, uint32_t first_index, size_t count, size_t frame_size)
-        : frames(count), iovecs(2 * count), packets(count) {
+        : frames(count) {
         for (size_t i = 0; i < count; ++i) {
             frames[i] = test_frame(tag, first_index + static_cast<uint32_t>(i), frame_size);
-            iovecs[2 * i] = {&header, sizeof header};
-            iovecs[2 * i + 1] = {frames[i].data(), frames[i].size()};
-            packets[i] = {&iovecs[2 * i], 2};
+        }
+    }
+
+    // Makes `burst` carry frames [first, first + n), n <= kMaxBurstPackets.
+    const packet::PacketBurst& fill(size_t first, size_t n) {
+        burst.clear();
+        for (size_t i = first; i < first + n; ++i) {
+            std::span<iovec> iov = burst.free_iovecs();
+            iov[0] = {&header, sizeof header};
+            iov[1] = {frames[i].data(), frames[i].size()};
+            burst.push(2, static_cast<uint32_t>(sizeof header + frames[i].size()),
+                       static_cast<uint32_t>(i));
+        }
+        return burst;
+    }
+};
+
+// Empty buffers of `size` bytes lent to a read, each behind a vnet header
+// buffer when `headers` is given, as a guest's RX ring lends them.
+struct ReadBuffers {
+    std::vector<virtio::NetHeader> headers;
+    std::vector<std::vector<uint8_t>> data;
+    packet::PacketBurst burst;
+
+    ReadBuffers(size_t count, size_t size, bool with_headers)
+        : headers(with_headers ? count : 0), data(count, std::vector<uint8_t>(size)) {
+        for (size_t i = 0; i < count; ++i) {
+            std::span<iovec> iov = burst.free_iovecs();
+            uint16_t n = 0;
+            if (with_headers) {
+                iov[n++] = {&headers[i], sizeof(virtio::NetHeader)};
+            }
+            iov[n++] = {data[i].data(), data[i].size()};
+            burst.push(n, static_cast<uint32_t>(size), static_cast<uint32_t>(i));
         }
     }
 };
@@ -161,10 +191,9 @@ public:
         uint64_t bytes = 0;
         int first_error = 0;
         while (done < count) {
-            const size_t n = std::min<size_t>(64, count - done);
-            std::span<const io::PacketIov> packets(batch.packets.data() + done, n);
+            const size_t n = std::min<size_t>(packet::kMaxBurstPackets, count - done);
             std::span<int> out(results.data() + done, n);
-            const size_t finished = writer.submit(tap_.fd(), packets, out);
+            const size_t finished = writer.submit(tap_.fd(), batch.fill(done, n), out);
             for (size_t i = 0; i < finished; ++i) {
                 if (out[i] >= 0) {
                     bytes += static_cast<uint64_t>(out[i]);
@@ -190,21 +219,14 @@ public:
     void read(size_t count, int timeout_ms) {
         constexpr size_t kBurst = 64;
         constexpr size_t kBufferSize = 65535 + 4;  // a whole GSO frame + VLAN (§3.2)
-        std::vector<virtio::NetHeader> headers(kBurst);
-        std::vector<std::vector<uint8_t>> data(kBurst, std::vector<uint8_t>(kBufferSize));
-        std::vector<iovec> iovecs(2 * kBurst);
-        std::vector<io::PacketIov> buffers(kBurst);
-        for (size_t i = 0; i < kBurst; ++i) {
-            iovecs[2 * i] = {&headers[i], sizeof(virtio::NetHeader)};
-            iovecs[2 * i + 1] = {data[i].data(), data[i].size()};
-            buffers[i] = {&iovecs[2 * i], 2};
-        }
+        ReadBuffers buffers(kBurst, kBufferSize, /*with_headers=*/true);
+        const std::vector<std::vector<uint8_t>>& data = buffers.data;
         std::vector<int> lengths(kBurst);
         const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
         size_t seen = 0;
         size_t other = 0;
         while (seen < count && Clock::now() < deadline) {
-            const io::ReadBurst burst = io::read_burst(tap_.fd(), buffers, lengths);
+            const io::ReadBurst burst = io::read_burst(tap_.fd(), buffers.burst, lengths);
             for (size_t i = 0; i < burst.packets; ++i) {
                 const size_t len = static_cast<size_t>(lengths[i]) - sizeof(virtio::NetHeader);
                 const uint8_t* f = data[i].data();

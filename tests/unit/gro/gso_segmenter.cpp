@@ -68,7 +68,8 @@ std::vector<Bytes> gso_segment(std::span<const uint8_t> frame, size_t vnet_len) 
     const size_t gso_size = le16(frame.data() + 4);
     const size_t l3 = vnet_len + 14;
     const size_t l4 = vnet_len + le16(frame.data() + 6);  // transport header = csum_start
-    const bool v4 = be16(frame.data() + vnet_len + 12) == 0x0800;
+    const bool v4 =
+        be16(frame.data() + vnet_len + packet::kEthTypeOffset) == packet::kEtherTypeIpv4;
     const bool tcp = gso_type == kGsoTcpV4 || gso_type == kGsoTcpV6;
     if (gso_size == 0 || frame.size() < l4 + (tcp ? 20 : 8) ||
         (gso_type != kGsoTcpV4 && gso_type != kGsoTcpV6 && gso_type != kGsoUdpL4)) {

@@ -10,6 +10,8 @@
 #include <span>
 #include <vector>
 
+#include "packet/wire.hpp"
+
 namespace vnet::gro::testing {
 
 using Bytes = std::vector<uint8_t>;

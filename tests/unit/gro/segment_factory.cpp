@@ -55,7 +55,7 @@ Bytes build_segment(const SegmentSpec& s) {
     // Ethernet.
     std::copy(s.dst_mac.begin(), s.dst_mac.end(), b.begin() + s.vnet_len);
     std::copy(s.src_mac.begin(), s.src_mac.end(), b.begin() + s.vnet_len + 6);
-    put16(b, s.vnet_len + 12, s.ipv6 ? 0x86dd : 0x0800);
+    put16(b, s.vnet_len + 12, s.ipv6 ? packet::kEtherTypeIpv6 : packet::kEtherTypeIpv4);
     // IP.
     const uint8_t proto = s.udp ? 17 : 6;
     if (s.ipv6) {

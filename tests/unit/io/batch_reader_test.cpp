@@ -23,11 +23,14 @@ public:
         for (size_t i = 0; i < count; ++i) {
             iovecs_[2 * i] = {&headers_[i], sizeof(virtio::NetHeader)};
             iovecs_[2 * i + 1] = {data_[i].data(), data_[i].size()};
-            packets_.push_back(PacketIov{&iovecs_[2 * i], 2});
+            std::copy_n(&iovecs_[2 * i], 2, burst_.free_iovecs().begin());
+            burst_.push(2, static_cast<uint32_t>(sizeof(virtio::NetHeader) + data_size),
+                        static_cast<uint32_t>(i));
         }
     }
-    const std::vector<PacketIov>& packets() const { return packets_; }
-    size_t size() const { return packets_.size(); }
+    // Empty buffers lent to the read, as a guest's RX ring lends them.
+    const packet::PacketBurst& packets() const { return burst_; }
+    size_t size() const { return burst_.count; }
     std::vector<uint8_t> bytes(size_t i, int len) const {
         const auto* h = reinterpret_cast<const uint8_t*>(&headers_[i]);
         std::vector<uint8_t> out(h, h + sizeof(virtio::NetHeader));
@@ -41,13 +44,13 @@ private:
     std::vector<virtio::NetHeader> headers_;
     std::vector<std::vector<uint8_t>> data_;
     std::vector<iovec> iovecs_;
-    std::vector<PacketIov> packets_;
+    packet::PacketBurst burst_;
 };
 
 void send_all(const PacketPipe& pipe, const TestPackets& packets) {
     for (size_t i = 0; i < packets.size(); ++i) {
-        const auto& p = packets.packets()[i];
-        ASSERT_EQ(::writev(pipe.writer.get(), p.iov, static_cast<int>(p.count)),
+        const std::span<const iovec> p = packets.packets().packet_iovecs(static_cast<uint16_t>(i));
+        ASSERT_EQ(::writev(pipe.writer.get(), p.data(), static_cast<int>(p.size())),
                   packets.wire_size(i));
     }
 }

@@ -43,6 +43,15 @@ TEST(Eventfd, signal_and_drain_round_trip_without_blocking) {
     EXPECT_EQ(drain_eventfd(e.get()), 2u);
 }
 
+TEST(Eventfd, wait_returns_at_once_when_signalled_and_times_out_when_not) {
+    UniqueFd e = make_eventfd();
+    EXPECT_FALSE(wait_eventfd(e.get(), 0));
+    EXPECT_TRUE(signal_eventfd(e.get()));
+    EXPECT_TRUE(wait_eventfd(e.get(), 1000));
+    EXPECT_EQ(drain_eventfd(e.get()), 1u);
+    EXPECT_FALSE(wait_eventfd(e.get(), 1));
+}
+
 TEST(Eventfd, set_nonblocking_sets_o_nonblock) {
     UniqueFd e(::eventfd(0, EFD_CLOEXEC));
     EXPECT_TRUE(set_nonblocking(e.get()));

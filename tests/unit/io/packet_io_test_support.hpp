@@ -18,6 +18,7 @@
 
 #include "common/unique_fd.hpp"
 #include "io/packet_batch.hpp"
+#include "packet/packet_burst.hpp"
 #include "virtio/net_header.hpp"
 
 namespace vnet::io::test {
@@ -49,7 +50,9 @@ public:
                 contiguous_[i] = wire_bytes(i);
                 iovecs_[2 * i] = {contiguous_[i].data(), contiguous_[i].size()};
             }
-            packets_.push_back(PacketIov{&iovecs_[2 * i], one ? 1u : 2u});
+            const uint16_t count = one ? 1 : 2;
+            std::copy_n(&iovecs_[2 * i], count, burst_.free_iovecs().begin());
+            burst_.push(count, static_cast<uint32_t>(wire_size(i)), static_cast<uint32_t>(i));
         }
     }
 
@@ -58,8 +61,8 @@ public:
         return TestPackets(std::vector<size_t>(count, frame_size), tag, layout);
     }
 
-    const std::vector<PacketIov>& packets() const { return packets_; }
-    size_t size() const { return packets_.size(); }
+    const packet::PacketBurst& packets() const { return burst_; }
+    size_t size() const { return burst_.count; }
     int wire_size(size_t i) const {
         return static_cast<int>(sizeof(virtio::NetHeader) + frames_[i].size());
     }
@@ -92,7 +95,7 @@ private:
     std::vector<std::vector<uint8_t>> frames_;
     std::vector<std::vector<uint8_t>> contiguous_;  // header + frame, for one-iovec packets
     std::vector<iovec> iovecs_;
-    std::vector<PacketIov> packets_;
+    packet::PacketBurst burst_;
 };
 
 // A connected SOCK_SEQPACKET pair keeps message boundaries, like a tap:

@@ -25,6 +25,7 @@
 #include "io/batch_reader.hpp"
 #include "io/batch_writer.hpp"
 #include "io/uring_batch.hpp"
+#include "packet/packet_burst.hpp"
 #include "ports/setup_error.hpp"
 #include "ports/tap_device.hpp"
 #include "virtio/net_header.hpp"
@@ -36,26 +37,26 @@ using Clock = std::chrono::steady_clock;
 
 constexpr size_t kEthHeader = 14;
 
-// `count` packets that all point at one vnet header (all zero: no offload)
-// and one broadcast frame of ethertype 0x88b5 (IEEE local experimental, so
-// the stack ignores it).
+// `count` packets (at most one burst) that all point at one vnet header
+// (all zero: no offload) and one broadcast frame of ethertype 0x88b5 (IEEE
+// local experimental, so the stack ignores it).
 struct RepeatedFrame {
     virtio::NetHeader header{};
     std::vector<uint8_t> frame;
-    std::vector<iovec> iovecs;
-    std::vector<io::PacketIov> packets;
+    packet::PacketBurst burst;
 
-    RepeatedFrame(size_t count, size_t frame_size)
-        : frame(std::max(frame_size, kEthHeader), 0), iovecs(2 * count), packets(count) {
+    RepeatedFrame(size_t count, size_t frame_size) : frame(std::max(frame_size, kEthHeader), 0) {
         std::fill(frame.begin(), frame.begin() + 6, 0xff);
         const uint8_t src[6] = {0x02, 0x76, 0x6e, 0x00, 0x00, 0x01};
         std::copy(src, src + 6, frame.begin() + 6);
         frame[12] = 0x88;
         frame[13] = 0xb5;
         for (size_t i = 0; i < count; ++i) {
-            iovecs[2 * i] = {&header, sizeof header};
-            iovecs[2 * i + 1] = {frame.data(), frame.size()};
-            packets[i] = {&iovecs[2 * i], 2};
+            std::span<iovec> iov = burst.free_iovecs();
+            iov[0] = {&header, sizeof header};
+            iov[1] = {frame.data(), frame.size()};
+            burst.push(2, static_cast<uint32_t>(sizeof header + frame.size()),
+                       static_cast<uint32_t>(i));
         }
     }
 };
@@ -88,9 +89,9 @@ int bench_write(ports::TapDevice& tap, const std::string& how, double seconds, s
         // The clock is read once per 64 batches: it costs more than a write.
         for (int rep = 0; rep < 64; ++rep) {
             const size_t finished =
-                ring ? ring->run(io::UringBatch::Op::writev, tap.fd(), batch.packets.data(),
-                                 batch_size, results.data(), /*linked=*/false)
-                     : writer->submit(tap.fd(), batch.packets, results);
+                ring ? ring->run(io::UringBatch::Op::writev, tap.fd(), batch.burst, 0, batch_size,
+                                 results.data(), /*linked=*/false)
+                     : writer->submit(tap.fd(), batch.burst, results);
             for (size_t i = 0; i < finished; ++i) {
                 results[i] >= 0 ? ++written : ++failed;
             }
@@ -111,11 +112,10 @@ int bench_write(ports::TapDevice& tap, const std::string& how, double seconds, s
 int bench_read(ports::TapDevice& tap, const std::string& how, size_t batch_size) {
     constexpr size_t kBufferSize = 2048;
     std::vector<std::vector<uint8_t>> data(batch_size, std::vector<uint8_t>(kBufferSize));
-    std::vector<iovec> iovecs(batch_size);
-    std::vector<io::PacketIov> buffers(batch_size);
+    packet::PacketBurst buffers;  // empty buffers lent to the reads
     for (size_t i = 0; i < batch_size; ++i) {
-        iovecs[i] = {data[i].data(), data[i].size()};
-        buffers[i] = {&iovecs[i], 1};
+        buffers.free_iovecs()[0] = {data[i].data(), data[i].size()};
+        buffers.push(1, kBufferSize, static_cast<uint32_t>(i));
     }
     std::vector<int> lengths(batch_size);
     std::unique_ptr<io::UringBatch> ring;
@@ -132,8 +132,8 @@ int bench_read(ports::TapDevice& tap, const std::string& how, size_t batch_size)
     for (bool dry = false; !dry;) {
         size_t got = 0;
         if (ring) {
-            ring->run(io::UringBatch::Op::readv, tap.fd(), buffers.data(), batch_size,
-                      lengths.data(), /*linked=*/false);
+            ring->run(io::UringBatch::Op::readv, tap.fd(), buffers, 0, batch_size, lengths.data(),
+                      /*linked=*/false);
             for (size_t i = 0; i < batch_size; ++i) {
                 lengths[i] >= 0 ? ++got : (dry = true);
             }
@@ -169,7 +169,8 @@ int main(int argc, char** argv) {
         ->required()
         ->check(CLI::IsMember({"io_uring", "writev", "io_uring-unlinked"}));
     write_cmd->add_option("--seconds", seconds, "how long")->check(CLI::Range(0.1, 600.0));
-    write_cmd->add_option("--batch", batch, "packets per submission")->check(CLI::Range(1, 1024));
+    write_cmd->add_option("--batch", batch, "packets per submission (one burst: at most 64)")
+        ->check(CLI::Range(1, int{packet::kMaxBurstPackets}));
     write_cmd->add_option("--size", size, "frame bytes")->check(CLI::Range(14, 65535));
     auto* read_cmd = app.add_subcommand("read", "drain the tap's queue once stdin says so");
     unsigned txqueuelen = 0;
@@ -177,7 +178,8 @@ int main(int argc, char** argv) {
     read_cmd->add_option("--how", how, "readv or io_uring")
         ->required()
         ->check(CLI::IsMember({"readv", "io_uring"}));
-    read_cmd->add_option("--batch", batch, "packets per call")->check(CLI::Range(1, 1024));
+    read_cmd->add_option("--batch", batch, "packets per call (one burst: at most 64)")
+        ->check(CLI::Range(1, int{packet::kMaxBurstPackets}));
     read_cmd->add_option("--txqueuelen", txqueuelen, "SIOCSIFTXQLEN: how much the queue holds");
     CLI11_PARSE(app, argc, argv);
     std::setvbuf(stdout, nullptr, _IOLBF, 0);

@@ -1,0 +1,65 @@
+// The internet checksum (RFC 1071): the one's-complement sum of big-endian
+// 16-bit words, as IPv4 headers and the TCP/UDP pseudo header use it.
+// Header-only: it runs per packet over 8-40 bytes and must inline.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "packet/byte_order.hpp"
+#include "packet/wire.hpp"
+
+namespace vnet::packet {
+
+// Folds the carries into 16 bits, not complemented. A non-zero sum folds to
+// 1..0xffff, as the kernel's csum_fold does before its final complement.
+constexpr uint16_t checksum_fold(uint64_t sum) {
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    return static_cast<uint16_t>(sum);
+}
+
+// Adds `len` bytes at `data` to a running sum and returns the sum folded to
+// 16 bits (so callers may add lengths and protocol numbers to it without
+// overflow). An odd trailing byte is padded with zero (RFC 1071 §4.1), so a
+// buffer split at an odd offset must be summed in one call.
+//
+// Sums 32-bit big-endian words into 64 bits: 2^16 ≡ 1 (mod 2^16 - 1), so a
+// 32-bit word adds what its two 16-bit halves would (RFC 1071 §2(B)), in
+// half the steps; both sums are zero only for all-zero input, so the fold
+// is the same.
+inline uint16_t checksum_add(uint32_t sum, const void* data, size_t len) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    uint64_t acc = sum;
+    size_t i = 0;
+    for (; i + 4 <= len; i += 4) {
+        acc += load_be32(p + i);
+    }
+    if (i + 2 <= len) {
+        acc += load_be16(p + i);
+        i += 2;
+    }
+    if (i < len) {
+        acc += uint32_t{p[i]} << 8;
+    }
+    return checksum_fold(acc);
+}
+
+// The value to store in a checksum field: the complemented fold, in host
+// order (store it big-endian).
+constexpr uint16_t checksum_finish(uint64_t sum) {
+    return static_cast<uint16_t>(~checksum_fold(sum));
+}
+
+// The pseudo-header sum for an L4 segment of `l4_len` bytes (RFC 9293
+// §3.1 / RFC 8200 §8.1), folded. `l3` points at the IP header. It is what a
+// CHECKSUM_PARTIAL skb (virtio NEEDS_CSUM) carries in the L4 check field:
+// the device adds the L4 bytes from csum_start and complements.
+inline uint16_t pseudo_header_sum(const uint8_t* l3, bool ipv4, uint8_t proto, uint32_t l4_len) {
+    const uint32_t sum =
+        ipv4 ? checksum_add(0, l3 + kIpv4SrcOffset, 8) : checksum_add(0, l3 + kIpv6SrcOffset, 32);
+    return checksum_fold(uint64_t{sum} + proto + (l4_len >> 16) + (l4_len & 0xffff));
+}
+
+}  // namespace vnet::packet
