@@ -51,7 +51,7 @@ expected = {
                 "gro1-notso", "kernel", "naive", "testpmd"],
     "seed000": ["l64-p1", "l128-p1", "l4k-p1", "l64-p4", "l128-p4", "l4k-p4"],
     "rawlimit": ["raw", "raw-xdp", "raw-uring", "raw-napi", "vnetd", "vnetd-xdp"],
-    "guestrx": ["64", "1500"],
+    "guestrx": ["64-split", "1500-split", "64-packed", "1500-packed"],
     "multiqueue": ["q1-w1", "q2-w1", "q4-w1", "q2-w2", "q4-w2"],
     "ringwork": ["64-split", "64-packed", "1500-split", "1500-packed"],
 }

@@ -95,8 +95,19 @@ private:
     ChildProcess process_;
 };
 
+// One row: the frame size and the guest's ring format.
+struct RowSpec {
+    int size;
+    bool packed;
+    std::string key() const { return std::to_string(size) + (packed ? "-packed" : "-split"); }
+    std::string label() const { return std::to_string(size) + " B" + (packed ? " packed" : ""); }
+    // The split row of the same size: the packed rows compare with it.
+    std::string split_key() const { return std::to_string(size) + "-split"; }
+};
+
 // The guest: vnet-pktgen receiving on the load CPU at normal priority.
-ChildProcess start_guest(BenchContext& ctx, const std::string& label, const std::string& sock) {
+ChildProcess start_guest(BenchContext& ctx, const std::string& label, const std::string& sock,
+                         bool packed) {
     ProcessSpec spec;
     spec.name = "vnet-pktgen --rx " + label;
     spec.argv = {ctx.tools().pktgen,
@@ -109,6 +120,9 @@ ChildProcess start_guest(BenchContext& ctx, const std::string& label, const std:
                  "0",
                  "--connect-timeout",
                  "15"};
+    if (packed) {
+        spec.argv.push_back("--packed");
+    }
     spec.cpu = ctx.load_cpu();
     spec.output_path = ctx.log_path("guest-" + label + ".log");
     return ChildProcess(spec);
@@ -173,11 +187,11 @@ double raw_point(BenchContext& ctx, const std::string& netns, int size, nlohmann
 // The guest, the sender and the measurement, once a back end (vnetd or
 // testpmd) serves `sock` and reads `tap`. Stops the guest afterwards.
 double measure_with_guest(BenchContext& ctx, const std::string& netns, const std::string& label,
-                          const std::string& sock, const std::string& tap, int size,
+                          const std::string& sock, const std::string& tap, const RowSpec& row,
                           const std::function<std::string()>& backend_failure,
                           nlohmann::json& extra) {
-    ChildProcess guest = start_guest(ctx, label, sock);
-    RedirectingSender sender(ctx, netns, label, tap, size);
+    ChildProcess guest = start_guest(ctx, label, sock, row.packed);
+    RedirectingSender sender(ctx, netns, label, tap, row.size);
     const double mpps = measure_reader(
         ctx, netns, tap,
         [&]() -> std::string {
@@ -194,8 +208,9 @@ double measure_with_guest(BenchContext& ctx, const std::string& netns, const std
     return mpps;
 }
 
-double vnetd_point(BenchContext& ctx, const std::string& netns, int size, nlohmann::json& extra) {
-    const std::string label = "grx-vnetd-" + std::to_string(size);
+double vnetd_point(BenchContext& ctx, const std::string& netns, const RowSpec& row,
+                   nlohmann::json& extra) {
+    const std::string label = "grx-vnetd-" + row.key();
     const std::string sock = ctx.fresh_socket_path(label);
     const std::string tap = ctx.fresh_ifname("a");
     VnetdInstance vnetd(ctx, label, {"--socket-path", sock, "--tap", tap}, netns);
@@ -203,13 +218,14 @@ double vnetd_point(BenchContext& ctx, const std::string& netns, int size, nlohma
     vnetd.wait_for_link(tap);
     link_up(netns, tap);
     const double mpps = measure_with_guest(
-        ctx, netns, label, sock, tap, size, [&] { return vnetd.failure(); }, extra);
+        ctx, netns, label, sock, tap, row, [&] { return vnetd.failure(); }, extra);
     extra["vnetd"] = vnetd_counters_summary(vnetd.stop());
     return mpps;
 }
 
-double dpdk_point(BenchContext& ctx, const std::string& netns, int size, nlohmann::json& extra) {
-    const std::string label = "grx-dpdk-" + std::to_string(size);
+double dpdk_point(BenchContext& ctx, const std::string& netns, const RowSpec& row,
+                  nlohmann::json& extra) {
+    const std::string label = "grx-dpdk-" + row.key();
     const std::string sock = ctx.fresh_socket_path(label);
     const std::string tap = ctx.fresh_ifname("d");
     TestpmdInstance pmd(ctx, testpmd_vhost_to_tap(ctx, label, sock, tap, netns));
@@ -217,7 +233,7 @@ double dpdk_point(BenchContext& ctx, const std::string& netns, int size, nlohman
     wait_for_link(netns, tap);
     link_up(netns, tap);
     const double mpps = measure_with_guest(
-        ctx, netns, label, sock, tap, size, [&] { return pmd.failure(); }, extra);
+        ctx, netns, label, sock, tap, row, [&] { return pmd.failure(); }, extra);
     pmd.stop();
     extra["testpmd_log"] = pmd.log_path();
     return mpps;
@@ -230,12 +246,12 @@ Table run_guestrx(BenchContext& ctx) {
     t.id = "guestrx";
     t.title = "tap -> guest RX, Mpps taken from the tap";
     t.unit = "Mpps";
-    t.command = "chrt --idle 0 tap_write_limit -k -x xdp_redirect.bpf.o (devmap -> tap A, CPU " +
-                std::to_string(ctx.load_cpu()) + ") ; reader of A on CPU " +
-                std::to_string(ctx.dut_cpu()) +
-                ": raw read() loop | vnetd --tap A -> vnet-pktgen --rx | testpmd net_tap io "
-                "net_vhost -> vnet-pktgen --rx (guest on CPU " +
-                std::to_string(ctx.load_cpu()) + ")";
+    t.command =
+        "chrt --idle 0 tap_write_limit -k -x xdp_redirect.bpf.o (devmap -> tap A, CPU " +
+        std::to_string(ctx.load_cpu()) + ") ; reader of A on CPU " + std::to_string(ctx.dut_cpu()) +
+        ": raw read() loop | vnetd --tap A -> vnet-pktgen --rx [--packed] | testpmd net_tap "
+        "io net_vhost -> vnet-pktgen --rx [--packed] (guest on CPU " +
+        std::to_string(ctx.load_cpu()) + ")";
     t.columns = {
         {"raw", "raw read() loop", ColumnKind::peer, "Mpps"},
         {"vnetd", "vnetd", ColumnKind::ours, "Mpps"},
@@ -246,17 +262,19 @@ Table run_guestrx(BenchContext& ctx) {
         {"vnetd_ns", "vnetd CPU ns/pkt", ColumnKind::info, "ns"},
         {"dpdk_ns", "DPDK CPU ns/pkt", ColumnKind::info, "ns"},
         {"cpu_vs_raw", "vnetd / raw per CPU", ColumnKind::ratio, "x"},
+        {"vnetd_packed_vs_split", "vnetd packed / split", ColumnKind::ratio, "x"},
+        {"dpdk_packed_vs_split", "DPDK packed / split", ColumnKind::ratio, "x"},
     };
-    const int sizes[] = {64, 1500};
-    for (int size : sizes) {
-        t.add_row(std::to_string(size), std::to_string(size) + " B");
+    const RowSpec rows[] = {{64, false}, {1500, false}, {64, true}, {1500, true}};
+    for (const RowSpec& r : rows) {
+        t.add_row(r.key(), r.label());
     }
     run_guarded(t, [&] {
         Netns ns(ctx.netns_name("grx"));
         std::vector<Point> points;
-        for (int size : sizes) {
-            const std::string row = std::to_string(size);
-            const bool quick_row = size == 64;
+        for (const RowSpec& spec : rows) {
+            const std::string row = spec.key();
+            const bool quick_row = spec.size == 64;
             // Each point also records its reader's CPU time per frame in
             // the matching "_ns" column (same repeat, same window).
             auto with_cpu = [&t, row](const char* ns_column, auto measure) {
@@ -268,27 +286,44 @@ Table run_guestrx(BenchContext& ctx) {
                     return mpps;
                 };
             };
-            points.push_back(
-                {row, "raw", quick_row, with_cpu("raw_ns", [&ctx, &ns, size](nlohmann::json& x) {
-                     return raw_point(ctx, ns.name(), size, x);
-                 })});
+            // The raw loop has no guest ring: the packed rows use the split
+            // row's ceiling.
+            if (!spec.packed) {
+                points.push_back({row, "raw", quick_row,
+                                  with_cpu("raw_ns", [&ctx, &ns, spec](nlohmann::json& x) {
+                                      return raw_point(ctx, ns.name(), spec.size, x);
+                                  })});
+            }
             points.push_back({row, "vnetd", quick_row,
-                              with_cpu("vnetd_ns", [&ctx, &ns, size](nlohmann::json& x) {
-                                  return vnetd_point(ctx, ns.name(), size, x);
+                              with_cpu("vnetd_ns", [&ctx, &ns, spec](nlohmann::json& x) {
+                                  return vnetd_point(ctx, ns.name(), spec, x);
                               })});
             points.push_back(
-                {row, "dpdk", quick_row, with_cpu("dpdk_ns", [&ctx, &ns, size](nlohmann::json& x) {
-                     return dpdk_point(ctx, ns.name(), size, x);
+                {row, "dpdk", quick_row, with_cpu("dpdk_ns", [&ctx, &ns, spec](nlohmann::json& x) {
+                     return dpdk_point(ctx, ns.name(), spec, x);
                  })});
         }
         run_points(ctx, t, points);
     });
-    for (int size : sizes) {
-        const std::string row = std::to_string(size);
-        t.cell(row, "vs_raw") = ratio_cell(t.cell(row, "vnetd"), t.cell(row, "raw"));
+    for (const RowSpec& spec : rows) {
+        const std::string row = spec.key();
+        const std::string split = spec.split_key();
+        if (spec.packed) {
+            const char* why = "no guest ring: the split row's raw loop is the ceiling";
+            t.cell(row, "raw").set_not_available(why);
+            t.cell(row, "raw_ns").set_not_available(why);
+            t.cell(row, "vnetd_packed_vs_split") =
+                ratio_cell(t.cell(row, "vnetd"), t.cell(split, "vnetd"));
+            t.cell(row, "dpdk_packed_vs_split") =
+                ratio_cell(t.cell(row, "dpdk"), t.cell(split, "dpdk"));
+        } else {
+            t.cell(row, "vnetd_packed_vs_split") = Cell::not_available("split is the baseline");
+            t.cell(row, "dpdk_packed_vs_split") = Cell::not_available("split is the baseline");
+        }
+        t.cell(row, "vs_raw") = ratio_cell(t.cell(row, "vnetd"), t.cell(split, "raw"));
         t.cell(row, "vs_dpdk") = ratio_cell(t.cell(row, "vnetd"), t.cell(row, "dpdk"));
         // Cheaper per packet is better: raw's cost over vnetd's.
-        t.cell(row, "cpu_vs_raw") = ratio_cell(t.cell(row, "raw_ns"), t.cell(row, "vnetd_ns"));
+        t.cell(row, "cpu_vs_raw") = ratio_cell(t.cell(split, "raw_ns"), t.cell(row, "vnetd_ns"));
         // A reader's cost is missing for the reason its rate is.
         for (const char* rate : {"raw", "vnetd", "dpdk"}) {
             Cell& cost = t.cell(row, std::string(rate) + "_ns");
