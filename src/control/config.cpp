@@ -11,7 +11,7 @@
 
 #include "control/option_table.hpp"
 #include "packet/packet_burst.hpp"
-#include "ports/xdp_options.hpp"
+#include "ports/tap/xdp_options.hpp"
 
 namespace vnet::control {
 

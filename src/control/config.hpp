@@ -47,7 +47,7 @@ struct PortConfig {
     bool napi = false;
     bool napi_frags = false;
     std::optional<unsigned> txqueuelen;
-    // XDP on the tap (ports/tap_xdp.hpp, docs/USAGE.md "XDP on the tap"):
+    // XDP on the tap (ports/tap/tap_xdp.hpp, docs/USAGE.md "XDP on the tap"):
     // "FILE[:SECTION]" (empty: none), the attach mode, and the interface the
     // program's redirect_map[0] points at. Kept as written; validate() checks.
     std::string xdp;

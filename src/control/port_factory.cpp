@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "ports/null_port.hpp"
+#include "ports/null/null_port.hpp"
 
 namespace vnet::control {
 

@@ -8,19 +8,19 @@ namespace vnet::control {
 
 namespace {
 
-nlohmann::json counters_json(const ports::QueueCounters& c) {
+nlohmann::json counters_json(const packet::QueueCounters& c) {
     nlohmann::json j;
     j["packets"] = c.packets.get();
     j["bytes"] = c.bytes.get();
     j["bursts"] = c.bursts.get();
     nlohmann::json hist = nlohmann::json::object();
-    for (size_t b = 0; b < ports::kBurstHistogramBuckets; ++b) {
-        hist[std::string(ports::QueueCounters::histogram_label(b))] = c.burst_sizes[b].get();
+    for (size_t b = 0; b < packet::kBurstHistogramBuckets; ++b) {
+        hist[std::string(packet::QueueCounters::histogram_label(b))] = c.burst_sizes[b].get();
     }
     j["burst_sizes"] = hist;
     nlohmann::json drops = nlohmann::json::object();
-    for (size_t r = 0; r < ports::kDropReasonCount; ++r) {
-        drops[std::string(ports::to_string(static_cast<ports::DropReason>(r)))] = c.drops[r].get();
+    for (size_t r = 0; r < packet::kDropReasonCount; ++r) {
+        drops[std::string(packet::to_string(static_cast<packet::DropReason>(r)))] = c.drops[r].get();
     }
     j["drops"] = drops;
     j["gro"] = {{"frames", c.gro_frames.get()}, {"segments", c.gro_segments.get()}};
@@ -28,7 +28,7 @@ nlohmann::json counters_json(const ports::QueueCounters& c) {
     return j;
 }
 
-double mean_burst(const ports::QueueCounters& c) {
+double mean_burst(const packet::QueueCounters& c) {
     uint64_t bursts = c.bursts.get();
     return bursts == 0 ? 0.0 : static_cast<double>(c.packets.get()) / static_cast<double>(bursts);
 }
@@ -82,7 +82,7 @@ std::string stats_table(const std::vector<ports::Port*>& ports, double seconds) 
                 continue;
             }
             for (int dir = 0; dir < 2; ++dir) {
-                const ports::QueueCounters& c = dir == 0 ? p->rx_counters(q) : p->tx_counters(q);
+                const packet::QueueCounters& c = dir == 0 ? p->rx_counters(q) : p->tx_counters(q);
                 double pkts = static_cast<double>(c.packets.get());
                 double bits = static_cast<double>(c.bytes.get()) * 8.0;
                 std::snprintf(line, sizeof(line),

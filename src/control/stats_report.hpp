@@ -1,4 +1,4 @@
-// Stats: per port and direction, the counters of ports::QueueCounters as a
+// Stats: per port and direction, the counters of packet::QueueCounters as a
 // human table (log / final report) and as JSON (stats file, benchmarks,
 // tests). Reads relaxed atomics: safe while workers run.
 #pragma once

@@ -3,7 +3,7 @@
 // worker writes to it, so it sees every frame vnetd sends (docs/USAGE.md
 // "XDP on the tap").
 #include "control/port_factory.hpp"
-#include "ports/tap_port.hpp"
+#include "ports/tap/tap_port.hpp"
 
 namespace vnet::control {
 

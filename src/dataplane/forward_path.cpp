@@ -151,7 +151,7 @@ uint16_t ForwardPath::transmit_pending() {
         }
         first = end;
     }
-    ports::QueueCounters& counters = destination_.tx_counters(destination_queue_);
+    packet::QueueCounters& counters = destination_.tx_counters(destination_queue_);
     counters.gro_frames.add(merged_frames);
     counters.gro_segments.add(segments);
     return g.coalescer.source_packets(frames);

@@ -19,8 +19,8 @@
 #include <variant>
 #include <vector>
 
+#include "packet/queue_counters.hpp"
 #include "ports/capabilities.hpp"
-#include "ports/queue_counters.hpp"
 #include "virtio/features.hpp"
 
 namespace vnet::ports {
@@ -80,8 +80,8 @@ public:
     virtual void on_guest_fault(uint16_t /*queue*/, uintptr_t /*address*/) {}
 
     // Per-queue counters for the two directions, seen from the port.
-    virtual QueueCounters& rx_counters(uint16_t queue) = 0;  // packets out of the port
-    virtual QueueCounters& tx_counters(uint16_t queue) = 0;  // packets into the port
+    virtual packet::QueueCounters& rx_counters(uint16_t queue) = 0;  // packets out of the port
+    virtual packet::QueueCounters& tx_counters(uint16_t queue) = 0;  // packets into the port
 
     // ---- following the peer (control thread) ------------------------------
     // True if a front end (a guest) negotiates this port's offloads and

@@ -37,8 +37,8 @@
 #include "io/batch_reader.hpp"
 #include "io/batch_writer.hpp"
 #include "ports/setup_error.hpp"
-#include "ports/tap_device.hpp"
-#include "ports/tap_offloads.hpp"
+#include "ports/tap/tap_device.hpp"
+#include "ports/tap/tap_offloads.hpp"
 #include "virtio/net_header.hpp"
 
 namespace {

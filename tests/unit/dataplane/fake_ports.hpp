@@ -44,8 +44,8 @@ public:
     }
     ports::WaitSpec receive_wait(uint16_t) const override { return {}; }
     ports::WaitSpec transmit_wait(uint16_t) const override { return {}; }
-    ports::QueueCounters& rx_counters(uint16_t) override { return rx; }
-    ports::QueueCounters& tx_counters(uint16_t) override { return tx; }
+    packet::QueueCounters& rx_counters(uint16_t) override { return rx; }
+    packet::QueueCounters& tx_counters(uint16_t) override { return tx; }
 
     struct Packet {
         uint32_t id;
@@ -58,7 +58,7 @@ public:
     int bursts = 0;
     int complete_calls = 0;
     bool ready = true;
-    ports::QueueCounters rx, tx;
+    packet::QueueCounters rx, tx;
 };
 
 // A burst sink that accepts at most `room` packets, then reports full.
@@ -81,13 +81,13 @@ public:
     }
     ports::WaitSpec receive_wait(uint16_t) const override { return {}; }
     ports::WaitSpec transmit_wait(uint16_t) const override { return {42, 4, false}; }
-    ports::QueueCounters& rx_counters(uint16_t) override { return rx; }
-    ports::QueueCounters& tx_counters(uint16_t) override { return tx; }
+    packet::QueueCounters& rx_counters(uint16_t) override { return rx; }
+    packet::QueueCounters& tx_counters(uint16_t) override { return tx; }
 
     size_t room = SIZE_MAX;
     std::vector<std::vector<uint8_t>> received;
     std::vector<uint16_t> burst_sizes;
-    ports::QueueCounters rx, tx;
+    packet::QueueCounters rx, tx;
 };
 
 // A reader (like a tap feeding a guest): reads queued frames into lent buffers.
@@ -116,11 +116,11 @@ public:
     uint32_t max_packet_size() const override { return 2048; }
     ports::WaitSpec receive_wait(uint16_t) const override { return {7, 1, false}; }
     ports::WaitSpec transmit_wait(uint16_t) const override { return {}; }
-    ports::QueueCounters& rx_counters(uint16_t) override { return rx; }
-    ports::QueueCounters& tx_counters(uint16_t) override { return tx; }
+    packet::QueueCounters& rx_counters(uint16_t) override { return rx; }
+    packet::QueueCounters& tx_counters(uint16_t) override { return tx; }
 
     std::deque<std::vector<uint8_t>> frames;
-    ports::QueueCounters rx, tx;
+    packet::QueueCounters rx, tx;
 };
 
 }  // namespace vnet::dataplane::testing

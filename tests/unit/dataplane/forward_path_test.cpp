@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "ports/null_port.hpp"
+#include "ports/null/null_port.hpp"
 #include "unit/dataplane/fake_ports.hpp"
 
 namespace vnet::dataplane {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "dataplane/forward_path.hpp"
-#include "ports/null_port.hpp"
+#include "ports/null/null_port.hpp"
 #include "unit/dataplane/fake_ports.hpp"
 
 namespace vnet::dataplane {
@@ -90,8 +90,8 @@ public:
 
     ports::WaitSpec receive_wait(uint16_t) const override { return {}; }
     ports::WaitSpec transmit_wait(uint16_t) const override { return {}; }
-    ports::QueueCounters& rx_counters(uint16_t) override { return rx; }
-    ports::QueueCounters& tx_counters(uint16_t) override { return tx; }
+    packet::QueueCounters& rx_counters(uint16_t) override { return rx; }
+    packet::QueueCounters& tx_counters(uint16_t) override { return tx; }
 
     void queue_frames(size_t n) {
         for (size_t i = 0; i < n; ++i) {
@@ -104,7 +104,7 @@ public:
     std::array<uint8_t, 256> lent{};
     iovec lent_iov{};
     size_t completed = 0, reads = 0, sunk = 0, filled = 0, flushes = 0;
-    ports::QueueCounters rx, tx;
+    packet::QueueCounters rx, tx;
 
 private:
     std::vector<Roles> roles_;

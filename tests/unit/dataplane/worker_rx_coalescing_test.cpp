@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "dataplane/worker.hpp"
-#include "unit/ports/guest_rx_harness.hpp"
+#include "unit/ports/vhost_user/guest_rx_harness.hpp"
 
 namespace vnet::dataplane {
 namespace {
@@ -69,7 +69,7 @@ protected:
         }
         return guest->used_idx() == idx;
     }
-    ports::QueueCounters& counters() { return guest->port.tx_counters(0); }
+    packet::QueueCounters& counters() { return guest->port.tx_counters(0); }
 
     // Declared so that the worker outlives the port (whose rings it stops
     // when the device goes) and the source outlives both.

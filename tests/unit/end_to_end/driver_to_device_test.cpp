@@ -20,7 +20,7 @@
 #include "dataplane/worker.hpp"
 #include "frontend/net_driver.hpp"
 #include "io/epoll_reactor.hpp"
-#include "ports/vhost_user_port.hpp"
+#include "ports/vhost_user/vhost_user_port.hpp"
 #include "unit/dataplane/fake_ports.hpp"
 #include "vhost_user/backend_connection.hpp"
 #include "virtio/net_header.hpp"

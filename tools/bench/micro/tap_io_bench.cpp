@@ -27,7 +27,7 @@
 #include "io/uring_batch.hpp"
 #include "packet/packet_burst.hpp"
 #include "ports/setup_error.hpp"
-#include "ports/tap_device.hpp"
+#include "ports/tap/tap_device.hpp"
 #include "virtio/net_header.hpp"
 
 namespace {

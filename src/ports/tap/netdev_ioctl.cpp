@@ -1,4 +1,4 @@
-#include "ports/netdev_ioctl.hpp"
+#include "ports/tap/netdev_ioctl.hpp"
 
 #include <net/if.h>
 #include <sys/ioctl.h>

@@ -1,4 +1,4 @@
-#include "ports/tap_xdp.hpp"
+#include "ports/tap/tap_xdp.hpp"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -10,8 +10,8 @@
 #include <cstring>
 
 #include "common/log.hpp"
-#include "ports/libbpf_log.hpp"
 #include "ports/setup_error.hpp"
+#include "ports/tap/libbpf_log.hpp"
 
 namespace vnet::ports {
 namespace {

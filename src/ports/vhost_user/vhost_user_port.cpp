@@ -1,4 +1,4 @@
-#include "ports/vhost_user_port.hpp"
+#include "ports/vhost_user/vhost_user_port.hpp"
 
 #include <sys/epoll.h>
 
@@ -32,8 +32,8 @@ void notify_guest(int call_fd) {
 
 }  // namespace
 
-VhostUserPort::QueuePair::QueuePair(QueueCounters& rx_ring_counters,
-                                    QueueCounters& tx_ring_counters)
+VhostUserPort::QueuePair::QueuePair(packet::QueueCounters& rx_ring_counters,
+                                    packet::QueueCounters& tx_ring_counters)
     : rx(rx_ring_counters, now_ns), tx(tx_ring_counters) {}
 
 VhostUserPort::VhostUserPort(std::string name, uint16_t queue_pairs, RunOnOwner run_on_owner)
@@ -41,7 +41,7 @@ VhostUserPort::VhostUserPort(std::string name, uint16_t queue_pairs, RunOnOwner 
       queue_pairs_(queue_pairs),
       run_on_owner_(std::move(run_on_owner)),
       log_(make_logger(this->name())),
-      counters_(std::make_unique<QueueCounters[]>(2u * queue_pairs)),
+      counters_(std::make_unique<packet::QueueCounters[]>(2u * queue_pairs)),
       ring_running_(2u * queue_pairs, false) {
     pairs_.reserve(queue_pairs);
     for (uint16_t q = 0; q < queue_pairs; ++q) {
@@ -163,10 +163,10 @@ bool VhostUserPort::arm_transmit_wait(uint16_t queue) {
     return pairs_[queue].rx.arm_kicks();
 }
 
-QueueCounters& VhostUserPort::rx_counters(uint16_t queue) {
+packet::QueueCounters& VhostUserPort::rx_counters(uint16_t queue) {
     return counters_[2u * queue + 1];  // the guest's TX ring
 }
-QueueCounters& VhostUserPort::tx_counters(uint16_t queue) {
+packet::QueueCounters& VhostUserPort::tx_counters(uint16_t queue) {
     return counters_[2u * queue];  // the guest's RX ring
 }
 
@@ -276,8 +276,9 @@ uint32_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
     // A ring the front end disabled (ethtool -L shrinking the queue pairs)
     // loses what a destination still held because of that, not because the
     // peer went away: the drop says which.
-    const DropReason held_drop = device.queue_disabled(queue_index) ? DropReason::queue_disabled
-                                                                    : DropReason::no_destination;
+    const packet::DropReason held_drop = device.queue_disabled(queue_index)
+                                             ? packet::DropReason::queue_disabled
+                                             : packet::DropReason::no_destination;
     const bool pair_was_running = ring_running_[queue_index] && ring_running_[queue_index ^ 1u];
     ring_running_[queue_index] = false;
     on_owner(queue_index, [&] {
@@ -321,8 +322,9 @@ uint32_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
         if (on_queue_pair_) {
             on_queue_pair_(pair, false);  // the worker let go of it above
         }
-        log_->info("queue pair {} stopped (ring {}{})", pair, queue_index,
-                   held_drop == DropReason::queue_disabled ? " disabled by the front end" : "");
+        log_->info(
+            "queue pair {} stopped (ring {}{})", pair, queue_index,
+            held_drop == packet::DropReason::queue_disabled ? " disabled by the front end" : "");
     }
     if (untaken != 0) {
         // Not drops: the packets stay in the guest's ring, and a front end

@@ -96,8 +96,8 @@ public:
 
     uint32_t queue_generation(uint16_t queue) const override;
     void on_guest_fault(uint16_t queue, uintptr_t address) override;
-    QueueCounters& rx_counters(uint16_t queue) override;
-    QueueCounters& tx_counters(uint16_t queue) override;
+    packet::QueueCounters& rx_counters(uint16_t queue) override;
+    packet::QueueCounters& tx_counters(uint16_t queue) override;
 
     // QueueObserver (control thread).
     void on_queue_ready(vhost_user::VhostUserDevice& device, uint32_t queue_index) override;
@@ -119,7 +119,7 @@ private:
     };
     // Queue pair q: RX ring 2q (us -> guest) and TX ring 2q+1 (guest -> us).
     struct QueuePair {
-        QueuePair(QueueCounters& rx_ring_counters, QueueCounters& tx_ring_counters);
+        QueuePair(packet::QueueCounters& rx_ring_counters, packet::QueueCounters& tx_ring_counters);
         virtio::NetRxQueue rx;
         virtio::NetTxQueue tx;
         RingEnd rx_end;
@@ -143,8 +143,8 @@ private:
 
     uint16_t queue_pairs_;
     RunOnOwner run_on_owner_;
-    Logger log_;                                 // control thread only
-    std::unique_ptr<QueueCounters[]> counters_;  // one per ring
+    Logger log_;                                         // control thread only
+    std::unique_ptr<packet::QueueCounters[]> counters_;  // one per ring
     std::vector<QueuePair> pairs_;
     uint32_t generation_counter_ = 0;  // control thread (inside run_sync)
     // Control thread: rings the device has handed to the dataplane (between

@@ -7,7 +7,7 @@
 #include <chrono>
 
 #include "dataplane/forward_path.hpp"
-#include "unit/ports/guest_rx_harness.hpp"
+#include "unit/ports/vhost_user/guest_rx_harness.hpp"
 
 namespace vnet::ports {
 namespace {
@@ -35,7 +35,7 @@ protected:
     WakeableFillSource source;
     GuestRxHarness guest;
     dataplane::ForwardPath path{source, 0, guest.port, 0, dataplane::PathOptions{}};
-    QueueCounters& counters = guest.port.tx_counters(0);  // packets into the port
+    packet::QueueCounters& counters = guest.port.tx_counters(0);  // packets into the port
 };
 
 TEST_F(VhostUserPortRxCoalescing, rx_frames_0_publishes_and_notifies_once_per_burst) {
@@ -158,7 +158,7 @@ TEST_F(VhostUserPortRxCoalescing, held_frames_of_a_guest_whose_memory_vanished_c
     auto address = reinterpret_cast<uintptr_t>(guest.device->memory()->regions()[0].host_addr);
     guest.port.on_guest_fault(0, address);  // what a SIGBUS on its memory leads to
     guest.stop_rx_ring();
-    EXPECT_EQ(counters.drops[static_cast<size_t>(DropReason::no_destination)].get(), 3u);
+    EXPECT_EQ(counters.drops[static_cast<size_t>(packet::DropReason::no_destination)].get(), 3u);
     EXPECT_EQ(counters.packets.get(), 0u);
 }
 

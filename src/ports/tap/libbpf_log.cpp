@@ -1,4 +1,4 @@
-#include "ports/libbpf_log.hpp"
+#include "ports/tap/libbpf_log.hpp"
 
 #include <bpf/libbpf.h>
 

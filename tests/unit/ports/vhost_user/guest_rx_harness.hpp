@@ -18,7 +18,7 @@
 
 #include "frontend/driver_split_ring.hpp"
 #include "frontend/raw_split_ring_writer.hpp"
-#include "ports/vhost_user_port.hpp"
+#include "ports/vhost_user/vhost_user_port.hpp"
 #include "unit/dataplane/fake_ports.hpp"
 #include "unit/vhost_user/device_harness.hpp"
 #include "virtio/net_header.hpp"

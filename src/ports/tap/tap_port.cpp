@@ -1,4 +1,4 @@
-#include "ports/tap_port.hpp"
+#include "ports/tap/tap_port.hpp"
 
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -145,7 +145,7 @@ uint16_t TapPort::transmit_burst(uint16_t queue, const packet::PacketBurst& burs
         } else {
             // Refused for good (a header the kernel rejects, link down): the
             // packet is completed to the guest and counted, never retried.
-            q.tx.count_drop(DropReason::tx_error);
+            q.tx.count_drop(packet::DropReason::tx_error);
         }
     }
     q.tx.count_burst(written, bytes);
@@ -175,7 +175,7 @@ uint16_t TapPort::receive_burst(uint16_t queue, packet::PacketBurst& burst, uint
     io::ReadBurst got = io::read_burst(q.tap.fd(), burst, std::span<int>(q.results.data(), max));
     burst.clear();
     if (got.stop < 0 && got.stop != -EAGAIN) {
-        q.rx.count_drop(DropReason::rx_error);
+        q.rx.count_drop(packet::DropReason::rx_error);
     }
     uint64_t bytes = 0;
     const uint32_t header = q.tap.vnet_header_size();
@@ -185,7 +185,7 @@ uint16_t TapPort::receive_burst(uint16_t queue, packet::PacketBurst& burst, uint
         if (len <= header) {
             // tun never returns less than the header plus a frame; a zero-length
             // frame would only confuse the destination.
-            q.rx.count_drop(DropReason::packet_too_short);
+            q.rx.count_drop(packet::DropReason::packet_too_short);
             continue;
         }
         burst.free_iovecs()[0] = iovec{slot(i), len};
@@ -206,7 +206,7 @@ int32_t TapPort::receive_one(uint16_t queue, std::span<const iovec> buffer) {
         return static_cast<int32_t>(n);
     }
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
-        q.rx.count_drop(DropReason::rx_error);
+        q.rx.count_drop(packet::DropReason::rx_error);
         return -errno;
     }
     return 0;

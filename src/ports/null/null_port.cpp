@@ -1,4 +1,4 @@
-#include "ports/null_port.hpp"
+#include "ports/null/null_port.hpp"
 
 #include <algorithm>
 

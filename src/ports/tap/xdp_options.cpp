@@ -1,4 +1,4 @@
-#include "ports/xdp_options.hpp"
+#include "ports/tap/xdp_options.hpp"
 
 namespace vnet::ports {
 

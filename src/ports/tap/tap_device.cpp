@@ -1,4 +1,4 @@
-#include "ports/tap_device.hpp"
+#include "ports/tap/tap_device.hpp"
 
 #include <fcntl.h>
 #include <linux/if_tun.h>
@@ -11,8 +11,8 @@
 #include <cstring>
 
 #include "common/log.hpp"
-#include "ports/netdev_ioctl.hpp"
 #include "ports/setup_error.hpp"
+#include "ports/tap/netdev_ioctl.hpp"
 
 namespace vnet::ports {
 namespace {

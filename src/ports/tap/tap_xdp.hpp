@@ -10,7 +10,7 @@
 // attached, the program runs inside tun's write path.
 //
 // Attach mode: native (XDP_FLAGS_DRV_MODE) runs on tun's build_skb path,
-// which vnetd's taps take (O_NONBLOCK, sndbuf INT_MAX; ports/tap_device.hpp);
+// which vnetd's taps take (O_NONBLOCK, sndbuf INT_MAX; ports/tap/tap_device.hpp);
 // generic (XDP_FLAGS_SKB_MODE) runs on the skb afterwards. XdpMode::auto_select
 // tries native first. XDP_FLAGS_UPDATE_IF_NOEXIST: a program someone else
 // attached is never replaced.
@@ -27,7 +27,7 @@
 #include <string>
 #include <string_view>
 
-#include "ports/xdp_options.hpp"
+#include "ports/tap/xdp_options.hpp"
 
 struct bpf_object;
 struct bpf_program;

@@ -1,7 +1,7 @@
 // TapDevice option checks that run before any system call, so they need no
 // privileges. Opening real taps is covered by
 // tests/integration/test_tap_device.sh (root).
-#include "ports/tap_device.hpp"
+#include "ports/tap/tap_device.hpp"
 
 #include <gtest/gtest.h>
 

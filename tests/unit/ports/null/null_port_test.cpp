@@ -2,7 +2,7 @@
 // virtio-net header, whichever size the packets' source negotiated.
 #include <gtest/gtest.h>
 
-#include "ports/null_port.hpp"
+#include "ports/null/null_port.hpp"
 
 namespace vnet::ports {
 namespace {

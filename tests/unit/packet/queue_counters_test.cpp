@@ -1,8 +1,8 @@
-#include "ports/queue_counters.hpp"
+#include "packet/queue_counters.hpp"
 
 #include <gtest/gtest.h>
 
-namespace vnet::ports {
+namespace vnet::packet {
 namespace {
 
 TEST(QueueCounters, histogram_buckets_are_powers_of_two) {
@@ -29,4 +29,4 @@ TEST(QueueCounters, counts_bursts_and_named_drops) {
 }
 
 }  // namespace
-}  // namespace vnet::ports
+}  // namespace vnet::packet

@@ -4,7 +4,7 @@
 // the owning thread.
 #include <gtest/gtest.h>
 
-#include "unit/ports/guest_rx_harness.hpp"
+#include "unit/ports/vhost_user/guest_rx_harness.hpp"
 
 namespace vnet::ports {
 namespace {
@@ -15,7 +15,7 @@ auto inline_owner() {
     return [](uint16_t, const std::function<void()>& work) { work(); };
 }
 
-uint64_t drops(QueueCounters& c, DropReason r) {
+uint64_t drops(packet::QueueCounters& c, packet::DropReason r) {
     return c.drops[static_cast<size_t>(r)].get();
 }
 
@@ -29,9 +29,9 @@ TEST(VhostUserPortTx, a_chain_longer_than_one_write_takes_is_dropped_and_the_rin
     ASSERT_EQ(guest.port.receive_burst(0, burst, packet::kMaxBurstPackets), 1);
     EXPECT_EQ(burst.packets[0].iov_count, 2);
     EXPECT_EQ(burst.packets[0].len, 128u);
-    QueueCounters& out = guest.port.rx_counters(0);
-    EXPECT_EQ(drops(out, DropReason::too_many_segments), 1u);
-    EXPECT_EQ(drops(out, DropReason::bad_descriptor_chain), 0u);
+    packet::QueueCounters& out = guest.port.rx_counters(0);
+    EXPECT_EQ(drops(out, packet::DropReason::too_many_segments), 1u);
+    EXPECT_EQ(drops(out, packet::DropReason::bad_descriptor_chain), 0u);
 
     guest.port.complete_burst(0, burst, 1);
     EXPECT_EQ(guest.used_idx(1), 2);
@@ -52,9 +52,9 @@ TEST(VhostUserPortTx, packets_held_when_the_front_end_disables_the_ring_drop_as_
     guest.set_ring_enabled(1, false);  // a destination still holds all three
 
     EXPECT_FALSE(guest.port.queue_ready(0));
-    QueueCounters& out = guest.port.rx_counters(0);
-    EXPECT_EQ(drops(out, DropReason::queue_disabled), 3u);
-    EXPECT_EQ(drops(out, DropReason::no_destination), 0u);
+    packet::QueueCounters& out = guest.port.rx_counters(0);
+    EXPECT_EQ(drops(out, packet::DropReason::queue_disabled), 3u);
+    EXPECT_EQ(drops(out, packet::DropReason::no_destination), 0u);
     EXPECT_EQ(guest.used_idx(1), 3);  // given back to the guest as completed
 }
 
@@ -66,9 +66,9 @@ TEST(VhostUserPortTx, packets_held_when_the_front_end_goes_away_drop_as_no_desti
 
     guest.device.reset();  // the connection closed
 
-    QueueCounters& out = guest.port.rx_counters(0);
-    EXPECT_EQ(drops(out, DropReason::no_destination), 1u);
-    EXPECT_EQ(drops(out, DropReason::queue_disabled), 0u);
+    packet::QueueCounters& out = guest.port.rx_counters(0);
+    EXPECT_EQ(drops(out, packet::DropReason::no_destination), 1u);
+    EXPECT_EQ(drops(out, packet::DropReason::queue_disabled), 0u);
 }
 
 TEST(VhostUserPortTx, a_burst_says_which_header_its_packets_carry) {

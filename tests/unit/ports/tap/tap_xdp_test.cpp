@@ -2,7 +2,7 @@
 // they need no privileges: a missing file, a section the object does not
 // have, a redirect with a program that has no redirect_map. Loading and
 // attaching are covered by tests/integration/test_tap_xdp.sh (root).
-#include "ports/tap_xdp.hpp"
+#include "ports/tap/tap_xdp.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

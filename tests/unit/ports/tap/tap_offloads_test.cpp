@@ -1,7 +1,7 @@
 // The guest-features -> TUNSETOFFLOAD mapping: QEMU's rule
 // (virtio_net_apply_guest_offloads -> tap_fd_set_offload), restricted to the
 // combinations tun.c's set_offload accepts.
-#include "ports/tap_offloads.hpp"
+#include "ports/tap/tap_offloads.hpp"
 
 #include <gtest/gtest.h>
 

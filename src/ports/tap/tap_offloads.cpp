@@ -1,4 +1,4 @@
-#include "ports/tap_offloads.hpp"
+#include "ports/tap/tap_offloads.hpp"
 
 #include <cstdio>
 

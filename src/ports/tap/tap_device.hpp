@@ -21,7 +21,7 @@
 #include <string>
 
 #include "common/unique_fd.hpp"
-#include "ports/tap_offloads.hpp"
+#include "ports/tap/tap_offloads.hpp"
 #include "virtio/net_header.hpp"
 
 namespace vnet::ports {

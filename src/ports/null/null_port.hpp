@@ -34,13 +34,13 @@ public:
 
     WaitSpec receive_wait(uint16_t) const override { return {}; }
     WaitSpec transmit_wait(uint16_t) const override { return {}; }
-    QueueCounters& rx_counters(uint16_t queue) override { return queues_[queue]->rx; }
-    QueueCounters& tx_counters(uint16_t queue) override { return queues_[queue]->tx; }
+    packet::QueueCounters& rx_counters(uint16_t queue) override { return queues_[queue]->rx; }
+    packet::QueueCounters& tx_counters(uint16_t queue) override { return queues_[queue]->tx; }
 
 private:
     struct Queue {
-        QueueCounters rx;
-        QueueCounters tx;
+        packet::QueueCounters rx;
+        packet::QueueCounters tx;
         std::vector<uint8_t> scratch;
         iovec scratch_iov{};
         uint16_t pending_packets = 0;

@@ -1,5 +1,5 @@
 // The words an operator uses for XDP on a tap, shared by the config file,
-// the command line and the loader (ports/tap_xdp.hpp), so each is parsed and
+// the command line and the loader (ports/tap/tap_xdp.hpp), so each is parsed and
 // spelled in one place: "FILE[:SECTION]" and the attach mode.
 #pragma once
 

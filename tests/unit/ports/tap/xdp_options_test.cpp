@@ -1,6 +1,6 @@
 // The spellings shared by the config file, the command line and the loader:
 // "FILE[:SECTION]" and the attach mode names.
-#include "ports/xdp_options.hpp"
+#include "ports/tap/xdp_options.hpp"
 
 #include <gtest/gtest.h>
 

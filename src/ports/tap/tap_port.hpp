@@ -35,8 +35,8 @@
 
 #include "io/batch_writer.hpp"
 #include "ports/port.hpp"
-#include "ports/tap_device.hpp"
-#include "ports/tap_xdp.hpp"
+#include "ports/tap/tap_device.hpp"
+#include "ports/tap/tap_xdp.hpp"
 
 namespace vnet::ports {
 
@@ -106,8 +106,8 @@ public:
 
     WaitSpec receive_wait(uint16_t queue) const override;
     WaitSpec transmit_wait(uint16_t queue) const override;
-    QueueCounters& rx_counters(uint16_t queue) override { return queues_[queue]->rx; }
-    QueueCounters& tx_counters(uint16_t queue) override { return queues_[queue]->tx; }
+    packet::QueueCounters& rx_counters(uint16_t queue) override { return queues_[queue]->rx; }
+    packet::QueueCounters& tx_counters(uint16_t queue) override { return queues_[queue]->tx; }
 
 private:
     // One tap queue and everything its worker uses with it.
@@ -120,8 +120,8 @@ private:
         // on first use (and again only if the largest frame grows).
         std::vector<uint8_t> slots;
         uint32_t slot_size = 0;
-        QueueCounters rx;
-        QueueCounters tx;
+        packet::QueueCounters rx;
+        packet::QueueCounters tx;
     };
 
     static std::vector<std::unique_ptr<Queue>> open_queues(const std::string& port_name,

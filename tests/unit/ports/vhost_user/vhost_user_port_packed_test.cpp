@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "frontend/driver_packed_ring.hpp"
-#include "ports/vhost_user_port.hpp"
+#include "ports/vhost_user/vhost_user_port.hpp"
 #include "unit/vhost_user/device_harness.hpp"
 
 namespace vnet::ports {
@@ -71,7 +71,9 @@ protected:
         EXPECT_EQ(error, frontend::UsedRingError::ok);
         return out;
     }
-    uint64_t drops(DropReason r) { return port.rx_counters(0).drops[static_cast<size_t>(r)].get(); }
+    uint64_t drops(packet::DropReason r) {
+        return port.rx_counters(0).drops[static_cast<size_t>(r)].get();
+    }
 
     vt::GuestMemory mem;
     UniqueFd kick{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
@@ -106,7 +108,7 @@ TEST_F(PackedPort, a_chain_longer_than_one_write_takes_is_skipped_and_completed)
     rings[1]->publish();
     packet::PacketBurst burst;
     ASSERT_EQ(port.receive_burst(0, burst, packet::kMaxBurstPackets), 1);
-    EXPECT_EQ(drops(DropReason::too_many_segments), 1u);
+    EXPECT_EQ(drops(packet::DropReason::too_many_segments), 1u);
     port.complete_burst(0, burst, 1);
     const auto done = reclaim(1);
     ASSERT_EQ(done.size(), 2u);  // the skipped chain came back too, in order
