@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # vnetd in about ten seconds of traffic, on a fresh Debian 12 machine (root):
-# installs what is needed, builds vnetd and vnet-pktgen, and moves packets
-# both ways between a guest and a host tap, then prints what happened.
+# installs what is needed, builds vnetd, vnetctl and vnet-pktgen, moves packets
+# both ways between a guest and a host tap, asks vnetd about it with vnetctl,
+# then prints what happened.
 #
 #   guest:  vnet-pktgen, our virtio-net front end (a VM stand-in), connected
 #           to vnetd's vhost-user socket
@@ -46,8 +47,8 @@ stats=$work/vnetd-stats.json
 echo "== installing dependencies (scripts/install-deps.sh)"
 bash scripts/install-deps.sh >"$work/install-deps.log" 2>&1 || fail "scripts/install-deps.sh"
 
-echo "== building vnetd and vnet-pktgen in build/"
-{ cmake -S . -B build -G Ninja && ninja -C build vnetd vnet-pktgen; } >"$work/build.log" 2>&1 ||
+echo "== building vnetd, vnetctl and vnet-pktgen in build/"
+{ cmake -S . -B build -G Ninja && ninja -C build vnetd vnetctl vnet-pktgen; } >"$work/build.log" 2>&1 ||
     fail "the build"
 vnetd=$top/build/apps/vnetd
 pktgen=$top/build/apps/vnet-pktgen
@@ -65,8 +66,9 @@ fi
 
 echo "== namespace $ns with vnetd's tap $tap; vnetd listens on $sock"
 netns_new "$ns"
+ctl=$work/vnetd.ctl
 bg_start --log "$work/vnetd.log" ip netns exec "$ns" "$vnetd" --socket-path "$sock" --tap "$tap" \
-    --stats-file "$stats" "${vnetd_cpu[@]}"
+    --stats-file "$stats" --control-socket "$ctl" "${vnetd_cpu[@]}"
 wait_for 10 "vnetd did not start" log_has "$work/vnetd.log" "listening on"
 ip -n "$ns" link set "$tap" up || fail "$tap up"
 wait_for 5 "vnetd wrote no stats file" log_has "$stats" "seconds"
@@ -117,6 +119,11 @@ snapshot h2g64-after
 
 echo "== guest -> host: vnet-pktgen sends 1500 B frames for $big_seconds s"
 guest_tx g2h1500 1500 "$big_seconds"
+
+echo "== what the running vnetd says about itself (vnetctl, over its control socket $ctl)"
+"$top/build/apps/vnetctl" --socket "$ctl" port list || fail "vnetctl port list"
+echo
+"$top/build/apps/vnetctl" --socket "$ctl" stats || fail "vnetctl stats"
 
 echo
 python3 - "$work" "$tap" <<'EOF' || fail "the report"

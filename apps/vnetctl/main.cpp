@@ -31,11 +31,11 @@ std::string text_of(const json& v) {
 void print_ports(const json& ports) {
     TextTable t({"port", "type", "where", "queue pairs", "peer", "connections"});
     for (const json& p : ports) {
-        t.add_row({text_of(p.value("name", json())), text_of(p.value("type", json())),
-                   text_of(p.contains("socket_path") ? p["socket_path"]
-                                                     : p.value("ifname", json())),
-                   text_of(p.value("queue_pairs", json())), text_of(p.value("peer", json())),
-                   text_of(p.value("connections", json()))});
+        t.add_row(
+            {text_of(p.value("name", json())), text_of(p.value("type", json())),
+             text_of(p.contains("socket_path") ? p["socket_path"] : p.value("ifname", json())),
+             text_of(p.value("queue_pairs", json())), text_of(p.value("peer", json())),
+             text_of(p.value("connections", json()))});
     }
     t.print(std::cout);
 }
@@ -78,12 +78,10 @@ void print_stats(const json& now, const json* before, double seconds) {
                 if (packets == 0 && drops == 0 && q["queue"].get<int>() != 0) {
                     continue;  // a queue pair nobody uses
                 }
-                std::vector<std::string> row = {p["name"].get<std::string>(), q["queue"].dump(),
-                                                dir,
-                                                std::to_string(packets),
-                                                c["bytes"].dump(),
-                                                c["bursts"].dump(),
-                                                std::to_string(drops)};
+                std::vector<std::string> row = {
+                    p["name"].get<std::string>(), q["queue"].dump(), dir,
+                    std::to_string(packets),      c["bytes"].dump(), c["bursts"].dump(),
+                    std::to_string(drops)};
                 if (before != nullptr) {
                     const std::string key =
                         p["name"].get<std::string>() + "/" + q["queue"].dump() + "/" + dir;
@@ -154,7 +152,8 @@ int main(int argc, char** argv) {
             }
             json before = client.call("stats");
             if (!watch || as_json) {
-                as_json ? void(std::cout << before.dump(2) << "\n") : print_stats(before, nullptr, 0);
+                as_json ? void(std::cout << before.dump(2) << "\n")
+                        : print_stats(before, nullptr, 0);
             }
             while (watch) {
                 std::this_thread::sleep_for(std::chrono::duration<double>(watch_s));

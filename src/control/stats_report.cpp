@@ -20,7 +20,8 @@ nlohmann::json counters_json(const packet::QueueCounters& c) {
     j["burst_sizes"] = hist;
     nlohmann::json drops = nlohmann::json::object();
     for (size_t r = 0; r < packet::kDropReasonCount; ++r) {
-        drops[std::string(packet::to_string(static_cast<packet::DropReason>(r)))] = c.drops[r].get();
+        drops[std::string(packet::to_string(static_cast<packet::DropReason>(r)))] =
+            c.drops[r].get();
     }
     j["drops"] = drops;
     j["gro"] = {{"frames", c.gro_frames.get()}, {"segments", c.gro_segments.get()}};

@@ -140,9 +140,15 @@ stop_capture() {
         fail "($1) tcpdump wrote $captured of the $CAP_RECEIVED frames it received"
 }
 
-# check_ring_format LABEL OUT: pktgen drove the rings it was asked for.
+# check_ring_format LABEL OUT: pktgen drove the rings it was asked for, and
+# vnetd saw them so: its log names the format and the ring size pktgen used
+# (its default, 256 descriptors).
 check_ring_format() {
     check_equal "$1" "wanted_rings=$RING_FORMAT" "pktgen_ring-format=$(pktgen_value "$2" ring-format)"
+    log_has "$WORK/vnetd-$1.log" "\] $RING_FORMAT rings" ||
+        fail "($1) vnetd did not log $RING_FORMAT rings"
+    log_has "$WORK/vnetd-$1.log" "queue pair 0 running \(rings 0 and 1, 256 entries\)" ||
+        fail "($1) vnetd did not log queue pair 0 with 256 entries: $(grep 'queue pair 0' "$WORK/vnetd-$1.log")"
 }
 
 # case_tx LABEL SIZE-ARGS...: (a) guest -> tap, byte-exact.

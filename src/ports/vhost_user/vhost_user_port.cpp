@@ -227,8 +227,10 @@ void VhostUserPort::on_queue_ready(vhost_user::VhostUserDevice& device, uint32_t
         if (on_queue_pair_) {
             on_queue_pair_(pair, true);
         }
+        const uint16_t entries =
+            s.format == vhost_user::RingFormat::packed ? s.packed_layout.size : s.layout.size;
         log_->info("queue pair {} running (rings {} and {}, {} entries)", pair, queue_index & ~1u,
-                   queue_index | 1u, s.layout.size);
+                   queue_index | 1u, entries);
     }
     on_owner(queue_index, [&] { start_ring(queue_index, s); });
 }
