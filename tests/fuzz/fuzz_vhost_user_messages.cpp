@@ -115,6 +115,10 @@ public:
     void on_queue_ready(VhostUserDevice& device, uint32_t q) override {
         check(device.queue_ready(q));
         QueueSnapshot s = device.queue_snapshot(q);
+        if (s.format == RingFormat::packed) {
+            check_packed(s);
+            return;
+        }
         check(s.memory != nullptr && s.layout.desc != nullptr && s.layout.avail != nullptr &&
               s.layout.used != nullptr);
         const uint32_t n = s.layout.size;
@@ -142,6 +146,33 @@ public:
             make_logger("fuzz.sock")->info("queue {} ready (size {})", q, n);
         }
     }
+    // A packed queue (VIRTIO_F_RING_PACKED): any size 1..32768, the
+    // descriptor ring 16-aligned and the two event areas 4-aligned, each
+    // inside guest memory (virtio 1.2 §2.8.10.1), touched at both ends.
+    static void check_packed(const QueueSnapshot& s) {
+        const virtio::PackedRingLayout& l = s.packed_layout;
+        check(s.memory != nullptr && l.desc != nullptr && l.driver_event != nullptr &&
+              l.device_event != nullptr);
+        const uint32_t n = l.size;
+        check(n != 0 && n <= 32768);
+        check(inside_some_region(*s.memory, l.desc, size_t{n} * sizeof(virtio::PackedDesc)));
+        check(inside_some_region(*s.memory, l.driver_event, sizeof(virtio::PackedEventSuppress)));
+        check(inside_some_region(*s.memory, l.device_event, sizeof(virtio::PackedEventSuppress)));
+        check(reinterpret_cast<uintptr_t>(l.desc) % 16 == 0);
+        check(reinterpret_cast<uintptr_t>(l.driver_event) % 4 == 0);
+        check(reinterpret_cast<uintptr_t>(l.device_event) % 4 == 0);
+        volatile uint16_t sink = 0;
+        uintptr_t fault = 0;
+        run_guarded(
+            [&] {
+                sink = l.desc[0].flags;
+                sink = l.desc[n - 1].flags;
+                sink = l.driver_event->flags;
+                sink = l.device_event->flags;
+            },
+            &fault);
+    }
+
     uint32_t on_queue_stopped(VhostUserDevice& device, uint32_t q) override {
         check(!device.queue_ready(q));
         return use_stop_value ? stop_value : last_avail_[q % 256];
