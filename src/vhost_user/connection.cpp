@@ -104,6 +104,12 @@ ReceiveResult MessageReader::receive_into(int fd, uint8_t* dst, size_t len, size
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
             return ReceiveResult::need_more;
         }
+        // A peer that closes with our last message still unread in its
+        // socket resets the stream instead of ending it: it hung up all
+        // the same (seen when a device breaks as a request is in flight).
+        if (errno == ECONNRESET) {
+            return ReceiveResult::peer_closed;
+        }
         last_errno_ = errno;
         return ReceiveResult::io_error;
     }

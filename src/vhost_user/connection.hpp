@@ -78,7 +78,7 @@ struct Message {
 enum class ReceiveResult : uint8_t {
     message,            // `out` holds one complete message
     need_more,          // nothing more to read now; partial state is kept
-    peer_closed,        // orderly EOF (possibly in the middle of a message)
+    peer_closed,        // EOF or ECONNRESET (possibly in the middle of a message)
     timed_out,          // receive_message only
     bad_version,        // header flags version != 1
     payload_too_large,  // header size > kMaxPayloadSize

@@ -168,6 +168,18 @@ TEST(ConnectionCodec, peer_close_in_the_middle_of_a_message_is_reported) {
     EXPECT_EQ(reader.read(b.get(), m), ReceiveResult::peer_closed);
 }
 
+// The peer closes with our request unread: the kernel resets the stream
+// (ECONNRESET on our side), which is a hang-up like any other.
+TEST(ConnectionCodec, peer_closing_with_our_request_unread_is_a_close_not_an_io_error) {
+    auto [a, b] = make_socket_pair();
+    ASSERT_TRUE(send_message(a.get(), Request::get_features, kRequestFlags, nullptr, 0, {}));
+    b.reset();
+    MessageReader reader;
+    Message m;
+    EXPECT_EQ(reader.read(a.get(), m), ReceiveResult::peer_closed);
+    EXPECT_EQ(reader.last_errno(), 0);
+}
+
 TEST(ConnectionCodec, receive_times_out_when_the_peer_is_silent) {
     auto [a, b] = make_socket_pair();
     Message m;
