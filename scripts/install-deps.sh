@@ -13,8 +13,8 @@ packages=(
     dpdk dpdk-dev iproute2 ethtool iperf3 tcpdump busybox-static xdp-tools python3
     # vnet-bench --charts
     gnuplot-nox
-    # a real guest under TCG
-    qemu-system-x86 linux-image-amd64
+    # a real guest under TCG, also as a libvirt domain
+    qemu-system-x86 linux-image-amd64 libvirt-daemon-system libvirt-clients
 )
 
 missing=()

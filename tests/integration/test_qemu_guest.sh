@@ -43,19 +43,7 @@ IPERF_SECS=${VNET_QEMU_IPERF_SECS:-3}
 command -v python3 >/dev/null || skip "python3 not found"
 [ -c /dev/net/tun ] || skip "/dev/net/tun missing"
 
-# The guest kernel: a Debian vmlinuz whose modules are installed (virtio_pci
-# and virtio_net are modules there).
-KERNEL=${VNET_QEMU_KERNEL:-}
-if [ -z "$KERNEL" ]; then
-    for k in $(printf '%s\n' /boot/vmlinuz-* | sort -V -r); do
-        if [ -f "/lib/modules/${k#/boot/vmlinuz-}/modules.dep" ]; then
-            KERNEL=$k
-            break
-        fi
-    done
-fi
-[ -r "$KERNEL" ] || skip "no /boot/vmlinuz-* with /lib/modules (Debian package linux-image-amd64)"
-KVER=${KERNEL#/boot/vmlinuz-}
+guest_kernel
 [ -x "$VNETD" ] || fail "$VNETD not built"
 
 work_dir vnet-qemu-guest

@@ -34,15 +34,7 @@ work_dir vnet-qemu-mq
 [ -n "$QEMU" ] || fail "qemu-system-x86_64 not found (scripts/install-deps.sh)"
 [ -n "$IPERF3" ] || fail "iperf3 not found"
 [ -x "$VNETD" ] || fail "$VNETD not built"
-KERNEL=""
-for k in $(printf '%s\n' /boot/vmlinuz-* | sort -V -r); do
-    if [ -f "/lib/modules/${k#/boot/vmlinuz-}/modules.dep" ]; then
-        KERNEL=$k
-        break
-    fi
-done
-[ -r "$KERNEL" ] || fail "no /boot/vmlinuz-* with /lib/modules (linux-image-amd64)"
-KVER=${KERNEL#/boot/vmlinuz-}
+guest_kernel
 
 NS=$(ns_name vnet-qmq)
 TAP=$(link_name vnqmq)

@@ -36,6 +36,7 @@
 #                   link_stat NS DEV FIELD, fd_count PID
 #   vnetd, pktgen   vnetd_stats FILE PORT.DIR.FIELD..., pktgen_value FILE KEY
 #   DPDK            NCPU, LAST_CPU, dpdk_eal NAME LCORES (sets EAL_ARGS)
+#   QEMU guests     guest_kernel (sets KERNEL, KVER)
 #
 # Processes: every process is stopped by its PID only, and only those this
 # test started and registered (bg_start, track). Nothing is killed by name.
@@ -448,4 +449,25 @@ dpdk_eal() {
     # shellcheck disable=SC2034 # for the scripts
     EAL_ARGS=(--lcores "$2" --main-lcore 0 --no-pci "${mem[@]}" --file-prefix="$prefix")
     on_exit rm -rf "/var/run/dpdk/$prefix"
+}
+
+# ---- QEMU guests ---------------------------------------------------------------
+
+# guest_kernel: sets KERNEL and KVER for a test guest: VNET_QEMU_KERNEL, or the
+# newest /boot/vmlinuz-X whose modules are installed (/lib/modules/X; Debian
+# builds virtio_pci and virtio_net as modules, which the initramfs takes from
+# there). Fails without one (scripts/install-deps.sh installs linux-image-amd64).
+guest_kernel() {
+    KERNEL=${VNET_QEMU_KERNEL:-}
+    if [ -z "$KERNEL" ]; then
+        local k
+        for k in $(printf '%s\n' /boot/vmlinuz-* | sort -V -r); do
+            if [ -f "/lib/modules/${k#/boot/vmlinuz-}/modules.dep" ]; then
+                KERNEL=$k
+                break
+            fi
+        done
+    fi
+    [ -r "$KERNEL" ] || fail "no /boot/vmlinuz-* with /lib/modules (Debian package linux-image-amd64)"
+    KVER=${KERNEL#/boot/vmlinuz-}
 }

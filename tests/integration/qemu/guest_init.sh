@@ -9,6 +9,10 @@
 #                   directions: ethtool -l, -L combined 1, -L combined N, and
 #                   one iperf3 client per CPU (ports 5201+cpu), each pinned so
 #                   that XPS sends it through that CPU's queue pair
+#   vnet_relink=1   (optional) instead of iperf3: after the ping, wait for
+#                   eth0's carrier to drop and come back (the back end
+#                   restarting: QEMU sets the link down while its vhost-user
+#                   socket is closed) and ping again
 # and reports on the console, one fact per line, each line starting with
 # "VNET-GUEST " so that the host can grep them out of the kernel's output.
 # Always ends with "VNET-GUEST done" and a power-off, whatever failed.
@@ -41,6 +45,7 @@ for w in $(cat /proc/cmdline); do
     vnet_secs=*) SECS=${w#*=} ;;
     vnet_trace_drops=1) TRACE_DROPS=1 ;;
     vnet_mq=*) MQ=${w#*=} ;;
+    vnet_relink=1) RELINK=1 ;;
     esac
 done
 # vnet_trace_drops=1: record every kfree_skb (a drop, with its reason) and
@@ -89,6 +94,41 @@ ping -c 3 -i 0.5 -W 5 "$HOST_IP" >/tmp/ping.out 2>&1
 rc=$?
 report ping /tmp/ping.out
 say "ping-rc $rc"
+
+# wait_carrier VALUE TENTHS: until eth0's carrier reads VALUE; 1 if it did not
+# within TENTHS tenths of a second.
+wait_carrier() {
+    i=0
+    while [ "$(cat /sys/class/net/eth0/carrier 2>/dev/null)" != "$1" ]; do
+        [ $i -ge "$2" ] && return 1
+        sleep 0.1
+        i=$((i + 1))
+    done
+}
+
+# The back end restarts under a running guest: the link goes down and up
+# and the same interface, untouched, reaches the host again.
+if [ -n "${RELINK:-}" ]; then
+    say "waiting for the link to drop"
+    if wait_carrier 0 1800; then
+        say "link down"
+        if wait_carrier 1 1800; then
+            say "link up"
+            ping -c 3 -i 0.5 -w 30 "$HOST_IP" >/tmp/ping2.out 2>&1
+            rc=$?
+            report ping2 /tmp/ping2.out
+            say "ping2-rc $rc"
+        else
+            say "link stayed down"
+        fi
+    else
+        say "link never dropped"
+    fi
+    for f in /sys/class/net/eth0/statistics/*; do
+        say "eth0 ${f##*/} $(cat "$f")"
+    done
+    finish
+fi
 
 # Multiqueue: the queue pairs as the driver sees them, shrunk to one and
 # grown back at run time (QEMU turns each change into SET_VRING_ENABLE),
