@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -115,6 +116,35 @@ int main(int argc, char** argv) {
         ->default_str("1");
     auto* port = app.add_subcommand("port", "ports")->require_subcommand(1);
     auto* port_list = port->add_subcommand("list", "the ports and where they are");
+    // port add KIND NAME [options]: the flags are [[port]] keys with dashes;
+    // --set KEY=VALUE reaches any other key of the config file's option table.
+    auto* port_add = port->add_subcommand("add", "add a port to the running vnetd");
+    std::string add_kind;
+    std::string add_name;
+    std::map<std::string, std::string> add_settings;
+    std::vector<std::string> add_set;
+    std::string add_peer;
+    port_add->add_option("kind", add_kind, "vhost-user, tap or null")->required();
+    port_add->add_option("name", add_name, "the port's name")->required();
+    for (const char* key : {"socket-path", "queue-pairs", "socket-owner", "socket-group",
+                            "socket-mode", "mtu", "tap"}) {
+        port_add->add_option_function<std::string>(
+            std::string("--") + key,
+            [&add_settings, key](const std::string& v) { add_settings[key] = v; },
+            std::string("the [[port]] key ") + key);
+    }
+    for (const char* key : {"client", "persist"}) {
+        port_add->add_flag_function(
+            std::string("--") + key, [&add_settings, key](int64_t) { add_settings[key] = "on"; },
+            std::string("the [[port]] key ") + key);
+    }
+    port_add->add_option("--peer", add_peer, "cross-connect it to this port (in none yet)");
+    port_add->add_option("--set", add_set, "KEY=VALUE: any other [[port]] key");
+    auto* port_del = port->add_subcommand("del", "remove a port (its guest is disconnected)");
+    std::string del_name;
+    port_del->add_option("name", del_name, "the port's name")->required();
+    auto* reload = app.add_subcommand(
+        "reload", "re-read vnetd's config file and apply what changed (as SIGHUP does)");
     auto* call = app.add_subcommand("call", "call any method with JSON params (for scripts)");
     std::string call_method;
     std::string call_params = "{}";
@@ -145,6 +175,29 @@ int main(int argc, char** argv) {
             } else {
                 print_ports(r);
             }
+        } else if (*port_add) {
+            json params{{"name", add_name}, {"type", add_kind}};
+            for (const auto& [key, value] : add_settings) {
+                std::string k = key;
+                std::replace(k.begin(), k.end(), '-', '_');
+                params[k] = value;
+            }
+            for (const std::string& kv : add_set) {
+                const size_t eq = kv.find('=');
+                if (eq == std::string::npos || eq == 0) {
+                    std::cerr << "vnetctl: --set wants KEY=VALUE, not '" << kv << "'\n";
+                    return 2;
+                }
+                params[kv.substr(0, eq)] = kv.substr(eq + 1);
+            }
+            if (!add_peer.empty()) {
+                params["peer"] = add_peer;
+            }
+            const json r = client.call("port.add", params);
+            std::cout << (as_json ? r.dump(2) : "port " + add_name + " added") << "\n";
+        } else if (*port_del) {
+            const json r = client.call("port.del", json{{"name", del_name}});
+            std::cout << (as_json ? r.dump(2) : "port " + del_name + " removed") << "\n";
         } else if (*stats) {
             const bool watch = stats->count("--watch") > 0;
             if (watch && watch_s <= 0) {
@@ -166,6 +219,16 @@ int main(int argc, char** argv) {
                 }
                 std::cout.flush();
                 before = std::move(now);
+            }
+        } else if (*reload) {
+            const json r = client.call("reload");
+            if (as_json) {
+                std::cout << r.dump(2) << "\n";
+            } else {
+                std::cout << "removed: " << (r["removed"].empty() ? "-" : r["removed"].dump())
+                          << "\nadded: " << (r["added"].empty() ? "-" : r["added"].dump())
+                          << "\noptions: " << (r["options"].empty() ? "-" : r["options"].dump())
+                          << "\n";
             }
         } else if (*call) {
             const json params = json::parse(call_params, nullptr, false);

@@ -159,7 +159,16 @@ int main(int argc, char** argv) {
         vnet::set_log_level(config.log_level);
         config.validate();
 
-        vnet::control::Daemon daemon(std::move(config));
+        std::function<vnet::control::Config()> reread;
+        if (!config_file.empty()) {
+            reread = [config_file, table_flags] {
+                vnet::control::Config c = vnet::control::load_config_file(config_file);
+                apply_table_flags(c, table_flags, true);
+                c.validate();
+                return c;
+            };
+        }
+        vnet::control::Daemon daemon(std::move(config), std::move(reread));
         return daemon.run();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "vnetd: %s\n", e.what());

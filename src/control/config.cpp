@@ -133,6 +133,7 @@ void validate_xdp_keys(const PortConfig& p) {
 
 void Config::validate() const {
     std::set<std::string> names;
+    std::set<std::string> socket_paths;
     for (const PortConfig& p : ports) {
         if (p.name.empty()) {
             throw std::invalid_argument("a port has no name");
@@ -147,6 +148,10 @@ void Config::validate() const {
             if (p.socket_path.size() >= 108) {
                 throw std::invalid_argument(
                     "port '" + p.name + "': socket_path is longer than a unix socket allows (107)");
+            }
+            if (!p.socket_path.empty() && !socket_paths.insert(p.socket_path).second) {
+                throw std::invalid_argument("port '" + p.name + "': socket_path " + p.socket_path +
+                                            " is another port's");
             }
         }
         if (p.queue_pairs && (*p.queue_pairs == 0 || *p.queue_pairs > kMaxQueuePairs)) {
@@ -272,11 +277,10 @@ void apply_table(const toml::table& table, OptionScope scope, const std::string&
     }
 }
 
-PortConfig parse_port(const toml::table& t, Config& config) {
+// A port of `type` named `name`, with every key at its default.
+PortConfig new_port(const std::string& name, const std::string& type, const std::string& where) {
     PortConfig p;
-    p.name = t["name"].value<std::string>().value_or("");
-    const std::string where = "port '" + p.name + "'";
-    std::string type = t["type"].value<std::string>().value_or("");
+    p.name = name;
     auto parsed = parse_port_type(type);
     if (!parsed) {
         throw std::invalid_argument(where + ": type must be vhost-user, tap or null, not '" + type +
@@ -286,6 +290,13 @@ PortConfig parse_port(const toml::table& t, Config& config) {
     if (p.type == PortType::tap) {
         p.ifname = p.name;  // `tap` names another device
     }
+    return p;
+}
+
+PortConfig parse_port(const toml::table& t, Config& config) {
+    const std::string name = t["name"].value<std::string>().value_or("");
+    const std::string where = "port '" + name + "'";
+    PortConfig p = new_port(name, t["type"].value<std::string>().value_or(""), where);
     apply_table(t, OptionScope::port, where, config, &p, {"name", "type"});
     return p;
 }
@@ -330,12 +341,34 @@ Config parse_root(const toml::table& root) {
 
 }  // namespace
 
+PortConfig port_from_settings(const std::string& name, const std::string& type,
+                              const std::vector<std::pair<std::string, std::string>>& settings,
+                              Config& config) {
+    const std::string where = "port '" + name + "'";
+    PortConfig p = new_port(name, type, where);
+    for (const auto& [key, text] : settings) {
+        const OptionSpec* option = find_option(OptionScope::port, key);
+        if (option == nullptr) {
+            throw std::invalid_argument(where + ": unknown key '" + key + "'");
+        }
+        try {
+            option->set(config, &p, text);
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument(where + ": " + e.what());
+        }
+    }
+    return p;
+}
+
 Config load_config_file(const std::string& path) {
     toml::table root;
     try {
         root = toml::parse_file(path);
     } catch (const toml::parse_error& e) {
-        throw std::invalid_argument(path + ": " + std::string(e.description()));
+        const toml::source_position at = e.source().begin;
+        throw std::invalid_argument(path + ":" + std::to_string(at.line) + ":" +
+                                    std::to_string(at.column) + ": " +
+                                    std::string(e.description()));
     }
     Config c;
     try {

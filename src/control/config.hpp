@@ -102,6 +102,15 @@ struct Config {
 
 Config load_config_file(const std::string& path);
 
+// A port from its name, type and settings given as text, KEY = VALUE with the
+// [[port]] keys (what a flag would say): how ports are added at run time
+// (vnetctl port add), through the same option rows as the config file.
+// Throws std::invalid_argument naming the port and the key. Not validated
+// against the other ports: Config::validate does that.
+PortConfig port_from_settings(const std::string& name, const std::string& type,
+                              const std::vector<std::pair<std::string, std::string>>& settings,
+                              Config& config);
+
 // Shared by the config file and the command line, so both accept the same
 // spellings. Each throws std::invalid_argument naming the bad value.
 uid_t parse_socket_owner(const std::string& user_or_uid);

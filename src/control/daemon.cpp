@@ -9,23 +9,31 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "control/config_diff.hpp"
 #include "control/option_table.hpp"
 #include "control/stats_report.hpp"
 
 namespace vnet::control {
 
-Daemon::Daemon(Config config)
-    : config_(std::move(config)), log_(make_logger("vnetd")), control_queue_(reactor_) {
+Daemon::Daemon(Config config, std::function<Config()> reread)
+    : config_(std::move(config)),
+      file_config_(config_),
+      reread_config_(std::move(reread)),
+      log_(make_logger("vnetd")),
+      control_queue_(reactor_) {
     config_.validate();
     create_workers();
-    create_ports();
+    for (const PortConfig& pc : config_.ports) {
+        ports_.push_back(build_port(pc, config_.connection_of(pc.name)));
+    }
+    next_placement_group_ = std::max<size_t>(1, config_.connections.size());
     create_paths();
 }
 
 Daemon::~Daemon() {
     // Services first: closing a connection stops its rings, which runs
     // synchronously on the owning workers, so they must still be running.
-    services_.clear();
+    stop_services();
     for (auto& w : workers_) {
         w->stop();
     }
@@ -49,39 +57,39 @@ void Daemon::create_workers() {
     placement_ = dataplane::Placement(workers_.size());
 }
 
-void Daemon::create_ports() {
-    for (const PortConfig& pc : config_.ports) {
-        const PortFactoryEntry* factory = find_port_factory(to_string(pc.type));
-        if (factory == nullptr) {
-            throw std::invalid_argument("port '" + pc.name + "': no factory for type " +
-                                        to_string(pc.type));
-        }
-        PortContext context{
-            .config = config_,
-            .log = log_,
-            .reactor = reactor_,
-            .control_queue = control_queue_,
-            .run_on_owner =
-                [this, connection = config_.connection_of(pc.name)](
-                    uint16_t queue, const std::function<void()>& work) {
-                    workers_[placement_.worker_for(connection, queue)]->run_sync(work);
-                },
-        };
-        BuiltPort built = factory->build(pc, context);
-        if (built.service) {
-            services_.emplace_back(pc.name, std::move(built.service));
-        }
-        ports_.push_back(PortEntry{factory->kind, std::move(built.port)});
+Daemon::PortEntry Daemon::build_port(const PortConfig& pc, size_t placement_group) {
+    const PortFactoryEntry* factory = find_port_factory(to_string(pc.type));
+    if (factory == nullptr) {
+        throw std::invalid_argument("port '" + pc.name + "': no factory for type " +
+                                    to_string(pc.type));
     }
+    PortContext context{
+        .config = config_,
+        .log = log_,
+        .reactor = reactor_,
+        .control_queue = control_queue_,
+        .run_on_owner =
+            [this, placement_group](uint16_t queue, const std::function<void()>& work) {
+                workers_[placement_.worker_for(placement_group, queue)]->run_sync(work);
+            },
+    };
+    BuiltPort built = factory->build(pc, context);
+    return PortEntry{factory->kind, std::move(built.port), placement_group,
+                     std::move(built.service)};
 }
 
-ports::Port* Daemon::port_named(const std::string& name) {
+Daemon::PortEntry* Daemon::entry_named(const std::string& name) {
     for (PortEntry& p : ports_) {
         if (p.port->name() == name) {
-            return p.port.get();
+            return &p;
         }
     }
     return nullptr;
+}
+
+ports::Port* Daemon::port_named(const std::string& name) {
+    PortEntry* entry = entry_named(name);
+    return entry == nullptr ? nullptr : entry->port.get();
 }
 
 // A tap whose peer is not a guest (another tap, a discard port) can take
@@ -108,6 +116,14 @@ void Daemon::offer_gso(ports::Port& port, const ports::Port& peer) {
 }
 
 void Daemon::create_paths() {
+    for (const auto& [a_name, b_name] : config_.connections) {
+        connect_ports(*entry_named(a_name), *entry_named(b_name));
+    }
+}
+
+void Daemon::connect_ports(PortEntry& a_entry, PortEntry& b_entry) {
+    ports::Port* a = a_entry.port.get();
+    ports::Port* b = b_entry.port.get();
     dataplane::PathOptions po;
     po.tx_batch = config_.datapath.tx_batch;
     po.weight_packets = config_.datapath.weight_packets;
@@ -117,37 +133,176 @@ void Daemon::create_paths() {
     po.gro_udp = config_.datapath.gro_udp;
     po.rx_frames = config_.datapath.rx_frames;
     po.rx_usecs = config_.datapath.rx_usecs;
-    for (size_t connection = 0; connection < config_.connections.size(); ++connection) {
-        const auto& [a_name, b_name] = config_.connections[connection];
-        ports::Port* a = port_named(a_name);
-        ports::Port* b = port_named(b_name);
-        offer_gso(*a, *b);
-        offer_gso(*b, *a);
-        uint16_t queues = std::min(a->queue_count(), b->queue_count());
-        for (uint16_t q = 0; q < queues; ++q) {
-            dataplane::Worker& w = *workers_[placement_.worker_for(connection, q)];
-            // A direction whose source produces nothing (a discard port)
-            // has no path.
-            for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
-                if (dataplane::ForwardPath::style_between(from->capabilities(q),
-                                                          to->capabilities(q))) {
-                    w.add_path(std::make_unique<dataplane::ForwardPath>(*from, q, *to, q, po));
-                }
+    offer_gso(*a, *b);
+    offer_gso(*b, *a);
+    const size_t group = a_entry.placement_group;
+    uint16_t queues = std::min(a->queue_count(), b->queue_count());
+    for (uint16_t q = 0; q < queues; ++q) {
+        dataplane::Worker& w = *workers_[placement_.worker_for(group, q)];
+        // A direction whose source produces nothing (a discard port)
+        // has no path.
+        for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
+            if (dataplane::ForwardPath::style_between(from->capabilities(q), to->capabilities(q))) {
+                auto path = std::make_unique<dataplane::ForwardPath>(*from, q, *to, q, po);
+                w.run_sync([&w, &path] { w.add_path(std::move(path)); });
             }
         }
-        log_->info(
-            "cross-connect {} <-> {} ({} queue pair(s) from worker {}, tx_batch {}, "
-            "tx_peek {}, gro {})",
-            a_name, b_name, queues, placement_.worker_for(connection, 0), po.tx_batch, po.tx_peek,
-            po.gro);
+    }
+    log_->info(
+        "cross-connect {} <-> {} ({} queue pair(s) from worker {}, tx_batch {}, "
+        "tx_peek {}, gro {})",
+        a->name(), b->name(), queues, placement_.worker_for(group, 0), po.tx_batch, po.tx_peek,
+        po.gro);
+}
+
+void Daemon::disconnect_port(const ports::Port& port) {
+    for (auto& worker : workers_) {
+        dataplane::Worker& w = *worker;
+        w.run_sync([&w, &port] {
+            std::vector<const dataplane::ForwardPath*> gone;
+            for (const auto& path : w.paths()) {
+                if (&path->source() == &port || &path->destination() == &port) {
+                    path->abandon_pending();
+                    gone.push_back(path.get());
+                }
+            }
+            for (const dataplane::ForwardPath* path : gone) {
+                w.remove_path(path);
+            }
+        });
     }
 }
 
 void Daemon::start_services() {
-    for (auto& [name, service] : services_) {
-        const PortConfig* peer = config_.peer_of(name);
-        service->start(peer == nullptr ? nullptr : port_named(peer->name));
+    for (PortEntry& p : ports_) {
+        if (p.service) {
+            const PortConfig* peer = config_.peer_of(p.port->name());
+            p.service->start(peer == nullptr ? nullptr : port_named(peer->name));
+        }
     }
+}
+
+void Daemon::stop_services() {
+    for (PortEntry& p : ports_) {
+        p.service.reset();
+    }
+}
+
+void Daemon::add_port(PortConfig pc, const std::string& peer) {
+    if (config_.find_port(pc.name) != nullptr) {
+        throw std::invalid_argument("a port named '" + pc.name + "' exists already");
+    }
+    Config next = config_;
+    next.ports.push_back(pc);
+    if (!peer.empty()) {
+        if (next.find_port(peer) == nullptr) {
+            throw std::invalid_argument("no port named '" + peer + "' to connect to");
+        }
+        next.connections.emplace_back(peer, pc.name);
+    }
+    next.validate();
+    PortEntry* peer_entry = peer.empty() ? nullptr : entry_named(peer);
+    const size_t group =
+        peer_entry != nullptr ? peer_entry->placement_group : next_placement_group_++;
+    // The new entry is added last and taken away again if anything below
+    // throws (a socket path in a missing directory, a tap the kernel
+    // refuses): then nothing has changed.
+    try {
+        ports_.push_back(build_port(pc, group));
+    } catch (const std::exception& e) {
+        throw std::runtime_error("port '" + pc.name + "': " + e.what());
+    }
+    PortEntry* added = &ports_.back();
+    peer_entry = peer.empty() ? nullptr : entry_named(peer);  // ports_ may have moved
+    try {
+        if (peer_entry != nullptr) {
+            connect_ports(*peer_entry, *added);
+        }
+        if (added->service) {
+            added->service->start(peer_entry == nullptr ? nullptr : peer_entry->port.get());
+        }
+        if (peer_entry != nullptr && peer_entry->service) {
+            peer_entry->service->set_peer(added->port.get());
+        }
+    } catch (const std::exception& e) {
+        if (peer_entry != nullptr && peer_entry->service) {
+            peer_entry->service->set_peer(nullptr);
+        }
+        added->service.reset();
+        disconnect_port(*added->port);
+        ports_.pop_back();
+        throw std::runtime_error("port '" + pc.name + "': " + e.what());
+    }
+    config_ = std::move(next);
+    log_->info("port {}: added ({}{}{})", pc.name, to_string(pc.type),
+               peer.empty() ? "" : ", cross-connected to ", peer);
+}
+
+nlohmann::json Daemon::reload() {
+    if (!reread_config_) {
+        throw std::invalid_argument(
+            "no config file to re-read (vnetd was started with flags only)");
+    }
+    Config file = reread_config_();  // throws naming the file and the key
+    ConfigPlan plan = plan_reload(file_config_, file);
+    if (!plan.refusals.empty()) {
+        std::string reasons;
+        for (const std::string& r : plan.refusals) {
+            reasons += (reasons.empty() ? "" : "; ") + r;
+        }
+        throw std::invalid_argument("reload refused, nothing changed: " + reasons);
+    }
+    nlohmann::json done{{"removed", nlohmann::json::array()},
+                        {"added", nlohmann::json::array()},
+                        {"options", nlohmann::json::object()}};
+    for (const std::string& name : plan.remove) {
+        if (entry_named(name) != nullptr) {  // may be gone already (vnetctl port del)
+            remove_port(name);
+            done["removed"].push_back(name);
+        }
+    }
+    for (auto& [port, peer] : plan.add) {
+        add_port(port, peer);
+        done["added"].push_back(port.name);
+    }
+    for (const auto& [key, text] : plan.options) {
+        const OptionSpec* option = find_option(OptionScope::datapath, key);
+        if (option == nullptr) {
+            option = find_option(OptionScope::daemon, key);
+        }
+        option->set(config_, nullptr, text);
+        if (key == "busy_poll_us") {
+            for (auto& w : workers_) {
+                w->set_busy_poll_us(config_.datapath.busy_poll_us);
+            }
+        } else if (key == "log_level") {
+            set_log_level(config_.log_level);
+        }
+        done["options"][key] = text;
+    }
+    file_config_ = std::move(file);
+    return done;
+}
+
+void Daemon::remove_port(const std::string& name) {
+    PortEntry* entry = entry_named(name);
+    if (entry == nullptr) {
+        throw std::invalid_argument("no port named '" + name + "'");
+    }
+    const PortConfig* peer_config = config_.peer_of(name);
+    PortEntry* peer = peer_config == nullptr ? nullptr : entry_named(peer_config->name);
+    // Its guest first (the rings go back through the workers, the guest
+    // sees the socket close), then its paths, then the port itself.
+    entry->service.reset();
+    disconnect_port(*entry->port);
+    if (peer != nullptr && peer->service) {
+        peer->service->set_peer(nullptr);
+    }
+    ports_.erase(ports_.begin() + (entry - ports_.data()));
+    std::erase_if(config_.connections,
+                  [&name](const auto& c) { return c.first == name || c.second == name; });
+    std::erase_if(config_.ports, [&name](const PortConfig& p) { return p.name == name; });
+    log_->info("port {}: removed", name);
 }
 
 void Daemon::watch_signals() {
@@ -155,6 +310,7 @@ void Daemon::watch_signals() {
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     // Blocked in every thread (workers inherit the mask when started after
     // this), delivered through the signalfd to the control loop only.
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
@@ -164,9 +320,18 @@ void Daemon::watch_signals() {
     }
     reactor_.watch(signal_fd_.get(), EPOLLIN, [this](uint32_t) {
         signalfd_siginfo info{};
-        if (::read(signal_fd_.get(), &info, sizeof(info)) == sizeof(info)) {
-            log_->info("signal {}: shutting down", info.ssi_signo);
+        if (::read(signal_fd_.get(), &info, sizeof(info)) != sizeof(info)) {
+            return;
         }
+        if (info.ssi_signo == SIGHUP) {
+            try {
+                log_->info("SIGHUP: reloaded: {}", reload().dump());
+            } catch (const std::exception& e) {
+                log_->error("SIGHUP: {}", e.what());
+            }
+            return;
+        }
+        log_->info("signal {}: shutting down", info.ssi_signo);
         stop();
     });
     ::signal(SIGPIPE, SIG_IGN);
@@ -228,7 +393,7 @@ int Daemon::run() {
         reactor_.run();
     }
     control_server_.reset();
-    services_.clear();  // hand every ring back while the workers still run
+    stop_services();  // hand every ring back while the workers still run
     report_stats(true);
     return 0;
 }

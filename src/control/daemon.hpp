@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -29,7 +30,10 @@ namespace vnet::control {
 
 class Daemon {
 public:
-    explicit Daemon(Config config);
+    // `reread`, if given, reads the config file again as it was read at
+    // start-up (the file, then the command line's flags over it): SIGHUP
+    // and vnetctl reload apply what changed (config_diff.hpp).
+    explicit Daemon(Config config, std::function<Config()> reread = {});
     ~Daemon();
     Daemon(const Daemon&) = delete;
     Daemon& operator=(const Daemon&) = delete;
@@ -38,19 +42,46 @@ public:
     int run();
     void stop();
 
+    // Run time (control thread; vnetctl port add/del). add_port builds the
+    // port, cross-connects it to `peer` (an existing port in no
+    // cross-connect) if given and starts it; remove_port disconnects a
+    // connected guest, takes the port's paths off the workers (what they
+    // held goes back to the source as no_destination drops) and closes it.
+    // Both throw std::invalid_argument naming what is wrong and then change
+    // nothing.
+    void add_port(PortConfig port, const std::string& peer);
+    void remove_port(const std::string& name);
+    // Re-reads the config file and applies the difference to the last read
+    // (config_diff.hpp): what it did, as JSON. Throws std::invalid_argument
+    // with every reason when it refuses (then nothing changed).
+    nlohmann::json reload();
+
 private:
     struct PortEntry {
         std::string_view kind;  // its factory's kind name
         std::unique_ptr<ports::Port> port;
+        // What dataplane::Placement places its queue pairs by: the index of
+        // its cross-connect at start-up, a new number for one added at run
+        // time (the two ends of a cross-connect share it). Fixed for the
+        // port's life, so its queue pairs never change worker.
+        size_t placement_group = 0;
+        // Declared after the port: goes first, also when a constructor throws.
+        std::unique_ptr<PortService> service;
     };
 
     void create_workers();
-    void create_ports();
+    PortEntry build_port(const PortConfig& config, size_t placement_group);
     void create_paths();
+    // The paths both ways between two ports, on the worker of their group.
+    void connect_ports(PortEntry& a, PortEntry& b);
+    // Every path from or to `port`, off its worker.
+    void disconnect_port(const ports::Port& port);
+    PortEntry* entry_named(const std::string& name);
     // A `peer` without a front end to negotiate offloads takes any GSO
     // frame: `port` is told so (a tap then takes 64 KB frames from the host).
     void offer_gso(ports::Port& port, const ports::Port& peer);
     void start_services();
+    void stop_services();
     void watch_signals();
     void report_stats(bool final_report);
     nlohmann::json stats_json();
@@ -61,15 +92,16 @@ private:
     ports::Port* port_named(const std::string& name);
 
     Config config_;
+    // The config file as last read (ports added with vnetctl are not in it).
+    Config file_config_;
+    std::function<Config()> reread_config_;
     Logger log_;
     io::EpollReactor reactor_;
     ControlQueue control_queue_;
     std::vector<std::unique_ptr<dataplane::Worker>> workers_;
     dataplane::Placement placement_{1};
-    std::vector<PortEntry> ports_;
-    // The ports' services with their port's name, in config order. Declared
-    // after ports_: they go first, also when a constructor throws.
-    std::vector<std::pair<std::string, std::unique_ptr<PortService>>> services_;
+    std::vector<PortEntry> ports_;  // in config order, then as added
+    size_t next_placement_group_ = 0;
     rpc::MethodTable control_methods_;
     std::unique_ptr<rpc::ControlServer> control_server_;
     UniqueFd signal_fd_;

@@ -26,6 +26,53 @@ void make_parent_directory(const std::string& path) {
     }
 }
 
+// A JSON param as the text the option table parses: what a flag would say.
+std::string setting_text(const std::string& key, const nlohmann::json& value) {
+    if (value.is_string()) {
+        return value.get<std::string>();
+    }
+    if (value.is_boolean()) {
+        return value.get<bool>() ? "on" : "off";
+    }
+    if (value.is_number_integer()) {
+        return value.dump();
+    }
+    if (value.is_array()) {
+        std::string out;
+        for (const nlohmann::json& item : value) {
+            if (!out.empty()) {
+                out += ',';
+            }
+            out += setting_text(key, item);
+        }
+        return out;
+    }
+    throw rpc::RpcError(rpc::ErrorCode::invalid_params,
+                        "'" + key + "' must be a string, an integer, true/false or a list");
+}
+
+std::string string_param(const nlohmann::json& params, const char* key) {
+    auto it = params.find(key);
+    if (it == params.end() || !it->is_string() || it->get<std::string>().empty()) {
+        throw rpc::RpcError(rpc::ErrorCode::invalid_params,
+                            std::string("'") + key + "' (a non-empty string) is required");
+    }
+    return it->get<std::string>();
+}
+
+// Runs a change the daemon may refuse: its reason becomes the error message.
+template <typename Change>
+nlohmann::json refusable(Change change) {
+    try {
+        change();
+    } catch (const rpc::RpcError&) {
+        throw;
+    } catch (const std::exception& e) {
+        throw rpc::RpcError(rpc::ErrorCode::refused, e.what());
+    }
+    return nlohmann::json{{"ok", true}};
+}
+
 }  // namespace
 
 void Daemon::open_control_socket() {
@@ -58,32 +105,72 @@ void Daemon::add_control_methods() {
     control_methods_.add("stats",
                          "every port's counters by queue and direction, as the stats file has them",
                          [this](const nlohmann::json&) { return stats_json(); });
-    control_methods_.add("port.list",
-                         "the ports: name, type, where they are, queue pairs, peer, connections",
+    control_methods_.add(
+        "port.list", "the ports: name, type, where they are, queue pairs, peer, connections",
+        [this](const nlohmann::json&) {
+            nlohmann::json out = nlohmann::json::array();
+            for (const PortConfig& pc : config_.ports) {
+                nlohmann::json p{{"name", pc.name},
+                                 {"type", to_string(pc.type)},
+                                 {"queue_pairs", config_.queue_pairs_of(pc)}};
+                if (const PortConfig* peer = config_.peer_of(pc.name)) {
+                    p["peer"] = peer->name;
+                }
+                if (pc.type == PortType::vhost_user) {
+                    p["socket_path"] = pc.socket_path;
+                    p["client"] = pc.client;
+                } else if (pc.type == PortType::tap) {
+                    p["ifname"] = pc.ifname;
+                }
+                if (PortEntry* entry = entry_named(pc.name); entry != nullptr && entry->service) {
+                    p["connections"] = entry->service->connections();
+                }
+                out.push_back(std::move(p));
+            }
+            return out;
+        });
+    control_methods_.add(
+        "port.add",
+        "add a port: {name, type, peer?, KEY: VALUE...} with the [[port]] keys of the config "
+        "file; peer cross-connects it to a port in no cross-connect",
+        [this](const nlohmann::json& params) {
+            if (!params.is_object()) {
+                throw rpc::RpcError(rpc::ErrorCode::invalid_params, "params must be an object");
+            }
+            const std::string name = string_param(params, "name");
+            const std::string type = string_param(params, "type");
+            std::string peer;
+            std::vector<std::pair<std::string, std::string>> settings;
+            for (const auto& [key, value] : params.items()) {
+                if (key == "peer") {
+                    peer = string_param(params, "peer");
+                } else if (key != "name" && key != "type") {
+                    settings.emplace_back(key, setting_text(key, value));
+                }
+            }
+            return refusable([&] {
+                Config scratch = config_;  // option rows may write daemon-wide state: not ours
+                add_port(port_from_settings(name, type, settings, scratch), peer);
+            });
+        });
+    control_methods_.add("reload",
+                         "re-read the config file and apply what changed (as SIGHUP does)",
                          [this](const nlohmann::json&) {
-                             nlohmann::json out = nlohmann::json::array();
-                             for (const PortConfig& pc : config_.ports) {
-                                 nlohmann::json p{{"name", pc.name},
-                                                  {"type", to_string(pc.type)},
-                                                  {"queue_pairs", config_.queue_pairs_of(pc)}};
-                                 if (const PortConfig* peer = config_.peer_of(pc.name)) {
-                                     p["peer"] = peer->name;
-                                 }
-                                 if (pc.type == PortType::vhost_user) {
-                                     p["socket_path"] = pc.socket_path;
-                                     p["client"] = pc.client;
-                                 } else if (pc.type == PortType::tap) {
-                                     p["ifname"] = pc.ifname;
-                                 }
-                                 for (auto& [name, service] : services_) {
-                                     if (name == pc.name) {
-                                         p["connections"] = service->connections();
-                                     }
-                                 }
-                                 out.push_back(std::move(p));
+                             try {
+                                 return reload();
+                             } catch (const std::exception& e) {
+                                 throw rpc::RpcError(rpc::ErrorCode::refused, e.what());
                              }
-                             return out;
                          });
+    control_methods_.add(
+        "port.del", "remove a port: {name}; a connected guest is disconnected first",
+        [this](const nlohmann::json& params) {
+            if (!params.is_object()) {
+                throw rpc::RpcError(rpc::ErrorCode::invalid_params, "params must be an object");
+            }
+            const std::string name = string_param(params, "name");
+            return refusable([&] { remove_port(name); });
+        });
 }
 
 }  // namespace vnet::control

@@ -26,6 +26,10 @@ public:
     virtual ~PortService() = default;
     // `peer`: the port at the other end of the cross-connect, if any.
     virtual void start(ports::Port* peer) = 0;
+    // The cross-connect changed at run time (vnetctl port add/del): the
+    // port at the other end is now `peer` (nullptr: none, it is going
+    // away). Nothing may refer to the old peer afterwards.
+    virtual void set_peer(ports::Port* peer) = 0;
     // Front ends connected now (the control socket's port list).
     virtual size_t connections() = 0;
 };

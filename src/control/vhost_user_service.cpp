@@ -69,6 +69,15 @@ void VhostUserService::start(ports::Port* peer) {
     open_socket(dc);
 }
 
+void VhostUserService::set_peer(ports::Port* peer) {
+    if (peer != nullptr) {
+        follow_guest(*peer);
+        return;
+    }
+    port_.set_queue_pair_handler({});
+    port_.set_features_handler({});
+}
+
 // The peer adapts to the guest: its offloads to the guest's features, and
 // (a multiqueue tap) its queues to the guest's running queue pairs, so that
 // a guest with 1 of 4 pairs enabled still sees all its traffic. Both

@@ -22,6 +22,7 @@ public:
     ~VhostUserService() override;
 
     void start(ports::Port* peer) override;
+    void set_peer(ports::Port* peer) override;
     size_t connections() override;
 
 private:
@@ -30,7 +31,7 @@ private:
     void open_socket(const vhost_user::DeviceConfig& device);
 
     ports::VhostUserPort& port_;
-    const PortConfig& config_;
+    const PortConfig config_;  // a copy: ports come and go at run time
     Logger log_;
     io::Reactor& reactor_;
     ControlQueue& control_queue_;

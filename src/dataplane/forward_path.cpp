@@ -214,6 +214,20 @@ void ForwardPath::on_guest_fault(uintptr_t address) {
     destination_.on_guest_fault(destination_queue_, address);
 }
 
+void ForwardPath::abandon_pending() {
+    if (pending_.count != 0 && burst_source_ != nullptr &&
+        source_.queue_generation(source_queue_) == pending_generation_ &&
+        source_.queue_ready(source_queue_)) {
+        source_.rx_counters(source_queue_)
+            .count_drop(packet::DropReason::no_destination, pending_.count);
+        burst_source_->complete_burst(source_queue_, pending_, pending_.count);
+    }
+    pending_.clear();
+    if (gro_ != nullptr) {
+        gro_->merged.clear();
+    }
+}
+
 ports::WaitSpec ForwardPath::wait_spec(PathWait wait) const {
     switch (wait) {
         case PathWait::source:

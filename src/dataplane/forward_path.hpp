@@ -72,6 +72,11 @@ public:
     // the path holds and let the port that owns the memory stop its queue.
     void on_guest_fault(uintptr_t address);
 
+    // The path is about to go away (a port removed at run time) with packets
+    // the destination did not take yet: they go back to the source as
+    // drops (no_destination), so a source that stays loses no buffers.
+    void abandon_pending();
+
     // The fd and events to sleep on after a turn that ended in `wait`.
     ports::WaitSpec wait_spec(PathWait wait) const;
 

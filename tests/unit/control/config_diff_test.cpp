@@ -1,0 +1,119 @@
+// plan_reload (SIGHUP, vnetctl reload): what a changed config file adds,
+// removes and changes on a running vnetd, and the exact refusal for what it
+// cannot change.
+#include "control/config_diff.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace vnet::control {
+namespace {
+
+PortConfig vm(const std::string& name) {
+    PortConfig p;
+    p.name = name;
+    p.type = PortType::vhost_user;
+    p.socket_path = "/run/vnetd/" + name + ".sock";
+    return p;
+}
+
+PortConfig tap(const std::string& name) {
+    PortConfig p;
+    p.name = name;
+    p.type = PortType::tap;
+    p.ifname = name;
+    return p;
+}
+
+Config boot() {
+    Config c;
+    c.ports = {vm("vm0"), tap("t0")};
+    c.connections = {{"vm0", "t0"}};
+    return c;
+}
+
+std::vector<std::string> added_names(const ConfigPlan& plan) {
+    std::vector<std::string> names;
+    for (const auto& [port, peer] : plan.add) {
+        names.push_back(port.name + (peer.empty() ? "" : "->" + peer));
+    }
+    return names;
+}
+
+TEST(PlanReload, the_same_file_changes_nothing) {
+    const ConfigPlan plan = plan_reload(boot(), boot());
+    EXPECT_TRUE(plan.empty());
+    EXPECT_TRUE(plan.refusals.empty());
+}
+
+TEST(PlanReload, a_new_cross_connected_pair_is_added_second_port_connecting_to_the_first) {
+    Config after = boot();
+    after.ports.push_back(vm("vm1"));
+    after.ports.push_back(tap("t1"));
+    after.connections.emplace_back("vm1", "t1");
+    const ConfigPlan plan = plan_reload(boot(), after);
+    EXPECT_TRUE(plan.refusals.empty());
+    EXPECT_TRUE(plan.remove.empty());
+    EXPECT_EQ(added_names(plan), (std::vector<std::string>{"vm1", "t1->vm1"}));
+}
+
+TEST(PlanReload, a_port_gone_from_the_file_is_removed_and_its_peer_stays) {
+    Config after = boot();
+    after.ports = {tap("t0")};
+    after.connections.clear();
+    const ConfigPlan plan = plan_reload(boot(), after);
+    EXPECT_TRUE(plan.refusals.empty());
+    EXPECT_EQ(plan.remove, (std::vector<std::string>{"vm0"}));
+    EXPECT_TRUE(plan.add.empty());
+}
+
+TEST(PlanReload, a_new_port_may_connect_to_a_port_that_stays) {
+    Config before = boot();
+    before.ports.push_back(tap("t1"));
+    Config after = before;
+    after.ports.push_back(vm("vm1"));
+    after.connections.emplace_back("t1", "vm1");
+    const ConfigPlan plan = plan_reload(before, after);
+    EXPECT_TRUE(plan.refusals.empty());
+    EXPECT_EQ(added_names(plan), (std::vector<std::string>{"vm1->t1"}));
+}
+
+TEST(PlanReload, a_port_whose_keys_changed_is_refused_naming_the_keys) {
+    Config after = boot();
+    after.ports[0].socket_path = "/run/vnetd/other.sock";
+    after.ports[0].mtu = 9000;
+    const ConfigPlan plan = plan_reload(boot(), after);
+    ASSERT_EQ(plan.refusals.size(), 1u);
+    EXPECT_EQ(plan.refusals[0],
+              "port 'vm0' changed (socket_path, mtu): remove it from the file and reload, then "
+              "add it back");
+}
+
+TEST(PlanReload, rewiring_ports_that_stay_is_refused) {
+    Config before = boot();
+    before.ports.push_back(tap("t1"));
+    Config after = before;
+    after.connections = {{"vm0", "t1"}};
+    const ConfigPlan plan = plan_reload(before, after);
+    ASSERT_EQ(plan.refusals.size(), 3u);
+    EXPECT_EQ(plan.refusals[0],
+              "port 'vm0' changed cross-connect ('t0' -> 't1'): remove it from the file and "
+              "reload, then add it back");
+}
+
+TEST(PlanReload, run_time_options_are_applied_and_the_others_refused) {
+    Config after = boot();
+    after.datapath.busy_poll_us = 50;
+    after.log_level = "debug";
+    after.datapath.tx_batch = 32;
+    const ConfigPlan plan = plan_reload(boot(), after);
+    EXPECT_EQ(plan.options, (std::vector<std::pair<std::string, std::string>>{
+                                {"busy_poll_us", "50"}, {"log_level", "debug"}}));
+    ASSERT_EQ(plan.refusals.size(), 1u);
+    EXPECT_EQ(plan.refusals[0], "tx_batch changed (64 -> 32): it takes a restart");
+}
+
+}  // namespace
+}  // namespace vnet::control
