@@ -15,7 +15,10 @@
 namespace vnet::control {
 
 Daemon::Daemon(Config config)
-    : config_(std::move(config)), log_(make_logger("vnetd")), control_queue_(reactor_) {
+    : config_(std::move(config)),
+      log_(make_logger("vnetd")),
+      control_queue_(reactor_),
+      metrics_(make_metrics_collector()) {
     config_.validate();
     create_workers();
     create_ports();
@@ -23,6 +26,7 @@ Daemon::Daemon(Config config)
 }
 
 Daemon::~Daemon() {
+    metrics_endpoint_.reset();  // no scrape may wait on what goes next
     // Services first: closing a connection stops its rings, which runs
     // synchronously on the owning workers, so they must still be running.
     services_.clear();
@@ -214,6 +218,7 @@ int Daemon::run() {
     started_ = std::chrono::steady_clock::now();
     start_services();
     open_control_socket();
+    open_metrics_endpoint();
     if (config_.stats_interval_s > 0 || !config_.stats_file.empty()) {
         auto interval =
             std::chrono::milliseconds(1000 * std::max<uint32_t>(1, config_.stats_interval_s));
@@ -228,7 +233,8 @@ int Daemon::run() {
         reactor_.run();
     }
     control_server_.reset();
-    services_.clear();  // hand every ring back while the workers still run
+    metrics_endpoint_.reset();  // before the control thread stops answering its scrapes
+    services_.clear();          // hand every ring back while the workers still run
     report_stats(true);
     return 0;
 }

@@ -17,6 +17,7 @@
 #include "common/log.hpp"
 #include "control/config.hpp"
 #include "control/control_queue.hpp"
+#include "control/metrics.hpp"
 #include "control/port_factory.hpp"
 #include "control/rpc/control_server.hpp"
 #include "control/rpc/method_table.hpp"
@@ -37,6 +38,12 @@ public:
     // Runs until SIGTERM/SIGINT (or stop()); returns the exit status.
     int run();
     void stop();
+
+    // Metrics (daemon_metrics.cpp): the families `source` builds are part of
+    // every scrape of --metrics-address; it runs on the control thread. The
+    // ports' and workers' are registered already; other parts (the L2
+    // switch) add theirs here.
+    void add_metrics_source(MetricsSource source);
 
 private:
     struct PortEntry {
@@ -59,6 +66,10 @@ private:
     void open_control_socket();
     void add_control_methods();
     ports::Port* port_named(const std::string& name);
+    // The Prometheus endpoint and the sources the daemon itself registers
+    // (daemon_metrics.cpp).
+    std::shared_ptr<MetricsCollector> make_metrics_collector();
+    void open_metrics_endpoint();
 
     Config config_;
     Logger log_;
@@ -72,6 +83,8 @@ private:
     std::vector<std::pair<std::string, std::unique_ptr<PortService>>> services_;
     rpc::MethodTable control_methods_;
     std::unique_ptr<rpc::ControlServer> control_server_;
+    std::shared_ptr<MetricsCollector> metrics_;
+    std::unique_ptr<MetricsEndpoint> metrics_endpoint_;
     UniqueFd signal_fd_;
     std::chrono::steady_clock::time_point started_;
 };
