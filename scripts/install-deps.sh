@@ -9,8 +9,11 @@ packages=(
     cmake ninja-build g++ clang libclang-rt-14-dev clang-format pkg-config
     libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev
     liburing-dev libbpf-dev libxdp-dev libgtest-dev libgmock-dev libbenchmark-dev
+    prometheus-cpp-dev
     # peers and test tools: DPDK testpmd lives in dpdk-dev, not in dpdk
     dpdk dpdk-dev iproute2 ethtool iperf3 tcpdump busybox-static xdp-tools python3
+    # the metrics test: a real Prometheus server scrapes vnetd, curl reads the endpoint
+    prometheus curl
     # vnet-bench --charts
     gnuplot-nox
     # a real guest under TCG, also as a libvirt domain

@@ -84,6 +84,8 @@ struct Config {
     std::string control_socket = std::string(kDefaultControlSocket);
     std::optional<gid_t> control_socket_group;
     mode_t control_socket_mode = 0660;
+    // The Prometheus endpoint (control/metrics), HOST:PORT; empty: none.
+    std::string metrics_address;
 
     const PortConfig* find_port(const std::string& name) const;
     // The port's cross-connect partner, if it has one.

@@ -20,7 +20,8 @@ Daemon::Daemon(Config config, std::function<Config()> reread)
       file_config_(config_),
       reread_config_(std::move(reread)),
       log_(make_logger("vnetd")),
-      control_queue_(reactor_) {
+      control_queue_(reactor_),
+      metrics_(make_metrics_collector()) {
     config_.validate();
     create_workers();
     for (const PortConfig& pc : config_.ports) {
@@ -31,6 +32,7 @@ Daemon::Daemon(Config config, std::function<Config()> reread)
 }
 
 Daemon::~Daemon() {
+    metrics_endpoint_.reset();  // no scrape may wait on what goes next
     // Services first: closing a connection stops its rings, which runs
     // synchronously on the owning workers, so they must still be running.
     stop_services();
@@ -379,6 +381,7 @@ int Daemon::run() {
     started_ = std::chrono::steady_clock::now();
     start_services();
     open_control_socket();
+    open_metrics_endpoint();
     if (config_.stats_interval_s > 0 || !config_.stats_file.empty()) {
         auto interval =
             std::chrono::milliseconds(1000 * std::max<uint32_t>(1, config_.stats_interval_s));
@@ -393,7 +396,8 @@ int Daemon::run() {
         reactor_.run();
     }
     control_server_.reset();
-    stop_services();  // hand every ring back while the workers still run
+    metrics_endpoint_.reset();  // before the control thread stops answering its scrapes
+    stop_services();            // hand every ring back while the workers still run
     report_stats(true);
     return 0;
 }

@@ -18,6 +18,7 @@
 #include "common/log.hpp"
 #include "control/config.hpp"
 #include "control/control_queue.hpp"
+#include "control/metrics.hpp"
 #include "control/port_factory.hpp"
 #include "control/rpc/control_server.hpp"
 #include "control/rpc/method_table.hpp"
@@ -55,6 +56,11 @@ public:
     // (config_diff.hpp): what it did, as JSON. Throws std::invalid_argument
     // with every reason when it refuses (then nothing changed).
     nlohmann::json reload();
+    // Metrics (daemon_metrics.cpp): the families `source` builds are part of
+    // every scrape of --metrics-address; it runs on the control thread. The
+    // ports' and workers' are registered already; other parts (the L2
+    // switch) add theirs here.
+    void add_metrics_source(MetricsSource source);
 
 private:
     struct PortEntry {
@@ -90,6 +96,10 @@ private:
     void open_control_socket();
     void add_control_methods();
     ports::Port* port_named(const std::string& name);
+    // The Prometheus endpoint and the sources the daemon itself registers
+    // (daemon_metrics.cpp).
+    std::shared_ptr<MetricsCollector> make_metrics_collector();
+    void open_metrics_endpoint();
 
     Config config_;
     // The config file as last read (ports added with vnetctl are not in it).
@@ -104,6 +114,8 @@ private:
     size_t next_placement_group_ = 0;
     rpc::MethodTable control_methods_;
     std::unique_ptr<rpc::ControlServer> control_server_;
+    std::shared_ptr<MetricsCollector> metrics_;
+    std::unique_ptr<MetricsEndpoint> metrics_endpoint_;
     UniqueFd signal_fd_;
     std::chrono::steady_clock::time_point started_;
 };

@@ -50,6 +50,23 @@ mode_t parse_mode(std::string_view key, std::string_view text) {
     return static_cast<mode_t>(v);
 }
 
+// HOST:PORT as civetweb binds it (127.0.0.1:9464, [::1]:9464; port 0: any
+// free one, which vnetd logs); empty: no endpoint.
+std::string parse_metrics_address(std::string_view text) {
+    if (text.empty()) {
+        return {};
+    }
+    const size_t colon = text.rfind(':');
+    uint16_t port = 0;
+    const std::string_view digits =
+        colon == std::string_view::npos ? std::string_view{} : text.substr(colon + 1);
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+    if (colon == 0 || digits.empty() || ec != std::errc{} || end != digits.data() + digits.size()) {
+        bad_value("metrics_address", text, "HOST:PORT");
+    }
+    return std::string(text);
+}
+
 std::string octal(mode_t mode) {
     char buf[8];
     std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode));
@@ -393,6 +410,19 @@ constexpr std::array kOptions = {
                    c.control_socket_mode = parse_mode("control_socket_mode", t);
                },
                [](const Config& c, const PortConfig*) { return octal(c.control_socket_mode); }},
+    OptionSpec{
+        "metrics_address",
+        OptionScope::daemon,
+        std::nullopt,
+        "HOST:PORT",
+        "serve Prometheus metrics at http://HOST:PORT/metrics (see Metrics; port 0: any free "
+        "one, logged); empty: none",
+        {},
+        false,
+        [](Config& c, PortConfig*, std::string_view t) {
+            c.metrics_address = parse_metrics_address(t);
+        },
+        [](const Config& c, const PortConfig*) { return text_or_none(c.metrics_address); }},
 };
 
 #undef VNET_DATAPATH_UINT

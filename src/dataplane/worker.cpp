@@ -77,6 +77,7 @@ void Worker::stop() {
     if (thread_.joinable()) {
         thread_.join();
     }
+    round_started_ns_ = 0;  // a restarted worker does not count the stopped time as idle
     running_.store(false);
     run_commands();  // whatever was posted after the last round
 }
@@ -164,6 +165,7 @@ void Worker::run_commands() {
 }
 
 bool Worker::run_round() {
+    count_busy_idle_time();
     bool worked = false;
     for (size_t i = 0; i < paths_.size(); ++i) {
         TurnResult turn;
@@ -179,7 +181,23 @@ bool Worker::run_round() {
     }
     publish_due_rx(false);
     rounds_.store(rounds_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    last_round_worked_ = worked;
     return worked;
+}
+
+// Busy vs idle time (metrics), one clock read per round, none per packet:
+// the time since the previous round began is busy if that round moved
+// packets (run() then goes straight on to this one, through commands at
+// most) and idle otherwise (the empty round, the busy-poll spin, the sleep
+// that followed it).
+void Worker::count_busy_idle_time() {
+    const uint64_t now = now_ns();
+    if (round_started_ns_ != 0) {
+        std::atomic<uint64_t>& total = last_round_worked_ ? busy_ns_ : idle_ns_;
+        total.store(total.load(std::memory_order_relaxed) + (now - round_started_ns_),
+                    std::memory_order_relaxed);
+    }
+    round_started_ns_ = now;
 }
 
 void Worker::run() {

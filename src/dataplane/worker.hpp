@@ -72,10 +72,15 @@ public:
 
     uint64_t rounds() const { return rounds_.load(std::memory_order_relaxed); }
     uint64_t sleeps() const { return sleeps_.load(std::memory_order_relaxed); }
+    // Nanoseconds spent in rounds that moved packets, and in the rest (empty
+    // rounds, spinning, sleeping), since the thread started (metrics).
+    uint64_t busy_ns() const { return busy_ns_.load(std::memory_order_relaxed); }
+    uint64_t idle_ns() const { return idle_ns_.load(std::memory_order_relaxed); }
 
 private:
     void run();
     bool run_round();  // true if any path moved a packet
+    void count_busy_idle_time();
     void run_commands();
     void sleep_until_ready();
     // Publishes held guest RX frames that are due (all of them if `all`);
@@ -110,6 +115,11 @@ private:
 
     std::atomic<uint64_t> rounds_{0};
     std::atomic<uint64_t> sleeps_{0};
+    // Busy/idle time: worker thread only, but the totals are read by metrics.
+    uint64_t round_started_ns_ = 0;  // 0: no round yet
+    bool last_round_worked_ = false;
+    std::atomic<uint64_t> busy_ns_{0};
+    std::atomic<uint64_t> idle_ns_{0};
 };
 
 }  // namespace vnet::dataplane

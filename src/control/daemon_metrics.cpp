@@ -1,0 +1,66 @@
+// The daemon's side of metrics (metrics.hpp): a collector whose sources run
+// on the control thread, the ports' and workers' sources, and the endpoint
+// at --metrics-address.
+#include <chrono>
+#include <future>
+
+#include "control/daemon.hpp"
+#include "control/metrics_families.hpp"
+
+namespace vnet::control {
+
+namespace {
+
+// Longer than any scrape's work, short enough that a scrape arriving as
+// the daemon stops does not hold up its exit.
+constexpr std::chrono::seconds kScrapeWait{2};
+
+}  // namespace
+
+std::shared_ptr<MetricsCollector> Daemon::make_metrics_collector() {
+    auto collector = MetricsCollector::make([this](std::function<void()> work) {
+        auto done = std::make_shared<std::promise<void>>();
+        std::future<void> finished = done->get_future();
+        control_queue_.post([work = std::move(work), done] {
+            work();
+            done->set_value();
+        });
+        return finished.wait_for(kScrapeWait) == std::future_status::ready;
+    });
+    collector->add_source([this](MetricFamilies& out) {
+        std::vector<PortMetricsView> views;
+        for (PortEntry& p : ports_) {
+            PortMetricsView view{p.port.get(), p.kind, std::nullopt};
+            if (p.service) {
+                view.connections = p.service->connections();
+            }
+            views.push_back(view);
+        }
+        add_port_families(views, out);
+    });
+    collector->add_source([this](MetricFamilies& out) {
+        std::vector<WorkerMetricsSample> samples;
+        for (const auto& w : workers_) {
+            samples.push_back({w->busy_ns(), w->idle_ns(), w->rounds(), w->sleeps()});
+        }
+        add_worker_families(samples, out);
+    });
+    return collector;
+}
+
+void Daemon::add_metrics_source(MetricsSource source) {
+    metrics_->add_source(std::move(source));
+}
+
+void Daemon::open_metrics_endpoint() {
+    if (config_.metrics_address.empty()) {
+        return;
+    }
+    metrics_endpoint_ = std::make_unique<MetricsEndpoint>(config_.metrics_address, metrics_);
+    // The port it really listens on: the address may have asked for any (0).
+    const std::string host = config_.metrics_address.substr(0, config_.metrics_address.rfind(':'));
+    const std::vector<int> listening = metrics_endpoint_->listening_ports();
+    log_->info("metrics at http://{}:{}/metrics", host, listening.empty() ? 0 : listening[0]);
+}
+
+}  // namespace vnet::control

@@ -1,0 +1,47 @@
+// What the ports and the workers tell Prometheus, built at scrape time from
+// the counters as they are then (see metrics.hpp). The label names are the
+// words the stats JSON and `vnetctl stats` use: `port` (the port's name from
+// the config), `queue` (the queue pair index), `direction` (`rx`: packets out
+// of the port, what its guest sent or its tap read; `tx`: packets into the
+// port), `reason` (a packet::DropReason, as in the JSON's "drops"), `kind`
+// (the port factory's name), `worker` (the worker's index, as in
+// worker_cpus). docs/USAGE.md ("Metrics") lists every family.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "control/metrics.hpp"
+#include "ports/port.hpp"
+
+namespace vnet::control {
+
+// One port as a scrape sees it. `port` is read on the thread that owns the
+// port list, during the scrape only.
+struct PortMetricsView {
+    ports::Port* port = nullptr;
+    std::string_view kind;
+    // Front ends connected now, for a port with a service (a vhost-user
+    // socket); none for a tap or a discard port.
+    std::optional<size_t> connections;
+};
+
+// Per port, queue pair and direction: packets, bytes, bursts, the burst-size
+// histogram, drops by reason, GRO frames and segments, coalesced publishes;
+// per port: info (kind), queue pairs, connections.
+void add_port_families(const std::vector<PortMetricsView>& ports, MetricFamilies& out);
+
+// One worker's totals (dataplane::Worker's relaxed counters).
+struct WorkerMetricsSample {
+    uint64_t busy_ns = 0;
+    uint64_t idle_ns = 0;
+    uint64_t rounds = 0;
+    uint64_t sleeps = 0;
+};
+
+// Per worker (label `worker`: its index): busy and idle seconds, rounds, sleeps.
+void add_worker_families(const std::vector<WorkerMetricsSample>& workers, MetricFamilies& out);
+
+}  // namespace vnet::control

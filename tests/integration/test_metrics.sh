@@ -1,0 +1,214 @@
+#!/bin/bash
+# vnetd's Prometheus endpoint (--metrics-address) under traffic, read by
+# curl and scraped by a real Prometheus server:
+#
+#   - vnetd (vhost-user vm0 -> tap) listens on 127.0.0.1:0 and logs the
+#     port it got; curl reads /metrics in the text format: HELP and TYPE
+#     lines, the label names port, queue, direction, reason, kind, worker;
+#   - while vnet-pktgen --tx sends N frames, vnetd_port_connections{port="vm0"}
+#     is 1; after it, every burst-size histogram's _count equals the
+#     bursts counter and its sum the packets, buckets are cumulative;
+#     worker 0 was busy for some time;
+#   - a Prometheus server (started by hand: config, storage and a listen
+#     address in the work directory, scrape interval 1 s) scrapes vnetd;
+#     once traffic has stopped and a scrape newer than that has landed,
+#     the query
+#         sum by (port, direction) (vnetd_port_packets_total)
+#     through /api/v1/query gives, for both ports and both directions,
+#     exactly what `vnetctl --json stats` says (summed over queues), and
+#     vm0 rx = tap tx = N.
+#
+# Everything runs in one network namespace with its own loopback, so the
+# fixed Prometheus port there collides with nothing on the host.
+#
+# Usage: test_metrics.sh BUILD_DIR   (as root)
+#   VNET_TEST_FRAMES  N (default 20000, at 5000 frames/s: 4 s of traffic)
+set -u
+
+BUILD_DIR=${1:?usage: $0 BUILD_DIR}
+VNETD="$BUILD_DIR/apps/vnetd"
+VNETCTL="$BUILD_DIR/apps/vnetctl"
+PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
+PROMETHEUS=/usr/bin/prometheus
+HERE=$(cd "$(dirname "$0")" && pwd)
+N=${VNET_TEST_FRAMES:-20000}
+PROM_ADDRESS=127.0.0.1:9090
+QUERY='sum by (port, direction) (vnetd_port_packets_total)'
+
+# shellcheck source=lib/common.sh
+. "$HERE/lib/common.sh"
+[ "$(id -u)" = 0 ] || skip "needs root (netns, tap)"
+for tool in ip python3 curl; do
+    command -v "$tool" >/dev/null || skip "$tool not found (scripts/install-deps.sh)"
+done
+[ -x "$PROMETHEUS" ] || skip "$PROMETHEUS not found (scripts/install-deps.sh installs prometheus)"
+for bin in "$VNETD" "$VNETCTL" "$PKTGEN"; do
+    [ -x "$bin" ] || fail "$bin not built"
+done
+
+work_dir vnetd-metrics
+NS=$(ns_name vmet)
+netns_new "$NS"
+ip -n "$NS" link set lo up || fail "lo up in $NS"
+TAP=$(link_name vmet)
+SOCK="$WORK/vm.sock"
+CTL="$WORK/vnetd.ctl"
+in_ns() { ip netns exec "$NS" "$@"; }
+ctl() { in_ns "$VNETCTL" --socket "$CTL" "$@"; }
+
+# --- vnetd, its endpoint on any free port of the namespace's loopback
+bg_start --log "$WORK/vnetd.log" ip netns exec "$NS" "$VNETD" --socket-path "$SOCK" --tap "$TAP" \
+    --control-socket "$CTL" --metrics-address 127.0.0.1:0
+VNETD_PID=$BG_PID
+wait_for 10 "vnetd did not log its metrics address" log_has "$WORK/vnetd.log" "metrics at http://"
+METRICS=$(grep -oE "http://127\.0\.0\.1:[0-9]+/metrics" "$WORK/vnetd.log" | head -n 1)
+[[ "$METRICS" =~ :[1-9][0-9]*/metrics$ ]] || fail "vnetd logged no real port: '$METRICS'"
+TARGET=${METRICS#http://}
+TARGET=${TARGET%/metrics}
+ip -n "$NS" link set "$TAP" up || fail "$TAP up"
+scrape() { in_ns curl -sSf --max-time 5 "$METRICS"; }
+scrape >"$WORK/idle.txt" || fail "curl $METRICS failed"
+echo "vnetd metrics at $METRICS: $(wc -l <"$WORK/idle.txt") lines before traffic"
+
+# --- the text format: HELP and TYPE per family, the stats' label names
+for family in vnetd_port_packets_total:counter vnetd_port_bytes_total:counter \
+    vnetd_port_bursts_total:counter vnetd_port_drops_total:counter \
+    vnetd_port_burst_size:histogram vnetd_port_info:gauge vnetd_port_queue_pairs:gauge \
+    vnetd_port_connections:gauge vnetd_worker_busy_seconds_total:counter \
+    vnetd_worker_idle_seconds_total:counter vnetd_worker_rounds_total:counter \
+    vnetd_worker_sleeps_total:counter; do
+    name=${family%%:*}
+    log_has "$WORK/idle.txt" "^# HELP $name " || fail "no HELP line for $name"
+    log_has "$WORK/idle.txt" "^# TYPE $name ${family#*:}$" || fail "no TYPE ${family#*:} line for $name"
+done
+for line in \
+    "^vnetd_port_packets_total\{port=\"vm0\",queue=\"0\",direction=\"rx\"\} 0$" \
+    "^vnetd_port_packets_total\{port=\"$TAP\",queue=\"7\",direction=\"tx\"\} 0$" \
+    "^vnetd_port_drops_total\{port=\"vm0\",queue=\"0\",direction=\"tx\",reason=\"no_destination\"\} 0$" \
+    "^vnetd_port_burst_size_bucket\{port=\"vm0\",queue=\"0\",direction=\"rx\",le=\"\+Inf\"\} 0$" \
+    "^vnetd_port_info\{port=\"vm0\",kind=\"vhost-user\"\} 1$" \
+    "^vnetd_port_info\{port=\"$TAP\",kind=\"tap\"\} 1$" \
+    "^vnetd_port_queue_pairs\{port=\"vm0\"\} 8$" \
+    "^vnetd_port_connections\{port=\"vm0\"\} 0$" \
+    "^vnetd_worker_rounds_total\{worker=\"0\"\} [0-9]+$"; do
+    log_has "$WORK/idle.txt" "$line" || fail "no line matching $line in the scrape"
+done
+ok "text format: HELP/TYPE lines, labels port, queue, direction, reason, kind, worker"
+
+# --- Prometheus, by hand (no systemd here): its config, storage and
+# listen address are this test's
+PROM_DIR="$WORK/prometheus"
+mkdir -p "$PROM_DIR/data" || fail "mkdir $PROM_DIR/data"
+printf '%s\n' "global:" "  scrape_interval: 1s" "  scrape_timeout: 1s" "scrape_configs:" \
+    "  - job_name: vnetd" "    static_configs:" "      - targets: [\"$TARGET\"]" \
+    >"$PROM_DIR/prometheus.yml"
+bg_start --log "$WORK/prometheus.log" ip netns exec "$NS" "$PROMETHEUS" \
+    --config.file="$PROM_DIR/prometheus.yml" --storage.tsdb.path="$PROM_DIR/data" \
+    --web.listen-address="$PROM_ADDRESS"
+PROM_PID=$BG_PID
+wait_for 30 "Prometheus did not get ready" in_ns curl -sSf --max-time 2 -o /dev/null \
+    "http://$PROM_ADDRESS/-/ready"
+# prom_query EXPR: the API's JSON answer to an instant query at now.
+prom_query() {
+    in_ns curl -sSf --max-time 5 "http://$PROM_ADDRESS/api/v1/query" --data-urlencode "query=$1"
+}
+# prom_scalar EXPR: the value of a query that has one sample ("" if not).
+prom_scalar() {
+    prom_query "$1" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)["data"]["result"]
+print(r[0]["value"][1] if len(r) == 1 else "")'
+}
+target_up() { [ "$(prom_scalar 'up{job="vnetd"}')" = 1 ]; }
+wait_for 20 "Prometheus never scraped vnetd successfully" target_up
+ok "Prometheus scrapes vnetd (up = 1)"
+
+# --- traffic: pktgen -> vm0 -> tap; the port shows its front end meanwhile
+bg_start --log "$WORK/pktgen.log" ip netns exec "$NS" "$PKTGEN" --socket-path "$SOCK" --tx \
+    --count "$N" --rate 5000 --size 64 --stats-interval 0 --connect-timeout 10
+PKTGEN_PID=$BG_PID
+connected() { scrape | grep -qE '^vnetd_port_connections\{port="vm0"\} 1$'; }
+wait_for 10 "vnetd_port_connections never showed vm0 connected" connected
+ok "vnetd_port_connections{port=\"vm0\"} is 1 under traffic"
+forwarded() { scrape | grep -qE "^vnetd_port_packets_total\{port=\"$TAP\",queue=\"0\",direction=\"tx\"\} $N$"; }
+wait_for 30 "the endpoint never showed $TAP tx = $N" forwarded
+stop_pid "$PKTGEN_PID" INT || true
+
+# Traffic has stopped: the counters no longer move, and whatever Prometheus
+# scrapes from now on must agree with vnetctl exactly.
+ctl --json stats >"$WORK/vnetctl.json" || fail "vnetctl --json stats"
+stopped_at=$(date +%s.%N)
+scrape >"$WORK/after.txt" || fail "curl $METRICS after traffic"
+scraped_since_stop() {
+    python3 -c 'import sys; sys.exit(0 if float(sys.argv[1] or 0) > float(sys.argv[2]) else 1)' \
+        "$(prom_scalar 'timestamp(up{job="vnetd"})')" "$stopped_at"
+}
+wait_for 10 "Prometheus did not scrape again after traffic stopped" scraped_since_stop
+prom_query "$QUERY" >"$WORK/query.json" || fail "query $QUERY"
+ctl --json stats >"$WORK/vnetctl-again.json" || fail "vnetctl --json stats (again)"
+
+python3 - "$WORK/vnetctl.json" "$WORK/vnetctl-again.json" "$WORK/query.json" "$TAP" "$N" <<'PY' ||
+import json, sys
+before, again, query, tap, n = sys.argv[1:6]
+def vnetctl_sums(path):
+    stats = json.load(open(path))
+    return {(p["name"], d): sum(q[d]["packets"] for q in p["queues"])
+            for p in stats["ports"] for d in ("rx", "tx")}
+want = vnetctl_sums(before)
+if vnetctl_sums(again) != want:
+    sys.exit(f"the counters moved after traffic stopped: {want}, then {vnetctl_sums(again)}")
+answer = json.load(open(query))
+if answer["status"] != "success":
+    sys.exit(f"the query failed: {answer}")
+got = {(r["metric"]["port"], r["metric"]["direction"]): r["value"][1]
+       for r in answer["data"]["result"]}
+if got != {k: str(v) for k, v in want.items()}:
+    sys.exit(f"Prometheus {got} != vnetctl {want}")
+if want[("vm0", "rx")] != int(n) or want[(tap, "tx")] != int(n):
+    sys.exit(f"vm0 rx {want[('vm0', 'rx')]}, {tap} tx {want[(tap, 'tx')]}, sent {n}")
+print("query answer = vnetctl --json stats (summed over queues):")
+for (port, direction), packets in sorted(got.items()):
+    print(f'  {{direction="{direction}", port="{port}"}} {packets}')
+PY
+    fail "Prometheus and vnetctl disagree"
+echo "query: $QUERY"
+
+# --- the scrape after traffic: histograms agree with the counters; busy time
+python3 - "$WORK/after.txt" "$WORK/vnetctl.json" <<'PY' || fail "histogram or worker metrics wrong"
+import json, re, sys
+text, stats = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+samples = {}
+for line in text.splitlines():
+    m = re.match(r'^([a-z_]+)\{(.*)\} (\S+)$', line)
+    if m:
+        samples[(m[1], m[2])] = float(m[3])
+bursts = 0
+for p in stats["ports"]:
+    for q in p["queues"]:
+        for d in ("rx", "tx"):
+            labels = f'port="{p["name"]}",queue="{q["queue"]}",direction="{d}"'
+            c = q[d]
+            assert samples[("vnetd_port_packets_total", labels)] == c["packets"], labels
+            assert samples[("vnetd_port_bursts_total", labels)] == c["bursts"], labels
+            assert samples[("vnetd_port_burst_size_count", labels)] == c["bursts"], labels
+            assert samples[("vnetd_port_burst_size_sum", labels)] == c["packets"], labels
+            cumulative = 0
+            for le, size in [("1", "1"), ("3", "2-3"), ("7", "4-7"), ("15", "8-15"),
+                             ("31", "16-31"), ("63", "32-63"), ("+Inf", "64+")]:
+                cumulative += c["burst_sizes"][size]
+                got = samples[("vnetd_port_burst_size_bucket", f'{labels},le="{le}"')]
+                assert got == cumulative, (labels, le, got, cumulative)
+            for reason, dropped in c["drops"].items():
+                assert samples[("vnetd_port_drops_total", f'{labels},reason="{reason}"')] == dropped
+            bursts += c["bursts"]
+assert bursts > 0, "no bursts at all"
+busy = samples[("vnetd_worker_busy_seconds_total", 'worker="0"')]
+idle = samples[("vnetd_worker_idle_seconds_total", 'worker="0"')]
+assert busy > 0 and idle > 0, (busy, idle)
+print(f"scrape = vnetctl for every queue: packets, bursts, histogram ({bursts} bursts), drops;"
+      f" worker 0 busy {busy:.4f} s, idle {idle:.1f} s")
+PY
+
+stop_pid "$PROM_PID" TERM || fail "Prometheus exit status $? on SIGTERM"
+stop_pid "$VNETD_PID" TERM || fail "vnetd exit status $? on SIGTERM"
+pass "metrics: text format, histograms, Prometheus query = vnetctl stats ($N packets)"

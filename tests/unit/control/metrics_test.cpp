@@ -1,0 +1,314 @@
+// Metrics as a scrape sees them: the families the ports and workers give
+// (names, types, label names, values read from the counters at collect
+// time), the burst histogram as cumulative Prometheus buckets, the
+// collector's sources and runner, and the metrics_address option.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "control/metrics.hpp"
+#include "control/metrics_families.hpp"
+#include "control/option_table.hpp"
+#include "ports/null/null_port.hpp"
+
+namespace vnet::control {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+const MetricFamily* find_family(const MetricFamilies& families, const std::string& name) {
+    for (const MetricFamily& f : families) {
+        if (f.name == name) {
+            return &f;
+        }
+    }
+    return nullptr;
+}
+
+// "name=value,..." of a sample's labels, in their order.
+std::string labels_of(const ClientMetric& m) {
+    std::string out;
+    for (const ClientMetric::Label& l : m.label) {
+        out += (out.empty() ? "" : ",") + l.name + "=" + l.value;
+    }
+    return out;
+}
+
+const ClientMetric* find_sample(const MetricFamily& family, const std::string& labels) {
+    for (const ClientMetric& m : family.metric) {
+        if (labels_of(m) == labels) {
+            return &m;
+        }
+    }
+    return nullptr;
+}
+
+// Two ports like a config's: "vm0" with two queue pairs and a connection
+// count, "t0" with one; counters written as the datapath writes them.
+struct TwoPorts {
+    ports::NullPort vm0{"vm0", 2};
+    ports::NullPort t0{"t0", 1};
+
+    TwoPorts() {
+        vm0.rx_counters(1).count_burst(1, 60);
+        vm0.rx_counters(1).count_burst(3, 180);
+        vm0.rx_counters(1).count_burst(64, 6400);
+        vm0.rx_counters(1).count_drop(packet::DropReason::no_destination, 5);
+        t0.tx_counters(0).count_burst(2, 128);
+        t0.tx_counters(0).gro_frames.add(1);
+        t0.tx_counters(0).gro_segments.add(4);
+    }
+    MetricFamilies collect() {
+        MetricFamilies out;
+        add_port_families({{&vm0, "vhost-user", 1}, {&t0, "tap", std::nullopt}}, out);
+        return out;
+    }
+};
+
+TEST(PortMetrics, every_family_has_its_name_and_type) {
+    TwoPorts ports;
+    const MetricFamilies families = ports.collect();
+    const std::vector<std::pair<std::string, MetricType>> expected = {
+        {"vnetd_port_info", MetricType::Gauge},
+        {"vnetd_port_queue_pairs", MetricType::Gauge},
+        {"vnetd_port_connections", MetricType::Gauge},
+        {"vnetd_port_packets_total", MetricType::Counter},
+        {"vnetd_port_bytes_total", MetricType::Counter},
+        {"vnetd_port_bursts_total", MetricType::Counter},
+        {"vnetd_port_burst_size", MetricType::Histogram},
+        {"vnetd_port_drops_total", MetricType::Counter},
+        {"vnetd_port_gro_frames_total", MetricType::Counter},
+        {"vnetd_port_gro_segments_total", MetricType::Counter},
+        {"vnetd_port_publishes_coalesced_total", MetricType::Counter},
+    };
+    ASSERT_EQ(families.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_EQ(families[i].name, expected[i].first);
+        EXPECT_EQ(families[i].type, expected[i].second) << expected[i].first;
+        EXPECT_FALSE(families[i].help.empty()) << expected[i].first;
+    }
+}
+
+TEST(PortMetrics, queue_families_have_a_sample_per_port_queue_and_direction) {
+    TwoPorts ports;
+    const MetricFamilies families = ports.collect();
+    const MetricFamily* packets = find_family(families, "vnetd_port_packets_total");
+    ASSERT_NE(packets, nullptr);
+    std::vector<std::string> labels;
+    for (const ClientMetric& m : packets->metric) {
+        labels.push_back(labels_of(m));
+    }
+    EXPECT_EQ(labels, (std::vector<std::string>{
+                          "port=vm0,queue=0,direction=rx", "port=vm0,queue=0,direction=tx",
+                          "port=vm0,queue=1,direction=rx", "port=vm0,queue=1,direction=tx",
+                          "port=t0,queue=0,direction=rx", "port=t0,queue=0,direction=tx"}));
+}
+
+TEST(PortMetrics, values_are_the_counters_at_collect_time) {
+    TwoPorts ports;
+    MetricFamilies families = ports.collect();
+    auto value = [&](const char* family, const char* labels) {
+        const MetricFamily* f = find_family(families, family);
+        const ClientMetric* m = f == nullptr ? nullptr : find_sample(*f, labels);
+        return m == nullptr ? -1.0 : m->counter.value;
+    };
+    EXPECT_EQ(value("vnetd_port_packets_total", "port=vm0,queue=1,direction=rx"), 68);
+    EXPECT_EQ(value("vnetd_port_bytes_total", "port=vm0,queue=1,direction=rx"), 6640);
+    EXPECT_EQ(value("vnetd_port_bursts_total", "port=vm0,queue=1,direction=rx"), 3);
+    EXPECT_EQ(value("vnetd_port_packets_total", "port=vm0,queue=0,direction=rx"), 0);
+    EXPECT_EQ(value("vnetd_port_packets_total", "port=t0,queue=0,direction=tx"), 2);
+    EXPECT_EQ(value("vnetd_port_gro_frames_total", "port=t0,queue=0,direction=tx"), 1);
+    EXPECT_EQ(value("vnetd_port_gro_segments_total", "port=t0,queue=0,direction=tx"), 4);
+    EXPECT_EQ(
+        value("vnetd_port_drops_total", "port=vm0,queue=1,direction=rx,reason=no_destination"), 5);
+    EXPECT_EQ(value("vnetd_port_drops_total", "port=vm0,queue=1,direction=rx,reason=tx_error"), 0);
+
+    // Read again: a scrape sees what the datapath counted since.
+    ports.t0.tx_counters(0).count_burst(8, 512);
+    families = ports.collect();
+    EXPECT_EQ(value("vnetd_port_packets_total", "port=t0,queue=0,direction=tx"), 10);
+}
+
+TEST(PortMetrics, drops_have_one_sample_per_reason_named_as_in_the_stats) {
+    TwoPorts ports;
+    const MetricFamilies families = ports.collect();
+    const MetricFamily* drops = find_family(families, "vnetd_port_drops_total");
+    ASSERT_NE(drops, nullptr);
+    EXPECT_EQ(drops->metric.size(), 6 * packet::kDropReasonCount);
+    for (size_t r = 0; r < packet::kDropReasonCount; ++r) {
+        const std::string reason(packet::to_string(static_cast<packet::DropReason>(r)));
+        EXPECT_NE(find_sample(*drops, "port=t0,queue=0,direction=tx,reason=" + reason), nullptr)
+            << reason;
+    }
+}
+
+TEST(PortMetrics, the_burst_histogram_has_cumulative_buckets_its_count_and_sum) {
+    TwoPorts ports;
+    const MetricFamilies families = ports.collect();
+    const MetricFamily* bursts = find_family(families, "vnetd_port_burst_size");
+    ASSERT_NE(bursts, nullptr);
+    const ClientMetric* m = find_sample(*bursts, "port=vm0,queue=1,direction=rx");
+    ASSERT_NE(m, nullptr);
+    // Bursts of 1, 3 and 64: buckets <=1, <=3, <=7, <=15, <=31, <=63, +Inf.
+    std::vector<double> bounds;
+    std::vector<uint64_t> counts;
+    for (const ClientMetric::Bucket& b : m->histogram.bucket) {
+        bounds.push_back(b.upper_bound);
+        counts.push_back(b.cumulative_count);
+    }
+    ASSERT_EQ(bounds.size(), 7u);
+    EXPECT_EQ(std::vector<double>(bounds.begin(), bounds.end() - 1),
+              (std::vector<double>{1, 3, 7, 15, 31, 63}));
+    EXPECT_TRUE(std::isinf(bounds.back()));
+    EXPECT_EQ(counts, (std::vector<uint64_t>{1, 2, 2, 2, 2, 2, 3}));
+    EXPECT_EQ(m->histogram.sample_count, 3u);
+    EXPECT_EQ(m->histogram.sample_sum, 68);
+}
+
+TEST(PortMetrics, port_state_gives_kind_queue_pairs_and_connections_where_known) {
+    TwoPorts ports;
+    const MetricFamilies families = ports.collect();
+    const MetricFamily* info = find_family(families, "vnetd_port_info");
+    ASSERT_NE(info, nullptr);
+    ASSERT_EQ(info->metric.size(), 2u);
+    EXPECT_EQ(labels_of(info->metric[0]), "port=vm0,kind=vhost-user");
+    EXPECT_EQ(labels_of(info->metric[1]), "port=t0,kind=tap");
+    EXPECT_EQ(info->metric[0].gauge.value, 1);
+    const MetricFamily* pairs = find_family(families, "vnetd_port_queue_pairs");
+    ASSERT_NE(pairs, nullptr);
+    EXPECT_EQ(find_sample(*pairs, "port=vm0")->gauge.value, 2);
+    EXPECT_EQ(find_sample(*pairs, "port=t0")->gauge.value, 1);
+    const MetricFamily* connections = find_family(families, "vnetd_port_connections");
+    ASSERT_NE(connections, nullptr);
+    ASSERT_EQ(connections->metric.size(), 1u);  // the tap has no socket
+    EXPECT_EQ(labels_of(connections->metric[0]), "port=vm0");
+    EXPECT_EQ(connections->metric[0].gauge.value, 1);
+}
+
+TEST(PortMetrics, no_ports_still_gives_every_family_with_no_samples) {
+    MetricFamilies out;
+    add_port_families({}, out);
+    ASSERT_EQ(out.size(), 11u);
+    for (const MetricFamily& f : out) {
+        EXPECT_TRUE(f.metric.empty()) << f.name;
+    }
+}
+
+TEST(WorkerMetrics, busy_and_idle_are_seconds_per_worker_index) {
+    MetricFamilies out;
+    add_worker_families({{1'500'000'000, 250'000'000, 7, 2}, {0, 3'000'000'000, 9, 4}}, out);
+    ASSERT_EQ(out.size(), 4u);
+    EXPECT_EQ(out[0].name, "vnetd_worker_busy_seconds_total");
+    EXPECT_EQ(out[1].name, "vnetd_worker_idle_seconds_total");
+    EXPECT_EQ(out[2].name, "vnetd_worker_rounds_total");
+    EXPECT_EQ(out[3].name, "vnetd_worker_sleeps_total");
+    for (const MetricFamily& f : out) {
+        EXPECT_EQ(f.type, MetricType::Counter);
+        ASSERT_EQ(f.metric.size(), 2u);
+        EXPECT_EQ(labels_of(f.metric[0]), "worker=0");
+        EXPECT_EQ(labels_of(f.metric[1]), "worker=1");
+    }
+    EXPECT_EQ(out[0].metric[0].counter.value, 1.5);
+    EXPECT_EQ(out[1].metric[0].counter.value, 0.25);
+    EXPECT_EQ(out[1].metric[1].counter.value, 3.0);
+    EXPECT_EQ(out[2].metric[1].counter.value, 9);
+    EXPECT_EQ(out[3].metric[0].counter.value, 2);
+}
+
+TEST(MetricsCollector, each_scrape_asks_every_source_again) {
+    auto collector = MetricsCollector::make();
+    int scrapes = 0;
+    collector->add_source([&](MetricFamilies& out) {
+        ++scrapes;
+        out.push_back(MetricFamily{"a", "first", MetricType::Gauge, {}});
+    });
+    collector->add_source([](MetricFamilies& out) {
+        out.push_back(MetricFamily{"b", "second", MetricType::Gauge, {}});
+    });
+    MetricFamilies families = collector->Collect();
+    ASSERT_EQ(families.size(), 2u);
+    EXPECT_EQ(families[0].name, "a");
+    EXPECT_EQ(families[1].name, "b");
+    collector->Collect();
+    EXPECT_EQ(scrapes, 2);
+}
+
+TEST(MetricsCollector, sources_run_inside_the_runner) {
+    int ran_inside = 0;
+    bool inside = false;
+    auto collector = MetricsCollector::make([&](std::function<void()> work) {
+        inside = true;
+        work();
+        inside = false;
+        return true;
+    });
+    collector->add_source([&](MetricFamilies& out) {
+        ran_inside += inside ? 1 : 0;
+        out.push_back(MetricFamily{"a", "first", MetricType::Gauge, {}});
+    });
+    EXPECT_EQ(collector->Collect().size(), 1u);
+    EXPECT_EQ(ran_inside, 1);
+}
+
+TEST(MetricsCollector, a_runner_that_gives_up_answers_with_no_families) {
+    std::function<void()> late;
+    auto collector = MetricsCollector::make([&](std::function<void()> work) {
+        late = std::move(work);
+        return false;
+    });
+    collector->add_source([](MetricFamilies& out) {
+        out.push_back(MetricFamily{"a", "first", MetricType::Gauge, {}});
+    });
+    EXPECT_TRUE(collector->Collect().empty());
+    // The work it kept may still run later: it owns what it touches.
+    collector.reset();
+    ASSERT_TRUE(late);
+    late();
+}
+
+TEST(MetricsAddress, takes_host_and_port_and_refuses_anything_else) {
+    const OptionSpec* option = find_option(OptionScope::daemon, "metrics_address");
+    ASSERT_NE(option, nullptr);
+    Config config;
+    EXPECT_TRUE(config.metrics_address.empty());  // off by default
+    option->set(config, nullptr, "127.0.0.1:9464");
+    EXPECT_EQ(config.metrics_address, "127.0.0.1:9464");
+    option->set(config, nullptr, "[::1]:9464");
+    EXPECT_EQ(config.metrics_address, "[::1]:9464");
+    option->set(config, nullptr, "");
+    EXPECT_EQ(config.metrics_address, "");
+    option->set(config, nullptr, "127.0.0.1:0");  // any free port
+    EXPECT_EQ(config.metrics_address, "127.0.0.1:0");
+    for (const char* bad : {"127.0.0.1", "127.0.0.1:", ":9464", "127.0.0.1:65536", "host:x"}) {
+        try {
+            option->set(config, nullptr, bad);
+            ADD_FAILURE() << bad << " was taken";
+        } catch (const std::invalid_argument& e) {
+            EXPECT_EQ(std::string(e.what()),
+                      std::string("metrics_address must be HOST:PORT, not '") + bad + "'");
+        }
+    }
+}
+
+TEST(MetricsEndpoint, an_address_it_cannot_listen_on_is_an_error_naming_it) {
+    auto collector = MetricsCollector::make();
+    MetricsEndpoint first("127.0.0.1:0", collector);
+    ASSERT_FALSE(first.listening_ports().empty());
+    const std::string taken = "127.0.0.1:" + std::to_string(first.listening_ports()[0]);
+    try {
+        MetricsEndpoint second(taken, collector);
+        ADD_FAILURE() << "a second endpoint listened on " << taken;
+    } catch (const std::runtime_error& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("metrics_address " + taken + ": cannot listen", 0),
+                  0u)
+            << e.what();
+    }
+}
+
+}  // namespace
+}  // namespace vnet::control
