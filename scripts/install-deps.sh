@@ -15,6 +15,8 @@ packages=(
     gnuplot-nox
     # a real guest under TCG
     qemu-system-x86 linux-image-amd64
+    # the host's tools: sd_notify (libsystemd), `systemd-analyze verify` of the unit
+    libsystemd-dev systemd
 )
 
 missing=()

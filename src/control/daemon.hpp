@@ -20,6 +20,8 @@
 #include "control/port_factory.hpp"
 #include "control/rpc/control_server.hpp"
 #include "control/rpc/method_table.hpp"
+#include "control/systemd/systemd_notify.hpp"
+#include "control/systemd/watchdog.hpp"
 #include "dataplane/placement.hpp"
 #include "dataplane/worker.hpp"
 #include "io/epoll_reactor.hpp"
@@ -74,6 +76,10 @@ private:
     std::unique_ptr<rpc::ControlServer> control_server_;
     UniqueFd signal_fd_;
     std::chrono::steady_clock::time_point started_;
+    // systemd's notify protocol and watchdog (no-ops outside a unit).
+    SystemdNotify systemd_;
+    std::unique_ptr<Watchdog> watchdog_;
+    void notify_systemd_ready();
 };
 
 }  // namespace vnet::control
