@@ -18,6 +18,8 @@ packages=(
     gnuplot-nox
     # a real guest under TCG, also as a libvirt domain
     qemu-system-x86 linux-image-amd64 libvirt-daemon-system libvirt-clients
+    # the host's tools: sd_notify (libsystemd), `systemd-analyze verify` of the unit
+    libsystemd-dev systemd
 )
 
 missing=()

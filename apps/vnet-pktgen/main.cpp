@@ -26,7 +26,10 @@ frontend::NetDriverConfig driver_config(const PktgenOptions& o) {
     frontend::NetDriverConfig c;
     c.queue_size = o.queue_size;
     c.packed = o.packed;
-    FeatureSet wanted{Feature::version_1};
+    // MTU: the device's MTU is reported (read with GET_CONFIG).
+    FeatureSet wanted{Feature::version_1, Feature::net_mtu};
+    c.wanted_protocol_features =
+        c.wanted_protocol_features.with(vhost_user::ProtocolFeature::config);
     if (o.event_idx) {
         wanted = wanted.with(Feature::ring_event_idx);
     }
@@ -65,11 +68,12 @@ frontend::FrontendSession open_session(const PktgenOptions& o) {
 void report_link_up(const PktgenOptions& o, const frontend::NetDriver& d) {
     std::fprintf(stderr,
                  "vnet-pktgen: link up on %s: features offered 0x%" PRIx64 " negotiated 0x%" PRIx64
-                 " protocol 0x%" PRIx64 ", %s rings of %u, mrg_rxbuf %s, event_idx %s\n",
+                 " protocol 0x%" PRIx64 ", %s rings of %u, mrg_rxbuf %s, event_idx %s, mtu %s\n",
                  o.socket_path.c_str(), d.offered_features().bits(), d.negotiated_features().bits(),
                  d.negotiated_protocol_features().bits(), d.packed() ? "packed" : "split",
                  o.queue_size, d.mrg_rxbuf() ? "on" : "off",
-                 d.negotiated_features().has(Feature::ring_event_idx) ? "on" : "off");
+                 d.negotiated_features().has(Feature::ring_event_idx) ? "on" : "off",
+                 d.mtu() ? std::to_string(*d.mtu()).c_str() : "none");
 }
 
 // The whole run over one ring type: chosen once, so the loops are
@@ -104,6 +108,12 @@ int run(const PktgenOptions& o) {
     }
     report.add("ring-format", std::string(device.packed() ? "packed" : "split"));
     report.add("negotiated-features", device.negotiated_features().bits());
+    // The MTU the back end offered (VIRTIO_NET_F_MTU), or "none".
+    if (device.mtu()) {
+        report.add("mtu", uint64_t{*device.mtu()});
+    } else {
+        report.add("mtu", std::string("none"));
+    }
     if (!device.stop()) {
         std::fprintf(stderr, "vnet-pktgen: back end did not answer the stop requests\n");
     }

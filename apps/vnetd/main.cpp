@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "common/log.hpp"
 #include "control/config.hpp"
@@ -122,13 +123,28 @@ void apply_table_flags(vnet::control::Config& config, const std::vector<TableFla
     }
 }
 
+// vhost-user.rst "Backend program conventions": --print-capabilities prints
+// the back end's @VHostUserBackendCapabilities (docs/interop/vhost-user.json)
+// and exits 0, ignoring every other option and argument. The schema's union
+// defines `features` only for some types (input, gpu, ...); a "net" back end
+// has nothing but its type.
+bool print_capabilities_requested(int argc, char** argv) {
+    return std::any_of(argv + 1, argv + argc, [](const char* arg) {
+        return std::string_view(arg) == "--print-capabilities";
+    });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (print_capabilities_requested(argc, argv)) {
+        std::cout << nlohmann::json{{"type", "net"}}.dump() << std::endl;
+        return 0;
+    }
     CLI::App app{"vnetd: user-space virtio-net data plane (vhost-user back end)"};
     std::string config_file, socket_path;
     std::vector<std::string> taps;
-    bool client = false, null_port = false, print_caps = false;
+    bool client = false, null_port = false;
     int listen_fd = -1;
 
     app.add_option("--config", config_file, "TOML file with ports, connections and options");
@@ -138,18 +154,12 @@ int main(int argc, char** argv) {
     app.add_flag("--client", client, "connect to a listening front end (reconnects forever)");
     app.add_option("--tap", taps, "tap device to open or create (twice for tap <-> tap)");
     app.add_flag("--null", null_port, "a discarding port (measures pure ring work)");
+    bool print_caps = false;  // handled before parsing; here for --help
     app.add_flag("--print-capabilities", print_caps,
-                 "print the vhost-user capabilities (JSON) and exit");
+                 "print the vhost-user back-end capabilities (JSON) and exit");
     std::vector<TableFlag> table_flags;
     add_table_flags(app, table_flags);
     CLI11_PARSE(app, argc, argv);
-
-    if (print_caps) {
-        // vhost-user.rst: {"type": "net", "features": [...]} for a net back end.
-        std::cout << nlohmann::json{{"type", "net"}, {"features", nlohmann::json::array()}}.dump()
-                  << std::endl;
-        return 0;
-    }
 
     try {
         vnet::control::Config config =

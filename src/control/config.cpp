@@ -145,6 +145,18 @@ void Config::validate() const {
             if (p.socket_path.empty() && p.listen_fd < 0) {
                 throw std::invalid_argument("port '" + p.name + "': socket_path is required");
             }
+            // vhost-user.rst "Backend program conventions": --fd "is
+            // incompatible with --socket-path". An inherited socket is
+            // already listening, so there is nothing to connect to either.
+            if (p.listen_fd >= 0 && !p.socket_path.empty()) {
+                throw std::invalid_argument(
+                    "--fd and --socket-path cannot be given together: --fd serves a listening "
+                    "socket vnetd inherited, --socket-path makes one");
+            }
+            if (p.listen_fd >= 0 && p.client) {
+                throw std::invalid_argument(
+                    "--fd and --client cannot be given together: --fd is a listening socket");
+            }
             if (p.socket_path.size() >= 108) {
                 throw std::invalid_argument(
                     "port '" + p.name + "': socket_path is longer than a unix socket allows (107)");

@@ -382,6 +382,7 @@ int Daemon::run() {
     start_services();
     open_control_socket();
     open_metrics_endpoint();
+    notify_systemd_ready();
     if (config_.stats_interval_s > 0 || !config_.stats_file.empty()) {
         auto interval =
             std::chrono::milliseconds(1000 * std::max<uint32_t>(1, config_.stats_interval_s));
@@ -395,11 +396,29 @@ int Daemon::run() {
     } else {
         reactor_.run();
     }
+    systemd_.stopping("shutting down");
+    watchdog_.reset();
     control_server_.reset();
     metrics_endpoint_.reset();  // before the control thread stops answering its scrapes
     stop_services();            // hand every ring back while the workers still run
     report_stats(true);
     return 0;
+}
+
+// systemd (Type=notify): every port is open by now (taps in the
+// constructor, sockets listening or connecting in start_services), so a
+// unit ordered after vnetd finds them; then the watchdog starts.
+void Daemon::notify_systemd_ready() {
+    std::string status = std::to_string(ports_.size()) + " port(s) open:";
+    for (const PortEntry& p : ports_) {
+        status += " " + p.port->name() + " (" + std::string(p.kind) + ")";
+    }
+    systemd_.ready(status);
+    std::vector<dataplane::Worker*> workers;
+    for (auto& w : workers_) {
+        workers.push_back(w.get());
+    }
+    watchdog_ = std::make_unique<Watchdog>(reactor_, systemd_, std::move(workers), log_);
 }
 
 void Daemon::stop() {

@@ -22,6 +22,8 @@
 #include "control/port_factory.hpp"
 #include "control/rpc/control_server.hpp"
 #include "control/rpc/method_table.hpp"
+#include "control/systemd/systemd_notify.hpp"
+#include "control/systemd/watchdog.hpp"
 #include "dataplane/placement.hpp"
 #include "dataplane/worker.hpp"
 #include "io/epoll_reactor.hpp"
@@ -118,6 +120,10 @@ private:
     std::unique_ptr<MetricsEndpoint> metrics_endpoint_;
     UniqueFd signal_fd_;
     std::chrono::steady_clock::time_point started_;
+    // systemd's notify protocol and watchdog (no-ops outside a unit).
+    SystemdNotify systemd_;
+    std::unique_ptr<Watchdog> watchdog_;
+    void notify_systemd_ready();
 };
 
 }  // namespace vnet::control

@@ -121,18 +121,12 @@ void VhostUserService::open_socket(const vhost_user::DeviceConfig& dc) {
     vhost_user::ServerOptions o;
     o.path = pc.listen_fd >= 0 ? "fd:" + std::to_string(pc.listen_fd) : pc.socket_path;
     o.listen_fd = pc.listen_fd;
-    o.mode = pc.socket_mode;
+    o.access = {.mode = pc.socket_mode, .owner = pc.socket_owner, .group = pc.socket_group};
     o.device = dc;
     server_ = std::make_unique<vhost_user::ServerSocket>(reactor_, o, &port_);
     if (pc.listen_fd >= 0) {
         log_->info("port {}: listening on inherited fd {}", pc.name, pc.listen_fd);
         return;
-    }
-    if (pc.socket_owner || pc.socket_group) {
-        if (::chown(pc.socket_path.c_str(), pc.socket_owner.value_or(static_cast<uid_t>(-1)),
-                    pc.socket_group.value_or(static_cast<gid_t>(-1))) != 0) {
-            throw std::runtime_error("chown " + pc.socket_path + ": " + std::strerror(errno));
-        }
     }
     log_->info("port {}: listening on {}", pc.name, pc.socket_path);
 }

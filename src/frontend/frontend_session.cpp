@@ -211,6 +211,26 @@ uint8_t FrontendSession::get_status() {
     return static_cast<uint8_t>(status);
 }
 
+std::vector<uint8_t> FrontendSession::get_config(uint32_t offset, uint32_t size) {
+    const vhost_user::DeviceConfigHeader h{offset, size, 0};
+    std::array<uint8_t, sizeof h + vhost_user::kMaxConfigSize> payload{};
+    std::memcpy(payload.data(), &h, sizeof h);
+    send(Request::get_config, payload.data(), static_cast<uint32_t>(sizeof h) + size, {}, false);
+    Message reply;
+    receive_reply(Request::get_config, reply);
+    // vhost-user.rst GET_CONFIG: the reply repeats the header, then the bytes.
+    vhost_user::DeviceConfigHeader got{};
+    if (reply.size() != sizeof h + size) {
+        fail(Request::get_config, "reply size " + std::to_string(reply.size()) + ", expected " +
+                                      std::to_string(sizeof h + size));
+    }
+    std::memcpy(&got, reply.payload.data(), sizeof got);
+    if (got.offset != offset || got.size != size) {
+        fail(Request::get_config, "reply is for another range");
+    }
+    return {reply.payload.begin() + sizeof h, reply.payload.begin() + sizeof h + size};
+}
+
 void FrontendSession::set_status(uint8_t status) {
     const uint64_t value = status;
     send_no_reply(Request::set_status, &value, sizeof value);

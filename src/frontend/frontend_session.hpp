@@ -13,6 +13,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "common/unique_fd.hpp"
 #include "frontend/driver_packed_ring_layout.hpp"
@@ -79,6 +80,9 @@ public:
     void set_vring_enable(uint32_t index, bool enable);
     uint8_t get_status();
     void set_status(uint8_t status);
+    // GET_CONFIG (PROTOCOL_F_CONFIG): `size` bytes of the device's config
+    // space from `offset` (size <= kMaxConfigSize).
+    std::vector<uint8_t> get_config(uint32_t offset, uint32_t size);
 
 private:
     void send(vhost_user::Request request, const void* payload, uint32_t size,

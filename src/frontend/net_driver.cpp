@@ -1,5 +1,7 @@
 #include "frontend/net_driver.hpp"
 
+#include "packet/byte_order.hpp"
+
 #include <cstdio>
 #include <string>
 
@@ -112,6 +114,11 @@ void NetDriver::negotiate(const NetDriverConfig& config) {
         session_.set_status(kAcknowledge | kDriver);
     }
     session_.set_features(negotiated_);
+    if (negotiated_.has(Feature::net_mtu) && protocol_.has(ProtocolFeature::config)) {
+        const std::vector<uint8_t> mtu =
+            session_.get_config(vhost_user::kNetConfigMtuOffset, sizeof(uint16_t));
+        mtu_ = packet::load_le16(mtu.data());
+    }
     if (status) {
         session_.set_status(kAcknowledge | kDriver | kFeaturesOk);
         // virtio 1.2 §3.1.1 step 6: re-read status; FEATURES_OK still set

@@ -76,6 +76,9 @@ public:
     vhost_user::ProtocolFeatureSet negotiated_protocol_features() const { return protocol_; }
     bool mrg_rxbuf() const { return negotiated_.has(virtio::Feature::net_mrg_rxbuf); }
     bool packed() const { return negotiated_.has(virtio::Feature::ring_packed); }
+    // The device's MTU (virtio_net_config.mtu), read with GET_CONFIG when
+    // VIRTIO_NET_F_MTU and PROTOCOL_F_CONFIG were both negotiated.
+    std::optional<uint16_t> mtu() const { return mtu_; }
     const FrontendSession& session() const { return session_; }
 
     // The ring as the type negotiated (std::bad_variant_access for the other).
@@ -135,6 +138,7 @@ private:
     uint32_t tx_slot_bytes_ = 0;
     uint32_t rx_buffer_bytes_ = 0;
     bool started_ = false;
+    std::optional<uint16_t> mtu_;
 };
 
 }  // namespace vnet::frontend

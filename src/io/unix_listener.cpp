@@ -6,7 +6,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <system_error>
 #include <utility>
 
@@ -51,9 +53,51 @@ int bind_with_mode(int fd, const sockaddr_un& addr, std::optional<mode_t> mode) 
     return rc;
 }
 
+// The socket of `fd` bound at `path` and listening, with `access`'s owner
+// and group, made under a private name in the directory of `path` and then
+// renamed there. The private name is reached through /proc/self/fd/DIRFD,
+// so it fits in a sockaddr_un however long the directory's name is. On
+// failure nothing is left behind.
+void bind_listening_as_owner(int fd, const std::string& path, const SocketAccess& access,
+                             int backlog) {
+    static std::atomic<unsigned> serial{0};
+    const size_t slash = path.rfind('/');
+    const std::string dir =
+        slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+    const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+    UniqueFd dir_fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!dir_fd) {
+        fail(errno, "open " + dir + " (the directory of " + path + ")");
+    }
+    const std::string private_name =
+        ".vnetd-" + std::to_string(::getpid()) + "-" + std::to_string(serial++);
+    sockaddr_un addr;
+    make_unix_address("/proc/self/fd/" + std::to_string(dir_fd.get()) + "/" + private_name, &addr);
+    if (bind_with_mode(fd, addr, access.mode) != 0) {
+        fail(errno, "bind " + path + " (as " + dir + "/" + private_name + ")");
+    }
+    auto undo = [&](const std::string& what) {
+        const int err = errno;
+        ::unlinkat(dir_fd.get(), private_name.c_str(), 0);
+        fail(err, what + " " + path);
+    };
+    if (::fchownat(dir_fd.get(), private_name.c_str(),
+                   access.owner.value_or(static_cast<uid_t>(-1)),
+                   access.group.value_or(static_cast<gid_t>(-1)), AT_SYMLINK_NOFOLLOW) != 0) {
+        undo("chown");
+    }
+    if (::listen(fd, backlog) != 0) {
+        undo("listen");
+    }
+    if (::renameat2(dir_fd.get(), private_name.c_str(), dir_fd.get(), name.c_str(),
+                    RENAME_NOREPLACE) != 0) {
+        undo("rename into place:");
+    }
+}
+
 }  // namespace
 
-UnixListener::UnixListener(std::string path, std::optional<mode_t> mode, int backlog)
+UnixListener::UnixListener(std::string path, const SocketAccess& access, int backlog)
     : path_(std::move(path)) {
     sockaddr_un addr;
     if (!make_unix_address(path_, &addr)) {
@@ -64,7 +108,10 @@ UnixListener::UnixListener(std::string path, std::optional<mode_t> mode, int bac
     if (!fd_) {
         fail(errno, "socket");
     }
-    if (bind_with_mode(fd_.get(), addr, mode) != 0) {
+    const bool listening = access.owner || access.group;
+    if (listening) {
+        bind_listening_as_owner(fd_.get(), path_, access, backlog);
+    } else if (bind_with_mode(fd_.get(), addr, access.mode) != 0) {
         fail(errno, "bind " + path_);
     }
     struct stat st {};
@@ -72,7 +119,7 @@ UnixListener::UnixListener(std::string path, std::optional<mode_t> mode, int bac
         dev_ = st.st_dev;
         ino_ = st.st_ino;
     }
-    if (::listen(fd_.get(), backlog) != 0) {
+    if (!listening && ::listen(fd_.get(), backlog) != 0) {
         const int err = errno;
         remove_if_ours();
         fail(err, "listen " + path_);

@@ -6,7 +6,12 @@
 //   removed; a live socket or any other kind of file is someone else's and
 //   an error.
 // - The socket gets its mode at creation (bind under a umask), so there is
-//   no moment in which it has the default permissions.
+//   no moment in which it has the default permissions. A socket file is
+//   always created owned by its creator, so one with another owner or
+//   group is made under a private name in the same directory, given its
+//   owner and group, set listening, and only then renamed to its path
+//   (renameat2 RENAME_NOREPLACE): at the path it appears listening, with
+//   its mode, owner and group, and is never changed after.
 // - Destruction removes the path only if it is still the socket we made
 //   (another process may have replaced it since).
 #pragma once
@@ -20,12 +25,20 @@
 
 namespace vnet::io {
 
+// Who may use a socket file. Unset fields keep what bind gives: the umask's
+// mode, the creator's user and group.
+struct SocketAccess {
+    std::optional<mode_t> mode = {};
+    std::optional<uid_t> owner = {};
+    std::optional<gid_t> group = {};
+};
+
 class UnixListener {
 public:
     UnixListener() = default;
     // Binds and listens, non-blocking and close-on-exec. Throws
     // std::system_error naming the path (start-up and control-plane only).
-    UnixListener(std::string path, std::optional<mode_t> mode, int backlog = 16);
+    UnixListener(std::string path, const SocketAccess& access, int backlog = 16);
     // Adopts a socket a manager already bound and listens on (the back-end
     // convention --fd=FDNUM); `name` only names it in errors, and the path
     // is never removed. Throws std::system_error if `fd` is not listening

@@ -104,6 +104,9 @@ VhostUserDevice::VhostUserDevice(DeviceConfig config, QueueObserver* observer)
     offered_features_ = compute_offered_features(config_);
     offered_protocol_ =
         ProtocolFeatureSet(config_.protocol_features.bits() & kSupportedProtocolFeatures.bits());
+    if (config_.mtu.has_value()) {
+        offered_protocol_ = offered_protocol_.with(ProtocolFeature::config);
+    }
     queues_.resize(2 * config_.max_queue_pairs);
     install_guest_fault_handler();  // we read guest memory when a ring starts
 }

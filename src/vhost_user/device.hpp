@@ -64,7 +64,9 @@ inline constexpr ProtocolFeatureSet kDefaultProtocolFeatures{
     ProtocolFeature::mq,     ProtocolFeature::reply_ack, ProtocolFeature::configure_mem_slots,
     ProtocolFeature::status, ProtocolFeature::net_mtu,   ProtocolFeature::rarp,
 };
-inline constexpr ProtocolFeatureSet kSupportedProtocolFeatures = kDefaultProtocolFeatures;
+// CONFIG is offered with an MTU (GET_CONFIG is how a front end reads it).
+inline constexpr ProtocolFeatureSet kSupportedProtocolFeatures =
+    kDefaultProtocolFeatures | ProtocolFeatureSet{ProtocolFeature::config};
 
 // DPDK's VHOST_MAX_QUEUE_PAIRS; also keeps every vring index below 256 (the
 // KICK/CALL/ERR payload has 8 index bits).
@@ -75,7 +77,8 @@ struct DeviceConfig {
     uint32_t max_queue_pairs = 1;     // 1..kMaxQueuePairs (clamped)
     virtio::FeatureSet features = kDefaultDeviceFeatures;  // narrowed to kSupportedDeviceFeatures
     ProtocolFeatureSet protocol_features = kDefaultProtocolFeatures;
-    std::optional<uint16_t> mtu;  // offers VIRTIO_NET_F_MTU when set
+    // Offers VIRTIO_NET_F_MTU and, to read it, GET_CONFIG (PROTOCOL_F_CONFIG) when set.
+    std::optional<uint16_t> mtu;
 };
 
 struct DispatchResult {
@@ -181,6 +184,7 @@ private:
     MessageError handle_rem_mem_reg(Message& m, Message& reply);
     MessageError handle_set_status(Message& m, Message& reply);
     MessageError handle_get_status(Message& m, Message& reply);
+    MessageError handle_get_config(Message& m, Message& reply);
 
     // The two halves of handle_message: table checks then the handler, and
     // the reply policy (ack, own reply, or break).

@@ -1,7 +1,10 @@
 // VhostUserDevice handlers for per-device settings: features, protocol
-// features, ownership, status, MTU, RARP, queue count, side channels.
+// features, ownership, status, MTU and the config space, RARP, queue
+// count, side channels.
+#include <array>
 #include <cstring>
 
+#include "packet/byte_order.hpp"
 #include "vhost_user/device.hpp"
 
 namespace vnet::vhost_user {
@@ -120,6 +123,22 @@ MessageError VhostUserDevice::handle_set_status(Message& m, Message&) {
         return MessageError::status_out_of_range;
     }
     status_ = static_cast<uint8_t>(status);
+    return MessageError::ok;
+}
+
+MessageError VhostUserDevice::handle_get_config(Message& m, Message& reply) {
+    DeviceConfigHeader h;
+    std::memcpy(&h, m.payload.data(), sizeof h);  // range checked by the table
+    // virtio 1.2 §5.1.4: the net config space; what we do not fill reads 0
+    // (no MAC of our own: the guest picks one).
+    std::array<uint8_t, kMaxConfigSize> space{};
+    packet::store_le16(space.data() + kNetConfigStatusOffset, kNetStatusLinkUp);
+    packet::store_le16(space.data() + kNetConfigMaxQueuePairsOffset,
+                       static_cast<uint16_t>(max_queue_pairs()));
+    packet::store_le16(space.data() + kNetConfigMtuOffset, config_.mtu.value_or(0));
+    std::memcpy(reply.payload.data(), &h, sizeof h);
+    std::memcpy(reply.payload.data() + sizeof h, space.data() + h.offset, h.size);
+    reply.header.size = static_cast<uint32_t>(sizeof h) + h.size;
     return MessageError::ok;
 }
 

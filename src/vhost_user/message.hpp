@@ -157,6 +157,25 @@ struct LogBase {
 };
 static_assert(sizeof(LogBase) == 16);
 
+// GET_CONFIG / SET_CONFIG: this header, then `size` bytes of the device's
+// configuration space from `offset` (vhost-user.rst "Virtio device config
+// space"), at most QEMU's VHOST_USER_MAX_CONFIG_SIZE.
+struct DeviceConfigHeader {
+    uint32_t offset;
+    uint32_t size;
+    uint32_t flags;
+};
+static_assert(sizeof(DeviceConfigHeader) == 12);
+inline constexpr uint32_t kMaxConfigSize = 256;
+
+// virtio 1.2 §5.1.4 struct virtio_net_config (little-endian): the fields a
+// back end fills; mtu means something with VIRTIO_NET_F_MTU,
+// max_virtqueue_pairs with VIRTIO_NET_F_MQ.
+inline constexpr uint32_t kNetConfigStatusOffset = 6;
+inline constexpr uint32_t kNetConfigMaxQueuePairsOffset = 8;
+inline constexpr uint32_t kNetConfigMtuOffset = 10;
+inline constexpr uint16_t kNetStatusLinkUp = 1;
+
 // vhost-user.rst: the device status is a u64 whose value must fit in a u8.
 inline constexpr uint64_t kMaxDeviceStatus = 0xff;
 

@@ -82,6 +82,8 @@ const char* to_string(MessageError e) {
             return "device status above 0xff";
         case MessageError::mtu_out_of_range:
             return "MTU outside 68..65535";
+        case MessageError::config_range_invalid:
+            return "config space range outside 0..256";
         case MessageError::device_broken:
             return "device is broken";
     }

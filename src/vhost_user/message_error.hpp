@@ -51,6 +51,7 @@ enum class MessageError : uint8_t {
     // Device configuration.
     status_out_of_range,
     mtu_out_of_range,
+    config_range_invalid,
     // State.
     device_broken,
 };

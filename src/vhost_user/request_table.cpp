@@ -72,7 +72,9 @@ struct RequestTableBuilder {
                       PF::backend_req),
             unsupported(Request::iotlb_msg, "IOTLB_MSG", true, kAlways),
             unsupported(Request::set_vring_endian, "SET_VRING_ENDIAN", false, PF::cross_endian),
-            unsupported(Request::get_config, "GET_CONFIG", true, PF::config),
+            // Offered with an MTU: how a front end reads it (virtio_net_config.mtu).
+            {Request::get_config, "GET_CONFIG", &D::handle_get_config, FdRule::none,
+             PayloadRule::device_config, 0, true, PF::config},
             unsupported(Request::set_config, "SET_CONFIG", false, PF::config),
             unsupported(Request::create_crypto_session, "CREATE_CRYPTO_SESSION", true,
                         PF::crypto_session),
@@ -163,6 +165,20 @@ MessageError check_payload_size(const RequestSpec& spec, const Message& msg) {
             const bool exact = msg.size() == memory_table_payload_size(nregions);
             const bool full = msg.size() == sizeof(MemoryTable);
             return exact || full ? MessageError::ok : MessageError::payload_size_mismatch;
+        }
+        case PayloadRule::device_config: {
+            DeviceConfigHeader h;
+            if (msg.size() < sizeof h) {
+                return MessageError::payload_size_mismatch;
+            }
+            std::memcpy(&h, msg.payload.data(), sizeof h);
+            // vhost-user.rst GET_CONFIG: the payload is the header and `size`
+            // bytes; the range must lie inside the config space we have.
+            if (h.size > kMaxConfigSize || h.offset > kMaxConfigSize - h.size) {
+                return MessageError::config_range_invalid;
+            }
+            return msg.size() == sizeof h + h.size ? MessageError::ok
+                                                   : MessageError::payload_size_mismatch;
         }
         case PayloadRule::unchecked:
             return MessageError::ok;

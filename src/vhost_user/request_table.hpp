@@ -27,9 +27,10 @@ enum class FdRule : uint8_t {
 };
 
 enum class PayloadRule : uint8_t {
-    exact,         // header.size == payload_size
-    memory_table,  // 8 + 32*nregions (what QEMU and virtio-user send) or the full struct
-    unchecked,     // unsupported requests: refused before the size matters
+    exact,          // header.size == payload_size
+    memory_table,   // 8 + 32*nregions (what QEMU and virtio-user send) or the full struct
+    device_config,  // DeviceConfigHeader + its size bytes, a range inside kMaxConfigSize
+    unchecked,      // unsupported requests: refused before the size matters
 };
 
 using RequestHandler = MessageError (VhostUserDevice::*)(Message& request, Message& reply);

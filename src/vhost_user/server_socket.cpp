@@ -36,7 +36,7 @@ ServerSocket::ServerSocket(io::Reactor& reactor, ServerOptions options, QueueObs
         listen_ = io::UnixListener::adopt(options_.listen_fd,
                                           "--fd " + std::to_string(options_.listen_fd));
     } else {
-        listen_ = io::UnixListener(options_.path, options_.mode);
+        listen_ = io::UnixListener(options_.path, options_.access);
     }
     reactor_.watch(listen_.fd(), EPOLLIN, [this](uint32_t) { on_listen_ready(); });
     log_->info("listening (at most {} front end(s))", options_.max_connections);

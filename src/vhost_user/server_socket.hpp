@@ -35,8 +35,9 @@ struct ServerOptions {
     // back-end convention --fd=FDNUM: the manager made the socket). `path`
     // then only names it in logs and is never unlinked.
     int listen_fd = -1;
-    // The socket file's mode, given at creation; the umask's default if unset.
-    std::optional<mode_t> mode;
+    // The socket file's mode, owner and group, all in place before it
+    // appears at `path` (io/unix_listener.hpp); unset: bind's defaults.
+    io::SocketAccess access;
     uint32_t max_connections = 1;
     DeviceConfig device;  // device.name defaults to `path` when left at its default
     size_t output_limit = kDefaultOutputLimit;

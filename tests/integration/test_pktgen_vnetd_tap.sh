@@ -38,6 +38,14 @@
 #       checksum offload at the TCP checksum, i.e. the guest's header
 #       reached the kernel intact (a frame that lost it would arrive as a
 #       plain 16 KB frame and pass every count).
+#   (d) jumbo frames (VNET_TEST_JUMBO=1; ctest
+#       integration.test_pktgen_vnetd_tap_jumbo runs vnetd --mtu 9000): the
+#       MTU reaches both ends, the tap's MTU is 9000 and pktgen reports
+#       `mtu: 9000` (VIRTIO_NET_F_MTU, read with GET_CONFIG; every other run
+#       reports `mtu: none`); then (a) and (b) run with 9014-byte frames
+#       (MTU + Ethernet header) and random sizes up to 9014, guest -> tap
+#       and tap -> guest, the latter with mergeable RX buffers (a frame
+#       spans several 2 KiB buffers) and without (each buffer holds one).
 #
 # Topology: vnetd runs in NS_HOST (IPv6 off) so the kernel sends nothing
 # through its tap before the tap is moved into the case's namespace (also
@@ -50,6 +58,7 @@
 #   VNET_TEST_GSO_FRAMES  G for (c) (default 2000)
 #   VNET_TEST_GSO_SIZE    S for (c) (default 16384)
 #   VNET_TEST_VNETD_ARGS  more vnetd args, e.g. "--submit writev"
+#   VNET_TEST_JUMBO       1: the jumbo cases (d) instead of (a)-(c)
 #   VNET_TEST_PKTGEN_ARGS more pktgen args for every case, e.g. "--packed"
 #                         (ctest runs the script twice: split, and packed
 #                         rings; each pktgen report must name the format)
@@ -66,6 +75,9 @@ G=${VNET_TEST_GSO_FRAMES:-2000}
 GSO_SIZE=${VNET_TEST_GSO_SIZE:-16384}
 read -r -a VNETD_EXTRA <<<"${VNET_TEST_VNETD_ARGS:-}"
 read -r -a PKTGEN_EXTRA <<<"${VNET_TEST_PKTGEN_ARGS:-}"
+JUMBO=${VNET_TEST_JUMBO:-0}
+EXPECT_MTU=none
+[ "$JUMBO" = 1 ] && EXPECT_MTU=9000
 RING_FORMAT=split
 for arg in "${PKTGEN_EXTRA[@]}"; do
     [ "$arg" = --packed ] && RING_FORMAT=packed
@@ -103,6 +115,11 @@ start_case() {
     wait_for 10 "($label) vnetd did not listen" log_has "$WORK/vnetd-$label.log" "listening on"
     ip -n "$NS_HOST" link set "$TAP" netns "$NS" || fail "($label) moving $TAP into $NS"
     ip -n "$NS" link set "$TAP" up || fail "($label) $TAP up in $NS"
+    if [ "$JUMBO" = 1 ]; then
+        local mtu
+        mtu=$(ip netns exec "$NS" cat "/sys/class/net/$TAP/mtu")
+        [ "$mtu" = 9000 ] || fail "($label) $TAP has MTU $mtu, vnetd was given --mtu 9000"
+    fi
 }
 
 # stop_vnetd LABEL: SIGTERM; it must exit 0 (final stats written) and its
@@ -145,6 +162,7 @@ stop_capture() {
 # (its default, 256 descriptors).
 check_ring_format() {
     check_equal "$1" "wanted_rings=$RING_FORMAT" "pktgen_ring-format=$(pktgen_value "$2" ring-format)"
+    check_equal "$1" "offered_mtu=$EXPECT_MTU" "pktgen_mtu=$(pktgen_value "$2" mtu)"
     log_has "$WORK/vnetd-$1.log" "\] $RING_FORMAT rings" ||
         fail "($1) vnetd did not log $RING_FORMAT rings"
     log_has "$WORK/vnetd-$1.log" "queue pair 0 running \(rings 0 and 1, 256 entries\)" ||
@@ -201,7 +219,7 @@ case_rx() {
     ip -n "$NS" link set "$TAP" txqueuelen "$N" || fail "($label) txqueuelen $N"
     bg_start --out "$WORK/pktgen-$label.out" --err "$WORK/pktgen-$label.err" \
         timeout 300 "$PKTGEN" --socket-path "$SOCK" --rx --count "$N" --duration 240 --stats-interval 0 \
-        "${PKTGEN_EXTRA[@]}"
+        "${PKTGEN_EXTRA[@]}" "${CASE_PKTGEN_ARGS[@]}"
     local pg_pid=$BG_PID
     wait_for 30 "($label) pktgen did not come up" log_has "$WORK/pktgen-$label.err" "link up"
     local sent
@@ -302,6 +320,16 @@ case_gso() {
         "kernel_tap_rx_dropped=$tap_rx_dropped" "capture_dropped=$cap_dropped"
 }
 
+CASE_PKTGEN_ARGS=()  # pktgen args of one rx case
+if [ "$JUMBO" = 1 ]; then
+    echo "== jumbo frames: vnetd ${VNETD_EXTRA[*]}, $RING_FORMAT rings, frames $N (seed $SEED)"
+    case_tx d1 --size 9014
+    case_tx d2 --size-range 60-9014
+    case_rx d3 --size 9014
+    CASE_PKTGEN_ARGS=(--mrg-rxbuf off)
+    case_rx d4 --size-range 60-9014
+    pass
+fi
 echo "== $RING_FORMAT rings, frames $N (seed $SEED), pktgen rate ${RATE:-0} pps, GSO $G x $GSO_SIZE B"
 case_tx a1 --size-range 60-1514
 case_tx a2 --size 64

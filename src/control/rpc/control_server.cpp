@@ -16,11 +16,7 @@ ControlServer::ControlServer(io::Reactor& reactor, ControlServerOptions options,
       options_(std::move(options)),
       methods_(methods),
       log_(make_logger("control")),
-      listener_(options_.path, options_.mode) {
-    if (options_.group &&
-        ::chown(options_.path.c_str(), static_cast<uid_t>(-1), *options_.group) != 0) {
-        throw std::system_error(errno, std::generic_category(), "chown " + options_.path);
-    }
+      listener_(options_.path, {.mode = options_.mode, .group = options_.group}) {
     reactor_.watch(listener_.fd(), EPOLLIN, [this](uint32_t) { on_listen_ready(); });
     log_->info("control socket {} (mode {:04o})", options_.path, options_.mode);
 }

@@ -24,8 +24,8 @@ namespace vnet::control::rpc {
 
 struct ControlServerOptions {
     std::string path;
-    // Given at creation (no moment with the umask's default); the group may
-    // then be changed to let one group of users in.
+    // Both in place before the socket appears at `path` (no moment with the
+    // umask's default or root's group); the group lets one group of users in.
     mode_t mode = 0600;
     std::optional<gid_t> group;
     size_t max_clients = 16;

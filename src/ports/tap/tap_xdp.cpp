@@ -12,6 +12,7 @@
 #include "common/log.hpp"
 #include "ports/setup_error.hpp"
 #include "ports/tap/libbpf_log.hpp"
+#include "ports/tap/xdp_object_path.hpp"
 
 namespace vnet::ports {
 namespace {
@@ -101,7 +102,7 @@ void TapXdpProgram::ObjectCloser::operator()(bpf_object* object) const noexcept 
 }
 
 TapXdpProgram::TapXdpProgram(std::string device, unsigned ifindex, const TapXdpOptions& options)
-    : device_(std::move(device)), ifindex_(ifindex), file_(options.program.file) {
+    : device_(std::move(device)), ifindex_(ifindex), file_(find_xdp_object(options.program.file)) {
     route_libbpf_log();
     open_object();
     bpf_program* program = select_program(options.program.section);

@@ -37,7 +37,7 @@ int error_of(const std::function<void()>& f) {
 TEST(UnixListener, creates_the_socket_with_its_mode_and_removes_it_at_the_end) {
     const std::string path = temp_path();
     {
-        UnixListener l(path, 0600);
+        UnixListener l(path, {.mode = 0600});
         struct stat st {};
         ASSERT_EQ(::stat(path.c_str(), &st), 0);
         EXPECT_EQ(st.st_mode & 07777, 0600u);
@@ -55,22 +55,22 @@ TEST(UnixListener, replaces_a_stale_socket_but_not_a_live_one_or_a_file) {
         ASSERT_EQ(::bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
     }
     ASSERT_TRUE(exists(path));
-    UnixListener live(path, std::nullopt);
-    EXPECT_EQ(error_of([&] { UnixListener second(path, std::nullopt); }), EADDRINUSE);
+    UnixListener live(path, {});
+    EXPECT_EQ(error_of([&] { UnixListener second(path, {}); }), EADDRINUSE);
     EXPECT_TRUE(exists(path)) << "the live one keeps its path";
 
     const std::string file = temp_path();
     std::ofstream(file) << "not a socket";
-    EXPECT_EQ(error_of([&] { UnixListener l(file, std::nullopt); }), EEXIST);
+    EXPECT_EQ(error_of([&] { UnixListener l(file, {}); }), EEXIST);
     EXPECT_TRUE(exists(file));
     ::unlink(file.c_str());
 }
 
 TEST(UnixListener, leaves_a_path_someone_else_took_over) {
     const std::string path = temp_path();
-    std::optional<UnixListener> first(std::in_place, path, std::nullopt);
+    std::optional<UnixListener> first(std::in_place, path, SocketAccess{});
     ::unlink(path.c_str());
-    UnixListener second(path, std::nullopt);  // another owner now
+    UnixListener second(path, {});  // another owner now
     first.reset();
     EXPECT_TRUE(exists(path));
 }
@@ -82,8 +82,7 @@ TEST(UnixListener, adopts_only_a_listening_socket) {
 }
 
 TEST(UnixListener, refuses_a_path_that_does_not_fit_sockaddr_un) {
-    EXPECT_EQ(error_of([&] { UnixListener l("/tmp/" + std::string(200, 'p'), std::nullopt); }),
-              ENAMETOOLONG);
+    EXPECT_EQ(error_of([&] { UnixListener l("/tmp/" + std::string(200, 'p'), {}); }), ENAMETOOLONG);
 }
 
 }  // namespace
