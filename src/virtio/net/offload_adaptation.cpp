@@ -64,19 +64,12 @@ const DeliveryPlan& OffloadAdaptation::plan(std::span<const iovec> packet, uint3
     // nothing on TX, and a longer tap header (hash report) is skipped.
     uint8_t h[kLegacyNetHeaderSize];
     if (sender_header_size < kLegacyNetHeaderSize || packet_len < sender_header_size ||
-        gather_prefix(packet, h, sizeof h) < sizeof h) {
+        total_length(packet) < packet_len || gather_prefix(packet, h, sizeof h) < sizeof h) {
         drop(DropReason::packet_too_short);
         return plan_;
     }
     plan_.frame_len = packet_len - sender_header_size;
     plan_.how = Delivery::whole;  // until a check below says otherwise
-    const uint32_t have = std::min(plan_.frame_len, kMaxFrameHeaders);
-    const int pieces = slice_iovecs(packet, sender_header_size, have, source_slice_);
-    if (pieces < 0) {
-        drop(DropReason::packet_too_short);  // the iovecs hold less than packet_len
-        return plan_;
-    }
-    gather_prefix({source_slice_.data(), static_cast<size_t>(pieces)}, headers_.data(), have);
 
     const bool needs_csum = (h[kNetHeaderFlagsOffset] & NetHeader::kFlagNeedsCsum) != 0;
     if (load_le16(h + kNetHeaderHdrLenOffset) > plan_.frame_len) {
@@ -94,6 +87,15 @@ const DeliveryPlan& OffloadAdaptation::plan(std::span<const iovec> packet, uint3
         }
     }
     if (h[kNetHeaderGsoTypeOffset] != NetHeader::kGsoNone) {
+        // Only a GSO frame's headers are parsed: a private copy, which also
+        // serves as every segment's template.
+        const uint32_t have = std::min(plan_.frame_len, kMaxFrameHeaders);
+        const int pieces = slice_iovecs(packet, sender_header_size, have, source_slice_);
+        if (pieces < 0) {
+            drop(DropReason::too_many_segments);  // more pieces than a burst holds
+            return plan_;
+        }
+        gather_prefix({source_slice_.data(), static_cast<size_t>(pieces)}, headers_.data(), have);
         plan_gso(h, have);
         if (plan_.how == Delivery::drop || plan_.gso) {
             return plan_;
@@ -298,14 +300,21 @@ uint32_t OffloadAdaptation::write_whole(std::span<const iovec> packet,
         return available;  // a truncated packet: the receive queue drops and counts it
     }
     const uint32_t rx_header = receiver_.header_size;
-    scatter_at(buffer, 0, plan_.header.data(), rx_header);
-    const int src = slice_iovecs(packet, plan_.sender_header_size, plan_.frame_len, source_slice_);
-    const int dst = slice_iovecs(buffer, rx_header, plan_.frame_len, buffer_slice_);
-    if (src < 0 || dst < 0) {
-        return 0;
+    if (plan_.sender_header_size == rx_header) {
+        // The common case: one pass over the packet, then the header
+        // rewritten in place.
+        copy_iovecs(buffer, packet, len);
+    } else {
+        const int src =
+            slice_iovecs(packet, plan_.sender_header_size, plan_.frame_len, source_slice_);
+        const int dst = slice_iovecs(buffer, rx_header, plan_.frame_len, buffer_slice_);
+        if (src < 0 || dst < 0) {
+            return 0;  // more pieces than a burst or an RX window holds: cannot happen
+        }
+        copy_iovecs({buffer_slice_.data(), static_cast<size_t>(dst)},
+                    {source_slice_.data(), static_cast<size_t>(src)}, plan_.frame_len);
     }
-    copy_iovecs({buffer_slice_.data(), static_cast<size_t>(dst)},
-                {source_slice_.data(), static_cast<size_t>(src)}, plan_.frame_len);
+    scatter_at(buffer, 0, plan_.header.data(), rx_header);
     if (plan_.complete_checksum) {
         // skb_checksum_help: the check field holds the pseudo-header sum;
         // sum from csum_start to the end and store the complement. Summed
