@@ -122,8 +122,9 @@ public:
 
     // Write the planned packet (or segment `i`) from the sender's `packet`
     // into `buffer`, which holds at least whole_len() / segment_len(i) bytes
-    // unless a guest posted less (then what fits is copied, and the
-    // receive queue counts the truncation). Return the bytes written.
+    // unless a guest posted less (then nothing is written, and the receive
+    // queue counts the truncation). Return the bytes written. Each side is
+    // at most kMaxBurstIovecs pieces, as a burst and an RX window hold them.
     uint32_t write_whole(std::span<const iovec> packet, std::span<const iovec> buffer);
     uint32_t write_segment(uint16_t i, std::span<const iovec> packet,
                            std::span<const iovec> buffer);
