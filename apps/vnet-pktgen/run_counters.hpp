@@ -26,6 +26,10 @@ struct RxCounters {
     uint64_t bad_length = 0;
     uint64_t bad_ip_checksum = 0;
     uint64_t bad_payload = 0;
+    uint64_t bad_l4_checksum = 0;  // TCP checksum (full, or the partial sum with NEEDS_CSUM)
+    // Segments of a frame the back end cut (no stamp; verified by their TCP
+    // sequence number): in `verified` too, not in the loss count.
+    uint64_t segments = 0;
     uint64_t bad_buffers = 0;  // malformed used entry: length or num_buffers impossible
     uint64_t lost = 0;         // sequence gaps not filled by late arrivals
     uint64_t reordered = 0;
@@ -48,7 +52,7 @@ inline constexpr std::array<CounterField<TxCounters>, 6> kTxCounterTable{{
     {"tx-wakeups", &TxCounters::wakeups},
 }};
 
-inline constexpr std::array<CounterField<RxCounters>, 13> kRxCounterTable{{
+inline constexpr std::array<CounterField<RxCounters>, 15> kRxCounterTable{{
     {"rx-packets", &RxCounters::packets},
     {"rx-bytes", &RxCounters::bytes},
     {"rx-verified", &RxCounters::verified},
@@ -57,6 +61,8 @@ inline constexpr std::array<CounterField<RxCounters>, 13> kRxCounterTable{{
     {"rx-bad-length", &RxCounters::bad_length},
     {"rx-bad-ip-checksum", &RxCounters::bad_ip_checksum},
     {"rx-bad-payload", &RxCounters::bad_payload},
+    {"rx-bad-l4-checksum", &RxCounters::bad_l4_checksum},
+    {"rx-segments", &RxCounters::segments},
     {"rx-bad-buffers", &RxCounters::bad_buffers},
     {"rx-lost", &RxCounters::lost},
     {"rx-reordered", &RxCounters::reordered},

@@ -99,9 +99,10 @@ void RxReceiver<Ring>::start_frame(uint16_t buffer, std::span<const std::byte> d
         return;
     }
     uint32_t buffers = 1;
+    virtio::NetHeader hdr;
+    std::memcpy(&hdr, data.data(), sizeof hdr);
+    frame_partial_checksum_ = (hdr.flags & virtio::NetHeader::kFlagNeedsCsum) != 0;
     if (mrg_rxbuf_) {
-        virtio::NetHeader hdr;
-        std::memcpy(&hdr, data.data(), sizeof hdr);
         // virtio 1.2 §5.1.6.4: num_buffers >= 1, and the frame cannot span
         // more buffers than we could have given the device.
         buffers = hdr.num_buffers;
@@ -126,7 +127,7 @@ void RxReceiver<Ring>::finish_frame() {
     const size_t frame_len = packet::total_length(pieces);
     ++counters_.packets;
     counters_.bytes += frame_len;
-    count_verdict(verifier_.check(pieces));
+    count_verdict(verifier_.check(pieces, frame_partial_checksum_));
     for (uint32_t i = 0; i < piece_count_; ++i) {
         free_buffers_.push_back(piece_buffers_[i]);
     }
@@ -151,6 +152,13 @@ void RxReceiver<Ring>::count_verdict(const frontend::FrameCheck& check) {
         case FrameVerdict::bad_payload:
             ++counters_.bad_payload;
             break;
+        case FrameVerdict::bad_l4_checksum:
+            ++counters_.bad_l4_checksum;
+            break;
+    }
+    if (check.continuation) {
+        ++counters_.segments;  // its frame's first segment carried the sequence number
+        return;
     }
     // A damaged frame of ours still arrived: it is bad, not lost.
     sequence_.record(check.seq);
@@ -176,7 +184,8 @@ RxCounters RxReceiver<Ring>::run() {
         const uint16_t taken = process_used();
         post_free_buffers();
         stats.tick(now, counters_.packets, counters_.bytes,
-                   counters_.bad_length + counters_.bad_ip_checksum + counters_.bad_payload,
+                   counters_.bad_length + counters_.bad_ip_checksum + counters_.bad_payload +
+                       counters_.bad_l4_checksum,
                    sequence_.missing());
         if (taken != 0) {
             waiter.worked();
@@ -192,7 +201,7 @@ RxCounters RxReceiver<Ring>::run() {
     }
 
     counters_.bad = counters_.bad_length + counters_.bad_ip_checksum + counters_.bad_payload +
-                    counters_.bad_buffers;
+                    counters_.bad_l4_checksum + counters_.bad_buffers;
     counters_.lost = sequence_.missing();
     counters_.reordered = sequence_.reordered();
     return counters_;

@@ -51,6 +51,7 @@ private:
     // The frame being gathered: its pieces and the buffers they live in,
     // which are not handed back to the device until the frame is checked.
     std::array<frontend::FramePiece, kMaxBuffersPerFrame> pieces_{};
+    bool frame_partial_checksum_ = false;  // the frame's header had NEEDS_CSUM
     std::array<uint16_t, kMaxBuffersPerFrame> piece_buffers_{};
     uint32_t piece_count_ = 0;
     uint32_t buffers_missing_ = 0;

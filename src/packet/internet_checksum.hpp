@@ -3,8 +3,11 @@
 // Header-only: it runs per packet over 8-40 bytes and must inline.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "packet/byte_order.hpp"
 #include "packet/wire.hpp"
@@ -42,6 +45,25 @@ inline uint16_t checksum_add(uint32_t sum, const void* data, size_t len) {
     }
     if (i < len) {
         acc += uint32_t{p[i]} << 8;
+    }
+    return checksum_fold(acc);
+}
+
+// checksum_add over bytes spread over iovecs (a guest's RX buffers), as if
+// they were contiguous. A piece that starts at an odd offset adds its own
+// sum byte-swapped: the one's-complement sum is byte-order independent
+// (RFC 1071 §2(B)), so the swap puts its bytes in the word halves they
+// would have had; the kernel's csum_block_add does the same.
+inline uint16_t checksum_add_iovecs(uint32_t sum, std::span<const iovec> pieces) {
+    uint64_t acc = sum;
+    bool odd = false;
+    for (const iovec& piece : pieces) {
+        if (piece.iov_len == 0) {
+            continue;  // an empty piece may have a null base
+        }
+        const uint16_t part = checksum_add(0, piece.iov_base, piece.iov_len);
+        acc += odd ? __builtin_bswap16(part) : part;
+        odd ^= (piece.iov_len & 1) != 0;
     }
     return checksum_fold(acc);
 }

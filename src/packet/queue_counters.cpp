@@ -20,6 +20,12 @@ std::string_view to_string(DropReason r) {
             return "no_destination";
         case DropReason::queue_disabled:
             return "queue_disabled";
+        case DropReason::bad_checksum_offsets:
+            return "bad_checksum_offsets";
+        case DropReason::bad_gso_header:
+            return "bad_gso_header";
+        case DropReason::gso_unsupported:
+            return "gso_unsupported";
         case DropReason::count_:
             break;
     }

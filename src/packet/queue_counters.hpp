@@ -23,6 +23,16 @@ enum class DropReason : uint8_t {
     rx_error,              // a read from the source failed
     no_destination,        // the peer port is down (guest not connected, ring disabled)
     queue_disabled,  // started but disabled ring: TX is processed and dropped (vhost-user.rst)
+    // A sender's virtio-net header that does not fit its own frame (guest
+    // to guest, virtio/net/offload_adaptation.hpp): NEEDS_CSUM offsets past
+    // the frame or not at the L4 checksum its GSO type implies; an unknown
+    // GSO type, gso_size 0, hdr_len past the frame, headers that do not
+    // parse as the GSO type says, or too many segments.
+    bad_checksum_offsets,
+    bad_gso_header,
+    // A valid GSO frame for a receiver without the offload that vnetd does
+    // not segment (IPv6 extension headers, IPv6 UFO, stacked VLAN tags).
+    gso_unsupported,
     count_,
 };
 inline constexpr size_t kDropReasonCount = static_cast<size_t>(DropReason::count_);

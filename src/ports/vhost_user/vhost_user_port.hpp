@@ -29,6 +29,7 @@
 #include "vhost_user/queue_observer.hpp"
 #include "virtio/net/net_rx_queue.hpp"
 #include "virtio/net/net_tx_queue.hpp"
+#include "virtio/net/offload_adaptation.hpp"
 
 namespace vnet::ports {
 
@@ -117,6 +118,20 @@ private:
         bool memory_lost = false;
         uint32_t generation = 0;  // bumped each time the ring (re)starts
     };
+    // A packet of another port's burst that the RX ring ran out of buffers
+    // in the middle of (segmented): the segments before next_segment are in
+    // the guest already, so the retry of the same packet resumes there.
+    struct PartialDelivery {
+        const void* first_base = nullptr;
+        uint32_t len = 0;
+        uint32_t token = 0;
+        uint16_t next_segment = 0;
+        bool is(const packet::PacketBurst& burst, uint16_t i) const {
+            const packet::BurstPacket& p = burst.packets[i];
+            return next_segment != 0 && p.len == len && p.token == token &&
+                   burst.iovecs[p.first_iov].iov_base == first_base;
+        }
+    };
     // Queue pair q: RX ring 2q (us -> guest) and TX ring 2q+1 (guest -> us).
     struct QueuePair {
         QueuePair(packet::QueueCounters& rx_ring_counters, packet::QueueCounters& tx_ring_counters);
@@ -124,6 +139,10 @@ private:
         virtio::NetTxQueue tx;
         RingEnd rx_end;
         RingEnd tx_end;
+        // Other guests' packets made fit for what this guest's RX ring
+        // negotiated (transmit_burst).
+        virtio::OffloadAdaptation adaptation;
+        PartialDelivery partial;
     };
 
     QueuePair& pair_of(uint32_t ring_index) { return pairs_[ring_index / 2]; }

@@ -38,7 +38,7 @@ struct Slot {
 
 TEST(PacketBuilder, udp_frames_of_every_size_round_trip_through_the_verifier) {
     const PacketBuilder b(FlowAddresses{}, FrameKind::udp);
-    const PacketVerifier v;
+    PacketVerifier v;
     Slot slot(b, kMaxUdpFrameLen);
     uint64_t seq = 0;
     for (uint32_t len : {60u, 64u, 65u, 128u, 1500u, 1514u, 9000u, kMaxUdpFrameLen}) {
@@ -72,7 +72,7 @@ TEST(PacketBuilder, udp_frames_carry_addresses_ports_and_a_valid_ip_checksum) {
 
 TEST(PacketBuilder, restamping_a_slot_with_another_size_leaves_a_valid_frame) {
     const PacketBuilder b(FlowAddresses{}, FrameKind::udp);
-    const PacketVerifier v;
+    PacketVerifier v;
     Slot slot(b, 2048);
     b.stamp(slot.bytes, 1, 1500);
     b.stamp(slot.bytes, 2, 70);
@@ -122,13 +122,13 @@ TEST(PacketBuilder, gso_checksum_completed_as_a_device_would_is_valid) {
     store_be16(pseudo + 10, static_cast<uint16_t>(len - kL4Offset));
     const uint32_t sum = checksum_add(checksum_add(0, pseudo, 12), f + kL4Offset, len - kL4Offset);
     EXPECT_EQ(checksum_fold(sum), 0xffff);
-    const PacketVerifier v;
+    PacketVerifier v;
     EXPECT_EQ(v.check(slot.frame(len)).verdict, FrameVerdict::ok);
 }
 
 TEST(PacketVerifier, a_flipped_payload_byte_is_bad_payload) {
     const PacketBuilder b(FlowAddresses{}, FrameKind::udp);
-    const PacketVerifier v;
+    PacketVerifier v;
     Slot slot(b, 2048);
     b.stamp(slot.bytes, 9, 1000);
     slot.frame_data()[999] ^= std::byte{1};
@@ -139,7 +139,7 @@ TEST(PacketVerifier, a_flipped_payload_byte_is_bad_payload) {
 
 TEST(PacketVerifier, a_truncated_frame_is_bad_length) {
     const PacketBuilder b(FlowAddresses{}, FrameKind::udp);
-    const PacketVerifier v;
+    PacketVerifier v;
     Slot slot(b, 2048);
     b.stamp(slot.bytes, 0, 1000);
     EXPECT_EQ(v.check(slot.frame(999)).verdict, FrameVerdict::bad_length);
@@ -147,7 +147,7 @@ TEST(PacketVerifier, a_truncated_frame_is_bad_length) {
 
 TEST(PacketVerifier, a_corrupt_ip_header_is_bad_ip_checksum) {
     const PacketBuilder b(FlowAddresses{}, FrameKind::udp);
-    const PacketVerifier v;
+    PacketVerifier v;
     Slot slot(b, 2048);
     b.stamp(slot.bytes, 0, 100);
     slot.frame_data()[kIpOffset + 8] = std::byte{1};  // TTL
@@ -155,7 +155,7 @@ TEST(PacketVerifier, a_corrupt_ip_header_is_bad_ip_checksum) {
 }
 
 TEST(PacketVerifier, frames_without_our_stamp_are_foreign_not_bad) {
-    const PacketVerifier v;
+    PacketVerifier v;
     // Like testpmd txonly: IPv4/UDP with a zero payload.
     std::vector<std::byte> frame(64);
     store_be16(frame.data() + 12, kEtherTypeIpv4);
@@ -169,7 +169,7 @@ TEST(PacketVerifier, frames_without_our_stamp_are_foreign_not_bad) {
 
 TEST(PacketVerifier, a_frame_split_into_pieces_anywhere_verifies_like_a_whole_one) {
     const PacketBuilder b(FlowAddresses{}, FrameKind::udp);
-    const PacketVerifier v;
+    PacketVerifier v;
     Slot slot(b, 4096);
     const uint32_t len = 3000;
     b.stamp(slot.bytes, 77, len);

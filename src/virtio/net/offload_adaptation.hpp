@@ -1,0 +1,204 @@
+// Offload adaptation between two guests: a packet taken from one guest's TX
+// ring (its virtio-net header and frame, iovecs into its memory) made fit
+// for what another guest negotiated on its RX ring, and written straight
+// into that guest's RX buffers (the one copy of a VM -> VM hop).
+//
+//  * A GSO frame goes whole when the receiver negotiated the matching
+//    GUEST_TSO4/TSO6/ECN/UFO/USO4/USO6 (each with GUEST_CSUM) and can hold
+//    it (MRG_RXBUF, or a buffer big enough); otherwise it is segmented here
+//    as the kernel's software GSO does (tcp_gso_segment, __udp_gso_segment,
+//    udp4_ufo_fragment): each segment's headers are built in place in the
+//    receiver's buffer and its payload copied once from the sender.
+//  * A partial checksum (NEEDS_CSUM) stays partial for a GUEST_CSUM
+//    receiver and is completed here for one without (virtio 1.2 §5.1.6.4.1:
+//    then flags must be 0 and the packet fully checksummed).
+//  * 10- and 12-byte headers are translated; num_buffers is the receiver's
+//    (NetRxQueue writes it at commit).
+//
+// The sender is hostile: its header and frame headers are parsed from a
+// private copy (it may rewrite its memory meanwhile), and a header that does
+// not fit its frame is a counted drop with a named reason, never a crash.
+// Pure: no syscalls, no allocation after construction (the scratch is sized
+// once), no logging.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include "packet/iovec.hpp"
+#include "packet/packet_burst.hpp"
+#include "packet/queue_counters.hpp"
+#include "virtio/features.hpp"
+#include "virtio/net_header.hpp"
+
+namespace vnet::virtio {
+
+// What the receiving guest negotiated that decides how a frame reaches it.
+// A GSO offload counts only with GUEST_CSUM (virtio 1.2 §5.1.3.1: each
+// depends on it), as the tap's offloads do (tun_offloads_for_guest).
+struct ReceiverOffloads {
+    uint32_t header_size = sizeof(NetHeader);
+    bool mergeable = false;  // MRG_RXBUF: a frame may span buffers
+    bool csum = false;       // GUEST_CSUM: partial checksums accepted
+    bool tso4 = false;
+    bool tso6 = false;
+    bool tso_ecn = false;  // GUEST_ECN: TCP GSO frames with the ECN bit
+    bool ufo = false;
+    bool uso4 = false;
+    bool uso6 = false;
+};
+ReceiverOffloads receiver_offloads(FeatureSet negotiated);
+
+// The kernel's UDP_MAX_SEGMENTS: the most datagrams one USO frame may carry.
+inline constexpr uint16_t kMaxUdpSegments = 128;
+// The most TCP segments vnetd cuts one frame into: 64 KiB at the smallest
+// MSS Linux uses by default (tcp_min_snd_mss 48) needs 1366; a frame that
+// needs more is refused rather than multiplied into tiny packets.
+inline constexpr uint16_t kMaxTcpSegments = 1400;
+// Ethernet + one VLAN tag + IPv4 with options (60) + TCP with options (60).
+inline constexpr uint32_t kMaxFrameHeaders = 14 + 4 + 60 + 60;
+
+enum class Delivery : uint8_t {
+    whole,     // one packet, header translated (and the checksum completed)
+    segments,  // segment_count packets, cut in software
+    drop,      // drop_reason says why
+};
+
+// What the parse of one packet decided. Offsets are from the start of the
+// frame (after the sender's virtio-net header).
+struct DeliveryPlan {
+    Delivery how = Delivery::drop;
+    packet::DropReason drop_reason = packet::DropReason::bad_gso_header;
+    uint32_t sender_header_size = 0;
+    uint32_t frame_len = 0;
+    // Delivery::whole: the receiver's header (its first header_size bytes),
+    // and whether the sender's partial checksum is filled in on the way.
+    std::array<uint8_t, sizeof(NetHeader)> header{};
+    bool complete_checksum = false;
+    uint16_t csum_start = 0;
+    uint16_t csum_offset = 0;
+    // A GSO frame (whole or not): what segmenting it needs.
+    bool gso = false;
+    uint8_t gso_type = NetHeader::kGsoNone;  // without the ECN bit
+    bool ecn = false;                        // the sender's type had it
+    bool ipv4 = false;
+    uint16_t l3_offset = 0;
+    uint16_t l4_offset = 0;
+    uint16_t headers_len = 0;  // Ethernet to the end of the L4 header
+    uint16_t gso_size = 0;
+    uint16_t segment_count = 0;
+    uint32_t payload_len = 0;       // after headers_len
+    bool partial_segments = false;  // the receiver takes NEEDS_CSUM segments
+};
+
+class OffloadAdaptation {
+public:
+    // The receiver's header is 10 or 12 bytes (virtio 1.2 §5.1.6).
+    void set_receiver(const ReceiverOffloads& receiver) {
+        receiver_ = receiver;
+        receiver_.header_size = receiver.header_size == kLegacyNetHeaderSize
+                                    ? static_cast<uint32_t>(kLegacyNetHeaderSize)
+                                    : static_cast<uint32_t>(sizeof(NetHeader));
+    }
+    const ReceiverOffloads& receiver() const { return receiver_; }
+
+    // Decides how the packet (the sender's `sender_header_size`-byte header,
+    // then its frame; `packet_len` bytes in `packet`) reaches the receiver.
+    // The plan stays valid until the next call.
+    const DeliveryPlan& plan(std::span<const iovec> packet, uint32_t packet_len,
+                             uint32_t sender_header_size);
+    const DeliveryPlan& current() const { return plan_; }
+    // Segments instead of a whole GSO frame (a receiver without MRG_RXBUF
+    // that posted a buffer too small for it).
+    void fall_back_to_segments() { plan_.how = Delivery::segments; }
+
+    // Bytes the receiver's buffer takes, its header included: the whole
+    // packet, or segment `i`.
+    uint32_t whole_len() const { return receiver_.header_size + plan_.frame_len; }
+    uint32_t segment_len(uint16_t i) const;
+
+    // Write the planned packet (or segment `i`) from the sender's `packet`
+    // into `buffer`, which holds at least whole_len() / segment_len(i) bytes
+    // unless a guest posted less (then nothing is written, and the receive
+    // queue counts the truncation). Return the bytes written. Each side is
+    // at most kMaxBurstIovecs pieces, as a burst and an RX window hold them.
+    uint32_t write_whole(std::span<const iovec> packet, std::span<const iovec> buffer);
+    uint32_t write_segment(uint16_t i, std::span<const iovec> packet,
+                           std::span<const iovec> buffer);
+
+private:
+    void plan_gso(const uint8_t* sender_header, uint32_t have);
+    void decide_gso();
+    void drop(packet::DropReason reason) { plan_.how = Delivery::drop, plan_.drop_reason = reason; }
+    uint16_t complete_checksum_in(std::span<const iovec> buffer, uint32_t from, uint32_t len,
+                                  uint32_t sum);
+
+    ReceiverOffloads receiver_;
+    DeliveryPlan plan_;
+    // The sender's frame headers, copied once per packet: parsed and used as
+    // the template of every segment's headers.
+    std::array<uint8_t, kMaxFrameHeaders> headers_{};
+    // One segment's virtio-net header and frame headers, built here and
+    // scattered into the receiver's buffer (a guest may split even the
+    // header over tiny descriptors).
+    std::array<uint8_t, sizeof(NetHeader) + kMaxFrameHeaders> segment_headers_{};
+    // Slices of the sender's packet and the receiver's buffer per copy.
+    std::array<iovec, packet::kMaxBurstIovecs> source_slice_{};
+    std::array<iovec, packet::kMaxBurstIovecs> buffer_slice_{};
+};
+
+// How far deliver_adapted got with one packet.
+struct AdaptedDelivery {
+    bool finished = false;  // delivered or dropped (drop_reason set)
+    bool dropped = false;
+    packet::DropReason drop_reason = packet::DropReason::bad_gso_header;
+    uint16_t next_segment = 0;  // !finished: where to resume once buffers come
+};
+
+// Delivers the packet `adaptation` planned into `rx` (NetRxQueue's
+// next_buffer / commit_buffer), segments from `first_segment` on. Stops
+// where the receiver has no more buffers: the caller resumes there later,
+// so a frame is neither lost nor delivered twice.
+template <typename Rx>
+AdaptedDelivery deliver_adapted(OffloadAdaptation& adaptation, Rx& rx,
+                                std::span<const iovec> packet, uint16_t first_segment) {
+    const DeliveryPlan& plan = adaptation.current();
+    AdaptedDelivery out;
+    if (plan.how == Delivery::drop) {
+        out.finished = out.dropped = true;
+        out.drop_reason = plan.drop_reason;
+        return out;
+    }
+    std::span<const iovec> buffer;
+    if (plan.how == Delivery::whole && first_segment != 0) {
+        adaptation.fall_back_to_segments();  // resuming a frame that was being segmented
+    }
+    if (plan.how == Delivery::whole) {
+        const uint32_t len = adaptation.whole_len();
+        if (!rx.next_buffer(len, &buffer)) {
+            return out;
+        }
+        if (!plan.gso || adaptation.receiver().mergeable || packet::total_length(buffer) >= len) {
+            rx.commit_buffer(adaptation.write_whole(packet, buffer));
+            out.finished = true;
+            return out;
+        }
+        // virtio 1.2 §5.1.6.3.1: without MRG_RXBUF a GSO receiver SHOULD post
+        // 64 KiB buffers; one that did not still gets the data, segmented.
+        adaptation.fall_back_to_segments();
+    }
+    for (uint16_t i = first_segment; i < plan.segment_count; ++i) {
+        if (!rx.next_buffer(adaptation.segment_len(i), &buffer)) {
+            out.next_segment = i;
+            return out;
+        }
+        rx.commit_buffer(adaptation.write_segment(i, packet, buffer));
+    }
+    out.finished = true;
+    return out;
+}
+
+}  // namespace vnet::virtio
