@@ -147,13 +147,21 @@ int main(int argc, char** argv) {
     bool client = false, null_port = false;
     int listen_fd = -1;
 
-    app.add_option("--config", config_file, "TOML file with ports, connections and options");
-    app.add_option("--socket-path", socket_path, "vhost-user socket of the VM port");
-    app.add_option("--fd", listen_fd,
-                   "serve an inherited listening socket (fd number) instead of --socket-path");
-    app.add_flag("--client", client, "connect to a listening front end (reconnects forever)");
-    app.add_option("--tap", taps, "tap device to open or create (twice for tap <-> tap)");
-    app.add_flag("--null", null_port, "a discarding port (measures pure ring work)");
+    auto* config_option =
+        app.add_option("--config", config_file, "TOML file with ports, connections and options");
+    // The flags that build the one-pair set-up: a config file names its own
+    // ports, so together with --config they would be silently ignored.
+    const std::vector<CLI::Option*> port_flags{
+        app.add_option("--socket-path", socket_path, "vhost-user socket of the VM port"),
+        app.add_option("--fd", listen_fd,
+                       "serve an inherited listening socket (fd number) instead of --socket-path"),
+        app.add_flag("--client", client, "connect to a listening front end (reconnects forever)"),
+        app.add_option("--tap", taps, "tap device to open or create (twice for tap <-> tap)"),
+        app.add_flag("--null", null_port, "a discarding port (measures pure ring work)"),
+    };
+    for (CLI::Option* flag : port_flags) {
+        flag->excludes(config_option);
+    }
     bool print_caps = false;  // handled before parsing; here for --help
     app.add_flag("--print-capabilities", print_caps,
                  "print the vhost-user back-end capabilities (JSON) and exit");

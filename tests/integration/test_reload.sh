@@ -12,7 +12,8 @@
 #     T1 (their socket and tap are gone); a port added with vnetctl (not in
 #     the file) stays through every reload;
 #   - a file that does not parse: refused with the file and line, nothing
-#     changed; vnetd exits 0 at the end.
+#     changed; vnetd exits 0 at the end;
+#   - --config with a one-pair flag (--tap) is refused at start-up.
 #
 # Usage: test_reload.sh BUILD_DIR   (as root)
 set -u
@@ -83,6 +84,9 @@ port_names() { ctl --json port list | python3 -c 'import json,sys; print(" ".joi
 datapath() { ctl --json stats | python3 -c "import json,sys; print(json.load(sys.stdin)['datapath']['$1'])"; }
 
 write_config
+# A config file names its own ports: the one-pair flags beside it are refused.
+out=$("$VNETD" --config "$CONF" --tap x 2>&1) && fail "--config with --tap started: $out"
+[[ "$out" == *"--tap excludes --config"* ]] || fail "--config with --tap: '$out'"
 bg_start --log "$WORK/vnetd.log" ip netns exec "$NS" "$VNETD" --config "$CONF"
 VNETD_PID=$BG_PID
 wait_for 10 "vnetd did not open its control socket" test -S "$CTL"
