@@ -65,8 +65,9 @@ struct DatapathConfig {
     io::BatchMode submit = io::BatchMode::io_uring;
     uint32_t weight_packets = 256;
     uint32_t weight_bytes = 0x80000;
-    dataplane::WorkerMode mode = dataplane::WorkerMode::event;
-    uint32_t busy_poll_us = 0;
+    dataplane::WorkerMode mode = dataplane::WorkerMode::adaptive;
+    uint32_t busy_poll_us = 0;                                      // event mode
+    uint32_t adaptive_spin_us = dataplane::kDefaultAdaptiveSpinUs;  // adaptive mode's ceiling
     std::vector<int> worker_cpus;  // one worker per entry; empty: one unpinned worker
 };
 

@@ -40,6 +40,7 @@ void Daemon::create_workers() {
         dataplane::WorkerOptions o;
         o.mode = d.mode;
         o.busy_poll_us = d.busy_poll_us;
+        o.adaptive_spin_us = d.adaptive_spin_us;
         if (i < d.worker_cpus.size()) {
             o.cpu = d.worker_cpus[i];
         }

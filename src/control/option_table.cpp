@@ -308,19 +308,24 @@ constexpr std::array kOptions = {
     OptionSpec{"mode",
                OptionScope::datapath,
                std::nullopt,
-               "event|poll",
-               "`event`: sleep in epoll on kicks and tap readiness when idle; `poll`: spin (PMD "
-               "style)",
+               "adaptive|event|poll",
+               "`adaptive`: spin while packets keep coming (up to `adaptive_spin_us` after the "
+               "last), then sleep in epoll; `event`: sleep in epoll on kicks and tap readiness "
+               "when idle; `poll`: spin (PMD style)",
                {},
                false,
                [](Config& c, PortConfig*, std::string_view t) {
                    c.datapath.mode = parse_worker_mode(std::string(t));
                },
                [](const Config& c, const PortConfig*) {
-                   return std::string(c.datapath.mode == dataplane::WorkerMode::poll ? "poll"
-                                                                                     : "event");
+                   return std::string(dataplane::to_string(c.datapath.mode));
                }},
-    VNET_DATAPATH_UINT(busy_poll_us, "N", "spin this long on idle rings before sleeping"),
+    VNET_DATAPATH_UINT(busy_poll_us, "N",
+                       "event mode: spin this long on idle rings before sleeping"),
+    VNET_DATAPATH_UINT(adaptive_spin_us, "N",
+                       "adaptive mode: the longest spin after the last packet before sleeping "
+                       "(the spin is 4x the learned gap between bursts, at most this); 0 = "
+                       "sleep at once"),
     VNET_DATAPATH_UINT(weight_packets, "N",
                        "packets per ring per turn before the next ring gets its turn "
                        "(VHOST_NET_PKT_WEIGHT)"),
