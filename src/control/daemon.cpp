@@ -72,7 +72,9 @@ void Daemon::create_ports() {
         if (built.service) {
             services_.emplace_back(pc.name, std::move(built.service));
         }
-        ports_.push_back(PortEntry{factory->kind, std::move(built.port)});
+        auto policer = std::make_unique<dataplane::IngressPolicer>();
+        policer->configure(pc.ingress_policing_rate, pc.ingress_policing_burst);
+        ports_.push_back(PortEntry{factory->kind, std::move(built.port), std::move(policer)});
     }
 }
 
@@ -80,6 +82,15 @@ ports::Port* Daemon::port_named(const std::string& name) {
     for (PortEntry& p : ports_) {
         if (p.port->name() == name) {
             return p.port.get();
+        }
+    }
+    return nullptr;
+}
+
+Daemon::PortEntry* Daemon::entry_of(const ports::Port& port) {
+    for (PortEntry& p : ports_) {
+        if (p.port.get() == &port) {
+            return &p;
         }
     }
     return nullptr;
@@ -132,7 +143,8 @@ void Daemon::create_paths() {
             for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
                 if (dataplane::ForwardPath::style_between(from->capabilities(q),
                                                           to->capabilities(q))) {
-                    w.add_path(std::make_unique<dataplane::ForwardPath>(*from, q, *to, q, po));
+                    w.add_path(std::make_unique<dataplane::ForwardPath>(*from, q, *to, q, po))
+                        .set_ingress_policer(entry_of(*from)->policer.get());
                 }
             }
         }

@@ -20,6 +20,7 @@
 #include "control/port_factory.hpp"
 #include "control/rpc/control_server.hpp"
 #include "control/rpc/method_table.hpp"
+#include "dataplane/ingress_policer.hpp"
 #include "dataplane/placement.hpp"
 #include "dataplane/worker.hpp"
 #include "io/epoll_reactor.hpp"
@@ -42,6 +43,8 @@ private:
     struct PortEntry {
         std::string_view kind;  // its factory's kind name
         std::unique_ptr<ports::Port> port;
+        // Its ingress policing bucket, shared by the paths from it.
+        std::unique_ptr<dataplane::IngressPolicer> policer;
     };
 
     void create_workers();
@@ -59,6 +62,10 @@ private:
     void open_control_socket();
     void add_control_methods();
     ports::Port* port_named(const std::string& name);
+    PortEntry* entry_of(const ports::Port& port);
+    // port.set: ingress policing at run time, on the worker of the port's
+    // queue pair 0 (a command between rounds).
+    nlohmann::json set_port(const nlohmann::json& params);
 
     Config config_;
     Logger log_;

@@ -84,6 +84,46 @@ void Daemon::add_control_methods() {
                              }
                              return out;
                          });
+    control_methods_.add("port.set",
+                         "change a port's settings at run time: params port, "
+                         "ingress_policing_rate (kbit/s, 0 = off), ingress_policing_burst (kbit)",
+                         [this](const nlohmann::json& params) { return set_port(params); });
+}
+
+nlohmann::json Daemon::set_port(const nlohmann::json& params) {
+    const std::string name = rpc::string_param(params, "port");
+    const std::optional<uint32_t> rate =
+        rpc::optional_uint32_param(params, "ingress_policing_rate");
+    const std::optional<uint32_t> burst =
+        rpc::optional_uint32_param(params, "ingress_policing_burst");
+    if (!rate && !burst) {
+        throw rpc::RpcError(rpc::ErrorCode::invalid_params,
+                            "nothing to set: give ingress_policing_rate and/or "
+                            "ingress_policing_burst");
+    }
+    PortConfig* pc = nullptr;
+    for (PortConfig& p : config_.ports) {
+        if (p.name == name) {
+            pc = &p;
+        }
+    }
+    ports::Port* port = port_named(name);
+    if (pc == nullptr || port == nullptr) {
+        throw rpc::RpcError(rpc::ErrorCode::refused, "no port named '" + name + "'");
+    }
+    pc->ingress_policing_rate = rate.value_or(pc->ingress_policing_rate);
+    pc->ingress_policing_burst = burst.value_or(pc->ingress_policing_burst);
+    // The bucket is shared by the port's paths through atomics; setting it
+    // as a command of the worker that runs queue pair 0 keeps the change
+    // between that worker's rounds, never inside one of its bursts.
+    dataplane::IngressPolicer& policer = *entry_of(*port)->policer;
+    workers_[placement_.worker_for(config_.connection_of(name), 0)]->run_sync(
+        [&] { policer.configure(pc->ingress_policing_rate, pc->ingress_policing_burst); });
+    log_->info("port {}: ingress policing {} kbit/s, burst {} kbit (port.set)", name,
+               pc->ingress_policing_rate, pc->ingress_policing_burst);
+    return nlohmann::json{{"port", name},
+                          {"ingress_policing_rate", pc->ingress_policing_rate},
+                          {"ingress_policing_burst", pc->ingress_policing_burst}};
 }
 
 }  // namespace vnet::control

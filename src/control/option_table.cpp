@@ -192,6 +192,32 @@ constexpr std::array kOptions = {
                    p->mtu = static_cast<uint16_t>(parse_uint("mtu", t, 68, 65535));
                },
                [](const Config&, const PortConfig* p) { return optional_number(p->mtu); }},
+    OptionSpec{"ingress_policing_rate",
+               OptionScope::port,
+               std::nullopt,
+               "KBPS",
+               "police what the port sends into vnetd to this rate, kbit/s (a token bucket, as "
+               "OVS's); over it, packets drop as `policed`; 0 = off. See \"Ingress policing\"",
+               {},
+               false,
+               [](Config&, PortConfig* p, std::string_view t) {
+                   p->ingress_policing_rate = static_cast<uint32_t>(parse_uint(
+                       "ingress_policing_rate", t, 0, std::numeric_limits<uint32_t>::max()));
+               },
+               [](const Config&, const PortConfig* p) { return number(p->ingress_policing_rate); }},
+    OptionSpec{
+        "ingress_policing_burst",
+        OptionScope::port,
+        std::nullopt,
+        "KBIT",
+        "the policing bucket's size, kbit; 0 = OVS's default, 8000",
+        {},
+        false,
+        [](Config&, PortConfig* p, std::string_view t) {
+            p->ingress_policing_burst = static_cast<uint32_t>(
+                parse_uint("ingress_policing_burst", t, 0, std::numeric_limits<uint32_t>::max()));
+        },
+        [](const Config&, const PortConfig* p) { return number(p->ingress_policing_burst); }},
     OptionSpec{"socket_owner",
                OptionScope::port,
                PortType::vhost_user,

@@ -20,6 +20,8 @@ std::string_view to_string(DropReason r) {
             return "no_destination";
         case DropReason::queue_disabled:
             return "queue_disabled";
+        case DropReason::policed:
+            return "policed";
         case DropReason::count_:
             break;
     }

@@ -23,6 +23,7 @@ enum class DropReason : uint8_t {
     rx_error,              // a read from the source failed
     no_destination,        // the peer port is down (guest not connected, ring disabled)
     queue_disabled,  // started but disabled ring: TX is processed and dropped (vhost-user.rst)
+    policed,         // over the port's ingress_policing_rate / _burst (token bucket)
     count_,
 };
 inline constexpr size_t kDropReasonCount = static_cast<size_t>(DropReason::count_);
