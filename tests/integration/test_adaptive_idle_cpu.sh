@@ -19,6 +19,7 @@ set -u
 
 BUILD_DIR=${1:?usage: $0 BUILD_DIR}
 VNETD="$BUILD_DIR/apps/vnetd"
+VNETCTL="$BUILD_DIR/apps/vnetctl"
 PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 HERE=$(cd "$(dirname "$0")" && pwd)
 N=${VNET_TEST_FRAMES:-20000}
@@ -27,16 +28,17 @@ WINDOW_S=5
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (vhost-user sockets under the test's directory)"
-for bin in "$VNETD" "$PKTGEN"; do
+for bin in "$VNETD" "$VNETCTL" "$PKTGEN"; do
     [ -x "$bin" ] || fail "$bin not built"
 done
 
 work_dir adaptive-idle
-STATS="$WORK/stats.json"
+CTL="$WORK/vnetd.ctl"
+# No stats file: writing it every second is work of the control thread that
+# an idle vnetd need not do (the counts come from vnetctl at the end).
 cat >"$WORK/vnetd.toml" <<EOF
 [daemon]
-stats_file = "$STATS"
-control_socket = "$WORK/vnetd.ctl"
+control_socket = "$CTL"
 
 [datapath]
 mode = "adaptive"
@@ -117,8 +119,9 @@ done
 check_equal "rx" "sent=$N" "pktgen_a_rx-verified=$(pktgen_value "$WORK/pktgen-a.out" rx-verified)"
 check_zero "rx" "pktgen_a_rx-bad=$(pktgen_value "$WORK/pktgen-a.out" rx-bad)" \
     "pktgen_a_rx-lost=$(pktgen_value "$WORK/pktgen-a.out" rx-lost)"
+"$VNETCTL" --socket "$CTL" --json stats >"$WORK/stats.json" || fail "vnetctl stats"
 stop_pid "$VNETD_PID" TERM || fail "vnetd exited with status $? on SIGTERM"
-read -r b_rx a_tx a_drops < <(vnetd_stats "$STATS" vmB.rx.packets vmA.tx.packets vmA.tx.drops)
+read -r b_rx a_tx a_drops < <(vnetd_stats "$WORK/stats.json" vmB.rx.packets vmA.tx.packets vmA.tx.drops)
 check_equal "vnetd" "sent=$N" "vnetd_vmB_rx=$b_rx" "vnetd_vmA_tx=$a_tx"
 check_zero "vnetd" "vnetd_vmA_tx_drops=$a_drops"
 pass
