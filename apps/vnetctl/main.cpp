@@ -8,6 +8,7 @@
 #include <chrono>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -145,6 +146,15 @@ int main(int argc, char** argv) {
     port_del->add_option("name", del_name, "the port's name")->required();
     auto* reload = app.add_subcommand(
         "reload", "re-read vnetd's config file and apply what changed (as SIGHUP does)");
+    auto* port_set = port->add_subcommand("set", "change a port's settings at run time");
+    std::string set_name;
+    std::optional<uint32_t> set_rate;
+    std::optional<uint32_t> set_burst;
+    port_set->add_option("name", set_name, "the port")->required();
+    port_set->add_option("--ingress-policing-rate", set_rate,
+                         "police what the port sends to this rate, kbit/s (0 = off)");
+    port_set->add_option("--ingress-policing-burst", set_burst,
+                         "the policing bucket, kbit (0 = the default, 8000)");
     auto* call = app.add_subcommand("call", "call any method with JSON params (for scripts)");
     std::string call_method;
     std::string call_params = "{}";
@@ -198,6 +208,24 @@ int main(int argc, char** argv) {
         } else if (*port_del) {
             const json r = client.call("port.del", json{{"name", del_name}});
             std::cout << (as_json ? r.dump(2) : "port " + del_name + " removed") << "\n";
+        } else if (*port_set) {
+            json params{{"port", set_name}};
+            if (set_rate) {
+                params["ingress_policing_rate"] = *set_rate;
+            }
+            if (set_burst) {
+                params["ingress_policing_burst"] = *set_burst;
+            }
+            const json r = client.call("port.set", params);
+            if (as_json) {
+                std::cout << r.dump(2) << "\n";
+            } else {
+                TextTable t({"port", "ingress_policing_rate", "ingress_policing_burst"});
+                t.add_row({text_of(r.value("port", json())),
+                           text_of(r.value("ingress_policing_rate", json())),
+                           text_of(r.value("ingress_policing_burst", json()))});
+                t.print(std::cout);
+            }
         } else if (*stats) {
             const bool watch = stats->count("--watch") > 0;
             if (watch && watch_s <= 0) {

@@ -233,7 +233,9 @@ dataplane::WorkerMode parse_worker_mode(const std::string& s) {
         return dataplane::WorkerMode::event;
     if (s == "poll")
         return dataplane::WorkerMode::poll;
-    throw std::invalid_argument("mode must be event or poll, not '" + s + "'");
+    if (s == "adaptive")
+        return dataplane::WorkerMode::adaptive;
+    throw std::invalid_argument("mode must be adaptive, event or poll, not '" + s + "'");
 }
 
 namespace {

@@ -41,6 +41,9 @@ struct PortConfig {
     std::optional<gid_t> socket_group;
     std::optional<mode_t> socket_mode;
     std::optional<uint16_t> mtu;  // offered to the guest (VIRTIO_NET_F_MTU) / set on a tap
+    // Ingress policing of what the port sends (OVS names): kbit/s (0: off), kbit (0: 8000).
+    uint32_t ingress_policing_rate = 0;
+    uint32_t ingress_policing_burst = 0;
     // tap
     std::string ifname;
     bool persist = false;
@@ -65,8 +68,9 @@ struct DatapathConfig {
     io::BatchMode submit = io::BatchMode::io_uring;
     uint32_t weight_packets = 256;
     uint32_t weight_bytes = 0x80000;
-    dataplane::WorkerMode mode = dataplane::WorkerMode::event;
-    uint32_t busy_poll_us = 0;
+    dataplane::WorkerMode mode = dataplane::WorkerMode::adaptive;
+    uint32_t busy_poll_us = 0;                                      // event mode
+    uint32_t adaptive_spin_us = dataplane::kDefaultAdaptiveSpinUs;  // adaptive mode's ceiling
     std::vector<int> worker_cpus;  // one worker per entry; empty: one unpinned worker
 };
 

@@ -50,6 +50,7 @@ void Daemon::create_workers() {
         dataplane::WorkerOptions o;
         o.mode = d.mode;
         o.busy_poll_us = d.busy_poll_us;
+        o.adaptive_spin_us = d.adaptive_spin_us;
         if (i < d.worker_cpus.size()) {
             o.cpu = d.worker_cpus[i];
         }
@@ -76,7 +77,9 @@ Daemon::PortEntry Daemon::build_port(const PortConfig& pc, size_t placement_grou
             },
     };
     BuiltPort built = factory->build(pc, context);
-    return PortEntry{factory->kind, std::move(built.port), placement_group,
+    auto policer = std::make_unique<dataplane::IngressPolicer>();
+    policer->configure(pc.ingress_policing_rate, pc.ingress_policing_burst);
+    return PortEntry{factory->kind, std::move(built.port), placement_group, std::move(policer),
                      std::move(built.service)};
 }
 
@@ -92,6 +95,15 @@ Daemon::PortEntry* Daemon::entry_named(const std::string& name) {
 ports::Port* Daemon::port_named(const std::string& name) {
     PortEntry* entry = entry_named(name);
     return entry == nullptr ? nullptr : entry->port.get();
+}
+
+Daemon::PortEntry* Daemon::entry_of(const ports::Port& port) {
+    for (PortEntry& p : ports_) {
+        if (p.port.get() == &port) {
+            return &p;
+        }
+    }
+    return nullptr;
 }
 
 // A tap whose peer is not a guest (another tap, a discard port) can take
@@ -146,6 +158,7 @@ void Daemon::connect_ports(PortEntry& a_entry, PortEntry& b_entry) {
         for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
             if (dataplane::ForwardPath::style_between(from->capabilities(q), to->capabilities(q))) {
                 auto path = std::make_unique<dataplane::ForwardPath>(*from, q, *to, q, po);
+                path->set_ingress_policer(entry_of(*from)->policer.get());
                 w.run_sync([&w, &path] { w.add_path(std::move(path)); });
             }
         }

@@ -24,6 +24,7 @@
 #include "control/rpc/method_table.hpp"
 #include "control/systemd/systemd_notify.hpp"
 #include "control/systemd/watchdog.hpp"
+#include "dataplane/ingress_policer.hpp"
 #include "dataplane/placement.hpp"
 #include "dataplane/worker.hpp"
 #include "io/epoll_reactor.hpp"
@@ -73,6 +74,8 @@ private:
         // time (the two ends of a cross-connect share it). Fixed for the
         // port's life, so its queue pairs never change worker.
         size_t placement_group = 0;
+        // Its ingress policing bucket, shared by the paths from it.
+        std::unique_ptr<dataplane::IngressPolicer> policer;
         // Declared after the port: goes first, also when a constructor throws.
         std::unique_ptr<PortService> service;
     };
@@ -102,6 +105,10 @@ private:
     // (daemon_metrics.cpp).
     std::shared_ptr<MetricsCollector> make_metrics_collector();
     void open_metrics_endpoint();
+    PortEntry* entry_of(const ports::Port& port);
+    // port.set: ingress policing at run time, on the worker of the port's
+    // queue pair 0 (a command between rounds).
+    nlohmann::json set_port(const nlohmann::json& params);
 
     Config config_;
     // The config file as last read (ports added with vnetctl are not in it).

@@ -51,15 +51,6 @@ std::string setting_text(const std::string& key, const nlohmann::json& value) {
                         "'" + key + "' must be a string, an integer, true/false or a list");
 }
 
-std::string string_param(const nlohmann::json& params, const char* key) {
-    auto it = params.find(key);
-    if (it == params.end() || !it->is_string() || it->get<std::string>().empty()) {
-        throw rpc::RpcError(rpc::ErrorCode::invalid_params,
-                            std::string("'") + key + "' (a non-empty string) is required");
-    }
-    return it->get<std::string>();
-}
-
 // Runs a change the daemon may refuse: its reason becomes the error message.
 template <typename Change>
 nlohmann::json refusable(Change change) {
@@ -137,13 +128,13 @@ void Daemon::add_control_methods() {
             if (!params.is_object()) {
                 throw rpc::RpcError(rpc::ErrorCode::invalid_params, "params must be an object");
             }
-            const std::string name = string_param(params, "name");
-            const std::string type = string_param(params, "type");
+            const std::string name = rpc::string_param(params, "name");
+            const std::string type = rpc::string_param(params, "type");
             std::string peer;
             std::vector<std::pair<std::string, std::string>> settings;
             for (const auto& [key, value] : params.items()) {
                 if (key == "peer") {
-                    peer = string_param(params, "peer");
+                    peer = rpc::string_param(params, "peer");
                 } else if (key != "name" && key != "type") {
                     settings.emplace_back(key, setting_text(key, value));
                 }
@@ -168,9 +159,50 @@ void Daemon::add_control_methods() {
             if (!params.is_object()) {
                 throw rpc::RpcError(rpc::ErrorCode::invalid_params, "params must be an object");
             }
-            const std::string name = string_param(params, "name");
+            const std::string name = rpc::string_param(params, "name");
             return refusable([&] { remove_port(name); });
         });
+    control_methods_.add("port.set",
+                         "change a port's settings at run time: params port, "
+                         "ingress_policing_rate (kbit/s, 0 = off), ingress_policing_burst (kbit)",
+                         [this](const nlohmann::json& params) { return set_port(params); });
+}
+
+nlohmann::json Daemon::set_port(const nlohmann::json& params) {
+    const std::string name = rpc::string_param(params, "port");
+    const std::optional<uint32_t> rate =
+        rpc::optional_uint32_param(params, "ingress_policing_rate");
+    const std::optional<uint32_t> burst =
+        rpc::optional_uint32_param(params, "ingress_policing_burst");
+    if (!rate && !burst) {
+        throw rpc::RpcError(rpc::ErrorCode::invalid_params,
+                            "nothing to set: give ingress_policing_rate and/or "
+                            "ingress_policing_burst");
+    }
+    PortConfig* pc = nullptr;
+    for (PortConfig& p : config_.ports) {
+        if (p.name == name) {
+            pc = &p;
+        }
+    }
+    ports::Port* port = port_named(name);
+    if (pc == nullptr || port == nullptr) {
+        throw rpc::RpcError(rpc::ErrorCode::refused, "no port named '" + name + "'");
+    }
+    pc->ingress_policing_rate = rate.value_or(pc->ingress_policing_rate);
+    pc->ingress_policing_burst = burst.value_or(pc->ingress_policing_burst);
+    // The bucket is shared by the port's paths through atomics; setting it
+    // as a command of the worker that runs queue pair 0 keeps the change
+    // between that worker's rounds, never inside one of its bursts.
+    PortEntry& entry = *entry_of(*port);
+    dataplane::IngressPolicer& policer = *entry.policer;
+    workers_[placement_.worker_for(entry.placement_group, 0)]->run_sync(
+        [&] { policer.configure(pc->ingress_policing_rate, pc->ingress_policing_burst); });
+    log_->info("port {}: ingress policing {} kbit/s, burst {} kbit (port.set)", name,
+               pc->ingress_policing_rate, pc->ingress_policing_burst);
+    return nlohmann::json{{"port", name},
+                          {"ingress_policing_rate", pc->ingress_policing_rate},
+                          {"ingress_policing_burst", pc->ingress_policing_burst}};
 }
 
 }  // namespace vnet::control

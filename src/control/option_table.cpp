@@ -209,6 +209,32 @@ constexpr std::array kOptions = {
                    p->mtu = static_cast<uint16_t>(parse_uint("mtu", t, 68, 65535));
                },
                [](const Config&, const PortConfig* p) { return optional_number(p->mtu); }},
+    OptionSpec{"ingress_policing_rate",
+               OptionScope::port,
+               std::nullopt,
+               "KBPS",
+               "police what the port sends into vnetd to this rate, kbit/s (a token bucket, as "
+               "OVS's); over it, packets drop as `policed`; 0 = off. See \"Ingress policing\"",
+               {},
+               false,
+               [](Config&, PortConfig* p, std::string_view t) {
+                   p->ingress_policing_rate = static_cast<uint32_t>(parse_uint(
+                       "ingress_policing_rate", t, 0, std::numeric_limits<uint32_t>::max()));
+               },
+               [](const Config&, const PortConfig* p) { return number(p->ingress_policing_rate); }},
+    OptionSpec{
+        "ingress_policing_burst",
+        OptionScope::port,
+        std::nullopt,
+        "KBIT",
+        "the policing bucket's size, kbit; 0 = OVS's default, 8000",
+        {},
+        false,
+        [](Config&, PortConfig* p, std::string_view t) {
+            p->ingress_policing_burst = static_cast<uint32_t>(
+                parse_uint("ingress_policing_burst", t, 0, std::numeric_limits<uint32_t>::max()));
+        },
+        [](const Config&, const PortConfig* p) { return number(p->ingress_policing_burst); }},
     OptionSpec{"socket_owner",
                OptionScope::port,
                PortType::vhost_user,
@@ -325,19 +351,24 @@ constexpr std::array kOptions = {
     OptionSpec{"mode",
                OptionScope::datapath,
                std::nullopt,
-               "event|poll",
-               "`event`: sleep in epoll on kicks and tap readiness when idle; `poll`: spin (PMD "
-               "style)",
+               "adaptive|event|poll",
+               "`adaptive`: spin while packets keep coming (up to `adaptive_spin_us` after the "
+               "last), then sleep in epoll; `event`: sleep in epoll on kicks and tap readiness "
+               "when idle; `poll`: spin (PMD style)",
                {},
                false,
                [](Config& c, PortConfig*, std::string_view t) {
                    c.datapath.mode = parse_worker_mode(std::string(t));
                },
                [](const Config& c, const PortConfig*) {
-                   return std::string(c.datapath.mode == dataplane::WorkerMode::poll ? "poll"
-                                                                                     : "event");
+                   return std::string(dataplane::to_string(c.datapath.mode));
                }},
-    VNET_DATAPATH_UINT(busy_poll_us, "N", "spin this long on idle rings before sleeping"),
+    VNET_DATAPATH_UINT(busy_poll_us, "N",
+                       "event mode: spin this long on idle rings before sleeping"),
+    VNET_DATAPATH_UINT(adaptive_spin_us, "N",
+                       "adaptive mode: the longest spin after the last packet before sleeping "
+                       "(the spin is 4x the learned gap between bursts, at most this); 0 = "
+                       "sleep at once"),
     VNET_DATAPATH_UINT(weight_packets, "N",
                        "packets per ring per turn before the next ring gets its turn "
                        "(VHOST_NET_PKT_WEIGHT)"),

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "common/steady_clock.hpp"
+
 namespace vnet::dataplane {
 
 // Fill first: a reader feeding a lender puts each packet where it stays (a
@@ -84,9 +86,17 @@ TurnResult ForwardPath::push_turn() {
         pending_generation_ = generation;
     }
     while (turn.packets < options_.weight_packets && turn.bytes < options_.weight_bytes) {
-        if (pending_.count == 0 && !take_burst()) {
-            turn.wait = PathWait::source;
-            return turn;
+        if (pending_.count == 0) {
+            if (!take_burst()) {
+                turn.wait = PathWait::source;
+                return turn;
+            }
+            // Policed packets are work done (ring entries handled): they
+            // count towards the turn's weight, and a burst may go whole.
+            turn.packets += police_pending();
+            if (pending_.count == 0) {
+                continue;
+            }
         }
         uint16_t sent = transmit_pending();
         for (uint16_t i = 0; i < sent; ++i) {
@@ -117,6 +127,20 @@ bool ForwardPath::take_burst() {
         }
     }
     return true;
+}
+
+uint16_t ForwardPath::police_pending() {
+    if (policer_ == nullptr || !policer_->enabled()) {
+        return 0;
+    }
+    // One clock read per burst taken, only with policing on.
+    const uint16_t dropped = policer_->police(pending_, steady_now_ns());
+    if (dropped != 0) {
+        burst_source_->complete_burst(source_queue_, pending_, dropped);
+        source_.rx_counters(source_queue_).count_drop(packet::DropReason::policed, dropped);
+        pending_.pop_front(dropped);
+    }
+    return dropped;
 }
 
 uint16_t ForwardPath::transmit_pending() {

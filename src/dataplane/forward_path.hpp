@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 
+#include "dataplane/ingress_policer.hpp"
 #include "gro/burst_coalescer.hpp"
 #include "packet/packet_burst.hpp"
 #include "ports/port.hpp"
@@ -88,12 +89,23 @@ public:
     const PathOptions& options() const { return options_; }
     void set_options(const PathOptions& options) { options_ = options; }
 
+    // Ingress policing of what this path takes from its source: the
+    // source port's bucket, shared by all its paths (nullptr: none). It
+    // must outlive the path. On the worker thread (a command) or while the
+    // worker is stopped. Push paths only: a fill path (a tap read into a
+    // guest's buffers) is not policed.
+    void set_ingress_policer(IngressPolicer* policer) { policer_ = policer; }
+    const IngressPolicer* ingress_policer() const { return policer_; }
+
 private:
     TurnResult push_turn();
     TurnResult fill_turn();
     // Takes packets from the source into pending_: up to the batch size,
     // peeking the source again while it has more (tx_peek). False if none.
     bool take_burst();
+    // Drops the packets of a freshly taken pending_ that the policer does
+    // not pass; returns how many.
+    uint16_t police_pending();
     // Hands pending_ to the destination (through GRO when on); returns how
     // many of pending_'s packets were taken.
     uint16_t transmit_pending();
@@ -126,6 +138,7 @@ private:
     std::unique_ptr<Gro> gro_;
     // tx_peek off: each packet goes to the destination in a burst of its own.
     std::unique_ptr<packet::PacketBurst> single_;
+    IngressPolicer* policer_ = nullptr;
 };
 
 }  // namespace vnet::dataplane

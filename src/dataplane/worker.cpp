@@ -8,29 +8,21 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <future>
 #include <stdexcept>
 #include <string>
 
 #include "common/guest_fault.hpp"
+#include "common/steady_clock.hpp"
 #include "io/eventfd.hpp"
 
 namespace vnet::dataplane {
 
-namespace {
-
-uint64_t now_ns() {
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                     std::chrono::steady_clock::now().time_since_epoch())
-                                     .count());
-}
-
-}  // namespace
-
 Worker::Worker(WorkerOptions options)
-    : options_(std::move(options)), busy_poll_us_(options_.busy_poll_us) {
+    : options_(std::move(options)),
+      busy_poll_us_(options_.busy_poll_us),
+      adaptive_(uint64_t{options_.adaptive_spin_us} * 1000) {
     epoll_fd_.reset(::epoll_create1(EPOLL_CLOEXEC));
     wake_fd_ = io::make_eventfd();
     timer_fd_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
@@ -167,6 +159,7 @@ void Worker::run_commands() {
 bool Worker::run_round() {
     count_busy_idle_time();
     bool worked = false;
+    destination_full_ = false;
     for (size_t i = 0; i < paths_.size(); ++i) {
         TurnResult turn;
         uintptr_t fault_address = 0;
@@ -178,6 +171,7 @@ bool Worker::run_round() {
         }
         last_wait_[i] = turn.wait;
         worked |= turn.packets != 0;
+        destination_full_ |= turn.wait == PathWait::destination;
     }
     publish_due_rx(false);
     rounds_.store(rounds_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -201,31 +195,49 @@ void Worker::count_busy_idle_time() {
 }
 
 void Worker::run() {
-    uint64_t idle_since = 0;
     while (!stop_requested_.load(std::memory_order_relaxed)) {
         if (commands_pending_.load(std::memory_order_acquire)) {
             run_commands();
         }
         if (run_round()) {
-            idle_since = 0;
+            event_idle_since_ns_ = 0;
+            if (adaptive_.idle()) {
+                adaptive_.on_work(steady_now_ns());  // an idle gap ended: learn it
+            }
             continue;
         }
-        if (options_.mode == WorkerMode::poll) {
-            continue;
-        }
-        // Event mode: spin for busy_poll_us before paying for a sleep.
-        uint64_t now = now_ns();
-        if (idle_since == 0) {
-            idle_since = now;
-        }
-        if (now - idle_since < uint64_t{busy_poll_us_.load(std::memory_order_relaxed)} * 1000) {
+        if (may_spin()) {
             continue;
         }
         sleep_until_ready();
-        idle_since = 0;
     }
     // Nothing filled may stay invisible to a guest once no one runs its ring.
     publish_due_rx(true);
+}
+
+bool Worker::may_spin() {
+    switch (options_.mode) {
+        case WorkerMode::poll:
+            return true;
+        case WorkerMode::adaptive:
+            // A full destination's consumer must run first (see the header);
+            // the idle gap still counts from this round.
+            return adaptive_.keep_spinning(steady_now_ns()) && !destination_full_;
+        case WorkerMode::event:
+            break;
+    }
+    // Event mode: spin for busy_poll_us after every idle start, wake-ups
+    // included, before paying for a sleep.
+    const uint64_t now = steady_now_ns();
+    if (event_idle_since_ns_ == 0) {
+        event_idle_since_ns_ = now;
+    }
+    if (now - event_idle_since_ns_ <
+        uint64_t{busy_poll_us_.load(std::memory_order_relaxed)} * 1000) {
+        return true;
+    }
+    event_idle_since_ns_ = 0;
+    return false;
 }
 
 uint64_t Worker::publish_due_rx(bool all) {
@@ -239,7 +251,7 @@ uint64_t Worker::publish_due_rx(bool all) {
         }
         if (!all) {
             if (now == 0) {
-                now = now_ns();  // once per round, and only while something is held
+                now = steady_now_ns();  // once per round, and only while something is held
             }
             if (deadline > now) {
                 earliest = earliest == 0 ? deadline : std::min(earliest, deadline);

@@ -26,6 +26,8 @@ std::string_view to_string(DropReason r) {
             return "bad_gso_header";
         case DropReason::gso_unsupported:
             return "gso_unsupported";
+        case DropReason::policed:
+            return "policed";
         case DropReason::count_:
             break;
     }

@@ -33,6 +33,7 @@ enum class DropReason : uint8_t {
     // A valid GSO frame for a receiver without the offload that vnetd does
     // not segment (IPv6 extension headers, IPv6 UFO, stacked VLAN tags).
     gso_unsupported,
+    policed,         // over the port's ingress_policing_rate / _burst (token bucket)
     count_,
 };
 inline constexpr size_t kDropReasonCount = static_cast<size_t>(DropReason::count_);

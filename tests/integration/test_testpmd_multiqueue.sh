@@ -18,7 +18,7 @@
 #   (d) after testpmd is gone, the tap is back to 1 attached queue.
 #
 # CPUs and memory as in test_testpmd_virtio_user.sh: testpmd's forwarding
-# lcore on CPU 0, vnetd's worker(s) in event mode, --no-huge -m 512.
+# lcore on CPU 0, vnetd's worker(s) in the default (adaptive) mode, --no-huge -m 512.
 #
 # Usage: test_testpmd_multiqueue.sh BUILD_DIR   (as root)
 #   VNET_TEST_VDEV_ARGS   more virtio-user args, e.g. packed_vq=1

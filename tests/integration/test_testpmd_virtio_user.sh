@@ -26,8 +26,9 @@
 #
 # CPUs (2 here): testpmd's forwarding lcore busy-polls, so it gets a CPU of
 # its own (--lcores 0@1,1@0: main lcore 0, which only prints stats, on
-# CPU 1; forwarding lcore 1 on CPU 0); vnetd's worker runs in event mode
-# (sleeps when idle) pinned to CPU 1 with --cpu 1. Two busy pollers on one
+# CPU 1; forwarding lcore 1 on CPU 0); vnetd's worker runs in its default
+# mode (adaptive: spins only while packets keep coming, sleeps when idle)
+# pinned to CPU 1 with --cpu 1. Two busy pollers on one
 # CPU collapse (peer-baselines.md, pitfall 1): with vnetd --mode poll,
 # measured 21-102 kpps whatever the layout. Measured txonly 64 B into the
 # tap (2 runs each, while parallel compiles kept the load average at 5-10,

@@ -124,4 +124,17 @@ std::optional<std::string> optional_string_param(const nlohmann::json& params, c
     return string_param(params, name);
 }
 
+std::optional<uint32_t> optional_uint32_param(const nlohmann::json& params, const char* name) {
+    if (!params.is_object() || !params.contains(name)) {
+        return std::nullopt;
+    }
+    const json& v = params[name];
+    if (!v.is_number_unsigned() || v.get<uint64_t>() > UINT32_MAX) {
+        throw RpcError(ErrorCode::invalid_params, std::string("parameter '") + name +
+                                                      "' must be an integer 0.." +
+                                                      std::to_string(UINT32_MAX));
+    }
+    return static_cast<uint32_t>(v.get<uint64_t>());
+}
+
 }  // namespace vnet::control::rpc

@@ -9,6 +9,7 @@
 // control thread, like every other control-plane change.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -65,5 +66,7 @@ private:
 const nlohmann::json& required_param(const nlohmann::json& params, const char* name);
 std::string string_param(const nlohmann::json& params, const char* name);
 std::optional<std::string> optional_string_param(const nlohmann::json& params, const char* name);
+// An unsigned integer that fits 32 bits, or RpcError(invalid_params).
+std::optional<uint32_t> optional_uint32_param(const nlohmann::json& params, const char* name);
 
 }  // namespace vnet::control::rpc

@@ -167,5 +167,40 @@ TEST(ForwardPath, without_peek_a_full_destination_keeps_the_rest_in_order) {
     EXPECT_EQ(src.completed, (std::vector<uint32_t>{0, 1, 2, 3, 4, 5}));
 }
 
+// The source's bucket (1 kbit: one 64-byte frame of 512 bits, not two):
+// of a burst of 10 taken at once, the newest passes and the 9 before it are
+// dropped, completed to the source first and counted as `policed` on its
+// rx counters. Bits, not time: the bucket is full when the burst comes.
+TEST(ForwardPath, policing_drops_the_oldest_of_a_burst_over_the_bucket_and_counts_them) {
+    FakePushSource src;
+    FakeSink dst;
+    IngressPolicer policer;
+    policer.configure(1, 1);
+    src.queue_packets(10, 64 + 12);
+    ForwardPath path(src, 0, dst, 0, PathOptions{.tx_batch = 32});
+    path.set_ingress_policer(&policer);
+    TurnResult turn = path.run_turn();
+    EXPECT_EQ(turn.packets, 10u);  // handled: 9 dropped, 1 sent
+    EXPECT_EQ(turn.bytes, 76u);
+    EXPECT_EQ(turn.wait, PathWait::source);
+    ASSERT_EQ(dst.received.size(), 1u);
+    EXPECT_EQ(dst.received[0][0], 9);  // the newest packet's bytes
+    EXPECT_EQ(src.completed, (std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+    EXPECT_EQ(src.rx.drops[static_cast<size_t>(packet::DropReason::policed)].get(), 9u);
+    EXPECT_EQ(src.rx.total_drops(), 9u);
+}
+
+TEST(ForwardPath, a_path_with_policing_off_sends_everything) {
+    FakePushSource src;
+    FakeSink dst;
+    IngressPolicer policer;  // rate 0
+    src.queue_packets(10, 76);
+    ForwardPath path(src, 0, dst, 0, PathOptions{.tx_batch = 32});
+    path.set_ingress_policer(&policer);
+    EXPECT_EQ(path.run_turn().packets, 10u);
+    EXPECT_EQ(dst.received.size(), 10u);
+    EXPECT_EQ(src.rx.total_drops(), 0u);
+}
+
 }  // namespace
 }  // namespace vnet::dataplane

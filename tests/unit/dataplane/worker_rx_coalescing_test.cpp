@@ -117,6 +117,20 @@ TEST_F(WorkerRxCoalescing, a_poll_mode_worker_publishes_at_the_deadline_too) {
     EXPECT_EQ(guest->notifies(), 1u);
 }
 
+TEST_F(WorkerRxCoalescing, an_adaptive_mode_worker_sleeps_once_traffic_stops) {
+    start(WorkerMode::adaptive, 8, 20'000);
+    deliver(3);
+    ASSERT_TRUE(wait_used(3));  // the deadline's timer woke it, or it was still spinning
+    // Within the spin ceiling (200 us) of the last frame it sleeps in epoll;
+    // a poll-mode worker never would.
+    for (auto until = std::chrono::steady_clock::now() + 5s;
+         worker->sleeps() == 0 && std::chrono::steady_clock::now() < until;) {
+        std::this_thread::sleep_for(1ms);
+    }
+    EXPECT_GT(worker->sleeps(), 0u);
+    EXPECT_EQ(guest->notifies(), 1u);
+}
+
 TEST_F(WorkerRxCoalescing, removing_the_path_publishes_what_it_left_held) {
     start(WorkerMode::event, 8, 60'000'000);  // a minute: only the removal can publish
     deliver(3);

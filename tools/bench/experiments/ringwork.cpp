@@ -43,15 +43,25 @@ double measure_ring(BenchContext& ctx, const std::string& label, const std::stri
     return measure_with_txonly_front_end(ctx, label, sock, front_end, sample, backend_failure);
 }
 
-// `poll`: vnetd's worker spins instead of sleeping on kicks, as testpmd's
-// forwarding lcore does; the event-mode row is vnetd's default.
-double vnetd_point(BenchContext& ctx, const Ring& ring, bool poll, nlohmann::json& extra) {
-    const std::string label = std::string(poll ? "rw-vnetd-poll-" : "rw-vnetd-") + ring.key();
+// vnetd's worker modes side by side: `adaptive` (the default) spins while
+// packets keep coming and sleeps when they stop, `event` sleeps on the
+// front end's kicks whenever the ring is empty, `poll` spins as testpmd's
+// forwarding lcore does.
+struct VnetdMode {
+    const char* column;  // the table column
+    const char* mode;    // --mode
+};
+constexpr VnetdMode kVnetdModes[] = {
+    {"vnetd", "adaptive"},
+    {"vnetd_event", "event"},
+    {"vnetd_poll", "poll"},
+};
+
+double vnetd_point(BenchContext& ctx, const Ring& ring, const VnetdMode& mode,
+                   nlohmann::json& extra) {
+    const std::string label = std::string("rw-vnetd-") + mode.mode + "-" + ring.key();
     const std::string sock = ctx.fresh_socket_path(label);
-    std::vector<std::string> args = {"--socket-path", sock, "--null"};
-    if (poll) {
-        args.insert(args.end(), {"--mode", "poll"});
-    }
+    std::vector<std::string> args = {"--socket-path", sock, "--null", "--mode", mode.mode};
     // info: the VM port logs the negotiated ring format once per connection.
     VnetdInstance vnetd(ctx, label, args, "", "info");
     vnetd.wait_for_socket(sock);
@@ -116,10 +126,12 @@ Table run_ringwork(BenchContext& ctx) {
         " | dpdk-testpmd --vdev net_vhost0 --forward-mode=rxonly (forwarding lcore on CPU " +
         std::to_string(ctx.dut_cpu()) + ")";
     t.columns = {
-        {"vnetd", "vnetd --null", ColumnKind::ours, "Mpps"},
+        {"vnetd", "vnetd --null (adaptive, the default)", ColumnKind::ours, "Mpps"},
+        {"vnetd_event", "vnetd --null --mode event", ColumnKind::ours, "Mpps"},
         {"vnetd_poll", "vnetd --null --mode poll", ColumnKind::ours, "Mpps"},
         {"dpdk", "DPDK net_vhost rxonly", ColumnKind::peer, "Mpps"},
         {"vs_dpdk", "vnetd / DPDK", ColumnKind::ratio, "x"},
+        {"event_vs_dpdk", "vnetd event / DPDK", ColumnKind::ratio, "x"},
         {"poll_vs_dpdk", "vnetd poll / DPDK", ColumnKind::ratio, "x"},
         {"vnetd_packed_vs_split", "vnetd packed / split", ColumnKind::ratio, "x"},
         {"dpdk_packed_vs_split", "DPDK packed / split", ColumnKind::ratio, "x"},
@@ -137,12 +149,11 @@ Table run_ringwork(BenchContext& ctx) {
     run_guarded(t, [&] {
         std::vector<Point> points;
         for (const Ring& r : rings) {
-            points.push_back({r.key(), "vnetd", r.in_quick, [&ctx, r](nlohmann::json& x) {
-                                  return vnetd_point(ctx, r, /*poll=*/false, x);
-                              }});
-            points.push_back({r.key(), "vnetd_poll", r.in_quick, [&ctx, r](nlohmann::json& x) {
-                                  return vnetd_point(ctx, r, /*poll=*/true, x);
-                              }});
+            for (const VnetdMode& m : kVnetdModes) {
+                points.push_back({r.key(), m.column, r.in_quick, [&ctx, r, m](nlohmann::json& x) {
+                                      return vnetd_point(ctx, r, m, x);
+                                  }});
+            }
             points.push_back({r.key(), "dpdk", r.in_quick,
                               [&ctx, r](nlohmann::json& x) { return dpdk_point(ctx, r, x); }});
         }
@@ -150,6 +161,8 @@ Table run_ringwork(BenchContext& ctx) {
     });
     for (const Ring& r : rings) {
         t.cell(r.key(), "vs_dpdk") = ratio_cell(t.cell(r.key(), "vnetd"), t.cell(r.key(), "dpdk"));
+        t.cell(r.key(), "event_vs_dpdk") =
+            ratio_cell(t.cell(r.key(), "vnetd_event"), t.cell(r.key(), "dpdk"));
         t.cell(r.key(), "poll_vs_dpdk") =
             ratio_cell(t.cell(r.key(), "vnetd_poll"), t.cell(r.key(), "dpdk"));
         if (!r.packed) {
@@ -172,9 +185,10 @@ Table run_ringwork(BenchContext& ctx) {
         "The front end is the same testpmd for both back ends; with a back end faster than it, "
         "both rows show the front end's rate and the ratio tends to 1.");
     t.notes.push_back(
-        "testpmd's forwarding lcore polls; vnetd's default (event mode) sleeps on the front "
-        "end's kicks when the ring is empty, so the poll-mode column is the like-for-like ring "
-        "work and the default one adds vnetd's wake-up path.");
+        "testpmd's forwarding lcore polls; vnetd's event mode sleeps on the front end's kicks "
+        "when the ring is empty, so the poll-mode column is the like-for-like ring work and the "
+        "event one adds vnetd's wake-up path; the default (adaptive) spins while packets keep "
+        "coming (up to adaptive_spin_us after the last) and sleeps when they stop.");
     return t;
 }
 
