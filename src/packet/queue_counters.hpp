@@ -23,6 +23,11 @@ enum class DropReason : uint8_t {
     rx_error,              // a read from the source failed
     no_destination,        // the peer port is down (guest not connected, ring disabled)
     queue_disabled,  // started but disabled ring: TX is processed and dropped (vhost-user.rst)
+    // The L2 switch (dataplane/switch/):
+    vlan_not_allowed,    // a frame on a VLAN its port does not carry (or untagged on a trunk)
+    spoofed,             // a source MAC the port is not allowed to send from (allowed_macs)
+    invalid_source_mac,  // a multicast or all-zero source MAC (IEEE 802: never a sender)
+    destination_full,    // the destination stayed full longer than the switch holds a burst
     count_,
 };
 inline constexpr size_t kDropReasonCount = static_cast<size_t>(DropReason::count_);
