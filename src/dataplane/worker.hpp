@@ -31,6 +31,7 @@
 
 #include "common/unique_fd.hpp"
 #include "dataplane/forward_path.hpp"
+#include "dataplane/switch/switch_datapath.hpp"
 
 namespace vnet::dataplane {
 
@@ -65,6 +66,14 @@ public:
     ForwardPath& add_path(std::unique_ptr<ForwardPath> path);
     void remove_path(const ForwardPath* path);
     const std::vector<std::unique_ptr<ForwardPath>>& paths() const { return paths_; }
+    // The worker owns the switches it runs (all their ports' queue pairs
+    // are its own); the same rule: worker thread or stopped only. Members
+    // attach and detach through commands (SwitchDatapath::attach/detach).
+    switching::SwitchDatapath& add_switch(std::unique_ptr<switching::SwitchDatapath> sw);
+    void remove_switch(const switching::SwitchDatapath* sw);
+    const std::vector<std::unique_ptr<switching::SwitchDatapath>>& switches() const {
+        return switches_;
+    }
 
     const WorkerOptions& options() const { return options_; }
     // Also picked up by the worker between rounds.
@@ -91,6 +100,7 @@ private:
     std::atomic<uint32_t> busy_poll_us_;
     std::vector<std::unique_ptr<ForwardPath>> paths_;
     std::vector<PathWait> last_wait_;  // per path, from its last turn
+    std::vector<std::unique_ptr<switching::SwitchDatapath>> switches_;
 
     UniqueFd epoll_fd_;
     UniqueFd wake_fd_;             // eventfd: commands and stop
