@@ -18,6 +18,7 @@ Daemon::Daemon(Config config)
     : config_(std::move(config)), log_(make_logger("vnetd")), control_queue_(reactor_) {
     config_.validate();
     create_workers();
+    create_switches();
     create_ports();
     create_paths();
 }
@@ -29,6 +30,7 @@ Daemon::~Daemon() {
     for (auto& w : workers_) {
         w->stop();
     }
+    switches_.clear();  // pointers into the workers, which own the switches
     workers_.clear();
     ports_.clear();
 }
@@ -62,9 +64,8 @@ void Daemon::create_ports() {
             .reactor = reactor_,
             .control_queue = control_queue_,
             .run_on_owner =
-                [this, connection = config_.connection_of(pc.name)](
-                    uint16_t queue, const std::function<void()>& work) {
-                    workers_[placement_.worker_for(connection, queue)]->run_sync(work);
+                [this, name = pc.name](uint16_t queue, const std::function<void()>& work) {
+                    owner_of(name, queue).run_sync(work);
                 },
         };
         BuiltPort built = factory->build(pc, context);
@@ -72,6 +73,9 @@ void Daemon::create_ports() {
             services_.emplace_back(pc.name, std::move(built.service));
         }
         ports_.push_back(PortEntry{factory->kind, std::move(built.port)});
+        if (!pc.switch_name.empty()) {
+            attach_to_switch(pc, *ports_.back().port);
+        }
     }
 }
 

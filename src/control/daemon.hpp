@@ -38,6 +38,14 @@ public:
     int run();
     void stop();
 
+    // The one way a port joins or leaves a switch, at start-up and at run
+    // time (daemon_switches.cpp): the switch's worker attaches it between
+    // rounds. `config` names the switch and the port's VLAN and MAC keys.
+    // Throws std::invalid_argument (no such switch, switch full).
+    void attach_to_switch(const PortConfig& config, ports::Port& port);
+    // False if the port is on no switch.
+    bool detach_from_switch(const ports::Port& port);
+
 private:
     struct PortEntry {
         std::string_view kind;  // its factory's kind name
@@ -47,6 +55,10 @@ private:
     void create_workers();
     void create_ports();
     void create_paths();
+    void create_switches();  // daemon_switches.cpp
+    // The worker that owns queue pair `queue` of the port named so: its
+    // switch's, or its cross-connect's by the placement rule.
+    dataplane::Worker& owner_of(const std::string& port_name, uint16_t queue);
     // A `peer` without a front end to negotiate offloads takes any GSO
     // frame: `port` is told so (a tap then takes 64 KB frames from the host).
     void offer_gso(ports::Port& port, const ports::Port& peer);
@@ -58,6 +70,7 @@ private:
     // The control socket and its methods (daemon_methods.cpp).
     void open_control_socket();
     void add_control_methods();
+    void add_switch_methods();
     ports::Port* port_named(const std::string& name);
 
     Config config_;
@@ -67,6 +80,14 @@ private:
     std::vector<std::unique_ptr<dataplane::Worker>> workers_;
     dataplane::Placement placement_{1};
     std::vector<PortEntry> ports_;
+    // The switches, in config order; each is owned by its worker and read
+    // only through it (run_sync), so the datapath takes no lock.
+    struct SwitchEntry {
+        std::string name;
+        dataplane::Worker* worker;
+        dataplane::switching::SwitchDatapath* datapath;
+    };
+    std::vector<SwitchEntry> switches_;
     // The ports' services with their port's name, in config order. Declared
     // after ports_: they go first, also when a constructor throws.
     std::vector<std::pair<std::string, std::unique_ptr<PortService>>> services_;

@@ -9,6 +9,7 @@
 
 #include "control/daemon.hpp"
 #include "control/stats_report.hpp"
+#include "dataplane/switch/mac_address.hpp"
 
 namespace vnet::control {
 namespace {
@@ -24,6 +25,32 @@ void make_parent_directory(const std::string& path) {
     if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
         throw std::system_error(errno, std::generic_category(), "mkdir " + dir);
     }
+}
+
+// `params` may name one switch ({"switch": "S"}); none: every switch.
+std::optional<std::string> switch_param(const nlohmann::json& params) {
+    if (params.is_object() && params.contains("switch")) {
+        if (!params["switch"].is_string()) {
+            throw rpc::RpcError(rpc::ErrorCode::invalid_params, "switch must be a string");
+        }
+        return params["switch"].get<std::string>();
+    }
+    return std::nullopt;
+}
+
+nlohmann::json switch_counters_json(const dataplane::switching::SwitchCounters& counters) {
+    const auto snapshot = counters.snapshot();
+    nlohmann::json j;
+    for (const auto& f : dataplane::switching::kSwitchCounterFields) {
+        j[std::string(f.name)] = snapshot.*f.value;
+    }
+    nlohmann::json drops = nlohmann::json::object();
+    for (size_t r = 0; r < packet::kDropReasonCount; ++r) {
+        drops[std::string(packet::to_string(static_cast<packet::DropReason>(r)))] =
+            snapshot.drops[r];
+    }
+    j["drops"] = drops;
+    return j;
 }
 
 }  // namespace
@@ -84,6 +111,69 @@ void Daemon::add_control_methods() {
                              }
                              return out;
                          });
+    add_switch_methods();
+}
+
+// switch.list and mac.list: the MAC table belongs to the switch's worker, so
+// it is read there (run_sync), between rounds; the datapath takes no lock.
+void Daemon::add_switch_methods() {
+    auto selected = [this](const nlohmann::json& params) {
+        std::optional<std::string> only = switch_param(params);
+        std::vector<SwitchEntry*> out;
+        for (SwitchEntry& s : switches_) {
+            if (!only || *only == s.name) {
+                out.push_back(&s);
+            }
+        }
+        if (only && out.empty()) {
+            throw rpc::RpcError(rpc::ErrorCode::invalid_params, "no switch named '" + *only + "'");
+        }
+        return out;
+    };
+    control_methods_.add(
+        "switch.list", "the switches: MAC table size and bounds, ports, counters, drops by reason",
+        [this, selected](const nlohmann::json& params) {
+            nlohmann::json out = nlohmann::json::array();
+            for (SwitchEntry* s : selected(params)) {
+                nlohmann::json j{{"name", s->name}};
+                nlohmann::json ports = nlohmann::json::array();
+                s->worker->run_sync([&] {
+                    const auto& core = s->datapath->core();
+                    j["mac_entries"] = core.mac_table().size();
+                    j["mac_table_size"] = core.options().mac_table_size;
+                    j["mac_aging_s"] = core.options().mac_aging_s;
+                    for (uint16_t m = 0; m < dataplane::switching::kMaxSwitchMembers; ++m) {
+                        if (const ports::Port* p = s->datapath->member_port(m)) {
+                            ports.push_back(p->name());
+                        }
+                    }
+                    j["counters"] = switch_counters_json(core.counters());
+                });
+                j["ports"] = std::move(ports);
+                out.push_back(std::move(j));
+            }
+            return out;
+        });
+    control_methods_.add(
+        "mac.list", "the learned MACs: switch, VLAN, MAC, port, seconds since last seen",
+        [this, selected](const nlohmann::json& params) {
+            nlohmann::json out = nlohmann::json::array();
+            for (SwitchEntry* s : selected(params)) {
+                s->worker->run_sync([&] {
+                    const uint64_t now = dataplane::switching::steady_clock_ns();
+                    const auto& sw = *s->datapath;
+                    sw.core().mac_table().for_each([&](const auto& e) {
+                        const ports::Port* p = sw.member_port(e.member);
+                        out.push_back({{"switch", s->name},
+                                       {"vlan", e.vlan},
+                                       {"mac", dataplane::switching::to_string(e.mac)},
+                                       {"port", p == nullptr ? "" : p->name()},
+                                       {"age_s", (now - e.last_seen) / 1000000000ull}});
+                    });
+                });
+            }
+            return out;
+        });
 }
 
 }  // namespace vnet::control
