@@ -69,6 +69,8 @@ struct SwitchConfig {
     std::string name;
     uint32_t mac_aging_s = dataplane::switching::kDefaultMacAgingSeconds;
     uint32_t mac_table_size = dataplane::switching::kDefaultMacTableSize;
+    // How long frames for a full destination wait before they are dropped.
+    uint32_t destination_hold_us = dataplane::switching::kDefaultHoldNs / 1000;
 };
 
 struct DatapathConfig {

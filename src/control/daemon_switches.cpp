@@ -33,6 +33,7 @@ void Daemon::create_switches() {
         o.core.mac_table_size = sc.mac_table_size;
         o.burst = config_.datapath.tx_batch;
         o.weight_packets = config_.datapath.weight_packets;
+        o.hold_ns = uint64_t{sc.destination_hold_us} * 1000;
         const size_t w = placement_.worker_for_switch(config_.connections.size(), i);
         dataplane::Worker& worker = *workers_[w];
         dataplane::switching::SwitchDatapath* datapath = nullptr;

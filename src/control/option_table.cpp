@@ -410,6 +410,21 @@ constexpr std::array kOptions = {
                [](const Config& c, const PortConfig*) {
                    return number(current_switch(c).mac_table_size);
                }},
+    OptionSpec{"destination_hold_us",
+               OptionScope::switch_,
+               std::nullopt,
+               "N",
+               "how long frames for a full destination (a guest's RX ring, a tap) are held and "
+               "retried before they are dropped as `destination_full`; the source waits meanwhile",
+               {},
+               false,
+               [](Config& c, PortConfig*, std::string_view t) {
+                   current_switch(c, "destination_hold_us").destination_hold_us =
+                       static_cast<uint32_t>(parse_uint("destination_hold_us", t, 0, 1000000));
+               },
+               [](const Config& c, const PortConfig*) {
+                   return number(current_switch(c).destination_hold_us);
+               }},
     // ---- the datapath
     VNET_DATAPATH_UINT(tx_batch, "0..64",
                        "packets taken from a TX ring (a guest's, or a tap's reads in tap ↔ tap) "
