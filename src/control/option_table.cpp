@@ -114,40 +114,37 @@ const SwitchConfig& current_switch(const Config& c) {
     return c.switches.empty() ? defaults : c.switches.back();
 }
 
-// "10,20,30": a list of VLAN ids.
-std::vector<uint16_t> parse_vlan_list(std::string_view key, std::string_view text) {
-    std::vector<uint16_t> vlans;
-    size_t start = 0;
-    while (!text.empty()) {
-        size_t comma = text.find(',', start);
-        std::string_view item = text.substr(
-            start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-        vlans.push_back(static_cast<uint16_t>(parse_uint(key, item, 1, 4094)));
+// Calls `item` for each comma-separated item of `text` (none when empty).
+template <class F>
+void for_each_item(std::string_view text, F&& item) {
+    for (size_t start = 0; !text.empty();) {
+        const size_t comma = text.find(',', start);
+        item(text.substr(start, comma == std::string_view::npos ? comma : comma - start));
         if (comma == std::string_view::npos) {
-            break;
+            return;
         }
         start = comma + 1;
     }
+}
+
+// "10,20,30": a list of VLAN ids.
+std::vector<uint16_t> parse_vlan_list(std::string_view key, std::string_view text) {
+    std::vector<uint16_t> vlans;
+    for_each_item(text, [&](std::string_view item) {
+        vlans.push_back(static_cast<uint16_t>(parse_uint(key, item, 1, 4094)));
+    });
     return vlans;
 }
 
 std::vector<packet::MacAddress> parse_mac_list(std::string_view key, std::string_view text) {
     std::vector<packet::MacAddress> macs;
-    size_t start = 0;
-    while (!text.empty()) {
-        size_t comma = text.find(',', start);
-        std::string_view item = text.substr(
-            start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    for_each_item(text, [&](std::string_view item) {
         std::optional<packet::MacAddress> mac = dataplane::switching::parse_mac(item);
         if (!mac) {
             bad_value(key, item, "a MAC address such as 02:00:00:00:00:01");
         }
         macs.push_back(*mac);
-        if (comma == std::string_view::npos) {
-            break;
-        }
-        start = comma + 1;
-    }
+    });
     return macs;
 }
 
