@@ -4,6 +4,11 @@
 // dropped as destination_full while the others keep receiving.
 #include "dataplane/switch/switch_datapath.hpp"
 
+#include <chrono>
+#include <thread>
+
+#include "dataplane/worker.hpp"
+
 #include <gtest/gtest.h>
 
 #include <deque>
@@ -249,6 +254,35 @@ TEST(SwitchDatapath, attaching_a_port_twice_is_refused) {
     Rig r(1);
     r.attach(0);
     EXPECT_THROW(r.attach(0), std::invalid_argument);
+}
+
+TEST(SwitchDatapath, a_worker_runs_its_switch_and_attaches_ports_between_rounds) {
+    WorkerOptions wo;
+    wo.mode = WorkerMode::poll;
+    Worker worker(wo);
+    worker.start();
+    SwitchDatapath* sw = nullptr;
+    worker.run_sync([&] {
+        sw = &worker.add_switch(std::make_unique<SwitchDatapath>("s0", SwitchDatapathOptions{}));
+    });
+    SwitchTestPort a("a"), b("b");
+    a.queue(frame(kBroadcast, mac(1)));
+    worker.run_sync([&] {
+        sw->attach(a, MemberConfig{});
+        sw->attach(b, MemberConfig{});
+    });
+    size_t received = 0;
+    for (int i = 0; i < 1000 && received == 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        worker.run_sync([&] { received = b.received.size(); });
+    }
+    EXPECT_EQ(received, 1u);
+    worker.run_sync([&] {
+        EXPECT_TRUE(sw->detach(b));
+        worker.remove_switch(sw);
+    });
+    EXPECT_TRUE(worker.switches().empty());
+    worker.stop();
 }
 
 }  // namespace
