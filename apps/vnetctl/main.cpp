@@ -42,6 +42,36 @@ void print_ports(const json& ports) {
     t.print(std::cout);
 }
 
+void print_switches(const json& switches) {
+    TextTable t({"switch", "ports", "macs", "table size", "aging s", "learned", "moved", "aged",
+                 "table full", "flooded", "drops"});
+    for (const json& s : switches) {
+        const json& c = s["counters"];
+        uint64_t drops = 0;
+        for (auto it = c["drops"].begin(); it != c["drops"].end(); ++it) {
+            drops += it->get<uint64_t>();
+        }
+        std::string ports;
+        for (const json& p : s["ports"]) {
+            ports += (ports.empty() ? "" : ",") + p.get<std::string>();
+        }
+        t.add_row({text_of(s["name"]), ports.empty() ? "-" : ports, text_of(s["mac_entries"]),
+                   text_of(s["mac_table_size"]), text_of(s["mac_aging_s"]), text_of(c["learned"]),
+                   text_of(c["moved"]), text_of(c["aged"]), text_of(c["table_full"]),
+                   text_of(c["flooded"]), std::to_string(drops)});
+    }
+    t.print(std::cout);
+}
+
+void print_macs(const json& macs) {
+    TextTable t({"switch", "vlan", "mac", "port", "age s"});
+    for (const json& m : macs) {
+        t.add_row({text_of(m["switch"]), text_of(m["vlan"]), text_of(m["mac"]), text_of(m["port"]),
+                   text_of(m["age_s"])});
+    }
+    t.print(std::cout);
+}
+
 uint64_t drops_of(const json& direction) {
     uint64_t sum = 0;
     if (auto drops = direction.find("drops"); drops != direction.end() && drops->is_object()) {
@@ -128,7 +158,8 @@ int main(int argc, char** argv) {
     port_add->add_option("kind", add_kind, "vhost-user, tap or null")->required();
     port_add->add_option("name", add_name, "the port's name")->required();
     for (const char* key : {"socket-path", "queue-pairs", "socket-owner", "socket-group",
-                            "socket-mode", "mtu", "tap"}) {
+                            "socket-mode", "mtu", "tap", "switch", "vlan", "trunk",
+                            "allowed-macs"}) {
         port_add->add_option_function<std::string>(
             std::string("--") + key,
             [&add_settings, key](const std::string& v) { add_settings[key] = v; },
@@ -155,6 +186,12 @@ int main(int argc, char** argv) {
                          "police what the port sends to this rate, kbit/s (0 = off)");
     port_set->add_option("--ingress-policing-burst", set_burst,
                          "the policing bucket, kbit (0 = the default, 8000)");
+    auto* sw = app.add_subcommand("switch", "L2 switches")->require_subcommand(1);
+    auto* switch_list = sw->add_subcommand("list", "the switches, their ports and counters");
+    auto* mac = app.add_subcommand("mac", "MAC tables")->require_subcommand(1);
+    auto* mac_list = mac->add_subcommand("list", "the learned MACs");
+    std::string mac_switch;
+    mac_list->add_option("--switch", mac_switch, "only this switch's MACs");
     auto* call = app.add_subcommand("call", "call any method with JSON params (for scripts)");
     std::string call_method;
     std::string call_params = "{}";
@@ -226,6 +263,13 @@ int main(int argc, char** argv) {
                            text_of(r.value("ingress_policing_burst", json()))});
                 t.print(std::cout);
             }
+        } else if (*switch_list) {
+            const json r = client.call("switch.list");
+            as_json ? void(std::cout << r.dump(2) << "\n") : print_switches(r);
+        } else if (*mac_list) {
+            const json r = client.call(
+                "mac.list", mac_switch.empty() ? json::object() : json{{"switch", mac_switch}});
+            as_json ? void(std::cout << r.dump(2) << "\n") : print_macs(r);
         } else if (*stats) {
             const bool watch = stats->count("--watch") > 0;
             if (watch && watch_s <= 0) {

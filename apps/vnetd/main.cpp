@@ -73,8 +73,8 @@ void add_table_flags(CLI::App& app, std::vector<TableFlag>& flags) {
     const auto table = vnet::control::option_table();
     flags.reserve(table.size());  // CLI11 keeps pointers to each `values`
     for (const vnet::control::OptionSpec& o : table) {
-        if (o.identity) {
-            continue;
+        if (o.identity || o.scope == vnet::control::OptionScope::switch_) {
+            continue;  // switches exist only in a config file
         }
         std::string names = vnet::control::flag_of(o);
         if (!o.flag_alias.empty()) {

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "control/option_table.hpp"
+#include "dataplane/switch/switch_core.hpp"
 #include "packet/packet_burst.hpp"
 #include "ports/tap/xdp_options.hpp"
 
@@ -64,6 +65,19 @@ const PortConfig* Config::peer_of(const std::string& name) const {
         }
     }
     return nullptr;
+}
+
+std::optional<size_t> Config::switch_of(const std::string& port_name) const {
+    const PortConfig* p = find_port(port_name);
+    if (p == nullptr || p->switch_name.empty()) {
+        return std::nullopt;
+    }
+    for (size_t i = 0; i < switches.size(); ++i) {
+        if (switches[i].name == p->switch_name) {
+            return i;
+        }
+    }
+    return std::nullopt;
 }
 
 size_t Config::connection_of(const std::string& name) const {
@@ -126,6 +140,54 @@ void validate_xdp_keys(const PortConfig& p) {
     if (p.xdp_redirect == own) {
         throw std::invalid_argument(where + "xdp_redirect names the port's own tap '" + own +
                                     "' (a program sends frames back with XDP_TX)");
+    }
+}
+
+// The switches and their ports' keys (docs/USAGE.md "The L2 switch").
+void validate_switches(const Config& c) {
+    constexpr size_t kMaxMembers = dataplane::switching::kMaxSwitchMembers;
+    constexpr uint32_t kMaxMacTableSize = 1u << 20;
+    std::set<std::string> names;
+    for (const SwitchConfig& s : c.switches) {
+        if (s.name.empty()) {
+            throw std::invalid_argument("a [[switch]] has no name");
+        }
+        if (!names.insert(s.name).second) {
+            throw std::invalid_argument("switch name '" + s.name + "' is used twice");
+        }
+        const std::string where = "switch '" + s.name + "': ";
+        if (s.mac_table_size == 0 || s.mac_table_size > kMaxMacTableSize) {
+            throw std::invalid_argument(where + "mac_table_size must be 1.." +
+                                        std::to_string(kMaxMacTableSize));
+        }
+        if (s.mac_aging_s == 0) {
+            throw std::invalid_argument(where + "mac_aging_s must be at least 1");
+        }
+        size_t members = 0;
+        for (const PortConfig& p : c.ports) {
+            members += p.switch_name == s.name ? 1 : 0;
+        }
+        if (members > kMaxMembers) {
+            throw std::invalid_argument(where + "more than " + std::to_string(kMaxMembers) +
+                                        " ports");
+        }
+    }
+    for (const PortConfig& p : c.ports) {
+        const std::string where = "port '" + p.name + "': ";
+        if (p.switch_name.empty()) {
+            if (p.vlan || !p.trunk.empty() || !p.allowed_macs.empty()) {
+                throw std::invalid_argument(where + "vlan, trunk and allowed_macs need switch");
+            }
+            continue;
+        }
+        if (!names.contains(p.switch_name)) {
+            throw std::invalid_argument(where + "switch '" + p.switch_name +
+                                        "' is not defined (no [[switch]] of that name)");
+        }
+        if (c.peer_of(p.name) != nullptr) {
+            throw std::invalid_argument(where + "on switch '" + p.switch_name +
+                                        "' and in a [[connect]] (a port is in one or the other)");
+        }
     }
 }
 
@@ -192,6 +254,7 @@ void Config::validate() const {
             throw std::invalid_argument("connect: a port cannot be connected to itself");
         }
     }
+    validate_switches(*this);
     if (datapath.tx_batch > packet::kMaxBurstPackets) {
         throw std::invalid_argument("tx_batch must be 0..64 (0: per-packet)");
     }
@@ -319,9 +382,11 @@ Config parse_root(const toml::table& root) {
     Config c;
     for (const auto& [k, node] : root) {
         const std::string_view key = k.str();
-        if (key != "daemon" && key != "datapath" && key != "port" && key != "connect") {
-            throw std::invalid_argument("unknown key '" + std::string(key) +
-                                        "' (tables: [daemon], [datapath], [[port]], [[connect]])");
+        if (key != "daemon" && key != "datapath" && key != "port" && key != "connect" &&
+            key != "switch") {
+            throw std::invalid_argument(
+                "unknown key '" + std::string(key) +
+                "' (tables: [daemon], [datapath], [[switch]], [[port]], [[connect]])");
         }
     }
     if (const toml::table* d = root["daemon"].as_table()) {
@@ -329,6 +394,16 @@ Config parse_root(const toml::table& root) {
     }
     if (const toml::table* dp = root["datapath"].as_table()) {
         apply_table(*dp, OptionScope::datapath, "[datapath]", c, nullptr);
+    }
+    if (const toml::array* switches = root["switch"].as_array()) {
+        for (const auto& sw : *switches) {
+            if (const toml::table* t = sw.as_table()) {
+                // The switch rows of the option table set the last switch.
+                c.switches.push_back(SwitchConfig{(*t)["name"].value<std::string>().value_or("")});
+                apply_table(*t, OptionScope::switch_, "switch '" + c.switches.back().name + "'", c,
+                            nullptr, {"name"});
+            }
+        }
     }
     if (const toml::array* ports = root["port"].as_array()) {
         for (const auto& p : *ports) {

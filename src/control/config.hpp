@@ -16,6 +16,7 @@
 #include "dataplane/forward_path.hpp"
 #include "dataplane/worker.hpp"
 #include "io/packet_batch.hpp"
+#include "packet/wire.hpp"
 
 namespace vnet::control {
 
@@ -56,6 +57,23 @@ struct PortConfig {
     std::string xdp;
     std::string xdp_mode = "auto";
     std::string xdp_redirect;
+    // L2 switch membership (dataplane/switch/, docs/USAGE.md "The L2 switch"):
+    // the switch's name (empty: none), the access VLAN (with `trunk`: the
+    // native, untagged VLAN), the VLANs carried tagged, and the only source
+    // MACs the port may send from (empty: any).
+    std::string switch_name;
+    std::optional<uint16_t> vlan;
+    std::vector<uint16_t> trunk;
+    std::vector<packet::MacAddress> allowed_macs;
+};
+
+// One [[switch]] table: an L2 learning switch its ports name.
+struct SwitchConfig {
+    std::string name;
+    uint32_t mac_aging_s = dataplane::switching::kDefaultMacAgingSeconds;
+    uint32_t mac_table_size = dataplane::switching::kDefaultMacTableSize;
+    // How long frames for a full destination wait before they are dropped.
+    uint32_t destination_hold_us = dataplane::switching::kDefaultHoldNs / 1000;
 };
 
 struct DatapathConfig {
@@ -79,6 +97,7 @@ inline constexpr std::string_view kDefaultControlSocket = "/run/vnetd/vnetd.ctl"
 struct Config {
     std::vector<PortConfig> ports;
     std::vector<std::pair<std::string, std::string>> connections;  // port names
+    std::vector<SwitchConfig> switches;
     DatapathConfig datapath;
     std::string log_level = "info";
     uint32_t stats_interval_s = 0;  // 0: final stats only
@@ -94,6 +113,8 @@ struct Config {
     const PortConfig* find_port(const std::string& name) const;
     // The port's cross-connect partner, if it has one.
     const PortConfig* peer_of(const std::string& name) const;
+    // Index in `switches` of the switch the port is on, if it is on one.
+    std::optional<size_t> switch_of(const std::string& port_name) const;
     // Index of the cross-connect the port is in (0 when it is in none):
     // what dataplane::Placement places its queue pairs by.
     size_t connection_of(const std::string& name) const;

@@ -24,8 +24,12 @@ Daemon::Daemon(Config config, std::function<Config()> reread)
       metrics_(make_metrics_collector()) {
     config_.validate();
     create_workers();
+    create_switches();
     for (const PortConfig& pc : config_.ports) {
         ports_.push_back(build_port(pc, config_.connection_of(pc.name)));
+        if (!pc.switch_name.empty()) {
+            ports_.back().switch_index = attach_to_switch(pc, *ports_.back().port);
+        }
     }
     next_placement_group_ = std::max<size_t>(1, config_.connections.size());
     create_paths();
@@ -39,6 +43,7 @@ Daemon::~Daemon() {
     for (auto& w : workers_) {
         w->stop();
     }
+    switches_.clear();  // pointers into the workers, which own the switches
     workers_.clear();
     ports_.clear();
 }
@@ -71,10 +76,10 @@ Daemon::PortEntry Daemon::build_port(const PortConfig& pc, size_t placement_grou
         .log = log_,
         .reactor = reactor_,
         .control_queue = control_queue_,
-        .run_on_owner =
-            [this, placement_group](uint16_t queue, const std::function<void()>& work) {
-                workers_[placement_.worker_for(placement_group, queue)]->run_sync(work);
-            },
+        .run_on_owner = [this, name = pc.name](uint16_t queue,
+                                               const std::function<void()>& work) {
+            owner_of(name, queue).run_sync(work);
+        },
     };
     BuiltPort built = factory->build(pc, context);
     auto policer = std::make_unique<dataplane::IngressPolicer>();
@@ -230,6 +235,9 @@ void Daemon::add_port(PortConfig pc, const std::string& peer) {
     PortEntry* added = &ports_.back();
     peer_entry = peer.empty() ? nullptr : entry_named(peer);  // ports_ may have moved
     try {
+        if (!pc.switch_name.empty()) {
+            added->switch_index = attach_to_switch(pc, *added->port);
+        }
         if (peer_entry != nullptr) {
             connect_ports(*peer_entry, *added);
         }
@@ -244,13 +252,17 @@ void Daemon::add_port(PortConfig pc, const std::string& peer) {
             peer_entry->service->set_peer(nullptr);
         }
         added->service.reset();
+        if (added->switch_index) {
+            detach_from_switch(*added->port);
+        }
         disconnect_port(*added->port);
         ports_.pop_back();
         throw std::runtime_error("port '" + pc.name + "': " + e.what());
     }
     config_ = std::move(next);
-    log_->info("port {}: added ({}{}{})", pc.name, to_string(pc.type),
-               peer.empty() ? "" : ", cross-connected to ", peer);
+    log_->info("port {}: added ({}{}{}{}{})", pc.name, to_string(pc.type),
+               peer.empty() ? "" : ", cross-connected to ", peer,
+               pc.switch_name.empty() ? "" : ", on switch ", pc.switch_name);
 }
 
 nlohmann::json Daemon::reload() {
@@ -309,6 +321,9 @@ void Daemon::remove_port(const std::string& name) {
     // Its guest first (the rings go back through the workers, the guest
     // sees the socket close), then its paths, then the port itself.
     entry->service.reset();
+    if (entry->switch_index) {
+        detach_from_switch(*entry->port);
+    }
     disconnect_port(*entry->port);
     if (peer != nullptr && peer->service) {
         peer->service->set_peer(nullptr);

@@ -64,6 +64,14 @@ public:
     // ports' and workers' are registered already; other parts (the L2
     // switch) add theirs here.
     void add_metrics_source(MetricsSource source);
+    // The one way a port joins or leaves a switch, at start-up and at run
+    // time (daemon_switches.cpp): the switch's worker attaches it between
+    // rounds. `config` names the switch and the port's VLAN and MAC keys.
+    // Throws std::invalid_argument (no such switch, switch full).
+    // Returns the switch's index in switches_.
+    size_t attach_to_switch(const PortConfig& config, ports::Port& port);
+    // False if the port is on no switch.
+    bool detach_from_switch(const ports::Port& port);
 
 private:
     struct PortEntry {
@@ -74,6 +82,9 @@ private:
         // time (the two ends of a cross-connect share it). Fixed for the
         // port's life, so its queue pairs never change worker.
         size_t placement_group = 0;
+        // The switch it is on (switches_), if any: its worker owns every
+        // queue pair of the port.
+        std::optional<size_t> switch_index;
         // Its ingress policing bucket, shared by the paths from it.
         std::unique_ptr<dataplane::IngressPolicer> policer;
         // Declared after the port: goes first, also when a constructor throws.
@@ -88,6 +99,10 @@ private:
     // Every path from or to `port`, off its worker.
     void disconnect_port(const ports::Port& port);
     PortEntry* entry_named(const std::string& name);
+    void create_switches();  // daemon_switches.cpp
+    // The worker that owns queue pair `queue` of the port named so: its
+    // switch's, or its cross-connect's by the placement rule.
+    dataplane::Worker& owner_of(const std::string& port_name, uint16_t queue);
     // A `peer` without a front end to negotiate offloads takes any GSO
     // frame: `port` is told so (a tap then takes 64 KB frames from the host).
     void offer_gso(ports::Port& port, const ports::Port& peer);
@@ -100,6 +115,7 @@ private:
     // The control socket and its methods (daemon_methods.cpp).
     void open_control_socket();
     void add_control_methods();
+    void add_switch_methods();
     ports::Port* port_named(const std::string& name);
     // The Prometheus endpoint and the sources the daemon itself registers
     // (daemon_metrics.cpp).
@@ -121,6 +137,15 @@ private:
     dataplane::Placement placement_{1};
     std::vector<PortEntry> ports_;  // in config order, then as added
     size_t next_placement_group_ = 0;
+    std::vector<PortEntry> ports_;
+    // The switches, in config order; each is owned by its worker and read
+    // only through it (run_sync), so the datapath takes no lock.
+    struct SwitchEntry {
+        std::string name;
+        dataplane::Worker* worker;
+        dataplane::switching::SwitchDatapath* datapath;
+    };
+    std::vector<SwitchEntry> switches_;
     rpc::MethodTable control_methods_;
     std::unique_ptr<rpc::ControlServer> control_server_;
     std::shared_ptr<MetricsCollector> metrics_;

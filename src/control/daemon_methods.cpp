@@ -9,6 +9,7 @@
 
 #include "control/daemon.hpp"
 #include "control/stats_report.hpp"
+#include "dataplane/switch/mac_address.hpp"
 
 namespace vnet::control {
 namespace {
@@ -62,6 +63,30 @@ nlohmann::json refusable(Change change) {
         throw rpc::RpcError(rpc::ErrorCode::refused, e.what());
     }
     return nlohmann::json{{"ok", true}};
+// `params` may name one switch ({"switch": "S"}); none: every switch.
+std::optional<std::string> switch_param(const nlohmann::json& params) {
+    if (params.is_object() && params.contains("switch")) {
+        if (!params["switch"].is_string()) {
+            throw rpc::RpcError(rpc::ErrorCode::invalid_params, "switch must be a string");
+        }
+        return params["switch"].get<std::string>();
+    }
+    return std::nullopt;
+}
+
+nlohmann::json switch_counters_json(const dataplane::switching::SwitchCounters& counters) {
+    const auto snapshot = counters.snapshot();
+    nlohmann::json j;
+    for (const auto& f : dataplane::switching::kSwitchCounterFields) {
+        j[std::string(f.name)] = snapshot.*f.value;
+    }
+    nlohmann::json drops = nlohmann::json::object();
+    for (size_t r = 0; r < packet::kDropReasonCount; ++r) {
+        drops[std::string(packet::to_string(static_cast<packet::DropReason>(r)))] =
+            snapshot.drops[r];
+    }
+    j["drops"] = drops;
+    return j;
 }
 
 }  // namespace
@@ -166,6 +191,7 @@ void Daemon::add_control_methods() {
                          "change a port's settings at run time: params port, "
                          "ingress_policing_rate (kbit/s, 0 = off), ingress_policing_burst (kbit)",
                          [this](const nlohmann::json& params) { return set_port(params); });
+    add_switch_methods();
 }
 
 nlohmann::json Daemon::set_port(const nlohmann::json& params) {
@@ -196,13 +222,75 @@ nlohmann::json Daemon::set_port(const nlohmann::json& params) {
     // between that worker's rounds, never inside one of its bursts.
     PortEntry& entry = *entry_of(*port);
     dataplane::IngressPolicer& policer = *entry.policer;
-    workers_[placement_.worker_for(entry.placement_group, 0)]->run_sync(
+    owner_of(name, 0).run_sync(
         [&] { policer.configure(pc->ingress_policing_rate, pc->ingress_policing_burst); });
     log_->info("port {}: ingress policing {} kbit/s, burst {} kbit (port.set)", name,
                pc->ingress_policing_rate, pc->ingress_policing_burst);
     return nlohmann::json{{"port", name},
                           {"ingress_policing_rate", pc->ingress_policing_rate},
                           {"ingress_policing_burst", pc->ingress_policing_burst}};
+}
+
+// switch.list and mac.list: the MAC table belongs to the switch's worker, so
+// it is read there (run_sync), between rounds; the datapath takes no lock.
+void Daemon::add_switch_methods() {
+    auto selected = [this](const nlohmann::json& params) {
+        std::optional<std::string> only = switch_param(params);
+        std::vector<SwitchEntry*> out;
+        for (SwitchEntry& s : switches_) {
+            if (!only || *only == s.name) {
+                out.push_back(&s);
+            }
+        }
+        if (only && out.empty()) {
+            throw rpc::RpcError(rpc::ErrorCode::invalid_params, "no switch named '" + *only + "'");
+        }
+        return out;
+    };
+    control_methods_.add(
+        "switch.list", "the switches: MAC table size and bounds, ports, counters, drops by reason",
+        [this, selected](const nlohmann::json& params) {
+            nlohmann::json out = nlohmann::json::array();
+            for (SwitchEntry* s : selected(params)) {
+                nlohmann::json j{{"name", s->name}};
+                nlohmann::json ports = nlohmann::json::array();
+                s->worker->run_sync([&] {
+                    const auto& core = s->datapath->core();
+                    j["mac_entries"] = core.mac_table().size();
+                    j["mac_table_size"] = core.options().mac_table_size;
+                    j["mac_aging_s"] = core.options().mac_aging_s;
+                    for (uint16_t m = 0; m < dataplane::switching::kMaxSwitchMembers; ++m) {
+                        if (const ports::Port* p = s->datapath->member_port(m)) {
+                            ports.push_back(p->name());
+                        }
+                    }
+                    j["counters"] = switch_counters_json(core.counters());
+                });
+                j["ports"] = std::move(ports);
+                out.push_back(std::move(j));
+            }
+            return out;
+        });
+    control_methods_.add(
+        "mac.list", "the learned MACs: switch, VLAN, MAC, port, seconds since last seen",
+        [this, selected](const nlohmann::json& params) {
+            nlohmann::json out = nlohmann::json::array();
+            for (SwitchEntry* s : selected(params)) {
+                s->worker->run_sync([&] {
+                    const uint64_t now = dataplane::switching::steady_clock_ns();
+                    const auto& sw = *s->datapath;
+                    sw.core().mac_table().for_each([&](const auto& e) {
+                        const ports::Port* p = sw.member_port(e.member);
+                        out.push_back({{"switch", s->name},
+                                       {"vlan", e.vlan},
+                                       {"mac", dataplane::switching::to_string(e.mac)},
+                                       {"port", p == nullptr ? "" : p->name()},
+                                       {"age_s", (now - e.last_seen) / 1000000000ull}});
+                    });
+                });
+            }
+            return out;
+        });
 }
 
 }  // namespace vnet::control

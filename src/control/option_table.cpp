@@ -8,6 +8,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "dataplane/switch/mac_address.hpp"
 #include "io/packet_batch.hpp"
 
 namespace vnet::control {
@@ -114,6 +115,64 @@ std::string cpu_list(const std::vector<int>& cpus) {
             out += ',';  // two steps: g++ 12 -O3 warns falsely on "," + string
         }
         out += std::to_string(c);
+    }
+    return out;
+}
+
+// The [[switch]] being parsed is the last one (config.cpp appends it first).
+SwitchConfig& current_switch(Config& c, std::string_view key) {
+    if (c.switches.empty()) {
+        throw std::invalid_argument(std::string(key) + " belongs in a [[switch]] table");
+    }
+    return c.switches.back();
+}
+const SwitchConfig& current_switch(const Config& c) {
+    static const SwitchConfig defaults;
+    return c.switches.empty() ? defaults : c.switches.back();
+}
+
+// Calls `item` for each comma-separated item of `text` (none when empty).
+template <class F>
+void for_each_item(std::string_view text, F&& item) {
+    for (size_t start = 0; !text.empty();) {
+        const size_t comma = text.find(',', start);
+        item(text.substr(start, comma == std::string_view::npos ? comma : comma - start));
+        if (comma == std::string_view::npos) {
+            return;
+        }
+        start = comma + 1;
+    }
+}
+
+// "10,20,30": a list of VLAN ids.
+std::vector<uint16_t> parse_vlan_list(std::string_view key, std::string_view text) {
+    std::vector<uint16_t> vlans;
+    for_each_item(text, [&](std::string_view item) {
+        vlans.push_back(static_cast<uint16_t>(parse_uint(key, item, 1, 4094)));
+    });
+    return vlans;
+}
+
+std::vector<packet::MacAddress> parse_mac_list(std::string_view key, std::string_view text) {
+    std::vector<packet::MacAddress> macs;
+    for_each_item(text, [&](std::string_view item) {
+        std::optional<packet::MacAddress> mac = dataplane::switching::parse_mac(item);
+        if (!mac) {
+            bad_value(key, item, "a MAC address such as 02:00:00:00:00:01");
+        }
+        macs.push_back(*mac);
+    });
+    return macs;
+}
+
+template <class T, class F>
+std::string join(const std::vector<T>& items, F&& text) {
+    std::string out;
+    for (const T& item : items) {
+        if (!out.empty()) {
+            out += ',';  // two steps: g++ 12 -O3 warns falsely on "," + string
+        }
+        out += text(item);
     }
     return out;
 }
@@ -310,6 +369,102 @@ constexpr std::array kOptions = {
                "the interface in the program's `redirect_map[0]`", "--tap-xdp-redirect", false,
                [](Config&, PortConfig* p, std::string_view t) { p->xdp_redirect = t; },
                [](const Config&, const PortConfig* p) { return text_or_none(p->xdp_redirect); }},
+    // ---- ports: L2 switch membership (see "The L2 switch")
+    OptionSpec{"switch",
+               OptionScope::port,
+               std::nullopt,
+               "NAME",
+               "the [[switch]] the port is on (instead of a [[connect]])",
+               {},
+               false,
+               [](Config&, PortConfig* p, std::string_view t) { p->switch_name = t; },
+               [](const Config&, const PortConfig* p) { return text_or_none(p->switch_name); }},
+    OptionSpec{"vlan",
+               OptionScope::port,
+               std::nullopt,
+               "1..4094",
+               "switch port: its access VLAN, untagged on the port (default 1); with `trunk`, "
+               "the trunk's native VLAN",
+               {},
+               false,
+               [](Config&, PortConfig* p, std::string_view t) {
+                   p->vlan = static_cast<uint16_t>(parse_uint("vlan", t, 1, 4094));
+               },
+               [](const Config&, const PortConfig* p) { return optional_number(p->vlan); }},
+    OptionSpec{
+        "trunk",
+        OptionScope::port,
+        std::nullopt,
+        "VLAN,...",
+        "switch port: a trunk carrying these VLANs tagged (others are dropped as "
+        "`vlan_not_allowed`); untagged frames only with `vlan`",
+        {},
+        false,
+        [](Config&, PortConfig* p, std::string_view t) { p->trunk = parse_vlan_list("trunk", t); },
+        [](const Config&, const PortConfig* p) {
+            return join(p->trunk, [](uint16_t v) { return std::to_string(v); });
+        }},
+    OptionSpec{"allowed_macs",
+               OptionScope::port,
+               std::nullopt,
+               "MAC,...",
+               "switch port: anti-spoofing, the only source MACs it may send from (others are "
+               "dropped as `spoofed`); none: any",
+               {},
+               false,
+               [](Config&, PortConfig* p, std::string_view t) {
+                   p->allowed_macs = parse_mac_list("allowed_macs", t);
+               },
+               [](const Config&, const PortConfig* p) {
+                   return join(p->allowed_macs, [](const packet::MacAddress& m) {
+                       return dataplane::switching::to_string(m);
+                   });
+               }},
+    // ---- switches: a [[switch]] table each (config file only)
+    OptionSpec{
+        "mac_aging_s",
+        OptionScope::switch_,
+        std::nullopt,
+        "N",
+        "seconds before a MAC not seen as a source is forgotten (Linux bridge "
+        "`ageing_time`)",
+        {},
+        false,
+        [](Config& c, PortConfig*, std::string_view t) {
+            current_switch(c, "mac_aging_s").mac_aging_s =
+                static_cast<uint32_t>(parse_uint("mac_aging_s", t, 1, 1000000));
+        },
+        [](const Config& c, const PortConfig*) { return number(current_switch(c).mac_aging_s); }},
+    OptionSpec{"mac_table_size",
+               OptionScope::switch_,
+               std::nullopt,
+               "N",
+               "MAC table entries; a full table floods frames to unknown MACs instead of growing "
+               "(counted `table_full`)",
+               {},
+               false,
+               [](Config& c, PortConfig*, std::string_view t) {
+                   current_switch(c, "mac_table_size").mac_table_size =
+                       static_cast<uint32_t>(parse_uint("mac_table_size", t, 1, 1u << 20));
+               },
+               [](const Config& c, const PortConfig*) {
+                   return number(current_switch(c).mac_table_size);
+               }},
+    OptionSpec{"destination_hold_us",
+               OptionScope::switch_,
+               std::nullopt,
+               "N",
+               "how long frames for a full destination (a guest's RX ring, a tap) are held and "
+               "retried before they are dropped as `destination_full`; the source waits meanwhile",
+               {},
+               false,
+               [](Config& c, PortConfig*, std::string_view t) {
+                   current_switch(c, "destination_hold_us").destination_hold_us =
+                       static_cast<uint32_t>(parse_uint("destination_hold_us", t, 0, 1000000));
+               },
+               [](const Config& c, const PortConfig*) {
+                   return number(current_switch(c).destination_hold_us);
+               }},
     // ---- the datapath
     VNET_DATAPATH_UINT(tx_batch, "0..64",
                        "packets taken from a TX ring (a guest's, or a tap's reads in tap ↔ tap) "
@@ -487,6 +642,8 @@ const char* to_string(OptionScope s) {
             return "datapath";
         case OptionScope::port:
             return "port";
+        case OptionScope::switch_:
+            return "switch";
     }
     return "unknown";
 }
@@ -515,6 +672,9 @@ bool is_boolean(const OptionSpec& option) {
 }
 
 void apply_flag(Config& config, const OptionSpec& option, std::string_view text) {
+    if (option.scope == OptionScope::switch_) {
+        throw std::invalid_argument(std::string(option.key) + " belongs in a [[switch]] table");
+    }
     if (option.scope != OptionScope::port) {
         option.set(config, nullptr, text);
         return;
@@ -554,6 +714,9 @@ std::string markdown_table() {
             names += " (`" + std::string(o.flag_alias) + "`)";
         }
         names += " / `" + std::string(o.key) + "`";
+        if (o.scope == OptionScope::switch_) {
+            names = "`" + std::string(o.key) + "`";  // no flag: switches live in the config file
+        }
         std::string scope = to_string(o.scope);
         if (o.port_type) {
             scope += std::string(" (") + to_string(*o.port_type) + ")";

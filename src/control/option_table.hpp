@@ -22,6 +22,7 @@ enum class OptionScope : uint8_t {
     daemon,    // [daemon] table
     datapath,  // [datapath] table
     port,      // a [[port]] entry; as a flag, applied to every port it fits
+    switch_,   // a [[switch]] entry (config file only: no flag)
 };
 const char* to_string(OptionScope s);
 

@@ -5,6 +5,11 @@
 // worker, so the datapath shares nothing between threads. Offsetting by the
 // cross-connect spreads single-queue VMs over the workers as well as the
 // queue pairs of one multiqueue VM.
+//
+// A switch is one owner: every queue pair of every port on the s-th switch
+// runs on worker (connections + s) mod n, so its MAC table is touched by
+// that worker alone; switches after the cross-connects spread over the
+// workers the same way.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +24,9 @@ public:
     size_t workers() const { return workers_; }
     size_t worker_for(size_t connection, uint16_t queue_pair) const {
         return (connection + queue_pair) % workers_;
+    }
+    size_t worker_for_switch(size_t connections, size_t switch_index) const {
+        return (connections + switch_index) % workers_;
     }
 
 private:

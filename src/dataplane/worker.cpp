@@ -133,6 +133,17 @@ void Worker::remove_path(const ForwardPath* path) {
     }
 }
 
+switching::SwitchDatapath& Worker::add_switch(std::unique_ptr<switching::SwitchDatapath> sw) {
+    forget_registrations();
+    switches_.push_back(std::move(sw));
+    return *switches_.back();
+}
+
+void Worker::remove_switch(const switching::SwitchDatapath* sw) {
+    forget_registrations();
+    std::erase_if(switches_, [&](const auto& s) { return s.get() == sw; });
+}
+
 void Worker::run_commands() {
     std::vector<std::function<void()>> batch;
     {
@@ -172,6 +183,14 @@ bool Worker::run_round() {
         last_wait_[i] = turn.wait;
         worked |= turn.packets != 0;
         destination_full_ |= turn.wait == PathWait::destination;
+    }
+    for (auto& sw : switches_) {
+        TurnResult turn;
+        uintptr_t fault_address = 0;
+        if (!run_guarded([&] { turn = sw->run_turn(); }, &fault_address)) {
+            sw->on_guest_fault(fault_address);
+        }
+        worked |= turn.packets != 0;
     }
     publish_due_rx(false);
     rounds_.store(rounds_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -335,6 +354,22 @@ void Worker::sleep_until_ready() {
             return;
         }
         want(path.wait_spec(wait));
+    }
+    for (auto& sw : switches_) {
+        // Arming writes guest memory too (the rings' event suppression).
+        bool may_sleep = true;
+        uintptr_t fault_address = 0;
+        if (!run_guarded(
+                [&] {
+                    may_sleep = sw->prepare_sleep([this](const ports::WaitSpec& s) { want(s); });
+                },
+                &fault_address)) {
+            sw->on_guest_fault(fault_address);
+            return;
+        }
+        if (!may_sleep) {
+            return;
+        }
     }
     update_registrations();
     // Held guest RX frames bound the sleep: the earliest one is due when

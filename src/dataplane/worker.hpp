@@ -40,6 +40,7 @@
 #include "common/unique_fd.hpp"
 #include "dataplane/adaptive_spin.hpp"
 #include "dataplane/forward_path.hpp"
+#include "dataplane/switch/switch_datapath.hpp"
 
 namespace vnet::dataplane {
 
@@ -93,6 +94,14 @@ public:
     ForwardPath& add_path(std::unique_ptr<ForwardPath> path);
     void remove_path(const ForwardPath* path);
     const std::vector<std::unique_ptr<ForwardPath>>& paths() const { return paths_; }
+    // The worker owns the switches it runs (all their ports' queue pairs
+    // are its own); the same rule: worker thread or stopped only. Members
+    // attach and detach through commands (SwitchDatapath::attach/detach).
+    switching::SwitchDatapath& add_switch(std::unique_ptr<switching::SwitchDatapath> sw);
+    void remove_switch(const switching::SwitchDatapath* sw);
+    const std::vector<std::unique_ptr<switching::SwitchDatapath>>& switches() const {
+        return switches_;
+    }
 
     const WorkerOptions& options() const { return options_; }
     // Also picked up by the worker between rounds.
@@ -128,6 +137,7 @@ private:
     bool destination_full_ = false;     // some path's last turn ended at a full destination
     AdaptiveSpin adaptive_;             // adaptive mode's spin-or-sleep
     uint64_t event_idle_since_ns_ = 0;  // event mode: first idle round of this spin; 0: none
+    std::vector<std::unique_ptr<switching::SwitchDatapath>> switches_;
 
     UniqueFd epoll_fd_;
     UniqueFd wake_fd_;             // eventfd: commands and stop

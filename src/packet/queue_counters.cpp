@@ -28,6 +28,14 @@ std::string_view to_string(DropReason r) {
             return "gso_unsupported";
         case DropReason::policed:
             return "policed";
+        case DropReason::vlan_not_allowed:
+            return "vlan_not_allowed";
+        case DropReason::spoofed:
+            return "spoofed";
+        case DropReason::invalid_source_mac:
+            return "invalid_source_mac";
+        case DropReason::destination_full:
+            return "destination_full";
         case DropReason::count_:
             break;
     }

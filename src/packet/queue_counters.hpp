@@ -34,6 +34,11 @@ enum class DropReason : uint8_t {
     // not segment (IPv6 extension headers, IPv6 UFO, stacked VLAN tags).
     gso_unsupported,
     policed,         // over the port's ingress_policing_rate / _burst (token bucket)
+    // The L2 switch (dataplane/switch/):
+    vlan_not_allowed,    // a frame on a VLAN its port does not carry (or untagged on a trunk)
+    spoofed,             // a source MAC the port is not allowed to send from (allowed_macs)
+    invalid_source_mac,  // a multicast or all-zero source MAC (IEEE 802: never a sender)
+    destination_full,    // the destination stayed full longer than the switch holds a burst
     count_,
 };
 inline constexpr size_t kDropReasonCount = static_cast<size_t>(DropReason::count_);

@@ -63,8 +63,8 @@ TEST(OptionTable, an_unknown_table_and_a_daemon_key_are_errors_too) {
     std::string path;
     std::string error = load_error("[datapth]\ntx_batch = 1\n", &path);
     EXPECT_EQ(error, path +
-                         ": unknown key 'datapth' (tables: [daemon], [datapath], [[port]], "
-                         "[[connect]])");
+                         ": unknown key 'datapth' (tables: [daemon], [datapath], [[switch]], "
+                         "[[port]], [[connect]])");
     error = load_error("[daemon]\nlog = \"info\"\n", &path);
     EXPECT_EQ(error, path + ": [daemon]: unknown key 'log'");
     error =
@@ -138,6 +138,9 @@ TEST(OptionTable, every_default_reads_back_through_its_own_setter) {
     const Config defaults;
     for (const OptionSpec& o : option_table()) {
         Config c;
+        if (o.scope == OptionScope::switch_) {
+            c.switches.emplace_back();  // switch rows set the [[switch]] being parsed
+        }
         PortConfig p;
         const std::string text = o.get(defaults, &p);
         if (text.empty()) {

@@ -1,0 +1,129 @@
+// SwitchCore: the pure L2 learning switch (no syscalls, no ports): members
+// with their VLANs and allowed source MACs, the MAC table, the counters, and
+// classify(), which turns a whole burst from one ingress member into one
+// group of packets per destination member. The datapath
+// (switch_datapath.hpp) hands each group to its port; this part decides.
+//
+// Per packet, in order (each drop counted by its reason, never silent):
+//  1. parse Ethernet + optional 802.1Q, lengths checked: packet_too_short;
+//  2. the frame's VLAN from the ingress member's membership: vlan_not_allowed;
+//  3. a group or all-zero source: invalid_source_mac;
+//  4. anti-spoofing (a member given allowed MACs): spoofed;
+//  5. learn the source on (VLAN, member);
+//  6. a group destination, or a unicast one not in the table: flood to every
+//     other member carrying the VLAN; a known one: to its member only
+//     (none left, or the frame's own port: no_destination).
+// Each destination entry says whether the frame leaves tagged, so the
+// datapath adds, strips or keeps the tag.
+//
+// One thread owns a SwitchCore (the switch's worker): no locks.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dataplane/switch/frame_parser.hpp"
+#include "dataplane/switch/mac_table.hpp"
+#include "dataplane/switch/switch_counters.hpp"
+#include "dataplane/switch/vlan_membership.hpp"
+#include "packet/packet_burst.hpp"
+
+namespace vnet::dataplane::switching {
+
+// Linux bridge ageing_time, and DESIGN.md's table bound.
+inline constexpr uint32_t kDefaultMacAgingSeconds = 300;
+inline constexpr uint32_t kDefaultMacTableSize = 8192;
+// Ports per switch: a bound so that a burst's plan is a fixed array (each
+// ingress queue keeps its own while a destination is full).
+inline constexpr uint16_t kMaxSwitchMembers = 64;
+
+struct SwitchOptions {
+    uint32_t mac_aging_s = kDefaultMacAgingSeconds;
+    uint32_t mac_table_size = kDefaultMacTableSize;
+};
+
+struct MemberConfig {
+    VlanMembership vlans;
+    // Anti-spoofing: when not empty, the only source MACs the member may send from.
+    std::vector<packet::MacAddress> allowed_macs;
+};
+
+// What classify() found for one packet of the burst.
+struct PacketVerdict {
+    uint16_t vlan = 0;       // the VLAN it travels in
+    uint16_t tci = 0;        // its tag as it arrived, when tagged
+    bool tagged = false;     // it arrived with an 802.1Q tag (a priority tag too)
+    bool flooded = false;    // sent to every member of the VLAN, not looked up
+    bool forwarded = false;  // it has at least one destination
+};
+
+struct EgressEntry {
+    uint8_t packet;  // index in the burst
+    bool tagged;     // leaves with a tag of its VLAN
+};
+
+struct EgressGroup {
+    uint16_t member = 0;
+    uint16_t count = 0;
+    std::array<EgressEntry, packet::kMaxBurstPackets> entries{};
+};
+
+// One burst's decisions: per packet, and per destination member the packets
+// that go there, in burst order. Reused for every burst (no allocation).
+struct BurstPlan {
+    std::array<PacketVerdict, packet::kMaxBurstPackets> packets{};
+    std::array<EgressGroup, kMaxSwitchMembers> groups{};
+    uint16_t group_count = 0;
+    // member -> 1 + its group's index, 0 when it has none (reset per burst).
+    std::array<uint16_t, kMaxSwitchMembers> group_of{};
+};
+
+class SwitchCore {
+public:
+    explicit SwitchCore(const SwitchOptions& options = {});
+
+    // The new member's id (the smallest free one); throws std::length_error
+    // when the switch has kMaxSwitchMembers already.
+    uint16_t add_member(MemberConfig config);
+    // The member leaves: its MACs are forgotten, its id may be reused.
+    void remove_member(uint16_t member);
+    bool has_member(uint16_t member) const {
+        return member < members_.size() && members_[member].active;
+    }
+    const MemberConfig& member_config(uint16_t member) const { return members_[member].config; }
+
+    // Classifies burst.count packets that arrived on `ingress` at `now_ns`
+    // (a monotonic clock) into `plan`. Once a second of `now_ns` it also
+    // sweeps the MAC table for expired entries.
+    void classify(uint16_t ingress, const packet::PacketBurst& burst, uint64_t now_ns,
+                  BurstPlan& plan);
+
+    const SwitchCounters& counters() const { return counters_; }
+    SwitchCounters& counters() { return counters_; }
+    const MacTable& mac_table() const { return table_; }
+    MacTable& mac_table() { return table_; }
+    const SwitchOptions& options() const { return options_; }
+
+private:
+    struct Member {
+        MemberConfig config;
+        bool active = false;
+    };
+    // Steps 2-5 for one frame: its VLAN into `verdict`, its source learned;
+    // false when it is dropped (counted).
+    bool admit(uint16_t ingress, const L2Frame& frame, uint64_t now, PacketVerdict& verdict);
+    void send(BurstPlan& plan, uint16_t member, uint8_t packet, bool tagged);
+    void flood(BurstPlan& plan, uint16_t ingress, uint8_t packet);
+
+    SwitchOptions options_;
+    SwitchCounters counters_;
+    MacTable table_;
+    std::vector<Member> members_;
+    std::vector<uint16_t> active_;  // ids of active members, in id order (flood order)
+    uint64_t next_sweep_ns_ = 0;
+};
+
+}  // namespace vnet::dataplane::switching

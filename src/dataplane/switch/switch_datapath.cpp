@@ -1,0 +1,330 @@
+#include "dataplane/switch/switch_datapath.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#include "packet/byte_order.hpp"
+#include "packet/iovec.hpp"
+#include "virtio/net_header.hpp"
+
+namespace vnet::dataplane::switching {
+
+namespace {
+
+// The destination's queue a switch hands frames to: queue pair 0, the one
+// every guest runs (a multiqueue guest reads all its RX queues).
+constexpr uint16_t kEgressQueue = 0;
+constexpr size_t kMacsLen = 2 * 6;
+
+// A frame whose tag changes also moves what its virtio-net header points
+// into (virtio 1.2 §5.1.6.2: csum_start and hdr_len count from the frame's
+// first byte), by the bytes the tag adds or takes away.
+void shift_header_offsets(uint8_t* header, uint16_t header_size, int delta) {
+    if (header_size < virtio::kLegacyNetHeaderSize || delta == 0) {
+        return;
+    }
+    const uint8_t flags = header[virtio::kNetHeaderFlagsOffset];
+    if ((flags & virtio::NetHeader::kFlagNeedsCsum) != 0) {
+        uint8_t* p = header + virtio::kNetHeaderCsumStartOffset;
+        packet::store_le16(p, static_cast<uint16_t>(packet::load_le16(p) + delta));
+    }
+    if ((header[virtio::kNetHeaderGsoTypeOffset] & ~virtio::NetHeader::kGsoEcn) !=
+        virtio::NetHeader::kGsoNone) {
+        uint8_t* p = header + virtio::kNetHeaderHdrLenOffset;
+        packet::store_le16(p, static_cast<uint16_t>(packet::load_le16(p) + delta));
+    }
+}
+
+}  // namespace
+
+uint64_t steady_clock_ns() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+}
+
+SwitchDatapath::SwitchDatapath(std::string name, const SwitchDatapathOptions& options)
+    : name_(std::move(name)), options_(options), core_(options.core) {
+    options_.burst = std::clamp<uint16_t>(options_.burst, 1, packet::kMaxBurstPackets);
+    options_.weight_packets = std::max<uint32_t>(options_.weight_packets, 1);
+}
+
+SwitchDatapath::~SwitchDatapath() = default;
+
+uint16_t SwitchDatapath::attach(ports::Port& port, MemberConfig config) {
+    if (has_member(port)) {
+        throw std::invalid_argument("port " + port.name() + " is on switch " + name_ + " already");
+    }
+    ports::BurstSink* sink = port.capabilities(kEgressQueue).burst_sink;
+    if (sink == nullptr) {
+        throw std::invalid_argument("port " + port.name() +
+                                    " takes no bursts: it cannot be on a switch");
+    }
+    const uint16_t member = core_.add_member(std::move(config));
+    members_[member] = Member{&port, sink};
+    for (uint16_t q = 0; q < port.queue_count(); ++q) {
+        if (ports::BurstSource* source = port.capabilities(q).burst_source) {
+            auto in = std::make_unique<Ingress>();
+            in->port = &port;
+            in->queue = q;
+            in->member = member;
+            in->source = source;
+            in->generation = port.queue_generation(q);
+            ingress_.push_back(std::move(in));
+        }
+    }
+    return member;
+}
+
+bool SwitchDatapath::has_member(const ports::Port& port) const {
+    return std::any_of(members_.begin(), members_.end(),
+                       [&](const Member& m) { return m.port == &port; });
+}
+
+const ports::Port* SwitchDatapath::member_port(uint16_t member) const {
+    return member < members_.size() ? members_[member].port : nullptr;
+}
+
+bool SwitchDatapath::detach(const ports::Port& port) {
+    auto it = std::find_if(members_.begin(), members_.end(),
+                           [&](const Member& m) { return m.port == &port; });
+    if (it == members_.end()) {
+        return false;
+    }
+    const auto member = static_cast<uint16_t>(it - members_.begin());
+    for (auto& in : ingress_) {
+        if (in->member == member) {
+            // Its own burst, held for a full destination: given back to it.
+            if (in->burst.count != 0 && in->port->queue_ready(in->queue)) {
+                for (uint16_t g = 0; g < in->plan.group_count; ++g) {
+                    drop_group(in->plan.groups[g], packet::DropReason::no_destination);
+                }
+                finish(*in);
+            }
+            continue;
+        }
+        if (in->holding) {
+            for (uint16_t g = 0; g < in->plan.group_count; ++g) {
+                if (in->plan.groups[g].member == member) {
+                    drop_group(in->plan.groups[g], packet::DropReason::no_destination);
+                }
+            }
+        }
+    }
+    std::erase_if(ingress_,
+                  [&](const std::unique_ptr<Ingress>& in) { return in->member == member; });
+    core_.remove_member(member);
+    *it = Member{};
+    return true;
+}
+
+TurnResult SwitchDatapath::run_turn() {
+    TurnResult total{0, 0, PathWait::source};
+    const uint64_t now = options_.clock();
+    for (auto& in : ingress_) {
+        TurnResult t = ingress_turn(*in, now);
+        in->last_wait = t.wait;
+        total.packets += t.packets;
+        total.bytes += t.bytes;
+        if (t.wait == PathWait::none) {
+            total.wait = PathWait::none;
+        }
+    }
+    return total;
+}
+
+TurnResult SwitchDatapath::ingress_turn(Ingress& in, uint64_t now) {
+    TurnResult turn;
+    if (!in.port->queue_ready(in.queue)) {
+        turn.wait = PathWait::not_ready;
+        return turn;
+    }
+    const uint32_t generation = in.port->queue_generation(in.queue);
+    if (generation != in.generation) {
+        // The source restarted (a guest reconnected): what was held points
+        // into buffers it already took back.
+        in.burst.clear();
+        in.holding = false;
+        in.generation = generation;
+    }
+    if (in.holding) {
+        if (!deliver(in, turn)) {
+            if (now < in.hold_deadline) {
+                return turn;  // wait none: retried next round, a bounded spin
+            }
+            for (uint16_t g = 0; g < in.plan.group_count; ++g) {
+                drop_group(in.plan.groups[g], packet::DropReason::destination_full);
+            }
+        }
+        finish(in);
+    }
+    while (turn.packets < options_.weight_packets) {
+        if (in.source->receive_burst(in.queue, in.burst, options_.burst) == 0) {
+            turn.wait = PathWait::source;
+            return turn;
+        }
+        core_.classify(in.member, in.burst, now, in.plan);
+        if (!deliver(in, turn)) {
+            in.holding = true;
+            in.hold_deadline = now + options_.hold_ns;
+            return turn;
+        }
+        finish(in);
+    }
+    return turn;
+}
+
+bool SwitchDatapath::deliver(Ingress& in, TurnResult& turn) {
+    bool all = true;
+    for (uint16_t g = 0; g < in.plan.group_count; ++g) {
+        EgressGroup& group = in.plan.groups[g];
+        if (group.count != 0) {
+            all &= deliver_group(in, group, turn);
+        }
+    }
+    return all;
+}
+
+bool SwitchDatapath::deliver_group(Ingress& in, EgressGroup& group, TurnResult& turn) {
+    const Member& m = members_[group.member];
+    if (!m.port->queue_ready(kEgressQueue)) {
+        // A port that is down gets no copy of a flood (nothing is lost: the
+        // others got theirs); a frame that was for it alone is dropped.
+        uint16_t lost = 0;
+        for (uint16_t e = 0; e < group.count; ++e) {
+            lost += in.plan.packets[group.entries[e].packet].flooded ? 0 : 1;
+        }
+        core_.counters().count_drop(packet::DropReason::no_destination, lost);
+        group.count = 0;
+        return true;
+    }
+    while (group.count != 0) {
+        const uint16_t built = build_group(in, group);
+        uint16_t consumed = built;
+        if (built == 0) {
+            // Its iovecs and a tag line do not fit in one burst's pool.
+            core_.counters().count_drop(packet::DropReason::too_many_segments);
+            consumed = 1;
+        } else if (out_.count != 0) {
+            const uint16_t sent = m.sink->transmit_burst(kEgressQueue, out_);
+            for (uint16_t i = 0; i < sent; ++i) {
+                turn.bytes += out_.packets[i].len;
+            }
+            turn.packets += sent;
+            consumed = sent == out_.count ? built : out_entry_[sent];
+        }
+        std::copy(group.entries.begin() + consumed, group.entries.begin() + group.count,
+                  group.entries.begin());
+        group.count = static_cast<uint16_t>(group.count - consumed);
+        if (consumed < built) {
+            return false;  // full for now
+        }
+    }
+    return true;
+}
+
+uint16_t SwitchDatapath::build_group(const Ingress& in, const EgressGroup& group) {
+    out_.clear();
+    const uint16_t header = in.burst.header_size;
+    out_.header_size = header;
+    uint16_t e = 0;
+    for (; e < group.count; ++e) {
+        const EgressEntry entry = group.entries[e];
+        const packet::BurstPacket& p = in.burst.packets[entry.packet];
+        const PacketVerdict& v = in.plan.packets[entry.packet];
+        const std::span<const iovec> iov = in.burst.packet_iovecs(entry.packet);
+        std::span<iovec> room = out_.free_iovecs();
+        const bool keep =
+            v.tagged == entry.tagged && (!v.tagged || (v.tci & kVlanIdMask) == v.vlan);
+        if (keep) {
+            if (room.size() < iov.size()) {
+                break;  // the rest goes in the next burst
+            }
+            std::copy(iov.begin(), iov.end(), room.begin());
+            out_entry_[out_.count] = e;
+            out_.push(static_cast<uint16_t>(iov.size()), p.len, p.token);
+            continue;
+        }
+        const uint32_t in_tag = v.tagged ? packet::kVlanTagLen : 0;
+        const uint32_t out_tag = entry.tagged ? packet::kVlanTagLen : 0;
+        const uint32_t cut = header + kMacsLen + in_tag;  // classify checked p.len > cut
+        if (room.size() < 2) {
+            break;
+        }
+        uint8_t* line = scratch_[out_.count].data();
+        if (packet::gather_prefix(iov, line, header + kMacsLen) != header + kMacsLen) {
+            continue;  // unreachable: the parser read these bytes
+        }
+        if (entry.tagged) {
+            uint8_t* tag = line + header + kMacsLen;
+            packet::store_be16(tag, packet::kEtherTypeVlan);
+            // A priority tag keeps its priority; an added tag has none.
+            const uint16_t pcp = v.tagged ? static_cast<uint16_t>(v.tci & ~kVlanIdMask) : 0;
+            packet::store_be16(tag + 2, static_cast<uint16_t>(pcp | v.vlan));
+        }
+        shift_header_offsets(line, header, static_cast<int>(out_tag) - static_cast<int>(in_tag));
+        room[0] = iovec{line, header + kMacsLen + out_tag};
+        const int rest = packet::slice_iovecs(iov, cut, p.len - cut, room.subspan(1));
+        if (rest < 0) {
+            if (packet::total_length(iov) < p.len) {
+                // A chain shorter than its length (the source should not
+                // hand one out): counted, never sent.
+                core_.counters().count_drop(packet::DropReason::packet_too_short);
+                continue;
+            }
+            break;  // out of iovecs: the rest goes in the next burst
+        }
+        out_entry_[out_.count] = e;
+        out_.push(static_cast<uint16_t>(1 + rest), p.len - in_tag + out_tag, p.token);
+    }
+    return e;
+}
+
+void SwitchDatapath::drop_group(EgressGroup& group, packet::DropReason reason) {
+    if (group.count == 0) {
+        return;
+    }
+    core_.counters().count_drop(reason, group.count);
+    if (const Member& m = members_[group.member]; m.port != nullptr) {
+        m.port->tx_counters(kEgressQueue).count_drop(reason, group.count);
+    }
+    group.count = 0;
+}
+
+void SwitchDatapath::finish(Ingress& in) {
+    in.source->complete_burst(in.queue, in.burst, in.burst.count);
+    in.burst.clear();
+    in.holding = false;
+}
+
+bool SwitchDatapath::prepare_sleep(const std::function<void(const ports::WaitSpec&)>& want) {
+    for (auto& in : ingress_) {
+        if (in->holding || in->last_wait == PathWait::none) {
+            return false;
+        }
+        if (in->last_wait == PathWait::source) {
+            if (!in->port->arm_receive_wait(in->queue)) {
+                return false;
+            }
+            want(in->port->receive_wait(in->queue));
+        }
+    }
+    return true;
+}
+
+void SwitchDatapath::on_guest_fault(uintptr_t address) {
+    for (auto& in : ingress_) {
+        in->burst.clear();
+        in->holding = false;
+    }
+    for (const Member& m : members_) {
+        if (m.port != nullptr) {
+            for (uint16_t q = 0; q < m.port->queue_count(); ++q) {
+                m.port->on_guest_fault(q, address);
+            }
+        }
+    }
+}
+
+}  // namespace vnet::dataplane::switching

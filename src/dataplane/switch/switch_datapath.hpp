@@ -1,0 +1,126 @@
+// SwitchDatapath: one L2 switch on the datapath, run by the one worker that
+// owns it (ownership model: docs/ARCHITECTURE.md "Threads and ownership").
+// Every queue pair of every member port is served by that worker, so the
+// MAC table, the plans and the counters are touched by one thread: no locks.
+//
+// A turn, per (member port, queue pair) that is a burst source: take a
+// burst, let SwitchCore classify it into one group per destination, hand
+// each group to its port's BurstSink (queue 0 of the destination), then
+// complete the burst to its source. Packets are never copied here: a group
+// is a burst of iovecs into the source's memory; a frame whose tag changes
+// (added toward a trunk, stripped toward an access port, rewritten from a
+// priority tag) gets its first bytes (virtio-net header, MACs, tag) from a
+// per-burst scratch line and the rest as slices of its own iovecs. A
+// flooded frame is handed to several sinks: each copies it (a guest's RX
+// ring) or writes it (a tap).
+//
+// A full destination does not stall the others: the groups it refused are
+// held, with the source burst, for at most `hold_ns`, retried every round,
+// then dropped as destination_full (no head-of-line blocking beyond that
+// bound). Cross-connects (ForwardPath) keep their lossless backpressure.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dataplane/forward_path.hpp"
+#include "dataplane/switch/switch_core.hpp"
+#include "ports/port.hpp"
+
+namespace vnet::dataplane::switching {
+
+// How long groups for a full destination are held before they are dropped:
+// long enough for a guest's NAPI poll to post buffers again, short enough
+// that the source ring (and every destination it feeds) keeps moving.
+inline constexpr uint64_t kDefaultHoldNs = 100000;
+
+uint64_t steady_clock_ns();
+
+struct SwitchDatapathOptions {
+    SwitchOptions core;
+    uint16_t burst = packet::kMaxBurstPackets;  // tx_batch (0 is taken as 1)
+    uint32_t weight_packets = 256;              // per ingress queue per turn
+    uint64_t hold_ns = kDefaultHoldNs;
+    uint64_t (*clock)() = steady_clock_ns;  // injected by tests
+};
+
+class SwitchDatapath {
+public:
+    SwitchDatapath(std::string name, const SwitchDatapathOptions& options);
+    ~SwitchDatapath();
+    SwitchDatapath(const SwitchDatapath&) = delete;
+    SwitchDatapath& operator=(const SwitchDatapath&) = delete;
+
+    const std::string& name() const { return name_; }
+
+    // ---- the owning worker's thread (a command), or while it is stopped --
+    // Makes `port` a member: its queue 0 must be a burst sink; each queue
+    // pair that is a burst source feeds the switch. Returns the member id.
+    // Throws std::invalid_argument (no sink, already a member) or
+    // std::length_error (switch full).
+    uint16_t attach(ports::Port& port, MemberConfig config);
+    // `port` leaves: what it still held is completed to it, what others
+    // held for it is dropped as no_destination, its MACs are forgotten.
+    // False if it was no member.
+    bool detach(const ports::Port& port);
+    bool has_member(const ports::Port& port) const;
+
+    TurnResult run_turn();
+    // Before the worker sleeps: arms each idle source (a guest turns kicks
+    // back on) and passes the fds to wait on to `want`. False: work is
+    // there or a burst is held, do not sleep.
+    bool prepare_sleep(const std::function<void(const ports::WaitSpec&)>& want);
+    // A turn faulted on lost guest memory at `address`: drop what is held
+    // and let each member port stop the queue that owns the memory.
+    void on_guest_fault(uintptr_t address);
+
+    const SwitchCore& core() const { return core_; }
+    // The member's port, nullptr for a free id.
+    const ports::Port* member_port(uint16_t member) const;
+
+private:
+    struct Member {
+        ports::Port* port = nullptr;
+        ports::BurstSink* sink = nullptr;
+    };
+    struct Ingress {
+        ports::Port* port;
+        uint16_t queue;
+        uint16_t member;
+        ports::BurstSource* source;
+        packet::PacketBurst burst;
+        BurstPlan plan;
+        uint32_t generation = 0;
+        bool holding = false;
+        uint64_t hold_deadline = 0;
+        PathWait last_wait = PathWait::none;
+    };
+    TurnResult ingress_turn(Ingress& in, uint64_t now);
+    // Hands every group of `in`'s plan to its destination; true when all
+    // were taken (or dropped), false when some destination was full.
+    bool deliver(Ingress& in, TurnResult& turn);
+    bool deliver_group(Ingress& in, EgressGroup& group, TurnResult& turn);
+    // Builds the first packets of `group` into out_ (as many as its iovecs
+    // hold); returns the entry index where it stopped.
+    uint16_t build_group(const Ingress& in, const EgressGroup& group);
+    // Drops what `group` still holds as `reason` (switch and destination counters).
+    void drop_group(EgressGroup& group, packet::DropReason reason);
+    void finish(Ingress& in);
+
+    std::string name_;
+    SwitchDatapathOptions options_;
+    SwitchCore core_;
+    std::array<Member, kMaxSwitchMembers> members_{};
+    std::vector<std::unique_ptr<Ingress>> ingress_;
+    // One destination's burst at a time, and its rewritten first bytes:
+    // virtio-net header (<= 12), two MACs, a tag.
+    packet::PacketBurst out_;
+    std::array<uint16_t, packet::kMaxBurstPackets> out_entry_{};  // out_ packet -> group entry
+    std::array<std::array<uint8_t, 32>, packet::kMaxBurstPackets> scratch_{};
+};
+
+}  // namespace vnet::dataplane::switching

@@ -1,0 +1,289 @@
+// SwitchDatapath as a specification: bursts from one port reach exactly the
+// ports the switch decided, tags added and stripped byte for byte without
+// copying payloads, a full destination held for a bounded time then
+// dropped as destination_full while the others keep receiving.
+#include "dataplane/switch/switch_datapath.hpp"
+
+#include <chrono>
+#include <thread>
+
+#include "dataplane/worker.hpp"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "packet/byte_order.hpp"
+#include "packet/iovec.hpp"
+#include "switch_frames.hpp"
+#include "virtio/net_header.hpp"
+
+namespace vnet::dataplane::switching {
+namespace {
+
+using packet::DropReason;
+using test::frame;
+using test::kBroadcast;
+using test::kHeader;
+using test::mac;
+
+// A port that sends what a test queues and keeps every frame it is given,
+// gathered from however many iovecs the switch built it from.
+class SwitchTestPort : public ports::Port, public ports::BurstSource, public ports::BurstSink {
+public:
+    explicit SwitchTestPort(std::string name) : Port(std::move(name)) {}
+    ports::QueuePairCapabilities capabilities(uint16_t) override {
+        return {.burst_source = this, .burst_sink = this};
+    }
+    bool queue_ready(uint16_t) const override { return ready; }
+    uint32_t queue_generation(uint16_t) const override { return generation; }
+
+    void queue(std::vector<uint8_t> f) { pending.push_back(std::move(f)); }
+    uint16_t receive_burst(uint16_t, packet::PacketBurst& burst, uint16_t max) override {
+        uint16_t n = 0;
+        while (n < max && !pending.empty()) {
+            in_flight.push_back(std::move(pending.front()));
+            pending.pop_front();
+            std::vector<uint8_t>& b = in_flight.back();
+            burst.free_iovecs()[0] = iovec{b.data(), b.size()};
+            burst.push(1, static_cast<uint32_t>(b.size()), 0);
+            ++n;
+        }
+        burst.header_size = kHeader;
+        return n;
+    }
+    void complete_burst(uint16_t, const packet::PacketBurst&, uint16_t done) override {
+        completed += done;
+    }
+    uint16_t transmit_burst(uint16_t, const packet::PacketBurst& burst) override {
+        uint16_t n = 0;
+        while (n < burst.count && room > 0) {
+            std::vector<uint8_t> bytes(burst.packets[n].len);
+            const iovec into{bytes.data(), bytes.size()};
+            EXPECT_EQ(packet::copy_iovecs({&into, 1}, burst.packet_iovecs(n), bytes.size()),
+                      bytes.size());
+            received.push_back(std::move(bytes));
+            --room;
+            ++n;
+        }
+        return n;
+    }
+    ports::WaitSpec receive_wait(uint16_t) const override { return {}; }
+    ports::WaitSpec transmit_wait(uint16_t) const override { return {}; }
+    packet::QueueCounters& rx_counters(uint16_t) override { return rx; }
+    packet::QueueCounters& tx_counters(uint16_t) override { return tx; }
+
+    std::deque<std::vector<uint8_t>> pending;
+    std::deque<std::vector<uint8_t>> in_flight;
+    std::vector<std::vector<uint8_t>> received;
+    size_t room = SIZE_MAX;
+    uint64_t completed = 0;
+    bool ready = true;
+    uint32_t generation = 0;
+    packet::QueueCounters rx, tx;
+};
+
+uint64_t g_now = 0;
+uint64_t test_clock() {
+    return g_now;
+}
+
+struct Rig {
+    explicit Rig(size_t ports, SwitchDatapathOptions o = {}) {
+        g_now = 1;
+        o.clock = test_clock;
+        sw = std::make_unique<SwitchDatapath>("s0", o);
+        for (size_t i = 0; i < ports; ++i) {
+            port.push_back(std::make_unique<SwitchTestPort>("p" + std::to_string(i)));
+        }
+    }
+    void attach(size_t i, MemberConfig c = {}) { sw->attach(*port[i], std::move(c)); }
+    SwitchTestPort& operator[](size_t i) { return *port[i]; }
+    uint64_t drops(DropReason r) const { return sw->core().counters().snapshot().drop(r); }
+
+    std::unique_ptr<SwitchDatapath> sw;
+    std::vector<std::unique_ptr<SwitchTestPort>> port;
+};
+
+MemberConfig access(uint16_t vlan) {
+    MemberConfig c;
+    c.vlans.untagged = vlan;
+    return c;
+}
+MemberConfig trunk(uint16_t vlan) {
+    MemberConfig c;
+    c.vlans.untagged.reset();
+    c.vlans.tagged.set(vlan);
+    return c;
+}
+
+TEST(SwitchDatapath, broadcast_reaches_every_other_port_and_unicast_only_its_own) {
+    Rig r(3);
+    for (size_t i = 0; i < 3; ++i) {
+        r.attach(i);
+    }
+    r[1].queue(frame(kBroadcast, mac(1)));
+    r[2].queue(frame(kBroadcast, mac(2)));
+    r.sw->run_turn();
+    EXPECT_EQ(r[0].received.size(), 2u);
+    EXPECT_EQ(r[1].received.size(), 1u);
+    EXPECT_EQ(r[2].received.size(), 1u);
+    r[0].queue(frame(mac(2), mac(10)));
+    r[0].queue(frame(mac(1), mac(10)));
+    r[0].queue(frame(mac(2), mac(10)));
+    TurnResult t = r.sw->run_turn();
+    EXPECT_EQ(t.packets, 3u);
+    EXPECT_EQ(r[1].received.size(), 2u);
+    EXPECT_EQ(r[2].received.size(), 3u);
+    EXPECT_EQ(r[1].received.back(), frame(mac(1), mac(10)));
+    EXPECT_EQ(r[0].completed, 3u);
+    EXPECT_EQ(r[1].completed, 1u);
+    auto c = r.sw->core().counters().snapshot();
+    EXPECT_EQ(c.learned, 3u);
+    EXPECT_EQ(c.flooded, 2u);
+}
+
+TEST(SwitchDatapath, an_access_port_frame_gets_its_tag_toward_a_trunk_byte_for_byte) {
+    Rig r(2);
+    r.attach(0, access(100));
+    r.attach(1, trunk(100));
+    std::vector<uint8_t> f = frame(kBroadcast, mac(1));
+    // A frame asking for a checksum: csum_start moves with the tag.
+    f[virtio::kNetHeaderFlagsOffset] = virtio::NetHeader::kFlagNeedsCsum;
+    packet::store_le16(&f[virtio::kNetHeaderCsumStartOffset], 34);
+    r[0].queue(f);
+    r.sw->run_turn();
+    std::vector<uint8_t> want = frame(kBroadcast, mac(1), 100);
+    want[virtio::kNetHeaderFlagsOffset] = virtio::NetHeader::kFlagNeedsCsum;
+    packet::store_le16(&want[virtio::kNetHeaderCsumStartOffset], 38);
+    ASSERT_EQ(r[1].received.size(), 1u);
+    EXPECT_EQ(r[1].received[0], want);
+}
+
+TEST(SwitchDatapath, a_trunk_frame_loses_its_tag_toward_an_access_port_byte_for_byte) {
+    Rig r(2);
+    r.attach(0, access(100));
+    r.attach(1, trunk(100));
+    r[1].queue(frame(kBroadcast, mac(1), 100));
+    r.sw->run_turn();
+    ASSERT_EQ(r[0].received.size(), 1u);
+    EXPECT_EQ(r[0].received[0], frame(kBroadcast, mac(1)));
+}
+
+TEST(SwitchDatapath, a_tagged_frame_between_trunks_passes_unchanged) {
+    Rig r(2);
+    r.attach(0, trunk(7));
+    r.attach(1, trunk(7));
+    std::vector<uint8_t> f = frame(kBroadcast, mac(1), 0xa007);  // PCP 5 kept
+    r[0].queue(f);
+    r.sw->run_turn();
+    ASSERT_EQ(r[1].received.size(), 1u);
+    EXPECT_EQ(r[1].received[0], f);
+}
+
+TEST(SwitchDatapath, a_full_destination_is_held_then_dropped_while_others_receive) {
+    SwitchDatapathOptions hold_1us;
+    hold_1us.hold_ns = 1000;
+    Rig r(3, hold_1us);
+    for (size_t i = 0; i < 3; ++i) {
+        r.attach(i);
+    }
+    r[2].room = 1;
+    for (int i = 0; i < 4; ++i) {
+        r[0].queue(frame(kBroadcast, mac(1)));
+    }
+    r.sw->run_turn();
+    EXPECT_EQ(r[1].received.size(), 4u);
+    EXPECT_EQ(r[2].received.size(), 1u);
+    EXPECT_EQ(r[0].completed, 0u);  // held for port 2
+    // Within the hold, room appears: nothing is lost.
+    g_now += 500;
+    r[2].room = 1;
+    r.sw->run_turn();
+    EXPECT_EQ(r[2].received.size(), 2u);
+    EXPECT_EQ(r[0].completed, 0u);
+    // The hold ends: the rest is dropped, the source completed.
+    g_now += 1000;
+    r.sw->run_turn();
+    EXPECT_EQ(r[2].received.size(), 2u);
+    EXPECT_EQ(r[0].completed, 4u);
+    EXPECT_EQ(r.drops(DropReason::destination_full), 2u);
+    EXPECT_EQ(r[2].tx.drops[static_cast<size_t>(DropReason::destination_full)].get(), 2u);
+    // Traffic from another port is never blocked by the stalled one.
+    r[1].queue(frame(mac(1), mac(3)));
+    r.sw->run_turn();
+    EXPECT_EQ(r[0].received.size(), 1u);
+}
+
+TEST(SwitchDatapath, unicast_to_a_port_that_is_down_is_dropped_as_no_destination) {
+    Rig r(3);
+    for (size_t i = 0; i < 3; ++i) {
+        r.attach(i);
+    }
+    r[2].queue(frame(kBroadcast, mac(2)));
+    r.sw->run_turn();
+    r[2].ready = false;
+    r[0].queue(frame(mac(2), mac(1)));
+    r[0].queue(frame(kBroadcast, mac(1)));
+    r.sw->run_turn();
+    EXPECT_EQ(r.drops(DropReason::no_destination), 1u);
+    EXPECT_EQ(r[1].received.size(), 2u);  // its flood copy, and the first broadcast
+    EXPECT_EQ(r[0].completed, 2u);
+}
+
+TEST(SwitchDatapath, a_port_detached_at_run_time_gets_nothing_more) {
+    Rig r(3);
+    for (size_t i = 0; i < 3; ++i) {
+        r.attach(i);
+    }
+    EXPECT_TRUE(r.sw->detach(r[2]));
+    EXPECT_FALSE(r.sw->detach(r[2]));
+    r[0].queue(frame(kBroadcast, mac(1)));
+    r[2].queue(frame(kBroadcast, mac(2)));
+    r.sw->run_turn();
+    EXPECT_EQ(r[1].received.size(), 1u);
+    EXPECT_TRUE(r[2].received.empty());
+    EXPECT_EQ(r[2].pending.size(), 1u);  // no longer read either
+    r.attach(2);
+    r[0].queue(frame(kBroadcast, mac(1)));
+    r.sw->run_turn();
+    EXPECT_EQ(r[2].received.size(), 1u);
+}
+
+TEST(SwitchDatapath, attaching_a_port_twice_is_refused) {
+    Rig r(1);
+    r.attach(0);
+    EXPECT_THROW(r.attach(0), std::invalid_argument);
+}
+
+TEST(SwitchDatapath, a_worker_runs_its_switch_and_attaches_ports_between_rounds) {
+    WorkerOptions wo;
+    wo.mode = WorkerMode::poll;
+    Worker worker(wo);
+    worker.start();
+    SwitchDatapath* sw = nullptr;
+    worker.run_sync([&] {
+        sw = &worker.add_switch(std::make_unique<SwitchDatapath>("s0", SwitchDatapathOptions{}));
+    });
+    SwitchTestPort a("a"), b("b");
+    a.queue(frame(kBroadcast, mac(1)));
+    worker.run_sync([&] {
+        sw->attach(a, MemberConfig{});
+        sw->attach(b, MemberConfig{});
+    });
+    size_t received = 0;
+    for (int i = 0; i < 1000 && received == 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        worker.run_sync([&] { received = b.received.size(); });
+    }
+    EXPECT_EQ(received, 1u);
+    worker.run_sync([&] {
+        EXPECT_TRUE(sw->detach(b));
+        worker.remove_switch(sw);
+    });
+    EXPECT_TRUE(worker.switches().empty());
+    worker.stop();
+}
+
+}  // namespace
+}  // namespace vnet::dataplane::switching
