@@ -6,7 +6,8 @@
 # vnet_peer, vnet_role) wait for each other, ping each other, run one
 # iperf3 test client -> server and send a file of random bytes over TCP
 # (busybox nc), whose md5sum both report. Only the config file knows how
-# the ports are joined: on a switch the same guests and assertions hold.
+# the ports are joined: on a switch the same guests and assertions apply
+# (a switch dropping at a full destination would fail the no-drop check).
 # Asserts:
 #   - each guest's ping of the other: 3 sent, 3 received
 #   - iperf3 client and server exit 0, each with a receiver rate > 0
