@@ -13,6 +13,22 @@
 #                   eth0's carrier to drop and come back (the back end
 #                   restarting: QEMU sets the link down while its vhost-user
 #                   socket is closed) and ping again
+#   vnet_peer=IP    (optional) peer mode, two guests on one vnetd and no host
+#   vnet_role=server|client  side (test_qemu_two_guests.sh): instead of all
+#                   of the above, wait for the other guest (IP) to answer a
+#                   ping (up to vnet_wait=N seconds, default 60, after eth0
+#                   is up: the two boot at the same time, not in step), then
+#                   both ping it (ping-rc, 3 packets). The server listens
+#                   first, with deadlines: one iperf3 test (iperf3 -s -1,
+#                   "iperf-server:" lines) and one TCP stream into a file
+#                   (busybox nc -l, port 5300), whose md5sum and size it
+#                   reports ("recv-md5", "recv-size"). The client sends
+#                   vnet_secs of iperf3 ("iperf-client:") and then a file of
+#                   vnet_data_kib KiB (default 6144) from /dev/urandom
+#                   ("send-md5", "send-size"), each retried while the
+#                   server does not listen yet, until a deadline. Both then
+#                   wait for their TCP connections to finish closing, so
+#                   that the eth0 counters they report are final.
 # and reports on the console, one fact per line, each line starting with
 # "VNET-GUEST " so that the host can grep them out of the kernel's output.
 # Always ends with "VNET-GUEST done" and a power-off, whatever failed.
@@ -46,6 +62,10 @@ for w in $(cat /proc/cmdline); do
     vnet_trace_drops=1) TRACE_DROPS=1 ;;
     vnet_mq=*) MQ=${w#*=} ;;
     vnet_relink=1) RELINK=1 ;;
+    vnet_peer=*) PEER_IP=${w#*=} ;;
+    vnet_role=*) ROLE=${w#*=} ;;
+    vnet_wait=*) PEER_WAIT=${w#*=} ;;
+    vnet_data_kib=*) DATA_KIB=${w#*=} ;;
     esac
 done
 # vnet_trace_drops=1: record every kfree_skb (a drop, with its reason) and
@@ -90,6 +110,132 @@ while [ "$(cat /sys/class/net/eth0/operstate)" != up ] && [ $i -lt 50 ]; do
 done
 say "eth0 operstate $(cat /sys/class/net/eth0/operstate) mtu $(cat /sys/class/net/eth0/mtu)"
 
+# report_eth0: eth0's counters, one line each.
+report_eth0() {
+    for f in /sys/class/net/eth0/statistics/*; do
+        say "eth0 ${f##*/} $(cat "$f")"
+    done
+}
+
+# now: seconds since boot (whole seconds; the deadlines below count in them)
+now() {
+    read -r up _ </proc/uptime
+    echo "${up%%.*}"
+}
+
+# Peer mode: everything goes to the other guest; see the header.
+if [ -n "${PEER_IP:-}" ]; then
+    PEER_WAIT=${PEER_WAIT:-60}
+    DATA_KIB=${DATA_KIB:-6144}
+    DATA_PORT=5300
+    say "peer mode: role ${ROLE:-none} peer $PEER_IP wait ${PEER_WAIT}s"
+    case "${ROLE:-}" in
+    server | client) ;;
+    *)
+        say "vnet_role must be server or client"
+        finish
+        ;;
+    esac
+    START=$(now)
+    if [ "$ROLE" = server ]; then
+        # Listening before the first ping: the client starts as soon as it
+        # has its replies. Each listener has a deadline of its own (iperf3:
+        # timeout; nc: -w bounds the accept, timeout the whole stream).
+        timeout $((PEER_WAIT + SECS + 60)) iperf3 -s -1 -f m >/tmp/iperf-server.out 2>&1 &
+        IPERF_PID=$!
+        # nc's stdin is a FIFO that nobody writes and that never ends: at
+        # EOF on stdin busybox nc shuts down its sending half, and the
+        # client, seeing that EOF, would stop before it sent everything.
+        mkfifo /tmp/nc-stdin
+        exec 3<>/tmp/nc-stdin
+        timeout $((PEER_WAIT + SECS + 90)) nc -l -p $DATA_PORT -w $((PEER_WAIT + SECS + 60)) \
+            <&3 >/tmp/recv.bin 2>/tmp/nc.err &
+        NC_PID=$!
+    else
+        # Made while the peer may still be booting.
+        dd if=/dev/urandom of=/tmp/send.bin bs=1024 count="$DATA_KIB" 2>/tmp/dd.err ||
+            report dd /tmp/dd.err
+        say "send-md5 $(md5sum </tmp/send.bin | cut -d " " -f 1)"
+        say "send-size $(wc -c </tmp/send.bin)"
+    fi
+
+    # The peer is there when it answers one ping (ARP included).
+    until ping -c 1 -W 1 "$PEER_IP" >/dev/null 2>&1; do
+        if [ "$(now)" -ge $((START + PEER_WAIT)) ]; then
+            PEER_GONE=1
+            break
+        fi
+        sleep 0.5 # ping fails at once when ARP has just failed
+    done
+    if [ -n "${PEER_GONE:-}" ]; then
+        say "peer $PEER_IP did not answer within ${PEER_WAIT}s"
+    else
+        say "peer $PEER_IP answered after $(($(now) - START))s"
+        ping -c 3 -i 0.5 -W 5 "$PEER_IP" >/tmp/ping.out 2>&1
+        rc=$?
+        report ping /tmp/ping.out
+        say "ping-rc $rc"
+    fi
+
+    # retry_connect SECS OUT CMD...: CMD (output to OUT) again while it
+    # fails only because nothing listens yet, until SECS from now.
+    retry_connect() {
+        end=$(($(now) + $1))
+        out=$2
+        shift 2
+        while true; do
+            "$@" >"$out" 2>&1
+            rc=$?
+            [ $rc = 0 ] && return 0
+            grep -qiE 'connection refused|unable to connect' "$out" || return $rc
+            [ "$(now)" -ge "$end" ] && return $rc
+            sleep 0.5
+        done
+    }
+
+    if [ "$ROLE" = server ]; then
+        if [ -n "${PEER_GONE:-}" ]; then
+            kill "$IPERF_PID" "$NC_PID" 2>/dev/null
+        fi
+        wait "$IPERF_PID"
+        say "iperf-server-rc $?"
+        report iperf-server /tmp/iperf-server.out
+        wait "$NC_PID"
+        say "nc-rc $?"
+        report nc /tmp/nc.err
+        say "recv-md5 $(md5sum </tmp/recv.bin | cut -d " " -f 1)"
+        say "recv-size $(wc -c </tmp/recv.bin)"
+    elif [ -z "${PEER_GONE:-}" ]; then
+        retry_connect 30 /tmp/iperf-client.out timeout $((SECS + 40)) \
+            iperf3 -c "$PEER_IP" -t "$SECS" -f m --connect-timeout 10000
+        say "iperf-client-rc $?"
+        report iperf-client /tmp/iperf-client.out
+        # At the end of the file nc shuts down its sending half; it exits
+        # when the server, having read everything, closes the connection.
+        retry_connect 30 /tmp/nc.out timeout 60 nc -w 10 "$PEER_IP" $DATA_PORT </tmp/send.bin
+        say "nc-rc $?"
+        report nc /tmp/nc.out
+    fi
+
+    # Final counters: every TCP connection has closed on this side (only
+    # TIME_WAIT, whose last ACK is sent, or nothing left: the server's
+    # LAST_ACK ends with the client's last packet), and then a second for
+    # the driver to reclaim what it sent last (it counts tx on completion).
+    end=$(($(now) + 20))
+    while [ "$(awk 'NR > 1 && $4 != "06" && $4 != "0A"' /proc/net/tcp | wc -l)" != 0 ]; do
+        if [ "$(now)" -ge "$end" ]; then
+            say "tcp connections still open"
+            awk 'NR > 1' /proc/net/tcp >/tmp/tcp.out
+            report tcp /tmp/tcp.out
+            break
+        fi
+        sleep 0.1
+    done
+    sleep 1
+    report_eth0
+    finish
+fi
+
 ping -c 3 -i 0.5 -W 5 "$HOST_IP" >/tmp/ping.out 2>&1
 rc=$?
 report ping /tmp/ping.out
@@ -124,9 +270,7 @@ if [ -n "${RELINK:-}" ]; then
     else
         say "link never dropped"
     fi
-    for f in /sys/class/net/eth0/statistics/*; do
-        say "eth0 ${f##*/} $(cat "$f")"
-    done
+    report_eth0
     finish
 fi
 
@@ -162,9 +306,7 @@ if [ -n "${MQ:-}" ]; then
     sleep 1
     ethtool -S eth0 | grep -E '(rx|tx)_queue_[0-9]+_packets' >/tmp/qstats.out 2>&1
     report queue-stats /tmp/qstats.out
-    for f in /sys/class/net/eth0/statistics/*; do
-        say "eth0 ${f##*/} $(cat "$f")"
-    done
+    report_eth0
     finish
 fi
 
@@ -183,9 +325,7 @@ done
 # (no IPv6: ipv6.disable=1), so these counters are final and the host can
 # compare them with vnetd's exactly.
 sleep 1
-for f in /sys/class/net/eth0/statistics/*; do
-    say "eth0 ${f##*/} $(cat "$f")"
-done
+report_eth0
 if [ -n "${TRACE_DROPS:-}" ]; then
     echo 0 >/sys/kernel/tracing/events/skb/kfree_skb/enable
     grep -o 'skbaddr=.*' /sys/kernel/tracing/trace | sed 's/skbaddr=[^ ]* //' |
