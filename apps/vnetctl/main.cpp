@@ -157,9 +157,9 @@ int main(int argc, char** argv) {
     std::string add_peer;
     port_add->add_option("kind", add_kind, "vhost-user, tap or null")->required();
     port_add->add_option("name", add_name, "the port's name")->required();
-    for (const char* key : {"socket-path", "queue-pairs", "socket-owner", "socket-group",
-                            "socket-mode", "mtu", "tap", "switch", "vlan", "trunk",
-                            "allowed-macs"}) {
+    for (const char* key :
+         {"socket-path", "queue-pairs", "socket-owner", "socket-group", "socket-mode", "mtu", "tap",
+          "switch", "vlan", "trunk", "allowed-macs"}) {
         port_add->add_option_function<std::string>(
             std::string("--") + key,
             [&add_settings, key](const std::string& v) { add_settings[key] = v; },

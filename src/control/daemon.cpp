@@ -76,16 +76,16 @@ Daemon::PortEntry Daemon::build_port(const PortConfig& pc, size_t placement_grou
         .log = log_,
         .reactor = reactor_,
         .control_queue = control_queue_,
-        .run_on_owner = [this, name = pc.name](uint16_t queue,
-                                               const std::function<void()>& work) {
-            owner_of(name, queue).run_sync(work);
-        },
+        .run_on_owner =
+            [this, name = pc.name](uint16_t queue, const std::function<void()>& work) {
+                owner_of(name, queue).run_sync(work);
+            },
     };
     BuiltPort built = factory->build(pc, context);
     auto policer = std::make_unique<dataplane::IngressPolicer>();
     policer->configure(pc.ingress_policing_rate, pc.ingress_policing_burst);
-    return PortEntry{factory->kind, std::move(built.port), placement_group, std::move(policer),
-                     std::move(built.service)};
+    return PortEntry{factory->kind, std::move(built.port), placement_group,
+                     std::nullopt,  std::move(policer),    std::move(built.service)};
 }
 
 Daemon::PortEntry* Daemon::entry_named(const std::string& name) {

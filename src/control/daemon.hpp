@@ -137,7 +137,6 @@ private:
     dataplane::Placement placement_{1};
     std::vector<PortEntry> ports_;  // in config order, then as added
     size_t next_placement_group_ = 0;
-    std::vector<PortEntry> ports_;
     // The switches, in config order; each is owned by its worker and read
     // only through it (run_sync), so the datapath takes no lock.
     struct SwitchEntry {

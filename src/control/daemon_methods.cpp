@@ -63,6 +63,8 @@ nlohmann::json refusable(Change change) {
         throw rpc::RpcError(rpc::ErrorCode::refused, e.what());
     }
     return nlohmann::json{{"ok", true}};
+}
+
 // `params` may name one switch ({"switch": "S"}); none: every switch.
 std::optional<std::string> switch_param(const nlohmann::json& params) {
     if (params.is_object() && params.contains("switch")) {

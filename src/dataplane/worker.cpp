@@ -204,7 +204,7 @@ bool Worker::run_round() {
 // most) and idle otherwise (the empty round, the busy-poll spin, the sleep
 // that followed it).
 void Worker::count_busy_idle_time() {
-    const uint64_t now = now_ns();
+    const uint64_t now = steady_now_ns();
     if (round_started_ns_ != 0) {
         std::atomic<uint64_t>& total = last_round_worked_ ? busy_ns_ : idle_ns_;
         total.store(total.load(std::memory_order_relaxed) + (now - round_started_ns_),

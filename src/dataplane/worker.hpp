@@ -118,7 +118,7 @@ private:
     void run();
     bool run_round();  // true if any path moved a packet
     void count_busy_idle_time();
-    bool may_spin();   // after an idle round: true to run another instead of sleeping
+    bool may_spin();  // after an idle round: true to run another instead of sleeping
     void run_commands();
     void sleep_until_ready();
     // Publishes held guest RX frames that are due (all of them if `all`);
