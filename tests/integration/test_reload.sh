@@ -86,7 +86,7 @@ datapath() { ctl --json stats | python3 -c "import json,sys; print(json.load(sys
 write_config
 # A config file names its own ports: the one-pair flags beside it are refused.
 out=$("$VNETD" --config "$CONF" --tap x 2>&1) && fail "--config with --tap started: $out"
-[[ "$out" == *"--tap excludes --config"* ]] || fail "--config with --tap: '$out'"
+[[ "$out" == *"--config excludes --tap"* ]] || fail "--config with --tap: '$out'"
 bg_start --log "$WORK/vnetd.log" ip netns exec "$NS" "$VNETD" --config "$CONF"
 VNETD_PID=$BG_PID
 wait_for 10 "vnetd did not open its control socket" test -S "$CTL"
