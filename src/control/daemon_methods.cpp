@@ -251,7 +251,7 @@ void Daemon::add_switch_methods() {
     };
     control_methods_.add(
         "switch.list", "the switches: MAC table size and bounds, ports, counters, drops by reason",
-        [this, selected](const nlohmann::json& params) {
+        [selected](const nlohmann::json& params) {
             nlohmann::json out = nlohmann::json::array();
             for (SwitchEntry* s : selected(params)) {
                 nlohmann::json j{{"name", s->name}};
@@ -275,7 +275,7 @@ void Daemon::add_switch_methods() {
         });
     control_methods_.add(
         "mac.list", "the learned MACs: switch, VLAN, MAC, port, seconds since last seen",
-        [this, selected](const nlohmann::json& params) {
+        [selected](const nlohmann::json& params) {
             nlohmann::json out = nlohmann::json::array();
             for (SwitchEntry* s : selected(params)) {
                 s->worker->run_sync([&] {
