@@ -33,7 +33,7 @@ enum class DropReason : uint8_t {
     // A valid GSO frame for a receiver without the offload that vnetd does
     // not segment (IPv6 extension headers, IPv6 UFO, stacked VLAN tags).
     gso_unsupported,
-    policed,         // over the port's ingress_policing_rate / _burst (token bucket)
+    policed,  // over the port's ingress_policing_rate / _burst (token bucket)
     // The L2 switch (dataplane/switch/):
     vlan_not_allowed,    // a frame on a VLAN its port does not carry (or untagged on a trunk)
     spoofed,             // a source MAC the port is not allowed to send from (allowed_macs)
