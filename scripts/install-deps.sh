@@ -14,8 +14,8 @@ packages=(
     dpdk dpdk-dev iproute2 ethtool iperf3 tcpdump busybox-static xdp-tools python3
     # the metrics test: a real Prometheus server scrapes vnetd, curl reads the endpoint
     prometheus curl
-    # vnet-bench --charts
-    gnuplot-nox
+    # vnet-bench --charts; OVS-DPDK, the switch benchmarks' peer
+    gnuplot-nox openvswitch-switch-dpdk
     # a real guest under TCG, also as a libvirt domain
     qemu-system-x86 linux-image-amd64 libvirt-daemon-system libvirt-clients
     # the host's tools: sd_notify (libsystemd), `systemd-analyze verify` of the unit

@@ -19,8 +19,11 @@ void PeriodicStats::print(Clock::time_point now, uint64_t packets, uint64_t byte
     const double t = std::chrono::duration<double>(now - start_).count();
     const double pps = dt > 0 ? static_cast<double>(packets - last_packets_) / dt : 0;
     const double gbps = dt > 0 ? static_cast<double>(bytes - last_bytes_) * 8 / dt / 1e9 : 0;
-    std::fprintf(stderr, "[%7.1fs] %s %llu pkts %.3f Mpps %.3f Gbit/s", t, label_,
-                 static_cast<unsigned long long>(packets), pps / 1e6, gbps);
+    // Totals with the time to the millisecond: a reader (vnet-bench) takes
+    // rates over windows from two such lines.
+    std::fprintf(stderr, "[%9.3fs] %s %llu pkts %llu bytes %.3f Mpps %.3f Gbit/s", t, label_,
+                 static_cast<unsigned long long>(packets), static_cast<unsigned long long>(bytes),
+                 pps / 1e6, gbps);
     if (bad != 0 || lost != 0) {
         std::fprintf(stderr, " bad %llu lost %llu", static_cast<unsigned long long>(bad),
                      static_cast<unsigned long long>(lost));

@@ -82,6 +82,9 @@ PktgenOptions parse_options(int argc, char** argv) {
     app.add_option("--event-idx", event_idx, "negotiate VIRTIO_RING_F_EVENT_IDX")
         ->check(CLI::IsMember({"on", "off"}));
     app.add_option("--src-mac", src_mac, "source MAC (default 02:00:00:00:00:01)");
+    app.add_option("--src-mac-count", o.src_mac_count,
+                   "TX: cycle the source MAC through N addresses (its last two bytes count up)")
+        ->check(CLI::Range(1, 65536));
     app.add_option("--dst-mac", dst_mac, "destination MAC (default 02:00:00:00:00:02)");
     app.add_flag("--json", o.json, "also print the final stats as one JSON object");
     app.add_option("--stats-interval", o.stats_interval_s, "seconds between stats lines (0 = off)")

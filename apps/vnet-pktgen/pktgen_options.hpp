@@ -29,6 +29,9 @@ struct PktgenOptions {
     bool mrg_rxbuf = true;
     bool event_idx = true;
     frontend::MacAddress src_mac{0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
+    // TX: frame k comes from src_mac + (k mod src_mac_count), counting up in
+    // its last two bytes, so a learning switch sees that many sources.
+    uint32_t src_mac_count = 1;
     frontend::MacAddress dst_mac{0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
     bool json = false;
 

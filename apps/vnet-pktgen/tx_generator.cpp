@@ -82,6 +82,20 @@ uint16_t TxGenerator<Ring>::reclaim_used() {
 }
 
 template <frontend::DriverRing Ring>
+void TxGenerator<Ring>::stamp_source_mac(std::span<std::byte> slot) {
+    // The source MAC's last two bytes, big-endian, plus the frame's index in
+    // the cycle (a counter, not a division per frame).
+    constexpr size_t kLowBytes = frontend::PacketBuilder::kNetHeaderLen + 6 + 4;
+    const uint32_t base = (uint32_t{options_.src_mac[4]} << 8) | options_.src_mac[5];
+    const auto low = static_cast<uint16_t>(base + src_mac_index_);
+    if (++src_mac_index_ == options_.src_mac_count) {
+        src_mac_index_ = 0;
+    }
+    slot[kLowBytes] = static_cast<std::byte>(low >> 8);
+    slot[kLowBytes + 1] = static_cast<std::byte>(low & 0xff);
+}
+
+template <frontend::DriverRing Ring>
 uint32_t TxGenerator<Ring>::post_burst(uint32_t budget) {
     const uint32_t n = std::min<uint32_t>(budget, static_cast<uint32_t>(free_slots_.size()));
     for (uint32_t i = 0; i < n; ++i) {
@@ -89,6 +103,9 @@ uint32_t TxGenerator<Ring>::post_burst(uint32_t budget) {
         free_slots_.pop_back();
         const uint32_t frame_len = next_frame_len();
         const std::span<std::byte> buf = device_.tx_slot(slot);
+        if (options_.src_mac_count > 1) {
+            stamp_source_mac(buf);
+        }
         const uint32_t len = builder_.stamp(buf, next_seq_++, frame_len);
         slot_frame_len_[slot] = frame_len;
         ring_.add_buffer(device_.gpa_of(buf.data()), len, frontend::BufferAccess::device_reads,

@@ -28,6 +28,7 @@ private:
     uint32_t next_frame_len();
     uint16_t reclaim_used();
     uint32_t post_burst(uint32_t budget);
+    void stamp_source_mac(std::span<std::byte> slot);
     void wait_for_pacer(const RatePacer& pacer, Clock::time_point now);
     void drain();
 
@@ -40,6 +41,7 @@ private:
     std::vector<frontend::Completion> completions_;
     uint64_t rng_state_;
     uint64_t next_seq_ = 0;
+    uint32_t src_mac_index_ = 0;  // --src-mac-count: this frame's place in the cycle
     PeerWatch peer_;
     TxCounters counters_;
 };

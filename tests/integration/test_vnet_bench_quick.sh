@@ -54,7 +54,17 @@ expected = {
     "guestrx": ["64-split", "1500-split", "64-packed", "1500-packed"],
     "multiqueue": ["q1-w1", "q2-w1", "q4-w1", "q2-w2", "q4-w2"],
     "ringwork": ["64-split", "64-packed", "1500-split", "1500-packed"],
+    "vmswitch": ["idle-64", "idle-1500", "normal-64", "normal-1500", "beside-64", "beside-1500"],
+    "switchhol": ["healthy", "stalled", "stalled_vs_healthy"],
+    "switchgso": ["whole", "segmented"],
+    "switchscale": ["ports-2", "ports-4", "ports-8", "ports-16", "macs-100", "macs-1000",
+                    "macs-10000"],
+    "switchidle": ["silent", "after"],
+    "portadd": ["vnetd", "ovs"],
 }
+# The switch tables' --quick points are vnetd's alone (no OVS-DPDK needed):
+# each must have measured something, or its harness is broken.
+must_measure = {"vmswitch", "switchhol", "switchgso", "switchscale", "switchidle", "portadd"}
 errors = []
 tables = {t["id"]: t for t in doc.get("tables", [])}
 for tid, rows in expected.items():
@@ -82,6 +92,8 @@ for tid, rows in expected.items():
                 elif "median" in cell:
                     measured += 1
     print(f"{tid}: {len(t['rows'])} rows, {len(columns)} columns, {measured} measured cells")
+    if tid in must_measure and measured == 0:
+        errors.append(f"{tid}: no cell measured")
     if gnuplot:
         png = os.path.join(charts, tid + ".png")
         if not os.path.isfile(png) or os.path.getsize(png) == 0:

@@ -24,6 +24,16 @@ const std::vector<Experiment>& experiments() {
          run_multiqueue},
         {"ringwork", "ring work only: testpmd virtio-user -> vnetd --null vs net_vhost rxonly",
          run_ringwork},
+        {"vmswitch", "VM -> VM through a switch: vnetd vs OVS-DPDK NORMAL and testpmd io",
+         run_vmswitch},
+        {"switchhol", "a -> b while another port's receiver stalls: no head-of-line blocking",
+         run_switchhol},
+        {"switchgso", "VM -> VM 64 KB TCP GSO frames through a switch, Gbit/s", run_switchgso},
+        {"switchscale", "vnetd's cost per packet from 2 to 16 ports, 10 to 10,000 MACs",
+         run_switchscale},
+        {"switchidle", "CPU of a switch with 4 connected, silent guests", run_switchidle},
+        {"portadd", "run-time port add latency and its effect on other ports' traffic",
+         run_portadd},
     };
     return all;
 }

@@ -32,6 +32,12 @@ Table run_rawlimit(BenchContext& ctx);
 Table run_guestrx(BenchContext& ctx);
 Table run_multiqueue(BenchContext& ctx);
 Table run_ringwork(BenchContext& ctx);
+Table run_vmswitch(BenchContext& ctx);
+Table run_switchhol(BenchContext& ctx);
+Table run_switchgso(BenchContext& ctx);
+Table run_switchscale(BenchContext& ctx);
+Table run_switchidle(BenchContext& ctx);
+Table run_portadd(BenchContext& ctx);
 
 // One measured cell of a table: run `measure` once per repeat.
 struct Point {

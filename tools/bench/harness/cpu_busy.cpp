@@ -32,4 +32,22 @@ double cpu_busy_seconds(int cpu) {
     throw std::runtime_error("/proc/stat has no line for " + wanted);
 }
 
+double process_cpu_seconds(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat;
+    if (!std::getline(in, stat)) {
+        throw std::runtime_error("no /proc/" + std::to_string(pid) + "/stat");
+    }
+    // "pid (comm) state ...": comm may hold spaces, so count fields after
+    // its closing parenthesis; utime and stime are fields 14 and 15.
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::string skip;
+    for (int field = 3; field < 14; ++field) {
+        fields >> skip;
+    }
+    uint64_t utime = 0, stime = 0;
+    fields >> utime >> stime;
+    return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 }  // namespace vnet::bench

@@ -5,6 +5,8 @@
 // what the rest of the set-up delivered.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 
 namespace vnet::bench {
@@ -12,5 +14,10 @@ namespace vnet::bench {
 // Seconds CPU `cpu` has been busy since boot (USER_HZ resolution, 10 ms).
 // Throws std::runtime_error if /proc/stat has no line for it.
 double cpu_busy_seconds(int cpu);
+
+// CPU seconds process `pid` used since it started, all its threads (utime +
+// stime of /proc/PID/stat, USER_HZ resolution): what a process costs on a
+// CPU that others share. Throws std::runtime_error when it is gone.
+double process_cpu_seconds(pid_t pid);
 
 }  // namespace vnet::bench

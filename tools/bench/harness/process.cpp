@@ -67,6 +67,9 @@ std::vector<std::string> full_argv(const ProcessSpec& spec) {
 
 void log_start(const ProcessSpec& spec, const std::vector<std::string>& argv, pid_t pid) {
     std::string where = spec.cpu ? "cpu " + std::to_string(*spec.cpu) : "any cpu";
+    if (spec.idle_priority) {
+        where += ", SCHED_IDLE";
+    }
     blog().debug("run [{}] pid {} ({}{}): {}", spec.name.empty() ? argv[0] : spec.name, pid, where,
                  spec.output_path.empty() ? "" : ", output " + spec.output_path, shell_join(argv));
 }
@@ -83,6 +86,10 @@ void log_start(const ProcessSpec& spec, const std::vector<std::string>& argv, pi
         CPU_ZERO(&set);
         CPU_SET(*spec.cpu, &set);
         sched_setaffinity(0, sizeof(set), &set);
+    }
+    if (spec.idle_priority) {
+        const sched_param param{};
+        sched_setscheduler(0, SCHED_IDLE, &param);
     }
     int in = open("/dev/null", O_RDONLY);
     if (in >= 0) {

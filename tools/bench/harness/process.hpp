@@ -20,6 +20,7 @@ struct ProcessSpec {
     std::string name;               // for logs: "vnetd", "testpmd (peer)"
     std::vector<std::string> argv;  // argv[0] is looked up in PATH
     std::optional<int> cpu;         // sched_setaffinity before exec
+    bool idle_priority = false;     // SCHED_IDLE before exec (`chrt --idle 0`)
     std::string netns;              // run inside it (`ip netns exec NS ...`)
     std::string output_path;        // stdout + stderr; empty: /dev/null
     // run_command: a signal kills the command and throws Interrupted. Off

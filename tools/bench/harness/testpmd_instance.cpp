@@ -138,6 +138,16 @@ TestpmdSpec testpmd_vhost_to_tap(const BenchContext& ctx, const std::string& lab
                     "io", netns);
 }
 
+TestpmdSpec testpmd_vhost_io(const BenchContext& ctx, const std::string& label,
+                             const std::vector<std::string>& socket_paths) {
+    std::vector<std::string> vdevs;
+    for (size_t i = 0; i < socket_paths.size(); ++i) {
+        vdevs.push_back("net_vhost" + std::to_string(i) + ",iface=" + socket_paths[i] +
+                        ",queues=1");
+    }
+    return back_end(ctx, label, std::move(vdevs), "io", "");
+}
+
 TestpmdSpec testpmd_tap_to_tap(const BenchContext& ctx, const std::string& label,
                                const std::string& tap_a, const std::string& tap_b,
                                const std::string& netns) {

@@ -38,6 +38,8 @@ public:
     std::string failure();
     void stop();
     const std::string& log_path() const { return log_path_; }
+    // testpmd's (stdbuf execs it).
+    pid_t pid() const { return process_.pid(); }
     // EAL's runtime directory (its telemetry socket lives there).
     std::string runtime_dir() const { return "/var/run/dpdk/" + prefix_; }
 
@@ -69,6 +71,10 @@ TestpmdSpec testpmd_vhost_rxonly(const BenchContext& ctx, const std::string& lab
 TestpmdSpec testpmd_vhost_to_tap(const BenchContext& ctx, const std::string& label,
                                  const std::string& socket_path, const std::string& tap,
                                  const std::string& netns);
+// net_vhost ports (servers on socket_paths) in io forwarding, paired
+// 0 <-> 1, 2 <-> 3 ...: the raw DPDK ceiling of a VM <-> VM cross-connect.
+TestpmdSpec testpmd_vhost_io(const BenchContext& ctx, const std::string& label,
+                             const std::vector<std::string>& socket_paths);
 // Two net_tap ports in io forwarding (the tap <-> tap peer).
 TestpmdSpec testpmd_tap_to_tap(const BenchContext& ctx, const std::string& label,
                                const std::string& tap_a, const std::string& tap_b,

@@ -35,6 +35,7 @@ public:
     nlohmann::json stop();
 
     const std::string& log_path() const { return log_path_; }
+    pid_t pid() const { return process_.pid(); }
 
 private:
     std::string netns_;

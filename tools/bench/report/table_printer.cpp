@@ -21,8 +21,10 @@ std::string concat(std::initializer_list<std::string_view> parts) {
 
 std::string format_number(double v, const Column& column) {
     char buf[64];
-    if (column.kind == ColumnKind::gain || column.unit == "%") {
+    if (column.kind == ColumnKind::gain) {
         std::snprintf(buf, sizeof(buf), "%+.1f%%", v);
+    } else if (column.unit == "%") {  // a share: lost frames, CPU
+        std::snprintf(buf, sizeof(buf), "%.1f%%", v);
     } else if (column.kind == ColumnKind::ratio || column.unit == "x") {
         std::snprintf(buf, sizeof(buf), "%.2fx", v);
     } else if (column.unit == "Mpps") {
