@@ -7,8 +7,10 @@
 
 #include <bit>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstring>
+#include <thread>
 
 #include "common/log.hpp"
 #include "ports/setup_error.hpp"
@@ -18,6 +20,13 @@ namespace vnet::ports {
 namespace {
 
 constexpr const char* kTunPath = "/dev/net/tun";
+// How long a tap that is still attached elsewhere (EBUSY) is waited for: a
+// process that just died keeps its tap until the kernel releases its files,
+// which for io_uring's registered files happens from a workqueue, tens of
+// milliseconds after the exit. A restarted vnetd waits for its own old tap
+// rather than failing; one that another live process holds fails after it.
+constexpr auto kBusyTapWait = std::chrono::seconds(5);
+constexpr auto kBusyTapRetry = std::chrono::milliseconds(5);
 constexpr unsigned kRequiredFlags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
 
 std::string label_for(const std::string& name) {
@@ -115,15 +124,7 @@ TapDevice::TapDevice(const TapOptions& options) : name_(options.name) {
     fd_ = open_tun_control(label());
     const unsigned flags = requested_flags(options, read_features(fd_.get(), label()), label());
 
-    created_ = name_.empty() || ::if_nametoindex(name_.c_str()) == 0;
-    ifreq ifr{};
-    std::memcpy(ifr.ifr_name, name_.data(), name_.size());
-    ifr.ifr_flags = static_cast<short>(flags);
-    if (::ioctl(fd_.get(), TUNSETIFF, &ifr) < 0) {
-        const int err = errno;
-        throw_setup_error(label(), "TUNSETIFF", err, tunsetiff_hint(err));
-    }
-    name_ = ifr.ifr_name;  // the kernel's choice when we passed an empty name
+    attach_when_released(flags);
 
     configure_queue(options);
     configure_link(options);
@@ -131,6 +132,45 @@ TapDevice::TapDevice(const TapOptions& options) : name_(options.name) {
     make_logger(label())->info("opened ({}, ifindex {}, flags {:#x}, vnet header {} bytes{})",
                                created_ ? "created" : "attached", ifindex_, flags_,
                                vnet_header_size_, options.persist ? ", persistent" : "");
+}
+
+void TapDevice::attach_when_released(unsigned flags) {
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point start = Clock::now();
+    bool waited = false;
+    for (;;) {
+        // Whether we create it is asked again on every try: a
+        // non-persistent tap of a dead process vanishes when released.
+        created_ = name_.empty() || ::if_nametoindex(name_.c_str()) == 0;
+        ifreq ifr{};
+        std::memcpy(ifr.ifr_name, name_.data(), name_.size());
+        ifr.ifr_flags = static_cast<short>(flags);
+        if (::ioctl(fd_.get(), TUNSETIFF, &ifr) == 0) {
+            name_ = ifr.ifr_name;  // the kernel's choice when we passed an empty name
+            break;
+        }
+        const int err = errno;
+        if (err != EBUSY || Clock::now() - start >= kBusyTapWait) {
+            throw_setup_error(label(), "TUNSETIFF", err,
+                              waited ? "still attached elsewhere after waiting " +
+                                           std::to_string(kBusyTapWait.count()) +
+                                           " s: " + std::string(tunsetiff_hint(err))
+                                     : std::string(tunsetiff_hint(err)));
+        }
+        if (!waited) {
+            make_logger(label())->warn(
+                "attached elsewhere (EBUSY): waiting up to {} s for its previous owner to "
+                "release it",
+                kBusyTapWait.count());
+            waited = true;
+        }
+        std::this_thread::sleep_for(kBusyTapRetry);
+    }
+    if (waited) {
+        make_logger(label())->info(
+            "released after {} ms",
+            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
+    }
 }
 
 void TapDevice::configure_queue(const TapOptions& options) {

@@ -107,6 +107,9 @@ public:
 
 private:
     TapDevice() = default;
+    // TUNSETIFF, waiting (bounded) while the tap is still attached to a
+    // process that is exiting.
+    void attach_when_released(unsigned flags);
     void configure_queue(const TapOptions& options);
     void set_sndbuf_unlimited();
     void configure_link(const TapOptions& options);
