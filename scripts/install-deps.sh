@@ -20,6 +20,8 @@ packages=(
     qemu-system-x86 linux-image-amd64 libvirt-daemon-system libvirt-clients
     # the host's tools: sd_notify (libsystemd), `systemd-analyze verify` of the unit
     libsystemd-dev systemd
+    # least privilege: --user/--group keep CAP_NET_ADMIN through libcap-ng
+    libcap-ng-dev
 )
 
 missing=()

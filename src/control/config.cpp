@@ -194,6 +194,9 @@ void validate_switches(const Config& c) {
 }  // namespace
 
 void Config::validate() const {
+    if (run_as_group && !run_as_user) {
+        throw std::invalid_argument("group is given without user: give both, or user alone");
+    }
     std::set<std::string> names;
     std::set<std::string> socket_paths;
     for (const PortConfig& p : ports) {
@@ -269,25 +272,27 @@ void Config::validate() const {
     }
 }
 
-uid_t parse_socket_owner(const std::string& user_or_uid) {
+uid_t parse_socket_owner(const std::string& user_or_uid, std::string_view what) {
     if (const passwd* pw = ::getpwnam(user_or_uid.c_str())) {
         return pw->pw_uid;
     }
     try {
         return static_cast<uid_t>(std::stoul(user_or_uid));
     } catch (const std::exception&) {
-        throw std::invalid_argument("socket owner '" + user_or_uid + "' is no user name or uid");
+        throw std::invalid_argument(std::string(what) + " '" + user_or_uid +
+                                    "' is no user name or uid");
     }
 }
 
-gid_t parse_socket_group(const std::string& group_or_gid) {
+gid_t parse_socket_group(const std::string& group_or_gid, std::string_view what) {
     if (const group* gr = ::getgrnam(group_or_gid.c_str())) {
         return gr->gr_gid;
     }
     try {
         return static_cast<gid_t>(std::stoul(group_or_gid));
     } catch (const std::exception&) {
-        throw std::invalid_argument("socket group '" + group_or_gid + "' is no group name or gid");
+        throw std::invalid_argument(std::string(what) + " '" + group_or_gid +
+                                    "' is no group name or gid");
     }
 }
 

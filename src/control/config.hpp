@@ -109,6 +109,10 @@ struct Config {
     mode_t control_socket_mode = 0660;
     // The Prometheus endpoint (control/metrics), HOST:PORT; empty: none.
     std::string metrics_address;
+    // Least privilege (control/privileges): the user and group vnetd
+    // becomes once its ports are open; none: it stays as started.
+    std::optional<uid_t> run_as_user;
+    std::optional<gid_t> run_as_group;
 
     const PortConfig* find_port(const std::string& name) const;
     // The port's cross-connect partner, if it has one.
@@ -140,8 +144,9 @@ PortConfig port_from_settings(const std::string& name, const std::string& type,
 
 // Shared by the config file and the command line, so both accept the same
 // spellings. Each throws std::invalid_argument naming the bad value.
-uid_t parse_socket_owner(const std::string& user_or_uid);
-gid_t parse_socket_group(const std::string& group_or_gid);
+// A user or group by name or number; `what` names it in the error.
+uid_t parse_socket_owner(const std::string& user_or_uid, std::string_view what = "socket owner");
+gid_t parse_socket_group(const std::string& group_or_gid, std::string_view what = "socket group");
 dataplane::WorkerMode parse_worker_mode(const std::string& s);
 
 const char* to_string(PortType t);

@@ -11,6 +11,7 @@
 
 #include "control/config_diff.hpp"
 #include "control/option_table.hpp"
+#include "control/privileges/privilege_drop.hpp"
 #include "control/stats_report.hpp"
 
 namespace vnet::control {
@@ -410,6 +411,7 @@ int Daemon::run() {
     start_services();
     open_control_socket();
     open_metrics_endpoint();
+    drop_privileges_if_asked();
     notify_systemd_ready();
     if (config_.stats_interval_s > 0 || !config_.stats_file.empty()) {
         auto interval =
@@ -431,6 +433,20 @@ int Daemon::run() {
     stop_services();            // hand every ring back while the workers still run
     report_stats(true);
     return 0;
+}
+
+// After everything that needs root is open: the taps (and their XDP
+// programs) in the constructor, the sockets with their owners and modes.
+// CAP_NET_ADMIN stays while ports can be added (vnetctl, SIGHUP).
+void Daemon::drop_privileges_if_asked() {
+    if (!config_.run_as_user) {
+        return;
+    }
+    PrivilegeDrop drop;
+    drop.uid = *config_.run_as_user;
+    drop.gid = config_.run_as_group;
+    drop.keep_net_admin = control_server_ != nullptr || static_cast<bool>(reread_config_);
+    log_->info("running as {}", drop_privileges(drop));
 }
 
 // systemd (Type=notify): every port is open by now (taps in the

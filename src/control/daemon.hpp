@@ -154,6 +154,7 @@ private:
     // systemd's notify protocol and watchdog (no-ops outside a unit).
     SystemdNotify systemd_;
     std::unique_ptr<Watchdog> watchdog_;
+    void drop_privileges_if_asked();
     void notify_systemd_ready();
 };
 

@@ -609,6 +609,29 @@ constexpr std::array kOptions = {
             c.metrics_address = parse_metrics_address(t);
         },
         [](const Config& c, const PortConfig*) { return text_or_none(c.metrics_address); }},
+    OptionSpec{"user",
+               OptionScope::daemon,
+               std::nullopt,
+               "USER",
+               "once taps, XDP and sockets are open, become this user (name or uid), keeping only "
+               "CAP_NET_ADMIN while ports can still be added at run time (see \"Least privilege\")",
+               {},
+               false,
+               [](Config& c, PortConfig*, std::string_view t) {
+                   c.run_as_user = parse_socket_owner(std::string(t), "user");
+               },
+               [](const Config& c, const PortConfig*) { return optional_number(c.run_as_user); }},
+    OptionSpec{"group",
+               OptionScope::daemon,
+               std::nullopt,
+               "GROUP",
+               "with `user`: the group to become (name or gid); default: the user's primary group",
+               {},
+               false,
+               [](Config& c, PortConfig*, std::string_view t) {
+                   c.run_as_group = parse_socket_group(std::string(t), "group");
+               },
+               [](const Config& c, const PortConfig*) { return optional_number(c.run_as_group); }},
 };
 
 #undef VNET_DATAPATH_UINT
