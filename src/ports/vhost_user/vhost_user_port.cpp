@@ -26,8 +26,11 @@ uint64_t now_ns() {
 }
 
 // A queue decided the guest wants a call (it only does with a call fd).
-void notify_guest(int call_fd) {
-    io::signal_eventfd(call_fd);
+// Counted per eventfd write that went through: one per interrupt.
+void notify_guest(int call_fd, packet::QueueCounters& ring_counters) {
+    if (io::signal_eventfd(call_fd)) {
+        ring_counters.calls.add(1);
+    }
 }
 
 }  // namespace
@@ -65,7 +68,7 @@ uint16_t VhostUserPort::receive_burst(uint16_t queue, packet::PacketBurst& burst
     QueuePair& p = pairs_[queue];
     const virtio::NetTxQueue::Received got = p.tx.receive_burst(burst, max);
     if (got.notify) {
-        notify_guest(p.tx_end.call_fd);
+        notify_guest(p.tx_end.call_fd, rx_counters(queue));
     }
     if (const virtio::RingFault* fault = p.tx.take_fault()) {
         report_fault(2u * queue + 1, *fault);
@@ -77,7 +80,7 @@ void VhostUserPort::complete_burst(uint16_t queue, const packet::PacketBurst& bu
                                    uint16_t done) {
     QueuePair& p = pairs_[queue];
     if (p.tx.complete_burst(burst, done)) {
-        notify_guest(p.tx_end.call_fd);
+        notify_guest(p.tx_end.call_fd, rx_counters(queue));
     }
 }
 
@@ -102,7 +105,7 @@ void VhostUserPort::commit_rx_buffer(uint16_t queue, uint32_t len) {
 void VhostUserPort::flush_rx_buffers(uint16_t queue) {
     QueuePair& p = pairs_[queue];
     if (p.rx.flush()) {
-        notify_guest(p.rx_end.call_fd);
+        notify_guest(p.rx_end.call_fd, tx_counters(queue));
     }
 }
 
@@ -112,7 +115,7 @@ void VhostUserPort::set_rx_coalescing(uint16_t queue, uint32_t frames, uint32_t 
     }
     QueuePair& p = pairs_[queue];
     if (p.rx.set_coalescing(frames, usecs)) {
-        notify_guest(p.rx_end.call_fd);
+        notify_guest(p.rx_end.call_fd, tx_counters(queue));
     }
 }
 
@@ -123,7 +126,7 @@ uint64_t VhostUserPort::rx_held_deadline(uint16_t queue) const {
 void VhostUserPort::publish_held_rx(uint16_t queue) {
     QueuePair& p = pairs_[queue];
     if (p.rx.publish_held()) {
-        notify_guest(p.rx_end.call_fd);
+        notify_guest(p.rx_end.call_fd, tx_counters(queue));
     }
 }
 
@@ -167,11 +170,11 @@ uint16_t VhostUserPort::transmit_burst(uint16_t queue, const packet::PacketBurst
 // ---- waiting ----------------------------------------------------------------------
 
 WaitSpec VhostUserPort::receive_wait(uint16_t queue) const {
-    return WaitSpec{pairs_[queue].tx_end.kick_fd, EPOLLIN, true};
+    return WaitSpec{pairs_[queue].tx_end.kick_fd, EPOLLIN, true, &counters_[2u * queue + 1].kicks};
 }
 
 WaitSpec VhostUserPort::transmit_wait(uint16_t queue) const {
-    return WaitSpec{pairs_[queue].rx_end.kick_fd, EPOLLIN, true};
+    return WaitSpec{pairs_[queue].rx_end.kick_fd, EPOLLIN, true, &counters_[2u * queue].kicks};
 }
 
 bool VhostUserPort::arm_receive_wait(uint16_t queue) {
@@ -317,7 +320,7 @@ uint32_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
                 if (tx) {
                     untaken = p.tx.finish(held_drop);
                 } else if (p.rx.finish()) {
-                    notify_guest(e.call_fd);
+                    notify_guest(e.call_fd, counters_[queue_index]);
                 }
             };
             if (!run_guarded(finish, &fault_address)) {
