@@ -364,6 +364,46 @@ uint32_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
     return last_avail;
 }
 
+// The ring's cursors are the worker's plain state, written on every burst:
+// they are read on the owner between its rounds (run_sync, as
+// GET_VRING_BASE reads them), so the datapath pays nothing for a command
+// an operator types — no atomics to publish, no lock — and the cursors,
+// the guest's fields and the counters are one consistent picture. The
+// guest's fields are read guarded, as a turn would: a front end that
+// shrank its memory stops the ring here as it would on the next burst.
+VhostUserPort::RingView VhostUserPort::ring_view(uint32_t ring_index) {
+    RingView v;
+    if (ring_index >= 2u * queue_pairs_) {
+        return v;
+    }
+    on_owner(ring_index, [&] {
+        QueuePair& p = pair_of(ring_index);
+        const RingEnd& e = end_of(ring_index);
+        const bool tx = is_tx(ring_index);
+        v.running = tx ? p.tx.running() : p.rx.running();
+        v.memory_lost = e.memory_lost;
+        v.kick_fd = e.kick_fd >= 0;
+        v.call_fd = e.call_fd >= 0;
+        v.kicks = counters_[ring_index].kicks.get();
+        v.calls = counters_[ring_index].calls.get();
+        v.packets = counters_[ring_index].packets.get();
+        v.drops = counters_[ring_index].total_drops();
+        if (!v.running || !e.memory || e.memory_lost) {
+            return;
+        }
+        const virtio::AnyDeviceRing& ring = tx ? p.tx.ring() : p.rx.ring();
+        virtio::RingState state;
+        uintptr_t fault_address = 0;
+        if (run_guarded([&] { state = virtio::read_ring_state(ring); }, &fault_address)) {
+            v.state = state;
+        } else {
+            on_guest_fault(static_cast<uint16_t>(ring_index / 2), fault_address);
+            v.memory_lost = true;
+        }
+    });
+    return v;
+}
+
 void VhostUserPort::on_call_fd_changed(vhost_user::VhostUserDevice&, uint32_t queue_index,
                                        int call_fd) {
     if (queue_index >= 2u * queue_pairs_) {
