@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "control_client.hpp"
+#include "show_text.hpp"
 #include "text_table.hpp"
 
 namespace {
@@ -192,6 +193,10 @@ int main(int argc, char** argv) {
     auto* mac_list = mac->add_subcommand("list", "the learned MACs");
     std::string mac_switch;
     mac_list->add_option("--switch", mac_switch, "only this switch's MACs");
+    auto* show = app.add_subcommand(
+        "show", "a port's socket, features, memory, rings, counters (VPP show vhost-user)");
+    std::string show_name;
+    show->add_option("name", show_name, "only this port");
     auto* call = app.add_subcommand("call", "call any method with JSON params (for scripts)");
     std::string call_method;
     std::string call_params = "{}";
@@ -302,6 +307,11 @@ int main(int argc, char** argv) {
                           << "\noptions: " << (r["options"].empty() ? "-" : r["options"].dump())
                           << "\n";
             }
+        } else if (*show) {
+            const json r = client.call(
+                "port.show", show_name.empty() ? json::object() : json{{"name", show_name}});
+            as_json ? void(std::cout << r.dump(2) << "\n")
+                    : vnet::vnetctl::print_show(r, std::cout);
         } else if (*call) {
             const json params = json::parse(call_params, nullptr, false);
             if (params.is_discarded() || !(params.is_object() || params.is_array())) {

@@ -122,6 +122,8 @@ private:
     std::shared_ptr<MetricsCollector> make_metrics_collector();
     void open_metrics_endpoint();
     PortEntry* entry_of(const ports::Port& port);
+    // port.show (daemon_show.cpp): vnetctl show's dump of one port or all.
+    nlohmann::json show_ports(const nlohmann::json& params);
     // port.set: ingress policing at run time, on the worker of the port's
     // queue pair 0 (a command between rounds).
     nlohmann::json set_port(const nlohmann::json& params);

@@ -193,6 +193,10 @@ void Daemon::add_control_methods() {
                          "change a port's settings at run time: params port, "
                          "ingress_policing_rate (kbit/s, 0 = off), ingress_policing_burst (kbit)",
                          [this](const nlohmann::json& params) { return set_port(params); });
+    control_methods_.add("port.show",
+                         "vnetctl show: {name?}: each port's socket, negotiated features, "
+                         "memory regions, rings (size, indexes, kicks, calls), counters and drops",
+                         [this](const nlohmann::json& params) { return show_ports(params); });
     add_switch_methods();
 }
 

@@ -74,6 +74,12 @@ struct QueueFamilies {
         family("vnetd_port_publishes_coalesced_total",
                "guest RX used-index publishes merged into a later one (rx_frames, rx_usecs)",
                MetricType::Counter);
+    MetricFamily kicks = family("vnetd_port_kicks_total",
+                                "guest kicks on the ring's kick eventfd, as the worker read them",
+                                MetricType::Counter);
+    MetricFamily calls =
+        family("vnetd_port_calls_total", "guest interrupts vnetd signalled (call eventfd writes)",
+               MetricType::Counter);
 
     void add(const Labels& labels, const packet::QueueCounters& c) {
         add_counter(packets, labels, static_cast<double>(c.packets.get()));
@@ -92,10 +98,12 @@ struct QueueFamilies {
         add_counter(gro_frames, labels, static_cast<double>(c.gro_frames.get()));
         add_counter(gro_segments, labels, static_cast<double>(c.gro_segments.get()));
         add_counter(publishes_coalesced, labels, static_cast<double>(c.publishes_coalesced.get()));
+        add_counter(kicks, labels, static_cast<double>(c.kicks.get()));
+        add_counter(calls, labels, static_cast<double>(c.calls.get()));
     }
     void move_into(MetricFamilies& out) {
         for (MetricFamily* f : {&packets, &bytes, &bursts, &burst_size, &drops, &gro_frames,
-                                &gro_segments, &publishes_coalesced}) {
+                                &gro_segments, &publishes_coalesced, &kicks, &calls}) {
             out.push_back(std::move(*f));
         }
     }

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <span>
 #include <string_view>
 
@@ -32,6 +33,10 @@ public:
     virtual void set_peer(ports::Port* peer) = 0;
     // Front ends connected now (the control socket's port list).
     virtual size_t connections() = 0;
+    // What `vnetctl show` (port.show) tells about the port beyond its
+    // config and counters, as members of `out`: a VM port's socket, its
+    // front end's features and memory, and every ring.
+    virtual void show(nlohmann::json& /*out*/) {}
 };
 
 // What a factory may use, from the daemon.

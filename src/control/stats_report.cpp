@@ -26,6 +26,8 @@ nlohmann::json counters_json(const packet::QueueCounters& c) {
     j["drops"] = drops;
     j["gro"] = {{"frames", c.gro_frames.get()}, {"segments", c.gro_segments.get()}};
     j["publishes_coalesced"] = c.publishes_coalesced.get();
+    j["kicks"] = c.kicks.get();
+    j["calls"] = c.calls.get();
     return j;
 }
 

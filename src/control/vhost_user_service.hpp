@@ -24,6 +24,7 @@ public:
     void start(ports::Port* peer) override;
     void set_peer(ports::Port* peer) override;
     size_t connections() override;
+    void show(nlohmann::json& out) override;  // vhost_user_show.cpp
 
 private:
     std::vector<vhost_user::VhostUserDevice*> devices();

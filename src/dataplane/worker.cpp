@@ -319,6 +319,7 @@ void Worker::want(const ports::WaitSpec& spec) {
         if (w.fd == spec.fd) {
             w.events |= spec.events;
             w.eventfd |= spec.eventfd;
+            w.kicks = w.kicks != nullptr ? w.kicks : spec.kicks;
             return;
         }
     }
@@ -387,14 +388,22 @@ void Worker::sleep_until_ready() {
             timer_armed_ns_ = 0;  // fired: the round after this wake-up publishes
         }
         bool drain = fd == wake_fd_.get() || fd == timer_fd_.get();
+        packet::Counter* kicks = nullptr;
         for (const ports::WaitSpec& r : registered_) {
-            drain |= r.fd == fd && r.eventfd;
+            if (r.fd == fd && r.eventfd) {
+                drain = true;
+                kicks = r.kicks;
+            }
         }
         // Eventfds are drained so level-triggered epoll stops reporting
         // them (a timerfd reads as the same 8-byte counter); a tap fd is
-        // never read here (that would eat a packet).
+        // never read here (that would eat a packet). A kick eventfd's value
+        // is the number of kicks since the last read: counted per wake-up.
         if (drain) {
-            io::drain_eventfd(fd);
+            const uint64_t value = io::drain_eventfd(fd);
+            if (kicks != nullptr) {
+                kicks->add(value);
+            }
         }
     }
 }
@@ -402,10 +411,13 @@ void Worker::sleep_until_ready() {
 void Worker::update_registrations() {
     // Drop what is no longer wanted (or wanted with other events), then add.
     for (size_t i = 0; i < registered_.size();) {
-        const ports::WaitSpec& r = registered_[i];
+        ports::WaitSpec& r = registered_[i];
         bool keep = false;
         for (const ports::WaitSpec& w : wanted_) {
-            keep |= w.fd == r.fd && w.events == r.events;
+            if (w.fd == r.fd && w.events == r.events) {
+                keep = true;
+                r.kicks = w.kicks;  // the counter of the ring that wants it now
+            }
         }
         if (keep) {
             ++i;

@@ -63,6 +63,8 @@ void QueueCounters::reset() {
     publishes_coalesced.reset();
     gro_frames.reset();
     gro_segments.reset();
+    kicks.reset();
+    calls.reset();
 }
 
 std::string_view QueueCounters::histogram_label(size_t bucket) {

@@ -74,6 +74,15 @@ struct QueueCounters {
     // gro_segments is what the source sent.
     Counter gro_frames;
     Counter gro_segments;
+    // Notifications, counted per event, never per packet (virtio rings
+    // only; a tap's stay 0). kicks: what the guest signalled on the ring's
+    // kick eventfd, summed from the values the worker read when it woke on
+    // it (each driver write adds 1, so this is the guest's kick count once
+    // the worker has slept on the ring again; kicks stay suppressed while
+    // the worker polls, and poll mode reads none). calls: eventfd writes
+    // by which vnetd interrupted the guest for this ring.
+    Counter kicks;
+    Counter calls;
 
     void count_burst(uint16_t packets_in_burst, uint64_t bytes_in_burst) {
         if (packets_in_burst == 0) {

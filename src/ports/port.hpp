@@ -31,6 +31,9 @@ struct WaitSpec {
     int fd = -1;
     uint32_t events = 0;   // EPOLLIN / EPOLLOUT
     bool eventfd = false;  // a kick eventfd: the worker drains it on wake-up
+    // Where the drained value is added (QueueCounters::kicks of the ring
+    // the fd kicks); null: not counted.
+    packet::Counter* kicks = nullptr;
 };
 
 class Port {

@@ -239,6 +239,22 @@ QueueSnapshot VhostUserDevice::queue_snapshot(uint32_t queue_index) const {
     return s;
 }
 
+VhostUserDevice::VringInfo VhostUserDevice::vring_info(uint32_t queue_index) const {
+    VringInfo info;
+    if (queue_index >= queues_.size()) {
+        return info;
+    }
+    const Queue& q = queues_[queue_index];
+    info.num = q.has_num ? q.num : 0;
+    info.started = queue_started(q);
+    info.enabled = queue_enabled(q);
+    info.ready = q.ready;
+    info.has_kick_fd = q.kick.valid();
+    info.has_call_fd = q.call.valid();
+    info.addr = q.has_addr ? q.addr : VringAddr{};
+    return info;
+}
+
 bool VhostUserDevice::queue_started(const Queue& q) const {
     return q.has_num && q.has_base && q.has_addr && q.has_kick;
 }

@@ -122,6 +122,18 @@ public:
     bool queue_disabled(uint32_t queue_index) const;
     // Valid (layout non-null) only while queue_ready(queue_index).
     QueueSnapshot queue_snapshot(uint32_t queue_index) const;
+    // What the front end set up for a ring, as the device keeps it (vnetctl
+    // show): any index below queue_count(), ready or not.
+    struct VringInfo {
+        uint32_t num = 0;      // SET_VRING_NUM (0: not yet)
+        bool started = false;  // NUM, BASE, ADDR and KICK since the last stop
+        bool enabled = false;  // SET_VRING_ENABLE, or implied without PROTOCOL_FEATURES
+        bool ready = false;    // handed to the dataplane
+        bool has_kick_fd = false;
+        bool has_call_fd = false;
+        VringAddr addr{};  // front-end virtual addresses (SET_VRING_ADDR)
+    };
+    VringInfo vring_info(uint32_t queue_index) const;
 
     virtio::FeatureSet offered_features() const { return offered_features_; }
     ProtocolFeatureSet offered_protocol_features() const { return offered_protocol_; }

@@ -85,6 +85,7 @@ MessageError map_memory_region(const MemoryRegionDesc& desc, int fd, virtio::Gue
     out->guest_phys_addr = desc.guest_phys_addr;
     out->size = desc.memory_size;
     out->user_addr = desc.userspace_addr;
+    out->mmap_offset = desc.mmap_offset;
     out->host_addr = static_cast<uint8_t*>(base) + lead;
     out->mapping = std::move(mapping);
     return MessageError::ok;

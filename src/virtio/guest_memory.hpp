@@ -25,6 +25,7 @@ struct GuestRegion {
     uint64_t user_addr = 0;  // front-end virtual address of the region's first byte
     uint8_t* host_addr = nullptr;
     std::shared_ptr<const void> mapping;  // keeps the mmap alive; may be null in tests
+    uint64_t mmap_offset = 0;  // where the region starts in the front end's fd (vnetctl show)
 
     uint64_t gpa_end() const { return guest_phys_addr + size; }  // exclusive
     uint64_t uva_end() const { return user_addr + size; }

@@ -45,6 +45,7 @@ public:
     uint16_t size() const { return layout_.size; }
     uint16_t last_avail_idx() const { return last_avail_idx_; }
     uint16_t used_idx() const { return used_idx_shadow_; }
+    bool event_idx() const { return event_idx_; }
 
     // Number of heads the guest has made available and we have not taken.
     // Re-reads avail->idx (acquire) only when the cached copy is exhausted.

@@ -119,6 +119,13 @@ void TapPort::describe(std::vector<Fact>& out) const {
     out.push_back({"tap", "napi", device().napi()});
     out.push_back({"tap", "offloads", to_string(device().offloads())});
     out.push_back({"tap", "submit", std::string(io::to_string(submit_mode()))});
+    // One fd per queue (IFF_MULTI_QUEUE), opened with the port and kept for its life.
+    std::string fds;
+    for (const auto& q : queues_) {
+        fds += (fds.empty() ? "" : ",") + std::to_string(q->tap.fd());
+    }
+    out.push_back({"tap", "queues", uint64_t{queues_.size()}});
+    out.push_back({"tap", "fds", fds});
     if (xdp_ != nullptr) {
         out.push_back({"xdp", "file", xdp_->file()});
         out.push_back({"xdp", "section", xdp_->section()});

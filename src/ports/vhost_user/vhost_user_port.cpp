@@ -26,8 +26,11 @@ uint64_t now_ns() {
 }
 
 // A queue decided the guest wants a call (it only does with a call fd).
-void notify_guest(int call_fd) {
-    io::signal_eventfd(call_fd);
+// Counted per eventfd write that went through: one per interrupt.
+void notify_guest(int call_fd, packet::QueueCounters& ring_counters) {
+    if (io::signal_eventfd(call_fd)) {
+        ring_counters.calls.add(1);
+    }
 }
 
 }  // namespace
@@ -65,7 +68,7 @@ uint16_t VhostUserPort::receive_burst(uint16_t queue, packet::PacketBurst& burst
     QueuePair& p = pairs_[queue];
     const virtio::NetTxQueue::Received got = p.tx.receive_burst(burst, max);
     if (got.notify) {
-        notify_guest(p.tx_end.call_fd);
+        notify_guest(p.tx_end.call_fd, rx_counters(queue));
     }
     if (const virtio::RingFault* fault = p.tx.take_fault()) {
         report_fault(2u * queue + 1, *fault);
@@ -77,7 +80,7 @@ void VhostUserPort::complete_burst(uint16_t queue, const packet::PacketBurst& bu
                                    uint16_t done) {
     QueuePair& p = pairs_[queue];
     if (p.tx.complete_burst(burst, done)) {
-        notify_guest(p.tx_end.call_fd);
+        notify_guest(p.tx_end.call_fd, rx_counters(queue));
     }
 }
 
@@ -102,7 +105,7 @@ void VhostUserPort::commit_rx_buffer(uint16_t queue, uint32_t len) {
 void VhostUserPort::flush_rx_buffers(uint16_t queue) {
     QueuePair& p = pairs_[queue];
     if (p.rx.flush()) {
-        notify_guest(p.rx_end.call_fd);
+        notify_guest(p.rx_end.call_fd, tx_counters(queue));
     }
 }
 
@@ -112,7 +115,7 @@ void VhostUserPort::set_rx_coalescing(uint16_t queue, uint32_t frames, uint32_t 
     }
     QueuePair& p = pairs_[queue];
     if (p.rx.set_coalescing(frames, usecs)) {
-        notify_guest(p.rx_end.call_fd);
+        notify_guest(p.rx_end.call_fd, tx_counters(queue));
     }
 }
 
@@ -123,7 +126,7 @@ uint64_t VhostUserPort::rx_held_deadline(uint16_t queue) const {
 void VhostUserPort::publish_held_rx(uint16_t queue) {
     QueuePair& p = pairs_[queue];
     if (p.rx.publish_held()) {
-        notify_guest(p.rx_end.call_fd);
+        notify_guest(p.rx_end.call_fd, tx_counters(queue));
     }
 }
 
@@ -167,11 +170,11 @@ uint16_t VhostUserPort::transmit_burst(uint16_t queue, const packet::PacketBurst
 // ---- waiting ----------------------------------------------------------------------
 
 WaitSpec VhostUserPort::receive_wait(uint16_t queue) const {
-    return WaitSpec{pairs_[queue].tx_end.kick_fd, EPOLLIN, true};
+    return WaitSpec{pairs_[queue].tx_end.kick_fd, EPOLLIN, true, &counters_[2u * queue + 1].kicks};
 }
 
 WaitSpec VhostUserPort::transmit_wait(uint16_t queue) const {
-    return WaitSpec{pairs_[queue].rx_end.kick_fd, EPOLLIN, true};
+    return WaitSpec{pairs_[queue].rx_end.kick_fd, EPOLLIN, true, &counters_[2u * queue].kicks};
 }
 
 bool VhostUserPort::arm_receive_wait(uint16_t queue) {
@@ -317,7 +320,7 @@ uint32_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
                 if (tx) {
                     untaken = p.tx.finish(held_drop);
                 } else if (p.rx.finish()) {
-                    notify_guest(e.call_fd);
+                    notify_guest(e.call_fd, counters_[queue_index]);
                 }
             };
             if (!run_guarded(finish, &fault_address)) {
@@ -359,6 +362,46 @@ uint32_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
             queue_index, last_avail, untaken);
     }
     return last_avail;
+}
+
+// The ring's cursors are the worker's plain state, written on every burst:
+// they are read on the owner between its rounds (run_sync, as
+// GET_VRING_BASE reads them), so the datapath pays nothing for a command
+// an operator types — no atomics to publish, no lock — and the cursors,
+// the guest's fields and the counters are one consistent picture. The
+// guest's fields are read guarded, as a turn would: a front end that
+// shrank its memory stops the ring here as it would on the next burst.
+VhostUserPort::RingView VhostUserPort::ring_view(uint32_t ring_index) {
+    RingView v;
+    if (ring_index >= 2u * queue_pairs_) {
+        return v;
+    }
+    on_owner(ring_index, [&] {
+        QueuePair& p = pair_of(ring_index);
+        const RingEnd& e = end_of(ring_index);
+        const bool tx = is_tx(ring_index);
+        v.running = tx ? p.tx.running() : p.rx.running();
+        v.memory_lost = e.memory_lost;
+        v.kick_fd = e.kick_fd >= 0;
+        v.call_fd = e.call_fd >= 0;
+        v.kicks = counters_[ring_index].kicks.get();
+        v.calls = counters_[ring_index].calls.get();
+        v.packets = counters_[ring_index].packets.get();
+        v.drops = counters_[ring_index].total_drops();
+        if (!v.running || !e.memory || e.memory_lost) {
+            return;
+        }
+        const virtio::AnyDeviceRing& ring = tx ? p.tx.ring() : p.rx.ring();
+        virtio::RingState state;
+        uintptr_t fault_address = 0;
+        if (run_guarded([&] { state = virtio::read_ring_state(ring); }, &fault_address)) {
+            v.state = state;
+        } else {
+            on_guest_fault(static_cast<uint16_t>(ring_index / 2), fault_address);
+            v.memory_lost = true;
+        }
+    });
+    return v;
 }
 
 void VhostUserPort::on_call_fd_changed(vhost_user::VhostUserDevice&, uint32_t queue_index,

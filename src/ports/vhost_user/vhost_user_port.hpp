@@ -21,6 +21,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@
 #include "virtio/net/net_rx_queue.hpp"
 #include "virtio/net/net_tx_queue.hpp"
 #include "virtio/net/offload_adaptation.hpp"
+#include "virtio/net/ring_state.hpp"
 
 namespace vnet::ports {
 
@@ -99,6 +101,23 @@ public:
     void on_guest_fault(uint16_t queue, uintptr_t address) override;
     packet::QueueCounters& rx_counters(uint16_t queue) override;
     packet::QueueCounters& tx_counters(uint16_t queue) override;
+
+    // ---- vnetctl show (control thread) ----------------------------------------
+    // One ring (2q: the guest's RX, 2q+1: its TX) as its owning worker has it.
+    struct RingView {
+        bool running = false;      // the worker has the ring
+        bool memory_lost = false;  // a guest access faulted: nothing may read it
+        bool kick_fd = false;      // the worker sleeps on a kick eventfd (false: NOFD)
+        bool call_fd = false;      // the guest gave a call eventfd
+        // Its counters (QueueCounters of the ring), read with the cursors.
+        uint64_t kicks = 0;
+        uint64_t calls = 0;
+        uint64_t packets = 0;
+        uint64_t drops = 0;
+        std::optional<virtio::RingState> state;  // while running with readable memory
+    };
+    // Runs on the ring's owner (run_sync): see the .cpp.
+    RingView ring_view(uint32_t ring_index);
 
     // QueueObserver (control thread).
     void on_queue_ready(vhost_user::VhostUserDevice& device, uint32_t queue_index) override;

@@ -43,6 +43,8 @@ public:
     void start(AnyDeviceRing ring, const NetQueueConfig& config);
     void stop() { running_ = false; }
     bool running() const { return running_; }
+    // The ring as the owner left it (vnetctl show reads it between rounds).
+    const AnyDeviceRing& ring() const { return ring_; }
     void set_calls_wanted(bool wanted) { config_.calls_wanted = wanted; }
 
     // Lends the guest buffer(s) for one packet of up to `max_packet` bytes

@@ -29,6 +29,8 @@ public:
     // Nothing touches the ring after this (a fault, lost memory, a stop).
     void stop() { running_ = false; }
     bool running() const { return running_; }
+    // The ring as the owner left it (vnetctl show reads it between rounds).
+    const AnyDeviceRing& ring() const { return ring_; }
     void set_calls_wanted(bool wanted) { config_.calls_wanted = wanted; }
 
     struct Received {

@@ -62,6 +62,8 @@ struct TwoPorts {
         t0.tx_counters(0).count_burst(2, 128);
         t0.tx_counters(0).gro_frames.add(1);
         t0.tx_counters(0).gro_segments.add(4);
+        vm0.rx_counters(1).kicks.add(7);
+        vm0.tx_counters(1).calls.add(3);
     }
     MetricFamilies collect() {
         MetricFamilies out;
@@ -85,6 +87,8 @@ TEST(PortMetrics, every_family_has_its_name_and_type) {
         {"vnetd_port_gro_frames_total", MetricType::Counter},
         {"vnetd_port_gro_segments_total", MetricType::Counter},
         {"vnetd_port_publishes_coalesced_total", MetricType::Counter},
+        {"vnetd_port_kicks_total", MetricType::Counter},
+        {"vnetd_port_calls_total", MetricType::Counter},
     };
     ASSERT_EQ(families.size(), expected.size());
     for (size_t i = 0; i < expected.size(); ++i) {
@@ -124,6 +128,9 @@ TEST(PortMetrics, values_are_the_counters_at_collect_time) {
     EXPECT_EQ(value("vnetd_port_packets_total", "port=t0,queue=0,direction=tx"), 2);
     EXPECT_EQ(value("vnetd_port_gro_frames_total", "port=t0,queue=0,direction=tx"), 1);
     EXPECT_EQ(value("vnetd_port_gro_segments_total", "port=t0,queue=0,direction=tx"), 4);
+    EXPECT_EQ(value("vnetd_port_kicks_total", "port=vm0,queue=1,direction=rx"), 7);
+    EXPECT_EQ(value("vnetd_port_calls_total", "port=vm0,queue=1,direction=tx"), 3);
+    EXPECT_EQ(value("vnetd_port_calls_total", "port=vm0,queue=1,direction=rx"), 0);
     EXPECT_EQ(
         value("vnetd_port_drops_total", "port=vm0,queue=1,direction=rx,reason=no_destination"), 5);
     EXPECT_EQ(value("vnetd_port_drops_total", "port=vm0,queue=1,direction=rx,reason=tx_error"), 0);
@@ -193,7 +200,7 @@ TEST(PortMetrics, port_state_gives_kind_queue_pairs_and_connections_where_known)
 TEST(PortMetrics, no_ports_still_gives_every_family_with_no_samples) {
     MetricFamilies out;
     add_port_families({}, out);
-    ASSERT_EQ(out.size(), 11u);
+    ASSERT_EQ(out.size(), 13u);
     for (const MetricFamily& f : out) {
         EXPECT_TRUE(f.metric.empty()) << f.name;
     }

@@ -1,0 +1,129 @@
+// port.show for a VM port (vnetctl show): the socket and the connection's
+// state, then what the front end negotiated and mapped and every ring it
+// set up, VPP `show vhost-user` style. The device's part is control-thread
+// state, read here; the rings' cursors and the guest's ring fields belong
+// to the worker that owns each ring and are read there
+// (VhostUserPort::ring_view).
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "control/vhost_user_service.hpp"
+#include "vhost_user/protocol_feature_names.hpp"
+#include "virtio/feature_names.hpp"
+
+namespace vnet::control {
+
+namespace {
+
+std::string hex(uint64_t value) {
+    char text[24];
+    std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
+    return text;
+}
+
+nlohmann::json bits_json(uint64_t bits, std::string_view (*name_of)(unsigned)) {
+    return {{"bits", bits}, {"hex", hex(bits)}, {"names", virtio::bit_names(bits, name_of)}};
+}
+
+nlohmann::json memory_json(const virtio::GuestMemoryMap& memory) {
+    nlohmann::json regions = nlohmann::json::array();
+    for (const virtio::GuestRegion& r : memory.regions()) {
+        regions.push_back({{"guest_phys_addr", r.guest_phys_addr},
+                           {"size", r.size},
+                           {"user_addr", r.user_addr},
+                           {"mmap_offset", r.mmap_offset}});
+    }
+    return regions;
+}
+
+void add_ring_state(nlohmann::json& j, const virtio::RingState& s) {
+    j["size"] = s.size;
+    j["last_avail_idx"] = s.last_avail_idx;
+    j["last_used_idx"] = s.last_used_idx;
+    if (s.packed) {
+        // Indexes carry the wrap counter in bit 15 (vhost-user's encoding).
+        j["driver_event"] = {{"flags", s.driver_event_flags},
+                             {"off_wrap", s.driver_event_off_wrap}};
+        j["device_event"] = {{"flags", s.device_event_flags},
+                             {"off_wrap", s.device_event_off_wrap}};
+        j["next_available"] = s.next_available;
+        return;
+    }
+    j["avail_idx"] = s.avail_idx;
+    j["avail_flags"] = s.avail_flags;
+    j["used_idx"] = s.used_idx;
+    j["used_flags"] = s.used_flags;
+    if (s.used_event) {
+        j["used_event"] = *s.used_event;
+    }
+    if (s.avail_event) {
+        j["avail_event"] = *s.avail_event;
+    }
+}
+
+}  // namespace
+
+void VhostUserService::show(nlohmann::json& out) {
+    out["socket"] = {{"path", config_.socket_path}, {"client", config_.client}};
+    std::vector<vhost_user::VhostUserDevice*> devs = devices();
+    if (devs.empty()) {
+        out["state"] = client_ ? "connecting" : "listening";
+        return;
+    }
+    // One front end per port (the server accepts one connection at a time).
+    const vhost_user::VhostUserDevice& dev = *devs.front();
+    out["state"] = dev.is_broken() ? "broken" : "connected";
+    if (dev.is_broken()) {
+        out["broken_reason"] = dev.broken_reason();
+    }
+    out["device_status"] = dev.status();
+    out["features"] = bits_json(dev.negotiated_features().bits(), virtio::feature_name);
+    out["features_offered"] = bits_json(dev.offered_features().bits(), virtio::feature_name);
+    out["protocol_features"] =
+        bits_json(dev.negotiated_protocol_features().bits(), vhost_user::protocol_feature_name);
+    const bool packed = dev.negotiated_features().has(virtio::Feature::ring_packed);
+    out["ring_format"] = packed ? "packed" : "split";
+    out["memory"] = dev.memory() ? memory_json(*dev.memory()) : nlohmann::json::array();
+    nlohmann::json rings = nlohmann::json::array();
+    for (uint32_t i = 0; i < dev.queue_count(); ++i) {
+        const vhost_user::VhostUserDevice::VringInfo info = dev.vring_info(i);
+        if (info.num == 0 && !info.started) {
+            continue;  // a ring the front end never set up
+        }
+        const bool tx = (i % 2) == 1;
+        nlohmann::json r{{"index", i},
+                         {"queue_pair", i / 2},
+                         {"virtqueue", tx ? "tx" : "rx"},
+                         {"direction", tx ? "from_guest" : "to_guest"},
+                         {"format", packed ? "packed" : "split"},
+                         {"size", info.num},
+                         {"started", info.started},
+                         {"enabled", info.enabled},
+                         {"ready", info.ready},
+                         {"desc_user_addr", info.addr.desc_user_addr},
+                         {"avail_user_addr", info.addr.avail_user_addr},
+                         {"used_user_addr", info.addr.used_user_addr}};
+        if (i < 2u * port_.queue_count()) {
+            const ports::VhostUserPort::RingView v = port_.ring_view(i);
+            r["running"] = v.running;
+            r["kick_fd"] = v.kick_fd;
+            r["call_fd"] = v.call_fd;
+            r["kicks"] = v.kicks;
+            r["calls"] = v.calls;
+            r["packets"] = v.packets;
+            r["drops"] = v.drops;
+            if (v.memory_lost) {
+                r["memory_lost"] = true;
+            }
+            if (v.state) {
+                add_ring_state(r, *v.state);
+            }
+        } else {
+            r["running"] = false;  // beyond the queue pairs this port serves
+        }
+        rings.push_back(std::move(r));
+    }
+    out["rings"] = std::move(rings);
+}
+
+}  // namespace vnet::control
