@@ -6,10 +6,13 @@
 #     with `port add ... --switch s1`, two vnet-pktgen guests on them:
 #     b broadcasts 1 frame (a has no front end yet), then a sends N frames
 #     to b's MAC: b receives N, all verified; `switch list` counts learned 2,
-#     flooded 1, 2 MACs, mac_aging_s 60, no drop;
+#     flooded 1, 2 MACs, mac_aging_s 60, no drop; a scrape of vnetd's
+#     metrics endpoint gives the same values for switch="s1" (MAC entries,
+#     table size, every event counter, drops by reason);
 #   - `switch del s1` while a and b are on it is refused with the exact
 #     message naming them, and changes nothing; after `port del a`,
-#     `port del b` it succeeds and `switch list` is empty again;
+#     `port del b` it succeeds, `switch list` is empty again and the
+#     metrics have no series of s1 any more;
 #   - every error is exact and changes nothing (switch list and vnetd's fd
 #     count the same before and after): a duplicate name, a bad setting, an
 #     unknown key, deleting an unknown switch, a port on a deleted switch;
@@ -19,7 +22,8 @@
 #     with vnetctl stays through every reload;
 #   - 100 cycles of switch add, a port added on it, port del, switch del
 #     (one JSON-RPC connection): vnetd's fd count is the same after as
-#     before; vnetd exits 0 (with ASan: LeakSanitizer finds nothing).
+#     before, no series of the cycled switch is left in the metrics; vnetd
+#     exits 0 (with ASan: LeakSanitizer finds nothing).
 #
 # Usage: test_switch_add_del.sh BUILD_DIR   (as root)
 #   VNET_TEST_FRAMES  N (default 20000)
@@ -62,6 +66,11 @@ TOML
 bg_start --log "$WORK/vnetd.log" "$VNETD" --config "$WORK/vnetd.toml"
 VNETD_PID=$BG_PID
 wait_for 10 "vnetd did not open its control socket" test -S "$CTL"
+wait_for 10 "vnetd did not log its metrics address" log_has "$WORK/vnetd.log" "metrics at http://"
+METRICS_URL=$(grep -oE "metrics at http://[0-9.:]+/metrics" "$WORK/vnetd.log" | head -n 1 | cut -d' ' -f3)
+scrape() { python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' "$METRICS_URL"; }
+# switch_series NAME: the number of vnetd_switch_* samples labelled switch="NAME".
+switch_series() { scrape | grep -c "^vnetd_switch_[a-z_]*{.*switch=\"$1\"" || true; }
 
 switch_names() { ctl --json switch list | python3 -c 'import json,sys; print(" ".join(s["name"] for s in json.load(sys.stdin)))'; }
 [ "$(ctl --json switch list | tr -d ' \n')" = "[]" ] || fail "a fresh vnetd has switches: $(switch_names)"
@@ -107,6 +116,27 @@ assert s["ports"] == ["a", "b"], s["ports"]
 assert (s["mac_entries"], s["mac_table_size"], s["mac_aging_s"]) == (2, 8192, 60), s
 print("ok: switch list: learned 2, flooded 1, 2 MACs of 8192, aging 60 s, ports a b, no drop")
 PY
+scrape >"$WORK/metrics.txt" || fail "scraping $METRICS_URL"
+python3 - "$WORK/metrics.txt" "$WORK/switches.json" <<'PY' || fail "the switch metrics disagree with switch list"
+import json, re, sys
+samples = {}
+for line in open(sys.argv[1]):
+    m = re.match(r'^(vnetd_switch_[a-z_]+)\{([^}]*)\} (\S+)$', line.strip())
+    if m:
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+        if labels.get("switch") == "s1":
+            samples[(m.group(1), labels.get("reason", ""))] = float(m.group(3))
+s = json.load(open(sys.argv[2]))[0]
+c = s["counters"]
+want = {("vnetd_switch_mac_entries", ""): s["mac_entries"],
+        ("vnetd_switch_mac_table_size", ""): s["mac_table_size"]}
+for name in ("learned", "moved", "aged", "table_full", "flooded"):
+    want[(f"vnetd_switch_{name}_total", "")] = c[name]
+for reason, n in c["drops"].items():
+    want[("vnetd_switch_drops_total", reason)] = n
+assert samples == {k: float(v) for k, v in want.items()}, (samples, want)
+print(f"ok: {len(samples)} switch series of s1 = switch list (learned {c['learned']}, flooded {c['flooded']}, mac_entries {s['mac_entries']})")
+PY
 
 # ---- switch del refused while ports are on it, then allowed --------------------
 FDS=$(fd_count "$VNETD_PID")
@@ -132,6 +162,7 @@ out=$(ctl switch del s1) || fail "switch del s1: $out"
 [ "$out" = "switch s1 removed" ] || fail "switch del said: $out"
 [ "$(ctl --json switch list | tr -d ' \n')" = "[]" ] || fail "switch list after del: $(switch_names)"
 log_has "$WORK/vnetd.log" "switch s1: removed" || fail "vnetd did not log the removal"
+check_equal "series of s1 after switch del" "metrics=$(switch_series s1)" "zero=0"
 ok "switch del s1 refused with ports on it, done once they were gone; switch list empty"
 
 # ---- errors: exact, and nothing changes ----------------------------------------
@@ -208,6 +239,7 @@ cycles "$CYCLES" || fail "switch add/del cycles"
 check_equal "vnetd fds" "before=$FDS" "after-cycles=$(fd_count "$VNETD_PID")"
 [ "$(ctl --json switch list | tr -d ' \n')" = "[]" ] || fail "switches after the cycles: $(switch_names)"
 [ "$(ctl --json port list | tr -d ' \n')" = "[]" ] || fail "ports after the cycles"
+check_equal "series of cyc after the cycles" "metrics=$(switch_series cyc)" "zero=0"
 ok "$CYCLES switch add/del cycles (a port on it each time): fds $FDS = $FDS"
 
 stop_pid "$VNETD_PID" TERM || fail "vnetd exit status $? on SIGTERM"
