@@ -260,7 +260,7 @@ int main(int argc, char** argv) {
             const json r = client.call("port.del", json{{"name", del_name}});
             std::cout << (as_json ? r.dump(2) : "port " + del_name + " removed") << "\n";
         } else if (*port_set) {
-            json params{{"port", set_name}};
+            json params{{"name", set_name}};
             if (set_rate) {
                 params["ingress_policing_rate"] = *set_rate;
             }
@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
                 std::cout << r.dump(2) << "\n";
             } else {
                 TextTable t({"port", "ingress_policing_rate", "ingress_policing_burst"});
-                t.add_row({text_of(r.value("port", json())),
+                t.add_row({text_of(r.value("name", json())),
                            text_of(r.value("ingress_policing_rate", json())),
                            text_of(r.value("ingress_policing_burst", json()))});
                 t.print(std::cout);

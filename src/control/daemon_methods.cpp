@@ -197,14 +197,28 @@ void Daemon::add_control_methods() {
             return refusable([&] { remove_port(name); });
         });
     control_methods_.add("port.set",
-                         "change a port's settings at run time: params port, "
+                         "change a port's settings at run time: params name, "
                          "ingress_policing_rate (kbit/s, 0 = off), ingress_policing_burst (kbit)",
                          [this](const nlohmann::json& params) { return set_port(params); });
     add_switch_methods();
 }
 
 nlohmann::json Daemon::set_port(const nlohmann::json& params) {
-    const std::string name = rpc::string_param(params, "port");
+    if (!params.is_object()) {
+        throw rpc::RpcError(rpc::ErrorCode::invalid_params, "params must be an object");
+    }
+    // The port is `name`, as in port.add and port.del; a key it does not
+    // know (a typo, the old `port`) is refused rather than ignored.
+    for (const auto& item : params.items()) {
+        const std::string& key = item.key();
+        if (key != "name" && key != "ingress_policing_rate" && key != "ingress_policing_burst") {
+            throw rpc::RpcError(rpc::ErrorCode::invalid_params,
+                                "unknown parameter '" + key +
+                                    "' (port.set takes name, ingress_policing_rate, "
+                                    "ingress_policing_burst)");
+        }
+    }
+    const std::string name = rpc::string_param(params, "name");
     const std::optional<uint32_t> rate =
         rpc::optional_uint32_param(params, "ingress_policing_rate");
     const std::optional<uint32_t> burst =
@@ -235,7 +249,7 @@ nlohmann::json Daemon::set_port(const nlohmann::json& params) {
         [&] { policer.configure(pc->ingress_policing_rate, pc->ingress_policing_burst); });
     log_->info("port {}: ingress policing {} kbit/s, burst {} kbit (port.set)", name,
                pc->ingress_policing_rate, pc->ingress_policing_burst);
-    return nlohmann::json{{"port", name},
+    return nlohmann::json{{"name", name},
                           {"ingress_policing_rate", pc->ingress_policing_rate},
                           {"ingress_policing_burst", pc->ingress_policing_burst}};
 }
