@@ -189,6 +189,20 @@ int main(int argc, char** argv) {
                          "the policing bucket, kbit (0 = the default, 8000)");
     auto* sw = app.add_subcommand("switch", "L2 switches")->require_subcommand(1);
     auto* switch_list = sw->add_subcommand("list", "the switches, their ports and counters");
+    // switch add NAME [options]: the flags are the [[switch]] keys with dashes.
+    auto* switch_add = sw->add_subcommand("add", "add a switch to the running vnetd");
+    std::string switch_add_name;
+    std::map<std::string, std::string> switch_settings;
+    switch_add->add_option("name", switch_add_name, "the switch's name")->required();
+    for (const char* key : {"mac-aging-s", "mac-table-size", "destination-hold-us"}) {
+        switch_add->add_option_function<std::string>(
+            std::string("--") + key,
+            [&switch_settings, key](const std::string& v) { switch_settings[key] = v; },
+            std::string("the [[switch]] key ") + key);
+    }
+    auto* switch_del = sw->add_subcommand("del", "remove a switch (it must have no ports)");
+    std::string switch_del_name;
+    switch_del->add_option("name", switch_del_name, "the switch's name")->required();
     auto* mac = app.add_subcommand("mac", "MAC tables")->require_subcommand(1);
     auto* mac_list = mac->add_subcommand("list", "the learned MACs");
     std::string mac_switch;
@@ -251,7 +265,7 @@ int main(int argc, char** argv) {
             const json r = client.call("port.del", json{{"name", del_name}});
             std::cout << (as_json ? r.dump(2) : "port " + del_name + " removed") << "\n";
         } else if (*port_set) {
-            json params{{"port", set_name}};
+            json params{{"name", set_name}};
             if (set_rate) {
                 params["ingress_policing_rate"] = *set_rate;
             }
@@ -263,7 +277,7 @@ int main(int argc, char** argv) {
                 std::cout << r.dump(2) << "\n";
             } else {
                 TextTable t({"port", "ingress_policing_rate", "ingress_policing_burst"});
-                t.add_row({text_of(r.value("port", json())),
+                t.add_row({text_of(r.value("name", json())),
                            text_of(r.value("ingress_policing_rate", json())),
                            text_of(r.value("ingress_policing_burst", json()))});
                 t.print(std::cout);
@@ -271,6 +285,18 @@ int main(int argc, char** argv) {
         } else if (*switch_list) {
             const json r = client.call("switch.list");
             as_json ? void(std::cout << r.dump(2) << "\n") : print_switches(r);
+        } else if (*switch_add) {
+            json params{{"name", switch_add_name}};
+            for (const auto& [key, value] : switch_settings) {
+                std::string k = key;
+                std::replace(k.begin(), k.end(), '-', '_');
+                params[k] = value;
+            }
+            const json r = client.call("switch.add", params);
+            std::cout << (as_json ? r.dump(2) : "switch " + switch_add_name + " added") << "\n";
+        } else if (*switch_del) {
+            const json r = client.call("switch.del", json{{"name", switch_del_name}});
+            std::cout << (as_json ? r.dump(2) : "switch " + switch_del_name + " removed") << "\n";
         } else if (*mac_list) {
             const json r = client.call(
                 "mac.list", mac_switch.empty() ? json::object() : json{{"switch", mac_switch}});
@@ -304,6 +330,14 @@ int main(int argc, char** argv) {
             } else {
                 std::cout << "removed: " << (r["removed"].empty() ? "-" : r["removed"].dump())
                           << "\nadded: " << (r["added"].empty() ? "-" : r["added"].dump())
+                          << "\nswitches removed: "
+                          << (r.value("switches_removed", json::array()).empty()
+                                  ? "-"
+                                  : r["switches_removed"].dump())
+                          << "\nswitches added: "
+                          << (r.value("switches_added", json::array()).empty()
+                                  ? "-"
+                                  : r["switches_added"].dump())
                           << "\noptions: " << (r["options"].empty() ? "-" : r["options"].dump())
                           << "\n";
             }

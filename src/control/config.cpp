@@ -337,8 +337,24 @@ std::string value_text(const toml::node& node, std::string_view key) {
                                 " must be a string, a number, on/off or a list of those");
 }
 
-// Every key of `table` through the option table; an unknown key is an
-// error that names it (the caller adds the file).
+// One KEY = text through its row of the option table: how the config
+// file's tables and the run-time methods (port.add, switch.add) set a key,
+// so a key is parsed and refused the same way everywhere. An unknown key
+// is an error that names it; every message starts with `where`.
+void apply_setting(OptionScope scope, const std::string& where, std::string_view key,
+                   std::string_view text, Config& config, PortConfig* port) {
+    const OptionSpec* option = find_option(scope, key);
+    if (option == nullptr) {
+        throw std::invalid_argument(where + ": unknown key '" + std::string(key) + "'");
+    }
+    try {
+        option->set(config, port, text);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(where + ": " + e.what());
+    }
+}
+
+// Every key of `table` through the option table (the caller adds the file).
 void apply_table(const toml::table& table, OptionScope scope, const std::string& where,
                  Config& config, PortConfig* port,
                  std::initializer_list<std::string_view> structural = {}) {
@@ -347,15 +363,13 @@ void apply_table(const toml::table& table, OptionScope scope, const std::string&
         if (std::find(structural.begin(), structural.end(), key) != structural.end()) {
             continue;
         }
-        const OptionSpec* option = find_option(scope, key);
-        if (option == nullptr) {
-            throw std::invalid_argument(where + ": unknown key '" + std::string(key) + "'");
-        }
+        std::string text;
         try {
-            option->set(config, port, value_text(node, key));
+            text = value_text(node, key);
         } catch (const std::invalid_argument& e) {
             throw std::invalid_argument(where + ": " + e.what());
         }
+        apply_setting(scope, where, key, text, config, port);
     }
 }
 
@@ -441,17 +455,21 @@ PortConfig port_from_settings(const std::string& name, const std::string& type,
     const std::string where = "port '" + name + "'";
     PortConfig p = new_port(name, type, where);
     for (const auto& [key, text] : settings) {
-        const OptionSpec* option = find_option(OptionScope::port, key);
-        if (option == nullptr) {
-            throw std::invalid_argument(where + ": unknown key '" + key + "'");
-        }
-        try {
-            option->set(config, &p, text);
-        } catch (const std::invalid_argument& e) {
-            throw std::invalid_argument(where + ": " + e.what());
-        }
+        apply_setting(OptionScope::port, where, key, text, config, &p);
     }
     return p;
+}
+
+SwitchConfig switch_from_settings(
+    const std::string& name, const std::vector<std::pair<std::string, std::string>>& settings) {
+    // The switch rows of the option table set the last switch of a config,
+    // as they do while a [[switch]] table is read.
+    Config scratch;
+    scratch.switches.push_back(SwitchConfig{name});
+    for (const auto& [key, text] : settings) {
+        apply_setting(OptionScope::switch_, "switch '" + name + "'", key, text, scratch, nullptr);
+    }
+    return scratch.switches.back();
 }
 
 Config load_config_file(const std::string& path) {

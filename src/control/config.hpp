@@ -142,6 +142,14 @@ PortConfig port_from_settings(const std::string& name, const std::string& type,
                               const std::vector<std::pair<std::string, std::string>>& settings,
                               Config& config);
 
+// A switch from its name and settings given as text, KEY = VALUE with the
+// [[switch]] keys: how switches are added at run time (vnetctl switch add),
+// through the same option rows as the config file's [[switch]] tables.
+// Throws std::invalid_argument naming the switch and the key. Not validated
+// against the other switches: Config::validate does that.
+SwitchConfig switch_from_settings(const std::string& name,
+                                  const std::vector<std::pair<std::string, std::string>>& settings);
+
 // Shared by the config file and the command line, so both accept the same
 // spellings. Each throws std::invalid_argument naming the bad value.
 // A user or group by name or number; `what` names it in the error.

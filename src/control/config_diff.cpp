@@ -29,6 +29,63 @@ std::vector<std::string> changed_port_keys(const Config& before, const PortConfi
     return keys;
 }
 
+// The [[switch]] keys whose values differ between two versions of one
+// switch. The switch rows read the last switch of a config (as they set it
+// while a table is read), so each version is read alone.
+std::vector<std::string> changed_switch_keys(const SwitchConfig& old_switch,
+                                             const SwitchConfig& new_switch) {
+    Config before;
+    before.switches = {old_switch};
+    Config after;
+    after.switches = {new_switch};
+    std::vector<std::string> keys;
+    for (const OptionSpec& o : option_table()) {
+        if (o.scope == OptionScope::switch_ && o.get(before, nullptr) != o.get(after, nullptr)) {
+            keys.emplace_back(o.key);
+        }
+    }
+    return keys;
+}
+
+const SwitchConfig* find_switch(const Config& c, const std::string& name) {
+    for (const SwitchConfig& s : c.switches) {
+        if (s.name == name) {
+            return &s;
+        }
+    }
+    return nullptr;
+}
+
+std::string comma_list(const std::vector<std::string>& items) {
+    std::string list;
+    for (const std::string& item : items) {
+        list += (list.empty() ? "" : ", ") + item;
+    }
+    return list;
+}
+
+void plan_switches(const Config& before, const Config& after, ConfigPlan& plan) {
+    for (const SwitchConfig& old_switch : before.switches) {
+        const SwitchConfig* new_switch = find_switch(after, old_switch.name);
+        if (new_switch == nullptr) {
+            plan.remove_switches.push_back(old_switch.name);
+            continue;
+        }
+        std::vector<std::string> keys = changed_switch_keys(old_switch, *new_switch);
+        if (!keys.empty()) {
+            plan.refusals.push_back("switch '" + old_switch.name + "' changed (" +
+                                    comma_list(keys) +
+                                    "): remove it and its ports from the file and reload, then "
+                                    "add them back");
+        }
+    }
+    for (const SwitchConfig& new_switch : after.switches) {
+        if (find_switch(before, new_switch.name) == nullptr) {
+            plan.add_switches.push_back(new_switch);
+        }
+    }
+}
+
 std::string peer_name(const Config& c, const std::string& port) {
     const PortConfig* peer = c.peer_of(port);
     return peer == nullptr ? std::string() : peer->name;
@@ -39,8 +96,8 @@ std::string peer_name(const Config& c, const std::string& port) {
 ConfigPlan plan_reload(const Config& before, const Config& after) {
     ConfigPlan plan;
     for (const OptionSpec& o : option_table()) {
-        if (o.scope == OptionScope::port) {
-            continue;
+        if (o.scope == OptionScope::port || o.scope == OptionScope::switch_) {
+            continue;  // compared per port and per switch below
         }
         const std::string was = o.get(before, nullptr);
         const std::string now = o.get(after, nullptr);
@@ -62,11 +119,7 @@ ConfigPlan plan_reload(const Config& before, const Config& after) {
         }
         std::vector<std::string> keys = changed_port_keys(before, old_port, after, *new_port);
         if (!keys.empty()) {
-            std::string list;
-            for (const std::string& k : keys) {
-                list += (list.empty() ? "" : ", ") + k;
-            }
-            plan.refusals.push_back("port '" + old_port.name + "' changed (" + list +
+            plan.refusals.push_back("port '" + old_port.name + "' changed (" + comma_list(keys) +
                                     "): remove it from the file and reload, then add it back");
         }
         const std::string old_peer = peer_name(before, old_port.name);
@@ -79,6 +132,7 @@ ConfigPlan plan_reload(const Config& before, const Config& after) {
                                     "'): remove it from the file and reload, then add it back");
         }
     }
+    plan_switches(before, after, plan);
     // New ports, each after its new peer; a new port connected to a port
     // that stays needs that port to be in no other cross-connect.
     for (const PortConfig& new_port : after.ports) {

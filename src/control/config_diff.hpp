@@ -4,11 +4,12 @@
 //
 // The file is the boot state: ports added with vnetctl are not in either
 // version, so a reload leaves them alone. What can change at run time:
-// ports (added or removed, with their cross-connect) and the options that
-// are safe to change under traffic (kRunTimeOptions). Anything else — a
-// port whose keys changed, a cross-connect between ports that stay, a
-// datapath option the workers were built with — is a refusal naming the
-// key; one refusal refuses the whole plan, so a reload is all or nothing.
+// ports (added or removed, with their cross-connect), switches (added or
+// removed) and the options that are safe to change under traffic
+// (kRunTimeOptions). Anything else — a port or a switch whose keys
+// changed, a cross-connect between ports that stay, a datapath option the
+// workers were built with — is a refusal naming the key; one refusal
+// refuses the whole plan, so a reload is all or nothing.
 #pragma once
 
 #include <string>
@@ -27,9 +28,17 @@ struct ConfigPlan {
     std::vector<std::string> remove;                           // port names, in file order
     std::vector<std::pair<PortConfig, std::string>> add;       // port, peer ("" for none), in order
     std::vector<std::pair<std::string, std::string>> options;  // key, new value (text)
-    std::vector<std::string> refusals;                         // why not, one line each
+    // Switches gone from the file (removed after `remove`, so their ports
+    // have left them) and new ones (added before `add`, whose ports may be
+    // on them), in file order.
+    std::vector<std::string> remove_switches;
+    std::vector<SwitchConfig> add_switches;
+    std::vector<std::string> refusals;  // why not, one line each
 
-    bool empty() const { return remove.empty() && add.empty() && options.empty(); }
+    bool empty() const {
+        return remove.empty() && add.empty() && options.empty() && remove_switches.empty() &&
+               add_switches.empty();
+    }
 };
 
 // `before`: the file as last read; `after`: as read now (both validated).

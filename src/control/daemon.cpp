@@ -29,7 +29,7 @@ Daemon::Daemon(Config config, std::function<Config()> reread)
     for (const PortConfig& pc : config_.ports) {
         ports_.push_back(build_port(pc, config_.connection_of(pc.name)));
         if (!pc.switch_name.empty()) {
-            ports_.back().switch_index = attach_to_switch(pc, *ports_.back().port);
+            ports_.back().switch_id = attach_to_switch(pc, *ports_.back().port);
         }
     }
     next_placement_group_ = std::max<size_t>(1, config_.connections.size());
@@ -237,7 +237,7 @@ void Daemon::add_port(PortConfig pc, const std::string& peer) {
     peer_entry = peer.empty() ? nullptr : entry_named(peer);  // ports_ may have moved
     try {
         if (!pc.switch_name.empty()) {
-            added->switch_index = attach_to_switch(pc, *added->port);
+            added->switch_id = attach_to_switch(pc, *added->port);
         }
         if (peer_entry != nullptr) {
             connect_ports(*peer_entry, *added);
@@ -253,7 +253,7 @@ void Daemon::add_port(PortConfig pc, const std::string& peer) {
             peer_entry->service->set_peer(nullptr);
         }
         added->service.reset();
-        if (added->switch_index) {
+        if (added->switch_id) {
             detach_from_switch(*added->port);
         }
         disconnect_port(*added->port);
@@ -273,6 +273,18 @@ nlohmann::json Daemon::reload() {
     }
     Config file = reread_config_();  // throws naming the file and the key
     ConfigPlan plan = plan_reload(file_config_, file);
+    // What the file cannot know: switches vnetctl added or put ports on.
+    for (const std::string& name : plan.remove_switches) {
+        if (std::string refusal = switch_removal_refusal(name, plan.remove); !refusal.empty()) {
+            plan.refusals.push_back(refusal);
+        }
+    }
+    for (const SwitchConfig& sc : plan.add_switches) {
+        if (switch_named(sc.name) != nullptr) {
+            plan.refusals.push_back("switch '" + sc.name +
+                                    "' is new in the file but exists already (vnetctl switch add)");
+        }
+    }
     if (!plan.refusals.empty()) {
         std::string reasons;
         for (const std::string& r : plan.refusals) {
@@ -282,12 +294,24 @@ nlohmann::json Daemon::reload() {
     }
     nlohmann::json done{{"removed", nlohmann::json::array()},
                         {"added", nlohmann::json::array()},
+                        {"switches_removed", nlohmann::json::array()},
+                        {"switches_added", nlohmann::json::array()},
                         {"options", nlohmann::json::object()}};
     for (const std::string& name : plan.remove) {
         if (entry_named(name) != nullptr) {  // may be gone already (vnetctl port del)
             remove_port(name);
             done["removed"].push_back(name);
         }
+    }
+    for (const std::string& name : plan.remove_switches) {
+        if (switch_named(name) != nullptr) {  // may be gone already (vnetctl switch del)
+            remove_switch(name);
+            done["switches_removed"].push_back(name);
+        }
+    }
+    for (const SwitchConfig& sc : plan.add_switches) {
+        add_switch(sc);
+        done["switches_added"].push_back(sc.name);
     }
     for (auto& [port, peer] : plan.add) {
         add_port(port, peer);
@@ -322,7 +346,7 @@ void Daemon::remove_port(const std::string& name) {
     // Its guest first (the rings go back through the workers, the guest
     // sees the socket close), then its paths, then the port itself.
     entry->service.reset();
-    if (entry->switch_index) {
+    if (entry->switch_id) {
         detach_from_switch(*entry->port);
     }
     disconnect_port(*entry->port);

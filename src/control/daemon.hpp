@@ -64,14 +64,24 @@ public:
     // ports' and workers' are registered already; other parts (the L2
     // switch) add theirs here.
     void add_metrics_source(MetricsSource source);
+    // A switch's id: given in the order switches are made (the config's,
+    // then vnetctl's), never reused, so it stays valid whatever is deleted.
+    using SwitchId = size_t;
     // The one way a port joins or leaves a switch, at start-up and at run
     // time (daemon_switches.cpp): the switch's worker attaches it between
     // rounds. `config` names the switch and the port's VLAN and MAC keys.
     // Throws std::invalid_argument (no such switch, switch full).
-    // Returns the switch's index in switches_.
-    size_t attach_to_switch(const PortConfig& config, ports::Port& port);
+    SwitchId attach_to_switch(const PortConfig& config, ports::Port& port);
     // False if the port is on no switch.
     bool detach_from_switch(const ports::Port& port);
+    // Run time (control thread; vnetctl switch add/del, reload): add_switch
+    // makes a switch with the [[switch]] keys of `config` on the worker the
+    // placement rule gives it; remove_switch takes one without ports off
+    // its worker (its MAC table, aging sweep and counters go with it). Both
+    // throw std::invalid_argument naming what is wrong (a duplicate name,
+    // a bad key, ports still on it) and then change nothing.
+    void add_switch(const SwitchConfig& config);
+    void remove_switch(const std::string& name);
 
 private:
     struct PortEntry {
@@ -82,9 +92,9 @@ private:
         // time (the two ends of a cross-connect share it). Fixed for the
         // port's life, so its queue pairs never change worker.
         size_t placement_group = 0;
-        // The switch it is on (switches_), if any: its worker owns every
-        // queue pair of the port.
-        std::optional<size_t> switch_index;
+        // The switch it is on, if any: its worker owns every queue pair of
+        // the port.
+        std::optional<SwitchId> switch_id;
         // Its ingress policing bucket, shared by the paths from it.
         std::unique_ptr<dataplane::IngressPolicer> policer;
         // Declared after the port: goes first, also when a constructor throws.
@@ -99,7 +109,17 @@ private:
     // Every path from or to `port`, off its worker.
     void disconnect_port(const ports::Port& port);
     PortEntry* entry_named(const std::string& name);
-    void create_switches();  // daemon_switches.cpp
+    // daemon_switches.cpp
+    void create_switches();
+    // Makes the switch on its worker: the next id and, by it, the worker.
+    void open_switch(const SwitchConfig& config);
+    struct SwitchEntry;
+    SwitchEntry* switch_named(const std::string& name);
+    SwitchEntry* switch_with_id(SwitchId id);
+    // Why a switch cannot go now (the ports on it, other than `leaving`),
+    // or "" if it can.
+    std::string switch_removal_refusal(const std::string& name,
+                                       const std::vector<std::string>& leaving = {}) const;
     // The worker that owns queue pair `queue` of the port named so: its
     // switch's, or its cross-connect's by the placement rule.
     dataplane::Worker& owner_of(const std::string& port_name, uint16_t queue);
@@ -139,14 +159,22 @@ private:
     dataplane::Placement placement_{1};
     std::vector<PortEntry> ports_;  // in config order, then as added
     size_t next_placement_group_ = 0;
-    // The switches, in config order; each is owned by its worker and read
-    // only through it (run_sync), so the datapath takes no lock.
+    // The switches, in the order they were made; each is owned by its
+    // worker and read only through it (run_sync), so the datapath takes no
+    // lock. A port refers to its switch by id: a deletion moves the others
+    // in this vector.
     struct SwitchEntry {
+        SwitchId id;
         std::string name;
         dataplane::Worker* worker;
         dataplane::switching::SwitchDatapath* datapath;
     };
     std::vector<SwitchEntry> switches_;
+    SwitchId next_switch_id_ = 0;
+    // The placement rule's `connections` for switches: the cross-connects
+    // of the boot config. Fixed, so a switch made later lands where the
+    // rule says whatever ports were added since.
+    size_t boot_connections_ = 0;
     rpc::MethodTable control_methods_;
     std::unique_ptr<rpc::ControlServer> control_server_;
     std::shared_ptr<MetricsCollector> metrics_;

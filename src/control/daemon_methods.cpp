@@ -3,6 +3,7 @@
 // sees ports and counters exactly as the stats report does.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <system_error>
@@ -50,6 +51,19 @@ std::string setting_text(const std::string& key, const nlohmann::json& value) {
     }
     throw rpc::RpcError(rpc::ErrorCode::invalid_params,
                         "'" + key + "' must be a string, an integer, true/false or a list");
+}
+
+// The params but `structural` ones as KEY = text, what the option rows take
+// (port.add's [[port]] keys, switch.add's [[switch]] keys).
+std::vector<std::pair<std::string, std::string>> settings_of(
+    const nlohmann::json& params, std::initializer_list<std::string_view> structural) {
+    std::vector<std::pair<std::string, std::string>> settings;
+    for (const auto& [key, value] : params.items()) {
+        if (std::find(structural.begin(), structural.end(), key) == structural.end()) {
+            settings.emplace_back(key, setting_text(key, value));
+        }
+    }
+    return settings;
 }
 
 // Runs a change the daemon may refuse: its reason becomes the error message.
@@ -157,15 +171,8 @@ void Daemon::add_control_methods() {
             }
             const std::string name = rpc::string_param(params, "name");
             const std::string type = rpc::string_param(params, "type");
-            std::string peer;
-            std::vector<std::pair<std::string, std::string>> settings;
-            for (const auto& [key, value] : params.items()) {
-                if (key == "peer") {
-                    peer = rpc::string_param(params, "peer");
-                } else if (key != "name" && key != "type") {
-                    settings.emplace_back(key, setting_text(key, value));
-                }
-            }
+            const std::string peer = rpc::optional_string_param(params, "peer").value_or("");
+            const auto settings = settings_of(params, {"name", "type", "peer"});
             return refusable([&] {
                 Config scratch = config_;  // option rows may write daemon-wide state: not ours
                 add_port(port_from_settings(name, type, settings, scratch), peer);
@@ -190,7 +197,7 @@ void Daemon::add_control_methods() {
             return refusable([&] { remove_port(name); });
         });
     control_methods_.add("port.set",
-                         "change a port's settings at run time: params port, "
+                         "change a port's settings at run time: params name, "
                          "ingress_policing_rate (kbit/s, 0 = off), ingress_policing_burst (kbit)",
                          [this](const nlohmann::json& params) { return set_port(params); });
     control_methods_.add("port.show",
@@ -201,7 +208,21 @@ void Daemon::add_control_methods() {
 }
 
 nlohmann::json Daemon::set_port(const nlohmann::json& params) {
-    const std::string name = rpc::string_param(params, "port");
+    if (!params.is_object()) {
+        throw rpc::RpcError(rpc::ErrorCode::invalid_params, "params must be an object");
+    }
+    // The port is `name`, as in port.add and port.del; a key it does not
+    // know (a typo, the old `port`) is refused rather than ignored.
+    for (const auto& item : params.items()) {
+        const std::string& key = item.key();
+        if (key != "name" && key != "ingress_policing_rate" && key != "ingress_policing_burst") {
+            throw rpc::RpcError(rpc::ErrorCode::invalid_params,
+                                "unknown parameter '" + key +
+                                    "' (port.set takes name, ingress_policing_rate, "
+                                    "ingress_policing_burst)");
+        }
+    }
+    const std::string name = rpc::string_param(params, "name");
     const std::optional<uint32_t> rate =
         rpc::optional_uint32_param(params, "ingress_policing_rate");
     const std::optional<uint32_t> burst =
@@ -232,14 +253,36 @@ nlohmann::json Daemon::set_port(const nlohmann::json& params) {
         [&] { policer.configure(pc->ingress_policing_rate, pc->ingress_policing_burst); });
     log_->info("port {}: ingress policing {} kbit/s, burst {} kbit (port.set)", name,
                pc->ingress_policing_rate, pc->ingress_policing_burst);
-    return nlohmann::json{{"port", name},
+    return nlohmann::json{{"name", name},
                           {"ingress_policing_rate", pc->ingress_policing_rate},
                           {"ingress_policing_burst", pc->ingress_policing_burst}};
 }
 
+// switch.add and switch.del change the switch list on the control thread;
 // switch.list and mac.list: the MAC table belongs to the switch's worker, so
 // it is read there (run_sync), between rounds; the datapath takes no lock.
 void Daemon::add_switch_methods() {
+    control_methods_.add(
+        "switch.add",
+        "add a switch: {name, KEY: VALUE...} with the [[switch]] keys of the config file "
+        "(mac_aging_s, mac_table_size, destination_hold_us)",
+        [this](const nlohmann::json& params) {
+            if (!params.is_object()) {
+                throw rpc::RpcError(rpc::ErrorCode::invalid_params, "params must be an object");
+            }
+            const std::string name = rpc::string_param(params, "name");
+            return refusable(
+                [&] { add_switch(switch_from_settings(name, settings_of(params, {"name"}))); });
+        });
+    control_methods_.add("switch.del", "remove a switch that has no ports: {name}",
+                         [this](const nlohmann::json& params) {
+                             if (!params.is_object()) {
+                                 throw rpc::RpcError(rpc::ErrorCode::invalid_params,
+                                                     "params must be an object");
+                             }
+                             const std::string name = rpc::string_param(params, "name");
+                             return refusable([&] { remove_switch(name); });
+                         });
     auto selected = [this](const nlohmann::json& params) {
         std::optional<std::string> only = switch_param(params);
         std::vector<SwitchEntry*> out;

@@ -1,6 +1,6 @@
 // The daemon's side of metrics (metrics.hpp): a collector whose sources run
-// on the control thread, the ports' and workers' sources, and the endpoint
-// at --metrics-address.
+// on the control thread, the ports', workers' and switches' sources, and the
+// endpoint at --metrics-address.
 #include <chrono>
 #include <future>
 
@@ -44,6 +44,23 @@ std::shared_ptr<MetricsCollector> Daemon::make_metrics_collector() {
             samples.push_back({w->busy_ns(), w->idle_ns(), w->rounds(), w->sleeps()});
         }
         add_worker_families(samples, out);
+    });
+    // The switches vnetd has at the scrape: a deleted one is no longer in
+    // switches_, so its series go with it. The MAC table belongs to the
+    // switch's worker: read there, between rounds, as switch.list does.
+    collector->add_source([this](MetricFamilies& out) {
+        std::vector<SwitchMetricsSample> samples;
+        for (const SwitchEntry& s : switches_) {
+            SwitchMetricsSample sample{s.name, 0, 0, {}};
+            s.worker->run_sync([&] {
+                const auto& core = s.datapath->core();
+                sample.mac_entries = core.mac_table().size();
+                sample.mac_table_size = core.options().mac_table_size;
+                sample.counters = core.counters().snapshot();
+            });
+            samples.push_back(std::move(sample));
+        }
+        add_switch_families(samples, out);
     });
     return collector;
 }

@@ -1,6 +1,8 @@
-// The daemon's switches: one SwitchDatapath per [[switch]], owned by the
-// worker the placement rule gives it, and the one way ports join and leave
-// one (at start-up here, at run time from the control methods).
+// The daemon's switches: one SwitchDatapath per switch (a [[switch]] of the
+// config, or one vnetctl switch add made), owned by the worker the
+// placement rule gives it, and the one way ports join and leave one (at
+// start-up here, at run time from the control methods).
+#include <algorithm>
 #include <stdexcept>
 
 #include "control/daemon.hpp"
@@ -26,25 +28,99 @@ dataplane::switching::MemberConfig member_config_of(const PortConfig& pc) {
 }  // namespace
 
 void Daemon::create_switches() {
-    for (size_t i = 0; i < config_.switches.size(); ++i) {
-        const SwitchConfig& sc = config_.switches[i];
-        dataplane::switching::SwitchDatapathOptions o;
-        o.core.mac_aging_s = sc.mac_aging_s;
-        o.core.mac_table_size = sc.mac_table_size;
-        o.burst = config_.datapath.tx_batch;
-        o.weight_packets = config_.datapath.weight_packets;
-        o.hold_ns = uint64_t{sc.destination_hold_us} * 1000;
-        const size_t w = placement_.worker_for_switch(config_.connections.size(), i);
-        dataplane::Worker& worker = *workers_[w];
-        dataplane::switching::SwitchDatapath* datapath = nullptr;
-        worker.run_sync([&] {
-            datapath = &worker.add_switch(
-                std::make_unique<dataplane::switching::SwitchDatapath>(sc.name, o));
-        });
-        switches_.push_back(SwitchEntry{sc.name, &worker, datapath});
-        log_->info("switch {}: on worker {}, mac_table_size {}, mac_aging_s {}", sc.name, w,
-                   sc.mac_table_size, sc.mac_aging_s);
+    boot_connections_ = config_.connections.size();
+    for (const SwitchConfig& sc : config_.switches) {
+        open_switch(sc);
     }
+}
+
+// The s-th switch made runs on worker (boot connections + s) mod n
+// (dataplane::Placement): at start-up s is the config's order, and a
+// switch added later takes the next s, so switches spread over the workers
+// as they come, and a deletion moves no other switch.
+void Daemon::open_switch(const SwitchConfig& sc) {
+    dataplane::switching::SwitchDatapathOptions o;
+    o.core.mac_aging_s = sc.mac_aging_s;
+    o.core.mac_table_size = sc.mac_table_size;
+    o.burst = config_.datapath.tx_batch;
+    o.weight_packets = config_.datapath.weight_packets;
+    o.hold_ns = uint64_t{sc.destination_hold_us} * 1000;
+    const SwitchId id = next_switch_id_;
+    const size_t w = placement_.worker_for_switch(boot_connections_, id);
+    dataplane::Worker& worker = *workers_[w];
+    dataplane::switching::SwitchDatapath* datapath = nullptr;
+    worker.run_sync([&] {
+        datapath =
+            &worker.add_switch(std::make_unique<dataplane::switching::SwitchDatapath>(sc.name, o));
+    });
+    ++next_switch_id_;
+    switches_.push_back(SwitchEntry{id, sc.name, &worker, datapath});
+    log_->info("switch {}: on worker {}, mac_table_size {}, mac_aging_s {}", sc.name, w,
+               sc.mac_table_size, sc.mac_aging_s);
+}
+
+Daemon::SwitchEntry* Daemon::switch_named(const std::string& name) {
+    for (SwitchEntry& s : switches_) {
+        if (s.name == name) {
+            return &s;
+        }
+    }
+    return nullptr;
+}
+
+Daemon::SwitchEntry* Daemon::switch_with_id(SwitchId id) {
+    for (SwitchEntry& s : switches_) {
+        if (s.id == id) {
+            return &s;
+        }
+    }
+    return nullptr;
+}
+
+void Daemon::add_switch(const SwitchConfig& sc) {
+    if (switch_named(sc.name) != nullptr) {
+        throw std::invalid_argument("a switch named '" + sc.name + "' exists already");
+    }
+    Config next = config_;
+    next.switches.push_back(sc);
+    next.validate();
+    open_switch(sc);
+    config_ = std::move(next);
+}
+
+std::string Daemon::switch_removal_refusal(const std::string& name,
+                                           const std::vector<std::string>& leaving) const {
+    std::string on_it;
+    for (const PortConfig& p : config_.ports) {
+        if (p.switch_name == name &&
+            std::find(leaving.begin(), leaving.end(), p.name) == leaving.end()) {
+            on_it += (on_it.empty() ? "" : ", ") + p.name;
+        }
+    }
+    if (on_it.empty()) {
+        return {};
+    }
+    return "switch '" + name + "' still has ports: " + on_it +
+           " (remove them first: vnetctl port del NAME)";
+}
+
+void Daemon::remove_switch(const std::string& name) {
+    SwitchEntry* s = switch_named(name);
+    if (s == nullptr) {
+        throw std::invalid_argument("no switch named '" + name + "'");
+    }
+    if (std::string refusal = switch_removal_refusal(name); !refusal.empty()) {
+        throw std::invalid_argument(refusal);
+    }
+    // No member is left, so no queue pair is served by it: the worker drops
+    // it between rounds (its MAC table and aging sweep are part of it), and
+    // nothing refers to its id any more.
+    dataplane::Worker& worker = *s->worker;
+    const dataplane::switching::SwitchDatapath* datapath = s->datapath;
+    worker.run_sync([&] { worker.remove_switch(datapath); });
+    switches_.erase(switches_.begin() + (s - switches_.data()));
+    std::erase_if(config_.switches, [&name](const SwitchConfig& c) { return c.name == name; });
+    log_->info("switch {}: removed", name);
 }
 
 dataplane::Worker& Daemon::owner_of(const std::string& port_name, uint16_t queue) {
@@ -52,38 +128,36 @@ dataplane::Worker& Daemon::owner_of(const std::string& port_name, uint16_t queue
     if (entry == nullptr) {  // still being built
         return *workers_[placement_.worker_for(config_.connection_of(port_name), queue)];
     }
-    if (entry->switch_index) {
-        return *switches_[*entry->switch_index].worker;
+    if (entry->switch_id) {
+        return *switch_with_id(*entry->switch_id)->worker;
     }
     return *workers_[placement_.worker_for(entry->placement_group, queue)];
 }
 
-size_t Daemon::attach_to_switch(const PortConfig& config, ports::Port& port) {
-    for (size_t index = 0; index < switches_.size(); ++index) {
-        SwitchEntry& s = switches_[index];
-        if (s.name != config.switch_name) {
-            continue;
-        }
-        uint16_t member = 0;
-        std::exception_ptr error;
-        s.worker->run_sync([&] {
-            try {
-                member = s.datapath->attach(port, member_config_of(config));
-            } catch (...) {
-                error = std::current_exception();
-            }
-        });
-        if (error) {
-            std::rethrow_exception(error);
-        }
-        log_->info("switch {}: port {} is member {} ({})", s.name, port.name(), member,
-                   config.trunk.empty() ? "access vlan " + std::to_string(config.vlan.value_or(
-                                                               dataplane::switching::kDefaultVlan))
-                                        : "trunk");
-        return index;
+Daemon::SwitchId Daemon::attach_to_switch(const PortConfig& config, ports::Port& port) {
+    SwitchEntry* s = switch_named(config.switch_name);
+    if (s == nullptr) {
+        throw std::invalid_argument("port '" + config.name + "': no switch named '" +
+                                    config.switch_name + "'");
     }
-    throw std::invalid_argument("port '" + config.name + "': no switch named '" +
-                                config.switch_name + "'");
+    uint16_t member = 0;
+    std::exception_ptr error;
+    s->worker->run_sync([&] {
+        try {
+            member = s->datapath->attach(port, member_config_of(config));
+        } catch (...) {
+            error = std::current_exception();
+        }
+    });
+    if (error) {
+        std::rethrow_exception(error);
+    }
+    log_->info("switch {}: port {} is member {} ({})", s->name, port.name(), member,
+               config.trunk.empty()
+                   ? "access vlan " +
+                         std::to_string(config.vlan.value_or(dataplane::switching::kDefaultVlan))
+                   : "trunk");
+    return s->id;
 }
 
 bool Daemon::detach_from_switch(const ports::Port& port) {

@@ -163,4 +163,43 @@ void add_worker_families(const std::vector<WorkerMetricsSample>& workers, Metric
     }
 }
 
+void add_switch_families(const std::vector<SwitchMetricsSample>& switches, MetricFamilies& out) {
+    using dataplane::switching::kSwitchCounterFields;
+    MetricFamily entries =
+        family("vnetd_switch_mac_entries", "MACs in the switch's table now", MetricType::Gauge);
+    MetricFamily table_size =
+        family("vnetd_switch_mac_table_size",
+               "entries the MAC table holds at most (mac_table_size); a full table floods",
+               MetricType::Gauge);
+    std::vector<MetricFamily> events;
+    for (const auto& field : kSwitchCounterFields) {
+        events.push_back(family("vnetd_switch_" + std::string(field.name) + "_total",
+                                std::string(field.help), MetricType::Counter));
+    }
+    MetricFamily drops = family("vnetd_switch_drops_total", "packets the switch dropped, by reason",
+                                MetricType::Counter);
+    for (const SwitchMetricsSample& s : switches) {
+        const Labels labels{{"switch", s.name}};
+        add_gauge(entries, labels, static_cast<double>(s.mac_entries));
+        add_gauge(table_size, labels, static_cast<double>(s.mac_table_size));
+        for (size_t i = 0; i < kSwitchCounterFields.size(); ++i) {
+            add_counter(events[i], labels,
+                        static_cast<double>(s.counters.*kSwitchCounterFields[i].value));
+        }
+        for (size_t r = 0; r < packet::kDropReasonCount; ++r) {
+            add_counter(
+                drops,
+                {{"switch", s.name},
+                 {"reason", std::string(packet::to_string(static_cast<packet::DropReason>(r)))}},
+                static_cast<double>(s.counters.drops[r]));
+        }
+    }
+    out.push_back(std::move(entries));
+    out.push_back(std::move(table_size));
+    for (MetricFamily& f : events) {
+        out.push_back(std::move(f));
+    }
+    out.push_back(std::move(drops));
+}
+
 }  // namespace vnet::control

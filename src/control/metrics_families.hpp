@@ -5,7 +5,8 @@
 // of the port, what its guest sent or its tap read; `tx`: packets into the
 // port), `reason` (a packet::DropReason, as in the JSON's "drops"), `kind`
 // (the port factory's name), `worker` (the worker's index, as in
-// worker_cpus). docs/USAGE.md ("Metrics") lists every family.
+// worker_cpus), `switch` (the switch's name, as in `vnetctl switch list`).
+// docs/USAGE.md ("Metrics") lists every family.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "control/metrics.hpp"
+#include "dataplane/switch/switch_counters.hpp"
 #include "ports/port.hpp"
 
 namespace vnet::control {
@@ -43,5 +45,18 @@ struct WorkerMetricsSample {
 
 // Per worker (label `worker`: its index): busy and idle seconds, rounds, sleeps.
 void add_worker_families(const std::vector<WorkerMetricsSample>& workers, MetricFamilies& out);
+
+// One switch as its worker read it during the scrape (what switch.list says).
+struct SwitchMetricsSample {
+    std::string name;
+    uint64_t mac_entries = 0;
+    uint64_t mac_table_size = 0;
+    dataplane::switching::SwitchCounters::Snapshot counters;
+};
+
+// Per switch (label `switch`): MAC entries and the table's bound (gauges),
+// learned, moved, aged, table_full, flooded and drops by reason (counters).
+// A switch that is gone has no sample: its series end with it.
+void add_switch_families(const std::vector<SwitchMetricsSample>& switches, MetricFamilies& out);
 
 }  // namespace vnet::control

@@ -9,7 +9,9 @@
 // A switch is one owner: every queue pair of every port on the s-th switch
 // runs on worker (connections + s) mod n, so its MAC table is touched by
 // that worker alone; switches after the cross-connects spread over the
-// workers the same way.
+// workers the same way. s counts the switches in the order they are made
+// (the config's, then those added at run time) and is never reused, and
+// `connections` is the boot config's, so a switch never changes worker.
 #pragma once
 
 #include <cstddef>

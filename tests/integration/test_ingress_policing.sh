@@ -132,7 +132,7 @@ ctl --json port set vm0 --ingress-policing-rate "$R3" --ingress-policing-burst "
 python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
-assert r == {"port": "vm0", "ingress_policing_rate": int(sys.argv[2]),
+assert r == {"name": "vm0", "ingress_policing_rate": int(sys.argv[2]),
              "ingress_policing_burst": int(sys.argv[3])}, r' "$WORK/set-c.json" "$R3" "$B3" ||
     fail "(c) port set answered $(cat "$WORK/set-c.json")"
 send c
@@ -161,7 +161,10 @@ expect_error unknown "no port named 'nope'" port set nope --ingress-policing-rat
 expect_error nothing "nothing to set" port set vm0
 expect_error negative "--ingress-policing-rate" port set vm0 --ingress-policing-rate -5
 expect_error too-big "must be an integer 0..4294967295" call port.set \
-    '{"port":"vm0","ingress_policing_rate":4294967296}'
+    '{"name":"vm0","ingress_policing_rate":4294967296}'
+# The port is `name`, as in port.add and port.del.
+expect_error old-key "unknown parameter 'port' (port.set takes name, ingress_policing_rate, ingress_policing_burst)" \
+    call port.set '{"port":"vm0","ingress_policing_rate":5}'
 ctl --json port list >/dev/null || fail "(d) vnetd stopped answering"
 log_has "$WORK/vnetd.log" "port vm0: ingress policing $R3 kbit/s, burst $B3 kbit" ||
     fail "(d) the last setting is not the one logged last"

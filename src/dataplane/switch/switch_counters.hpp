@@ -39,13 +39,19 @@ struct SwitchCounterField {
     std::string_view name;
     packet::Counter SwitchCounters::*counter;
     uint64_t SwitchCounters::Snapshot::*value;
+    std::string_view help;  // the metric's help text
 };
 inline constexpr std::array<SwitchCounterField, 5> kSwitchCounterFields = {{
-    {"learned", &SwitchCounters::learned, &SwitchCounters::Snapshot::learned},
-    {"moved", &SwitchCounters::moved, &SwitchCounters::Snapshot::moved},
-    {"aged", &SwitchCounters::aged, &SwitchCounters::Snapshot::aged},
-    {"table_full", &SwitchCounters::table_full, &SwitchCounters::Snapshot::table_full},
-    {"flooded", &SwitchCounters::flooded, &SwitchCounters::Snapshot::flooded},
+    {"learned", &SwitchCounters::learned, &SwitchCounters::Snapshot::learned,
+     "MACs learned: seen as a source for the first time on their VLAN"},
+    {"moved", &SwitchCounters::moved, &SwitchCounters::Snapshot::moved,
+     "learned MACs seen as a source on another port"},
+    {"aged", &SwitchCounters::aged, &SwitchCounters::Snapshot::aged,
+     "MACs forgotten after mac_aging_s without traffic"},
+    {"table_full", &SwitchCounters::table_full, &SwitchCounters::Snapshot::table_full,
+     "MACs not learned because the table was full"},
+    {"flooded", &SwitchCounters::flooded, &SwitchCounters::Snapshot::flooded,
+     "packets flooded to every port of their VLAN (broadcast, multicast, unknown unicast)"},
 }};
 
 inline SwitchCounters::Snapshot SwitchCounters::snapshot() const {

@@ -115,5 +115,76 @@ TEST(PlanReload, run_time_options_are_applied_and_the_others_refused) {
     EXPECT_EQ(plan.refusals[0], "tx_batch changed (64 -> 32): it takes a restart");
 }
 
+SwitchConfig a_switch(const std::string& name) {
+    SwitchConfig s;
+    s.name = name;
+    return s;
+}
+
+PortConfig on_switch(PortConfig p, const std::string& switch_name) {
+    p.switch_name = switch_name;
+    return p;
+}
+
+TEST(PlanReload, a_new_switch_is_added_before_the_new_ports_on_it) {
+    Config after = boot();
+    after.switches = {a_switch("s1")};
+    after.switches[0].mac_aging_s = 60;
+    after.ports.push_back(on_switch(vm("vm1"), "s1"));
+    const ConfigPlan plan = plan_reload(boot(), after);
+    EXPECT_TRUE(plan.refusals.empty());
+    ASSERT_EQ(plan.add_switches.size(), 1u);
+    EXPECT_EQ(plan.add_switches[0].name, "s1");
+    EXPECT_EQ(plan.add_switches[0].mac_aging_s, 60u);
+    EXPECT_TRUE(plan.remove_switches.empty());
+    EXPECT_EQ(added_names(plan), (std::vector<std::string>{"vm1"}));
+}
+
+TEST(PlanReload, a_switch_gone_from_the_file_is_removed_with_its_ports) {
+    Config before = boot();
+    before.switches = {a_switch("s0"), a_switch("s1")};
+    before.ports.push_back(on_switch(vm("vm1"), "s1"));
+    Config after = boot();
+    after.switches = {a_switch("s0")};
+    const ConfigPlan plan = plan_reload(before, after);
+    EXPECT_TRUE(plan.refusals.empty());
+    EXPECT_EQ(plan.remove, (std::vector<std::string>{"vm1"}));
+    EXPECT_EQ(plan.remove_switches, (std::vector<std::string>{"s1"}));
+    EXPECT_TRUE(plan.add_switches.empty());
+    EXPECT_FALSE(plan.empty());
+}
+
+TEST(PlanReload, a_switch_whose_keys_changed_is_refused_naming_the_keys) {
+    Config before = boot();
+    before.switches = {a_switch("s0"), a_switch("s1")};
+    Config after = before;
+    after.switches[0].mac_table_size = 1024;
+    after.switches[0].destination_hold_us = 500;
+    const ConfigPlan plan = plan_reload(before, after);
+    ASSERT_EQ(plan.refusals.size(), 1u);
+    EXPECT_EQ(plan.refusals[0],
+              "switch 's0' changed (mac_table_size, destination_hold_us): remove it and its "
+              "ports from the file and reload, then add them back");
+    EXPECT_TRUE(plan.add_switches.empty());
+    EXPECT_TRUE(plan.remove_switches.empty());
+}
+
+TEST(PlanReload, the_same_switches_change_nothing_and_their_keys_are_no_daemon_options) {
+    Config before = boot();
+    before.switches = {a_switch("s0")};
+    before.switches[0].mac_aging_s = 60;
+    const ConfigPlan same = plan_reload(before, before);
+    EXPECT_TRUE(same.empty());
+    EXPECT_TRUE(same.refusals.empty());
+    // A new last switch with other keys is no change of "mac_aging_s".
+    Config after = before;
+    after.switches.push_back(a_switch("s1"));
+    const ConfigPlan plan = plan_reload(before, after);
+    EXPECT_TRUE(plan.refusals.empty());
+    EXPECT_TRUE(plan.options.empty());
+    ASSERT_EQ(plan.add_switches.size(), 1u);
+    EXPECT_EQ(plan.add_switches[0].name, "s1");
+}
+
 }  // namespace
 }  // namespace vnet::control

@@ -120,6 +120,39 @@ TEST(ConfigSwitch, wiring_mistakes_are_refused_with_the_reason) {
               "port 'a': on switch 's0' and in a [[connect]] (a port is in one or the other)");
 }
 
+// vnetctl switch add: the same rows, defaults and messages as a [[switch]].
+std::string settings_error(const std::vector<std::pair<std::string, std::string>>& settings) {
+    try {
+        switch_from_settings("s1", settings);
+    } catch (const std::invalid_argument& e) {
+        return e.what();
+    }
+    return "";
+}
+
+TEST(ConfigSwitch, a_switch_from_settings_reads_the_switch_keys_with_their_defaults) {
+    const SwitchConfig plain = switch_from_settings("s1", {});
+    EXPECT_EQ(plain.name, "s1");
+    EXPECT_EQ(plain.mac_aging_s, 300u);
+    EXPECT_EQ(plain.mac_table_size, 8192u);
+    EXPECT_EQ(plain.destination_hold_us, 100u);
+    const SwitchConfig set = switch_from_settings(
+        "s1", {{"mac_aging_s", "60"}, {"mac_table_size", "1024"}, {"destination_hold_us", "0"}});
+    EXPECT_EQ(set.mac_aging_s, 60u);
+    EXPECT_EQ(set.mac_table_size, 1024u);
+    EXPECT_EQ(set.destination_hold_us, 0u);
+}
+
+TEST(ConfigSwitch, a_switch_from_settings_refuses_what_the_file_refuses_with_its_message) {
+    EXPECT_EQ(settings_error({{"mac_table_size", "0"}}),
+              "switch 's1': mac_table_size must be 1..1048576, not '0'");
+    EXPECT_EQ(settings_error({{"mac_aging_s", "soon"}}),
+              "switch 's1': mac_aging_s must be 1..1000000, not 'soon'");
+    EXPECT_EQ(settings_error({{"flood", "1"}}), "switch 's1': unknown key 'flood'");
+    // A port key is no switch key.
+    EXPECT_EQ(settings_error({{"vlan", "10"}}), "switch 's1': unknown key 'vlan'");
+}
+
 TEST(ConfigSwitch, switch_keys_are_no_flags) {
     Config c;
     EXPECT_THROW(apply_flag(c, *find_option(OptionScope::switch_, "mac_aging_s"), "5"),

@@ -302,6 +302,78 @@ TEST(MetricsAddress, takes_host_and_port_and_refuses_anything_else) {
     }
 }
 
+// Two switches as their workers read them: s0 learned and flooded, s1 fresh.
+MetricFamilies two_switches() {
+    SwitchMetricsSample s0{"s0", 3, 8192, {}};
+    s0.counters.learned = 4;
+    s0.counters.moved = 1;
+    s0.counters.aged = 1;
+    s0.counters.table_full = 2;
+    s0.counters.flooded = 17;
+    s0.counters.drops[static_cast<size_t>(packet::DropReason::destination_full)] = 9;
+    MetricFamilies out;
+    add_switch_families({s0, SwitchMetricsSample{"s1", 0, 16, {}}}, out);
+    return out;
+}
+
+TEST(SwitchMetrics, every_family_has_its_name_and_type) {
+    const MetricFamilies families = two_switches();
+    const std::vector<std::pair<std::string, MetricType>> expected = {
+        {"vnetd_switch_mac_entries", MetricType::Gauge},
+        {"vnetd_switch_mac_table_size", MetricType::Gauge},
+        {"vnetd_switch_learned_total", MetricType::Counter},
+        {"vnetd_switch_moved_total", MetricType::Counter},
+        {"vnetd_switch_aged_total", MetricType::Counter},
+        {"vnetd_switch_table_full_total", MetricType::Counter},
+        {"vnetd_switch_flooded_total", MetricType::Counter},
+        {"vnetd_switch_drops_total", MetricType::Counter},
+    };
+    ASSERT_EQ(families.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_EQ(families[i].name, expected[i].first);
+        EXPECT_EQ(families[i].type, expected[i].second) << expected[i].first;
+        EXPECT_FALSE(families[i].help.empty()) << expected[i].first;
+    }
+}
+
+TEST(SwitchMetrics, values_are_the_switch_counters_labelled_by_switch_name) {
+    const MetricFamilies families = two_switches();
+    auto gauge = [&](const char* family, const char* labels) {
+        const MetricFamily* f = find_family(families, family);
+        const ClientMetric* m = f == nullptr ? nullptr : find_sample(*f, labels);
+        return m == nullptr ? -1.0 : m->gauge.value;
+    };
+    auto counter = [&](const char* family, const char* labels) {
+        const MetricFamily* f = find_family(families, family);
+        const ClientMetric* m = f == nullptr ? nullptr : find_sample(*f, labels);
+        return m == nullptr ? -1.0 : m->counter.value;
+    };
+    EXPECT_EQ(gauge("vnetd_switch_mac_entries", "switch=s0"), 3);
+    EXPECT_EQ(gauge("vnetd_switch_mac_table_size", "switch=s0"), 8192);
+    EXPECT_EQ(gauge("vnetd_switch_mac_entries", "switch=s1"), 0);
+    EXPECT_EQ(gauge("vnetd_switch_mac_table_size", "switch=s1"), 16);
+    EXPECT_EQ(counter("vnetd_switch_learned_total", "switch=s0"), 4);
+    EXPECT_EQ(counter("vnetd_switch_moved_total", "switch=s0"), 1);
+    EXPECT_EQ(counter("vnetd_switch_aged_total", "switch=s0"), 1);
+    EXPECT_EQ(counter("vnetd_switch_table_full_total", "switch=s0"), 2);
+    EXPECT_EQ(counter("vnetd_switch_flooded_total", "switch=s0"), 17);
+    EXPECT_EQ(counter("vnetd_switch_flooded_total", "switch=s1"), 0);
+    EXPECT_EQ(counter("vnetd_switch_drops_total", "switch=s0,reason=destination_full"), 9);
+    EXPECT_EQ(counter("vnetd_switch_drops_total", "switch=s0,reason=spoofed"), 0);
+    const MetricFamily* drops = find_family(families, "vnetd_switch_drops_total");
+    ASSERT_NE(drops, nullptr);
+    EXPECT_EQ(drops->metric.size(), 2 * packet::kDropReasonCount);
+}
+
+TEST(SwitchMetrics, no_switches_gives_every_family_with_no_samples) {
+    MetricFamilies out;
+    add_switch_families({}, out);
+    ASSERT_EQ(out.size(), 8u);
+    for (const MetricFamily& f : out) {
+        EXPECT_TRUE(f.metric.empty()) << f.name;
+    }
+}
+
 TEST(MetricsEndpoint, an_address_it_cannot_listen_on_is_an_error_naming_it) {
     auto collector = MetricsCollector::make();
     MetricsEndpoint first("127.0.0.1:0", collector);
