@@ -89,7 +89,7 @@ Table run_switchidle(BenchContext& ctx) {
     t.unit = "%";
     t.command = "4 x vnet-pktgen --rx (CPU " + std::to_string(ctx.load_cpu()) +
                 ") on a switch (CPU " + std::to_string(ctx.dut_cpu()) +
-                "); /proc/stat busy time of CPU " + std::to_string(ctx.dut_cpu());
+                "); the switch process's CPU time (/proc/PID/stat)";
     for (const System& s : kSystems) {
         t.columns.push_back(
             {s.column, s.title,

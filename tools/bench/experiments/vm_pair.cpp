@@ -21,6 +21,7 @@ VmPair::VmPair(BenchContext& ctx, SwitchSystem& system, const std::string& label
     rx.label = label + "-rx";
     rx.socket_path = system.socket_path(spec.to);
     rx.transmit = false;
+    rx.server = system.guests_listen();
     rx.cpu = spec.receiver_cpu;
     if (spec.receiver_gso) {
         rx.extra_args.push_back("--gso");
@@ -32,6 +33,7 @@ VmPair::VmPair(BenchContext& ctx, SwitchSystem& system, const std::string& label
     tx.label = label + "-tx";
     tx.socket_path = system.socket_path(spec.from);
     tx.transmit = true;
+    tx.server = system.guests_listen();
     tx.cpu = spec.sender_cpu;
     tx.idle_priority = spec.sender_idle;
     tx.frame_bytes = spec.frame_bytes;

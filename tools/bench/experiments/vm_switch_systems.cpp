@@ -137,10 +137,18 @@ class OvsSystem : public SwitchSystem {
 public:
     OvsSystem(BenchContext& ctx, const std::string& label, const SwitchSystemSpec& spec)
         : ovs_(ctx, OvsDpdkSpec{label, spec.userspace_tso}),
-          learns_(spec.kind == SwitchKind::ovs_normal) {
+          // A guest that listens cannot announce itself before its
+          // receiver does: with two ports, flooding reaches the same one.
+          learns_(spec.kind == SwitchKind::ovs_normal && !spec.ovs_client_ports),
+          guests_listen_(spec.ovs_client_ports) {
         for (int i = 0; i < spec.ports; ++i) {
             // OpenFlow ports count from 1.
-            sockets_.push_back(ovs_.add_vhost_port(port_name(i), i + 1));
+            if (spec.ovs_client_ports) {
+                sockets_.push_back(ctx.fresh_socket_path(label + "-" + port_name(i)));
+                ovs_.add_vhost_client_port(port_name(i), i + 1, sockets_.back());
+            } else {
+                sockets_.push_back(ovs_.add_vhost_port(port_name(i), i + 1));
+            }
         }
         if (spec.kind == SwitchKind::ovs_cross_connect) {
             ovs_.use_cross_connect(1, 2);
@@ -152,6 +160,7 @@ public:
     std::string socket_path(int i) const override { return sockets_.at(i); }
     std::string failure() override { return ovs_.failure(); }
     bool learns() const override { return learns_; }
+    bool guests_listen() const override { return guests_listen_; }
     pid_t pid() const override { return ovs_.vswitchd_pid(); }
     std::string add_port(const std::string& name) override {
         return ovs_.add_vhost_port(name, ++last_ofport_);
@@ -175,6 +184,7 @@ public:
 private:
     OvsDpdk ovs_;
     bool learns_;
+    bool guests_listen_;
     int last_ofport_ = 100;  // run-time ports: OpenFlow numbers above the fixed ones
     std::vector<std::string> sockets_;
 };

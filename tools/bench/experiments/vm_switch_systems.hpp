@@ -34,6 +34,9 @@ struct SwitchSystemSpec {
     uint32_t mac_table_size = 0;          // vnetd [[switch]]; 0: its default
     bool userspace_tso = false;           // OVS other_config:userspace-tso-enable
     bool metrics = false;                 // vnetd --metrics-address (worker_busy_seconds)
+    // OVS: dpdkvhostuserclient ports (OVS connects to the guests, which
+    // listen), the only kind OVS 3.1 offers TSO to.
+    bool ovs_client_ports = false;
 };
 
 class SwitchSystem {
@@ -48,6 +51,8 @@ public:
     virtual nlohmann::json finish() = 0;
     // The process whose CPU time is the switch's.
     virtual pid_t pid() const = 0;
+    // Do the guests listen (vnet-pktgen --server) and the switch connect?
+    virtual bool guests_listen() const { return false; }
     // Does it learn MACs (then a receiver announces its own first)?
     virtual bool learns() const = 0;
     // vnetd's worker time in rounds that moved packets (its Prometheus

@@ -174,6 +174,13 @@ std::string OvsDpdk::add_vhost_port(const std::string& name, int ofport) {
     return path;
 }
 
+void OvsDpdk::add_vhost_client_port(const std::string& name, int ofport,
+                                    const std::string& server_path) {
+    vsctl({"--timeout=30", "add-port", kBridge, name, "--", "set", "Interface", name,
+           "type=dpdkvhostuserclient", "options:vhost-server-path=" + server_path,
+           "ofport_request=" + std::to_string(ofport)});
+}
+
 void OvsDpdk::del_port(const std::string& name) {
     vsctl({"--timeout=30", "del-port", kBridge, name});
 }

@@ -35,6 +35,10 @@ public:
     // Adds a dpdkvhostuser port as OpenFlow port `ofport` and waits for its
     // socket; returns the socket's path.
     std::string add_vhost_port(const std::string& name, int ofport);
+    // A dpdkvhostuserclient port: OVS connects (and reconnects) to the
+    // guest's socket at `server_path`. OVS 3.1 offers TSO to these only: its
+    // server ports use linear buffers, which makes DPDK withdraw TSO.
+    void add_vhost_client_port(const std::string& name, int ofport, const std::string& server_path);
     void del_port(const std::string& name);
     // The learning switch: the bridge's default flow, NORMAL.
     void use_normal_action();

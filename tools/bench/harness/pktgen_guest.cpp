@@ -28,7 +28,7 @@ PktgenGuest::PktgenGuest(BenchContext& ctx, const PktgenGuestSpec& spec) : label
               "--stats-interval",
               "0.1",
               "--connect-timeout",
-              "20",
+              "30",
               "--json"};
     if (spec.transmit) {
         p.argv.insert(p.argv.end(),
@@ -43,6 +43,9 @@ PktgenGuest::PktgenGuest(BenchContext& ctx, const PktgenGuestSpec& spec) : label
         if (spec.rate_pps != 0) {
             p.argv.insert(p.argv.end(), {"--rate", std::to_string(spec.rate_pps)});
         }
+    }
+    if (spec.server) {
+        p.argv.push_back("--server");
     }
     p.argv.insert(p.argv.end(), spec.extra_args.begin(), spec.extra_args.end());
     p.cpu = spec.cpu;

@@ -21,6 +21,7 @@ struct PktgenGuestSpec {
     std::string label;
     std::string socket_path;
     bool transmit = true;  // --tx, else --rx
+    bool server = false;   // --server: listen, the back end connects
     int cpu = 0;
     bool idle_priority = false;  // SCHED_IDLE
     uint32_t frame_bytes = 64;
