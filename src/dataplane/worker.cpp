@@ -171,6 +171,7 @@ bool Worker::run_round() {
     count_busy_idle_time();
     bool worked = false;
     destination_full_ = false;
+    switch_holding_ = false;
     for (size_t i = 0; i < paths_.size(); ++i) {
         TurnResult turn;
         uintptr_t fault_address = 0;
@@ -191,6 +192,7 @@ bool Worker::run_round() {
             sw->on_guest_fault(fault_address);
         }
         worked |= turn.packets != 0;
+        switch_holding_ |= turn.wait == PathWait::destination;
     }
     publish_due_rx(false);
     rounds_.store(rounds_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -224,6 +226,13 @@ void Worker::run() {
                 adaptive_.on_work(steady_now_ns());  // an idle gap ended: learn it
             }
             continue;
+        }
+        if (switch_holding_) {
+            // A switch holds a burst for a full destination (at most
+            // destination_hold_us, then it drops it): the guest that must
+            // take it may be waiting for this very CPU. Give it away once
+            // per round; on a CPU of its own this returns at once.
+            sched_yield();
         }
         if (may_spin()) {
             continue;

@@ -135,6 +135,7 @@ private:
     std::vector<std::unique_ptr<ForwardPath>> paths_;
     std::vector<PathWait> last_wait_;   // per path, from its last turn
     bool destination_full_ = false;     // some path's last turn ended at a full destination
+    bool switch_holding_ = false;       // some switch holds a burst for a full destination
     AdaptiveSpin adaptive_;             // adaptive mode's spin-or-sleep
     uint64_t event_idle_since_ns_ = 0;  // event mode: first idle round of this spin; 0: none
     std::vector<std::unique_ptr<switching::SwitchDatapath>> switches_;

@@ -129,6 +129,8 @@ TurnResult SwitchDatapath::run_turn() {
         total.bytes += t.bytes;
         if (t.wait == PathWait::none) {
             total.wait = PathWait::none;
+        } else if (t.wait == PathWait::destination && total.wait != PathWait::none) {
+            total.wait = PathWait::destination;  // a burst held for a full destination
         }
     }
     return total;
@@ -151,7 +153,10 @@ TurnResult SwitchDatapath::ingress_turn(Ingress& in, uint64_t now) {
     if (in.holding) {
         if (!deliver(in, turn)) {
             if (now < in.hold_deadline) {
-                return turn;  // wait none: retried next round, a bounded spin
+                // Retried next round: a bounded spin, in which the worker
+                // lets a consumer on its own CPU run (Worker::run).
+                turn.wait = PathWait::destination;
+                return turn;
             }
             for (uint16_t g = 0; g < in.plan.group_count; ++g) {
                 drop_group(in.plan.groups[g], packet::DropReason::destination_full);
@@ -168,6 +173,7 @@ TurnResult SwitchDatapath::ingress_turn(Ingress& in, uint64_t now) {
         if (!deliver(in, turn)) {
             in.holding = true;
             in.hold_deadline = now + options_.hold_ns;
+            turn.wait = PathWait::destination;
             return turn;
         }
         finish(in);
