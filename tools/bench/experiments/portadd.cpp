@@ -3,8 +3,6 @@
 // (port del / del-port), N times while a -> b runs at full rate on two
 // other ports of the same switch; a -> b's rate during the cycles against
 // its rate just before them.
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <chrono>
 #include <vector>
@@ -12,6 +10,7 @@
 #include "experiments/experiments.hpp"
 #include "experiments/vm_pair.hpp"
 #include "harness/interrupt.hpp"
+#include "harness/socket_wait.hpp"
 
 namespace vnet::bench {
 namespace {
@@ -35,11 +34,6 @@ double percentile(std::vector<double> v, double p) {
     std::sort(v.begin(), v.end());
     const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
     return v[i];
-}
-
-bool is_socket(const std::string& path) {
-    struct stat st;
-    return stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
 double measure(BenchContext& ctx, Table& t, const System& sys, nlohmann::json& extra) {

@@ -40,13 +40,7 @@ double measure(BenchContext& ctx, const System& sys, bool after_traffic, nlohman
     std::unique_ptr<SwitchSystem> system = start_switch_system(ctx, label, spec);
     std::vector<std::unique_ptr<PktgenGuest>> guests;
     for (int p = 2; p < kGuests; ++p) {
-        PktgenGuestSpec g;
-        g.label = label + "-guest" + std::to_string(p);
-        g.socket_path = system->socket_path(p);
-        g.transmit = false;
-        g.cpu = ctx.load_cpu();
-        guests.push_back(std::make_unique<PktgenGuest>(ctx, g));
-        guests.back()->wait_for_link();
+        guests.push_back(start_silent_guest(ctx, *system, p, label + "-guest" + std::to_string(p)));
     }
     VmPairSpec pair_spec;
     pair_spec.sender_cpu = pair_spec.receiver_cpu = ctx.load_cpu();
@@ -58,13 +52,7 @@ double measure(BenchContext& ctx, const System& sys, bool after_traffic, nlohman
     }
     // Two more guests, silent (after the traffic: the pair's, reconnected).
     for (int p = 0; p < 2; ++p) {
-        PktgenGuestSpec g;
-        g.label = label + "-guest" + std::to_string(p);
-        g.socket_path = system->socket_path(p);
-        g.transmit = false;
-        g.cpu = ctx.load_cpu();
-        guests.push_back(std::make_unique<PktgenGuest>(ctx, g));
-        guests.back()->wait_for_link();
+        guests.push_back(start_silent_guest(ctx, *system, p, label + "-guest" + std::to_string(p)));
     }
     sleep_for(ctx.warmup_seconds());
     const double busy0 = process_cpu_seconds(system->pid());

@@ -48,13 +48,8 @@ double measure(BenchContext& ctx, Table& t, const Size& size, nlohmann::json& ex
     std::vector<std::unique_ptr<PktgenGuest>> silent;
     for (int p = 2; p < size.ports; ++p) {
         announce_mac(ctx, system->socket_path(p), guest_mac(p));
-        PktgenGuestSpec g;
-        g.label = label + "-silent" + std::to_string(p);
-        g.socket_path = system->socket_path(p);
-        g.transmit = false;
-        g.cpu = ctx.load_cpu();
-        silent.push_back(std::make_unique<PktgenGuest>(ctx, g));
-        silent.back()->wait_for_link();
+        silent.push_back(
+            start_silent_guest(ctx, *system, p, label + "-silent" + std::to_string(p)));
     }
     VmPairSpec pair_spec;
     pair_spec.sender_cpu = pair_spec.receiver_cpu = ctx.load_cpu();

@@ -11,6 +11,19 @@ RateWindow point_window(const BenchContext& ctx) {
     return w;
 }
 
+std::unique_ptr<PktgenGuest> start_silent_guest(BenchContext& ctx, SwitchSystem& system, int port,
+                                                const std::string& label) {
+    PktgenGuestSpec g;
+    g.label = label;
+    g.socket_path = system.socket_path(port);
+    g.transmit = false;
+    g.server = system.guests_listen();
+    g.cpu = ctx.load_cpu();
+    auto guest = std::make_unique<PktgenGuest>(ctx, g);
+    guest->wait_for_link();
+    return guest;
+}
+
 VmPair::VmPair(BenchContext& ctx, SwitchSystem& system, const std::string& label,
                const VmPairSpec& spec)
     : ctx_(ctx), system_(system) {

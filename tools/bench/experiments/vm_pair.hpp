@@ -60,6 +60,11 @@ private:
     std::unique_ptr<PktgenGuest> sender_;
 };
 
+// A connected guest on port `port` that sends nothing (vnet-pktgen --rx on
+// the load CPU, link up): a silent VM of the scale and idle tables.
+std::unique_ptr<PktgenGuest> start_silent_guest(BenchContext& ctx, SwitchSystem& system, int port,
+                                                const std::string& label);
+
 // The standard window of a point.
 RateWindow point_window(const BenchContext& ctx);
 

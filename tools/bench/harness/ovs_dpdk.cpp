@@ -4,12 +4,12 @@
 #include <sys/stat.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 
 #include "harness/bench_log.hpp"
 #include "harness/interrupt.hpp"
 #include "harness/rate_meter.hpp"
+#include "harness/socket_wait.hpp"
 
 namespace vnet::bench {
 namespace {
@@ -24,11 +24,6 @@ std::string cpu_mask(int cpu) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "0x%llx", 1ull << cpu);
     return buf;
-}
-
-bool socket_exists(const std::string& path) {
-    struct stat st;
-    return stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
 }  // namespace
@@ -76,14 +71,13 @@ OvsDpdk::OvsDpdk(BenchContext& ctx, const OvsDpdkSpec& spec) : ctx_(ctx) {
         db.output_path = dir_ + "/ovsdb-server.out";
         ovsdb_ = ChildProcess(db);
         ovsdb_started_ = true;
-        using Clock = std::chrono::steady_clock;
-        const auto end = Clock::now() + std::chrono::seconds(10);
-        while (!socket_exists(db_socket_)) {
-            if (!ovsdb_.running() || Clock::now() > end) {
-                throw MeasureError("ovsdb-server did not start: " + last_line_of(db.output_path));
-            }
-            sleep_for(0.02);
-        }
+        wait_for_socket(
+            db_socket_, 10,
+            [&]() -> std::string {
+                return ovsdb_.running() ? ""
+                                        : "ovsdb-server exited: " + last_line_of(db.output_path);
+            },
+            "ovsdb-server");
         vsctl({"--no-wait", "init"});
         std::vector<std::string> config = {
             "--no-wait", "set", "Open_vSwitch", ".", "other_config:dpdk-init=true",
@@ -160,17 +154,9 @@ std::string OvsDpdk::add_vhost_port(const std::string& name, int ofport) {
     vsctl({"--timeout=30", "add-port", kBridge, name, "--", "set", "Interface", name,
            "type=dpdkvhostuser", "ofport_request=" + std::to_string(ofport)});
     const std::string path = dir_ + "/" + name;
-    using Clock = std::chrono::steady_clock;
-    const auto end = Clock::now() + std::chrono::seconds(10);
-    while (!socket_exists(path)) {
-        if (std::string why = failure(); !why.empty()) {
-            throw MeasureError(why);
-        }
-        if (Clock::now() > end) {
-            throw MeasureError("OVS did not create " + path + ": " + last_line_of(vswitchd_log_));
-        }
-        sleep_for(0.02);
-    }
+    wait_for_socket(
+        path, 10, [this] { return failure(); }, "OVS",
+        [this] { return last_line_of(vswitchd_log_); });
     return path;
 }
 

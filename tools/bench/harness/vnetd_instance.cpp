@@ -1,13 +1,12 @@
 #include "harness/vnetd_instance.hpp"
 
-#include <sys/stat.h>
-
 #include <chrono>
 #include <fstream>
 
 #include "harness/interrupt.hpp"
 #include "harness/netns.hpp"
 #include "harness/rate_meter.hpp"
+#include "harness/socket_wait.hpp"
 
 namespace vnet::bench {
 
@@ -41,22 +40,8 @@ std::string VnetdInstance::failure() {
 }
 
 void VnetdInstance::wait_for_socket(const std::string& path, double timeout_s) {
-    using Clock = std::chrono::steady_clock;
-    const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(timeout_s));
-    for (;;) {
-        struct stat st;
-        if (stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
-            return;
-        }
-        if (std::string why = failure(); !why.empty()) {
-            throw MeasureError(why);
-        }
-        if (Clock::now() > end) {
-            throw MeasureError("vnetd did not create " + path);
-        }
-        sleep_for(0.02);
-    }
+    bench::wait_for_socket(
+        path, timeout_s, [this] { return failure(); }, "vnetd");
 }
 
 void VnetdInstance::wait_for_link(const std::string& ifname, double timeout_s) {
