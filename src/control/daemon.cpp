@@ -455,6 +455,12 @@ int Daemon::run() {
     control_server_.reset();
     metrics_endpoint_.reset();  // before the control thread stops answering its scrapes
     stop_services();            // hand every ring back while the workers still run
+    // Then stop them, so the final figures are all the dataplane did: the
+    // stats file and the table below are read apart, and a tap-to-tap
+    // cross-connect would otherwise go on moving packets between the two.
+    for (auto& w : workers_) {
+        w->stop();
+    }
     report_stats(true);
     return 0;
 }
