@@ -156,6 +156,16 @@ void print_port(const json& p, std::ostream& out) {
         print_features("features", p["features"], out);
         print_features("protocol features", p["protocol_features"], out);
         print_memory(p.value("memory", json::array()), out);
+        if (p.contains("migration")) {
+            const json& m = p["migration"];
+            out << "  migration: dirty logging "
+                << (m.value("dirty_logging", false) ? "on" : "off");
+            if (m.value("dirty_logging", false)) {
+                out << " (log " << num(m["log_bytes"]) << " bytes, " << num(m["pages_beyond_log"])
+                    << " pages beyond it)";
+            }
+            out << ", " << num(m["rarp_announcements"]) << " RARP announcement(s) sent\n";
+        }
         for (const json& r : p.value("rings", json::array())) {
             print_ring(r, out);
         }

@@ -10,6 +10,7 @@
 #include "control/vhost_user_service.hpp"
 #include "vhost_user/protocol_feature_names.hpp"
 #include "virtio/feature_names.hpp"
+#include "virtio/log/dirty_log.hpp"
 
 namespace vnet::control {
 
@@ -84,6 +85,12 @@ void VhostUserService::show(nlohmann::json& out) {
     const bool packed = dev.negotiated_features().has(virtio::Feature::ring_packed);
     out["ring_format"] = packed ? "packed" : "split";
     out["memory"] = dev.memory() ? memory_json(*dev.memory()) : nlohmann::json::array();
+    // Live migration: is the front end logging, and did SEND_RARP announce.
+    const virtio::DirtyLog* log = dev.dirty_log();
+    out["migration"] = {{"dirty_logging", dev.logging()},
+                        {"log_bytes", log != nullptr ? log->size_bytes() : 0},
+                        {"pages_beyond_log", log != nullptr ? log->pages_beyond() : 0},
+                        {"rarp_announcements", port_.announcements_sent()}};
     nlohmann::json rings = nlohmann::json::array();
     for (uint32_t i = 0; i < dev.queue_count(); ++i) {
         const vhost_user::VhostUserDevice::VringInfo info = dev.vring_info(i);
