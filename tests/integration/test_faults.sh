@@ -49,7 +49,9 @@ STALL_S=${VNET_TEST_STALL_S:-60}
 RATE=20000         # frames/s of the guests whose tap goes away, (a) and (b)
 N_GONE=60000       # 3 s at RATE: the tap goes away 1 s in
 CTL_RATE=2000      # the control path, frames/s
-IDLE_CPU_PCT=10    # vnetd's CPU while only gone taps' paths have guests
+# vnetd's CPU while only gone taps' paths have guests: a busy loop on their
+# EPOLLERR is 100 %; sleeping is 0 (release) to 6 % (ASan).
+IDLE_CPU_PCT=30
 BROADCAST=ff:ff:ff:ff:ff:ff
 MAC_SRC=02:00:00:00:0e:01
 
@@ -384,9 +386,10 @@ live
 cpu_pct=$(((c1 - c0) * 100 / (STALL_S * TICKS)))
 echo "(d) while stalled: st dropped $(stat st.tx.drops.destination_full) as destination_full;" \
     "vnetd CPU $cpu_pct %"
-# One hold ran out on st; after that its frames get one try each and no
-# hold (no spin per burst for the whole stall).
-[ "$cpu_pct" -lt 60 ] || fail "(d) vnetd used $cpu_pct % of a CPU while st stalled"
+# Printed, not bounded: the adaptive worker spins up to 200 us after each
+# of the 3000 bursts a second here (by design), so its share says little
+# about the stall; the hold that no longer repeats is unit-tested
+# (SwitchDatapath.a_destination_that_let_a_hold_run_out_...).
 kill -CONT "$ST" || fail "(d) SIGCONT"
 wait_until $((STALL_S + 60)) exited "$SRC"
 stop_pid "$SRC" INT || fail "(d) src's guest failed"
