@@ -47,6 +47,17 @@ BuiltPort build_tap_port(const PortConfig& pc, const PortContext& context) {
     if (!pc.xdp.empty()) {
         tap->attach_xdp(load_xdp(pc, *tap, context.log));
     }
+    // The one line for a tap deleted under vnetd: the worker that noticed
+    // only posts it, the control thread logs it.
+    tap->set_gone_handler([&queue = context.control_queue, log = context.log,
+                           name = pc.name](const std::string& what) {
+        queue.post([log, name, what] {
+            log->error(
+                "port {}: the tap device is gone ({}; deleted, or its network namespace "
+                "was): its packets are dropped as device_gone until the port is removed",
+                name, what);
+        });
+    });
     return {std::move(tap), nullptr};
 }
 

@@ -36,6 +36,8 @@ std::string_view to_string(DropReason r) {
             return "invalid_source_mac";
         case DropReason::destination_full:
             return "destination_full";
+        case DropReason::device_gone:
+            return "device_gone";
         case DropReason::count_:
             break;
     }

@@ -39,6 +39,10 @@ enum class DropReason : uint8_t {
     spoofed,             // a source MAC the port is not allowed to send from (allowed_macs)
     invalid_source_mac,  // a multicast or all-zero source MAC (IEEE 802: never a sender)
     destination_full,    // the destination stayed full longer than the switch holds a burst
+    // The port's own device went away under vnetd (a tap deleted, or the
+    // network namespace holding it): what was bound for it is completed
+    // unsent and counted, nothing more is read from it.
+    device_gone,
     count_,
 };
 inline constexpr size_t kDropReasonCount = static_cast<size_t>(DropReason::count_);

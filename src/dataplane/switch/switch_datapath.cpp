@@ -159,7 +159,11 @@ TurnResult SwitchDatapath::ingress_turn(Ingress& in, uint64_t now) {
                 return turn;
             }
             for (uint16_t g = 0; g < in.plan.group_count; ++g) {
-                drop_group(in.plan.groups[g], packet::DropReason::destination_full);
+                EgressGroup& group = in.plan.groups[g];
+                if (group.count != 0) {
+                    members_[group.member].stalled = true;
+                }
+                drop_group(group, packet::DropReason::destination_full);
             }
         }
         finish(in);
@@ -193,7 +197,7 @@ bool SwitchDatapath::deliver(Ingress& in, TurnResult& turn) {
 }
 
 bool SwitchDatapath::deliver_group(Ingress& in, EgressGroup& group, TurnResult& turn) {
-    const Member& m = members_[group.member];
+    Member& m = members_[group.member];
     if (!m.port->queue_ready(kEgressQueue)) {
         // A port that is down gets no copy of a flood (nothing is lost: the
         // others got theirs); a frame that was for it alone is dropped.
@@ -218,12 +222,21 @@ bool SwitchDatapath::deliver_group(Ingress& in, EgressGroup& group, TurnResult& 
                 turn.bytes += out_.packets[i].len;
             }
             turn.packets += sent;
+            m.stalled = m.stalled && sent == 0;
             consumed = sent == out_.count ? built : out_entry_[sent];
         }
         std::copy(group.entries.begin() + consumed, group.entries.begin() + group.count,
                   group.entries.begin());
         group.count = static_cast<uint16_t>(group.count - consumed);
         if (consumed < built) {
+            if (m.stalled) {
+                // A whole hold ran out on it and it still takes nothing (a
+                // guest that stopped its RX ring): no hold again until it
+                // takes a frame, so the source and its other destinations
+                // do not wait hold_ns per burst, nor the worker spin.
+                drop_group(group, packet::DropReason::destination_full);
+                return true;
+            }
             return false;  // full for now
         }
     }

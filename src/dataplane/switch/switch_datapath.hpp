@@ -17,7 +17,10 @@
 // A full destination does not stall the others: the groups it refused are
 // held, with the source burst, for at most `hold_ns`, retried every round,
 // then dropped as destination_full (no head-of-line blocking beyond that
-// bound). Cross-connects (ForwardPath) keep their lossless backpressure.
+// bound). A destination that let a whole hold run out is not held for
+// again until it takes a frame: a guest that stopped its RX ring for
+// minutes costs each burst one refused try, not hold_ns of spinning.
+// Cross-connects (ForwardPath) keep their lossless backpressure.
 #pragma once
 
 #include <array>
@@ -86,6 +89,9 @@ private:
     struct Member {
         ports::Port* port = nullptr;
         ports::BurstSink* sink = nullptr;
+        // A hold ran out with frames for it still refused: its groups get
+        // one try each and no hold until it takes a frame again.
+        bool stalled = false;
     };
     struct Ingress {
         ports::Port* port;

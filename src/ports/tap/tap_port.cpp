@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <optional>
 
 #include "common/log.hpp"
@@ -126,6 +127,7 @@ void TapPort::describe(std::vector<Fact>& out) const {
     }
     out.push_back({"tap", "queues", uint64_t{queues_.size()}});
     out.push_back({"tap", "fds", fds});
+    out.push_back({"tap", "gone", gone()});
     if (xdp_ != nullptr) {
         out.push_back({"xdp", "file", xdp_->file()});
         out.push_back({"xdp", "section", xdp_->section()});
@@ -139,8 +141,26 @@ uint32_t TapPort::max_packet_size() const {
     return max_packet_.load(std::memory_order_relaxed);
 }
 
+// Cold: once per queue. tun answers EBADFD when its file has no device:
+// the device was unregistered (tun_detach_all) or this queue is detached
+// (TUNSETQUEUE), which the datapath never uses while detached.
+bool TapPort::device_gone(Queue& q, int error, const char* call) {
+    if (error != -EBADFD || !q.tap.queue_attached()) {
+        return false;
+    }
+    q.gone = true;
+    if (!gone_.exchange(true, std::memory_order_relaxed) && gone_handler_) {
+        gone_handler_(std::string(call) + " of tap " + q.tap.name() + ": " + std::strerror(-error));
+    }
+    return true;
+}
+
 uint16_t TapPort::transmit_burst(uint16_t queue, const packet::PacketBurst& burst) {
     Queue& q = *queues_[queue];
+    if (q.gone) {
+        q.tx.count_drop(packet::DropReason::device_gone, burst.count);
+        return burst.count;
+    }
     size_t finished =
         q.writer.submit(q.tap.fd(), burst, std::span<int>(q.results.data(), burst.count));
     uint16_t written = 0;
@@ -149,6 +169,8 @@ uint16_t TapPort::transmit_burst(uint16_t queue, const packet::PacketBurst& burs
         if (q.results[i] >= 0) {
             ++written;
             bytes += burst.packets[i].len - q.tap.vnet_header_size();  // frame bytes
+        } else if (q.gone || device_gone(q, q.results[i], "write")) {
+            q.tx.count_drop(packet::DropReason::device_gone);
         } else {
             // Refused for good (a header the kernel rejects, link down): the
             // packet is completed to the guest and counted, never retried.
@@ -164,6 +186,9 @@ uint16_t TapPort::receive_burst(uint16_t queue, packet::PacketBurst& burst, uint
         return 0;
     }
     Queue& q = *queues_[queue];
+    if (q.gone) {
+        return 0;
+    }
     const uint32_t frame_max = max_packet_size();
     if (frame_max > q.slot_size) {
         // Once per size change (offloads turned on): not per packet.
@@ -181,7 +206,7 @@ uint16_t TapPort::receive_burst(uint16_t queue, packet::PacketBurst& burst, uint
     }
     io::ReadBurst got = io::read_burst(q.tap.fd(), burst, std::span<int>(q.results.data(), max));
     burst.clear();
-    if (got.stop < 0 && got.stop != -EAGAIN) {
+    if (got.stop < 0 && got.stop != -EAGAIN && !device_gone(q, got.stop, "read")) {
         q.rx.count_drop(packet::DropReason::rx_error);
     }
     uint64_t bytes = 0;
@@ -205,6 +230,9 @@ uint16_t TapPort::receive_burst(uint16_t queue, packet::PacketBurst& burst, uint
 
 int32_t TapPort::receive_one(uint16_t queue, std::span<const iovec> buffer) {
     Queue& q = *queues_[queue];
+    if (q.gone) {
+        return 0;
+    }
     ssize_t n = ::readv(q.tap.fd(), buffer.data(), static_cast<int>(buffer.size()));
     if (n > 0) {
         // Bursts (and their sizes) are counted by the destination at flush.
@@ -213,17 +241,25 @@ int32_t TapPort::receive_one(uint16_t queue, std::span<const iovec> buffer) {
         return static_cast<int32_t>(n);
     }
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        const int error = -errno;
+        if (device_gone(q, error, "read")) {
+            return 0;  // no packet was lost: there is no device to read from
+        }
         q.rx.count_drop(packet::DropReason::rx_error);
-        return -errno;
+        return error;
     }
     return 0;
 }
 
+// A gone device's fd polls EPOLLERR forever: nothing to sleep on (the
+// worker's 100 ms timeout looks again, for nothing).
 WaitSpec TapPort::receive_wait(uint16_t queue) const {
-    return WaitSpec{queues_[queue]->tap.fd(), EPOLLIN, false};
+    const Queue& q = *queues_[queue];
+    return q.gone ? WaitSpec{} : WaitSpec{q.tap.fd(), EPOLLIN, false};
 }
 WaitSpec TapPort::transmit_wait(uint16_t queue) const {
-    return WaitSpec{queues_[queue]->tap.fd(), EPOLLOUT, false};
+    const Queue& q = *queues_[queue];
+    return q.gone ? WaitSpec{} : WaitSpec{q.tap.fd(), EPOLLOUT, false};
 }
 
 }  // namespace vnet::ports

@@ -22,6 +22,15 @@
 //    submission, after GRO. The one user-space copy of a tap -> tap hop is
 //    this read; nothing copies it again.
 //
+// A tap whose device goes away under vnetd (`ip link del`, or the network
+// namespace holding it deleted) answers every read and write on its fd with
+// EBADFD and polls as EPOLLERR forever. Each queue notices it at its first
+// EBADFD while attached (a detached queue says the same, so that one stays
+// an error), then makes no syscall on it again: what is bound for it is
+// completed unsent and counted as `device_gone`, nothing is read, and it
+// offers no fd to sleep on (a worker would wake at once, every time). The
+// port tells the gone handler once, on the worker that noticed.
+//
 // The tap follows its peer (Port's control-thread hooks): offloads from the
 // guest's features (or all of them when the peer has no front end), tap
 // queues attached while the guest runs that queue pair. It owns the XDP
@@ -30,7 +39,9 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "io/batch_writer.hpp"
@@ -86,6 +97,13 @@ public:
     void attach_xdp(std::unique_ptr<TapXdpProgram> program) { xdp_ = std::move(program); }
     const TapXdpProgram* xdp() const { return xdp_.get(); }
 
+    // Called once, on the worker that noticed, when the tap device is gone
+    // (what it says: which call failed). Set before any worker runs.
+    void set_gone_handler(std::function<void(const std::string& what)> handler) {
+        gone_handler_ = std::move(handler);
+    }
+    bool gone() const { return gone_.load(std::memory_order_relaxed); }
+
     // Port's hooks: apply_guest_features, set_queue_attached; "tap" and "xdp".
     std::string follow_peer_features(virtio::FeatureSet features) override;
     void follow_peer_queue_pair(uint16_t queue, bool running) override {
@@ -122,7 +140,12 @@ private:
         uint32_t slot_size = 0;
         packet::QueueCounters rx;
         packet::QueueCounters tx;
+        bool gone = false;  // the device went away: no syscall on tap.fd() any more
     };
+
+    // `error` (-errno) came from a read or write of `q`: true when it says
+    // the device is gone, which marks `q` gone (and tells the handler once).
+    bool device_gone(Queue& q, int error, const char* call);
 
     static std::vector<std::unique_ptr<Queue>> open_queues(const std::string& port_name,
                                                            const TapPortOptions& options);
@@ -130,6 +153,8 @@ private:
     std::vector<std::unique_ptr<Queue>> queues_;
     unsigned link_mtu_;  // control thread; last MTU read while the link was in our netns
     std::atomic<uint32_t> max_packet_;
+    std::function<void(const std::string&)> gone_handler_;
+    std::atomic<bool> gone_{false};  // some queue found the device gone
     // After queues_: destroyed first, so the program is detached while the
     // tap still exists.
     std::unique_ptr<TapXdpProgram> xdp_;

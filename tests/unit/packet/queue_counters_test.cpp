@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string_view>
+
 namespace vnet::packet {
 namespace {
 
@@ -26,6 +29,18 @@ TEST(QueueCounters, counts_bursts_and_named_drops) {
     EXPECT_EQ(to_string(DropReason::too_many_segments), "too_many_segments");
     c.reset();
     EXPECT_EQ(c.total_drops(), 0u);
+}
+
+// The one list of reasons drives the stats JSON keys and the metrics'
+// `reason` label: each needs a name of its own.
+TEST(DropReasonNames, every_reason_has_a_distinct_name) {
+    std::set<std::string_view> names;
+    for (size_t i = 0; i < kDropReasonCount; ++i) {
+        const std::string_view name = to_string(static_cast<DropReason>(i));
+        EXPECT_NE(name, "unknown") << "reason " << i;
+        EXPECT_TRUE(names.insert(name).second) << name << " twice";
+    }
+    EXPECT_EQ(to_string(DropReason::device_gone), "device_gone");
 }
 
 }  // namespace

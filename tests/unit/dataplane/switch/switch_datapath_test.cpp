@@ -215,6 +215,46 @@ TEST(SwitchDatapath, a_full_destination_is_held_then_dropped_while_others_receiv
     EXPECT_EQ(r[0].received.size(), 1u);
 }
 
+TEST(SwitchDatapath, a_destination_that_let_a_hold_run_out_is_not_held_for_until_it_takes_again) {
+    SwitchDatapathOptions hold_1us;
+    hold_1us.hold_ns = 1000;
+    Rig r(3, hold_1us);
+    for (size_t i = 0; i < 3; ++i) {
+        r.attach(i);
+    }
+    r[2].room = 0;  // a guest that stopped taking RX buffers
+    r[0].queue(frame(kBroadcast, mac(1)));
+    r.sw->run_turn();
+    EXPECT_EQ(r[0].completed, 0u);  // held once
+    g_now += 2000;
+    r.sw->run_turn();
+    EXPECT_EQ(r[0].completed, 1u);
+    EXPECT_EQ(r.drops(DropReason::destination_full), 1u);
+    // Stalled: the next bursts get one try each, are dropped at once, and
+    // the others still receive; nothing is held, so the worker may sleep.
+    for (int i = 0; i < 3; ++i) {
+        r[0].queue(frame(kBroadcast, mac(1)));
+        r.sw->run_turn();
+    }
+    EXPECT_EQ(r[0].completed, 4u);
+    EXPECT_EQ(r[1].received.size(), 4u);
+    EXPECT_EQ(r.drops(DropReason::destination_full), 4u);
+    EXPECT_EQ(r[2].tx.drops[static_cast<size_t>(DropReason::destination_full)].get(), 4u);
+    EXPECT_TRUE(r.sw->prepare_sleep([](const ports::WaitSpec&) {}));
+    // It takes a frame again: it is held for once more when full.
+    r[2].room = 1;
+    r[0].queue(frame(kBroadcast, mac(1)));
+    r[0].queue(frame(kBroadcast, mac(1)));
+    r.sw->run_turn();
+    EXPECT_EQ(r[2].received.size(), 1u);
+    EXPECT_EQ(r[0].completed, 4u);  // the second frame is held for it
+    r[2].room = 1;
+    r.sw->run_turn();
+    EXPECT_EQ(r[2].received.size(), 2u);
+    EXPECT_EQ(r[0].completed, 6u);
+    EXPECT_EQ(r.drops(DropReason::destination_full), 4u);
+}
+
 TEST(SwitchDatapath, unicast_to_a_port_that_is_down_is_dropped_as_no_destination) {
     Rig r(3);
     for (size_t i = 0; i < 3; ++i) {
