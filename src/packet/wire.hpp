@@ -25,6 +25,7 @@ inline constexpr size_t kVlanTagLen = 4;
 inline constexpr uint16_t kEtherTypeIpv4 = 0x0800;
 inline constexpr uint16_t kEtherTypeVlan = 0x8100;
 inline constexpr uint16_t kEtherTypeIpv6 = 0x86dd;
+inline constexpr uint16_t kEtherTypeRarp = 0x8035;  // RFC 903
 
 // IPv4 (RFC 791), without options (ihl == 5).
 inline constexpr size_t kIpv4HeaderLen = 20;

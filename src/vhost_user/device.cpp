@@ -24,8 +24,10 @@ virtio::FeatureSet compute_offered_features(const DeviceConfig& c) {
     if (c.mtu.has_value()) {
         offered = offered.with(virtio::Feature::net_mtu);
     }
-    // vhost-user.rst: bit 30 tells the front end it may use GET_PROTOCOL_FEATURES.
-    return offered.with(virtio::Feature::vhost_user_protocol_features);
+    // vhost-user.rst: bit 30 tells the front end it may use GET_PROTOCOL_FEATURES;
+    // LOG_ALL that it may migrate the guest (QEMU blocks migration without it).
+    return offered.with(virtio::Feature::vhost_user_protocol_features)
+        .with(virtio::Feature::vhost_log_all);
 }
 
 // virtio 1.2 §2.7 "Virtqueue Part Alignment" and the sizes for `num`
@@ -236,6 +238,10 @@ QueueSnapshot VhostUserDevice::queue_snapshot(uint32_t queue_index) const {
     s.kick_fd = q.kick.get();
     s.call_fd = q.call.get();
     s.memory = memory_;
+    if (logging()) {
+        s.dirty_log = dirty_log_;
+        s.log_areas = log_areas(q);
+    }
     return s;
 }
 

@@ -34,6 +34,7 @@
 #include "vhost_user/queue_observer.hpp"
 #include "virtio/features.hpp"
 #include "virtio/guest_memory.hpp"
+#include "virtio/log/queue_log.hpp"
 #include "virtio/ring/pop_status.hpp"
 #include "virtio/split_ring.hpp"
 
@@ -43,8 +44,9 @@ struct RequestTableBuilder;
 struct RequestSpec;
 
 // What a tap path with a 12-byte vnet header passes through, and nothing we
-// do not implement (no LOG_ALL, no IOMMU yet). RING_PACKED: rings of either
-// format (virtio/ring/).
+// do not implement (no IOMMU yet). RING_PACKED: rings of either format
+// (virtio/ring/). VHOST_F_LOG_ALL is the back end's, not the guest's: it is
+// always offered (compute_offered_features), like bit 30.
 inline constexpr virtio::FeatureSet kDefaultDeviceFeatures{
     virtio::Feature::net_csum,           virtio::Feature::net_guest_csum,
     virtio::Feature::net_guest_tso4,     virtio::Feature::net_guest_tso6,
@@ -61,8 +63,9 @@ inline constexpr virtio::FeatureSet kSupportedDeviceFeatures =
     kDefaultDeviceFeatures | virtio::FeatureSet{virtio::Feature::net_mq, virtio::Feature::net_mtu};
 
 inline constexpr ProtocolFeatureSet kDefaultProtocolFeatures{
-    ProtocolFeature::mq,     ProtocolFeature::reply_ack, ProtocolFeature::configure_mem_slots,
-    ProtocolFeature::status, ProtocolFeature::net_mtu,   ProtocolFeature::rarp,
+    ProtocolFeature::mq,        ProtocolFeature::reply_ack, ProtocolFeature::configure_mem_slots,
+    ProtocolFeature::status,    ProtocolFeature::net_mtu,   ProtocolFeature::rarp,
+    ProtocolFeature::log_shmfd,
 };
 // CONFIG is offered with an MTU (GET_CONFIG is how a front end reads it).
 inline constexpr ProtocolFeatureSet kSupportedProtocolFeatures =
@@ -143,6 +146,12 @@ public:
     uint8_t status() const { return status_; }
     std::optional<uint16_t> mtu() const { return mtu_; }  // from NET_SET_MTU
     std::optional<MacAddress> rarp_mac() const { return rarp_mac_; }
+    // Live migration: the front end gave a log (SET_LOG_BASE) and turned
+    // VHOST_F_LOG_ALL on; every ready ring marks what it writes.
+    bool logging() const {
+        return dirty_log_ != nullptr && acked_features_.has(virtio::Feature::vhost_log_all);
+    }
+    const virtio::DirtyLog* dirty_log() const { return dirty_log_.get(); }
     MessageError last_error() const { return last_error_; }
 
 private:
@@ -176,6 +185,7 @@ private:
     MessageError handle_set_owner(Message& m, Message& reply);
     MessageError handle_reset_owner(Message& m, Message& reply);
     MessageError handle_set_mem_table(Message& m, Message& reply);
+    MessageError handle_set_log_base(Message& m, Message& reply);
     MessageError handle_set_log_fd(Message& m, Message& reply);
     MessageError handle_set_vring_num(Message& m, Message& reply);
     MessageError handle_set_vring_addr(Message& m, Message& reply);
@@ -220,6 +230,11 @@ private:
     // Stops the ready queues, publishes `map`, restarts them on the new map.
     void publish_memory(std::shared_ptr<const virtio::GuestMemoryMap> map);
     bool any_queue_started() const;
+    // Where a ring's device-written areas lie in guest-physical addresses.
+    virtio::RingLogAreas log_areas(const Queue& q) const;
+    // Logging went on or off (or to another log): every ready ring restarts
+    // with the new state, and the change is logged once.
+    bool apply_logging_change(bool was_logging, const virtio::DirtyLog* old_log);
 
     DeviceConfig config_;
     QueueObserver* observer_;
@@ -234,6 +249,7 @@ private:
     uint8_t status_ = 0;
     std::optional<uint16_t> mtu_;
     std::optional<MacAddress> rarp_mac_;
+    std::shared_ptr<const virtio::DirtyLog> dirty_log_;  // SET_LOG_BASE
     UniqueFd backend_req_;
     bool broken_ = false;
     std::string broken_reason_;

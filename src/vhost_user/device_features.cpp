@@ -33,13 +33,24 @@ MessageError VhostUserDevice::handle_set_features(Message& m, Message&) {
     if (!acked.is_subset_of(offered_features_)) {
         return MessageError::features_not_offered;
     }
-    // vhost-user.rst: only LOG_ALL may change on a running device (we do not
-    // offer it). QEMU sends the same value once per queue pair: that is fine.
-    if (features_set_ && acked != acked_features_ && any_queue_started()) {
+    // vhost-user.rst: only LOG_ALL may change on a running device (live
+    // migration turns it on and off). QEMU sends the same value once per
+    // queue pair: that is fine.
+    constexpr auto kLogAll = virtio::Feature::vhost_log_all;
+    if (features_set_ && acked.without(kLogAll) != acked_features_.without(kLogAll) &&
+        any_queue_started()) {
         return MessageError::features_changed_while_running;
     }
+    const bool was_logging = logging();
     acked_features_ = acked;
     features_set_ = true;
+    if (was_logging != logging()) {
+        const bool ok = apply_logging_change(was_logging, dirty_log_.get());
+        if (!logging()) {
+            dirty_log_.reset();  // the next migration brings its own (SET_LOG_BASE)
+        }
+        return ok ? MessageError::ok : MessageError::ring_not_in_guest_memory;
+    }
     return update_all_queues() ? MessageError::ok : MessageError::ring_not_in_guest_memory;
 }
 

@@ -77,10 +77,14 @@ MessageError VhostUserDevice::handle_set_vring_addr(Message& m, Message&) {
     if (a.index >= queue_count()) {
         return MessageError::vring_index_out_of_range;
     }
-    // vhost-user.rst SET_VRING_ADDR: bit 0 (LOG) is the only flag, and it
-    // needs LOG_ALL, which we do not offer.
-    if (a.flags != 0) {
+    // vhost-user.rst SET_VRING_ADDR: bit 0 (LOG: log_guest_addr is where
+    // used ring writes are logged) is the only flag.
+    if ((a.flags & ~VringAddr::kFlagLog) != 0) {
         return MessageError::vring_addr_flags_invalid;
+    }
+    if ((a.flags & VringAddr::kFlagLog) != 0 &&
+        a.log_guest_addr + virtio::used_ring_bytes(virtio::kMaxQueueSize) < a.log_guest_addr) {
+        return MessageError::vring_log_address_overflow;
     }
     // virtio 1.2 §2.7 "Virtqueue Part Alignment": desc 16, avail 2, used 4;
     // §2.8.10.1 packed: descriptor ring 16, driver and device event areas 4
@@ -93,11 +97,23 @@ MessageError VhostUserDevice::handle_set_vring_addr(Message& m, Message&) {
     }
     Queue& q = queues_[a.index];
     if (queue_started(q)) {
-        // Only a repeat of the same addresses is harmless on a running ring.
+        // Only a repeat of the same addresses is harmless on a running ring;
+        // QEMU repeats them with the LOG flag when a migration starts or ends.
         const bool same = a.desc_user_addr == q.addr.desc_user_addr &&
                           a.avail_user_addr == q.addr.avail_user_addr &&
                           a.used_user_addr == q.addr.used_user_addr;
-        return same ? MessageError::ok : MessageError::ring_running;
+        if (!same) {
+            return MessageError::ring_running;
+        }
+        const bool log_changed =
+            a.flags != q.addr.flags || a.log_guest_addr != q.addr.log_guest_addr;
+        q.addr = a;
+        if (log_changed && q.ready && logging()) {
+            stop_queue(a.index);  // its snapshot logs at the old address
+            return update_queue(a.index) ? MessageError::ok
+                                         : MessageError::ring_not_in_guest_memory;
+        }
+        return MessageError::ok;
     }
     q.addr = a;
     q.has_addr = true;

@@ -44,6 +44,8 @@ const char* to_string(MessageError e) {
             return "packed vring base: used index more than a ring behind avail";
         case MessageError::vring_addr_flags_invalid:
             return "unsupported vring address flags";
+        case MessageError::vring_log_address_overflow:
+            return "vring log address + used ring size overflows";
         case MessageError::vring_addr_misaligned:
             return "vring area misaligned";
         case MessageError::vring_enable_value_invalid:
@@ -78,6 +80,8 @@ const char* to_string(MessageError e) {
             return "too many memory regions";
         case MessageError::mem_region_not_found:
             return "no such memory region";
+        case MessageError::log_smaller_than_memory:
+            return "dirty log does not cover all guest memory";
         case MessageError::status_out_of_range:
             return "device status above 0xff";
         case MessageError::mtu_out_of_range:

@@ -30,6 +30,7 @@ enum class MessageError : uint8_t {
     vring_base_without_num,             // packed: no SET_VRING_NUM to check the base against
     vring_base_in_flight_exceeds_ring,  // packed: used more than a ring behind avail
     vring_addr_flags_invalid,
+    vring_log_address_overflow,
     vring_addr_misaligned,
     vring_enable_value_invalid,
     ring_running,
@@ -48,6 +49,8 @@ enum class MessageError : uint8_t {
     mem_regions_overlap,
     mem_too_many_regions,
     mem_region_not_found,
+    // Dirty log.
+    log_smaller_than_memory,
     // Device configuration.
     status_out_of_range,
     mtu_out_of_range,

@@ -49,6 +49,7 @@
 #include "packet/wire.hpp"
 #include "virtio/features.hpp"
 #include "virtio/guest_memory.hpp"
+#include "virtio/log/queue_log.hpp"
 #include "virtio/ring/packed_layout.hpp"
 #include "virtio/split_ring.hpp"
 
@@ -73,6 +74,11 @@ struct QueueSnapshot {
     int kick_fd = -1;             // -1: the front end never kicks (NOFD): poll the ring
     int call_fd = -1;             // -1: no call fd: do not notify
     std::shared_ptr<const virtio::GuestMemoryMap> memory;
+    // While the front end logs (SET_LOG_BASE and VHOST_F_LOG_ALL): the log,
+    // and where this ring's device-written areas lie in guest-physical
+    // addresses. Null otherwise: the queue then pays nothing for logging.
+    std::shared_ptr<const virtio::DirtyLog> dirty_log;
+    virtio::RingLogAreas log_areas;
 };
 
 class QueueObserver {

@@ -36,8 +36,9 @@ struct RequestTableBuilder {
                       false, kAlways),
             {Request::set_mem_table, "SET_MEM_TABLE", &D::handle_set_mem_table,
              FdRule::one_per_region, PayloadRule::memory_table, 0, false, kAlways},
-            // We do not offer LOG_SHMFD, so this is always refused (not negotiated).
-            unsupported(Request::set_log_base, "SET_LOG_BASE", true, PF::log_shmfd),
+            // The reply is an empty SET_LOG_BASE (QEMU waits for it; DPDK sends it).
+            supported(Request::set_log_base, "SET_LOG_BASE", &D::handle_set_log_base,
+                      FdRule::exactly_one, sizeof(LogBase), true, PF::log_shmfd),
             supported(Request::set_log_fd, "SET_LOG_FD", &D::handle_set_log_fd, FdRule::exactly_one,
                       0, false, kAlways),
             supported(Request::set_vring_num, "SET_VRING_NUM", &D::handle_set_vring_num,

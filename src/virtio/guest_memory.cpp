@@ -105,6 +105,26 @@ const GuestRegion* GuestMemoryMap::find_uva(uint64_t uva) const {
     return nullptr;
 }
 
+const GuestRegion* GuestMemoryMap::find_host(const uint8_t* p, size_t* hint) const {
+    const auto addr = reinterpret_cast<uintptr_t>(p);
+    auto holds = [addr](const GuestRegion& r) {
+        return addr - reinterpret_cast<uintptr_t>(r.host_addr) < r.size;  // wraps if below
+    };
+    if (hint != nullptr && *hint < by_gpa_.size() && holds(by_gpa_[*hint])) {
+        return &by_gpa_[*hint];
+    }
+    // Only while the front end logs, and the hint nearly always hits.
+    for (size_t i = 0; i < by_gpa_.size(); ++i) {
+        if (holds(by_gpa_[i])) {
+            if (hint != nullptr) {
+                *hint = i;
+            }
+            return &by_gpa_[i];
+        }
+    }
+    return nullptr;
+}
+
 uint8_t* GuestMemoryMap::gpa_to_host(uint64_t gpa, uint64_t len, size_t* hint) const {
     const GuestRegion* r = find_gpa(gpa, hint);
     if (r == nullptr) {

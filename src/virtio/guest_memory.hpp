@@ -60,6 +60,9 @@ public:
     // stay O(1) for a queue that keeps touching the same region.
     const GuestRegion* find_gpa(uint64_t gpa, size_t* hint = nullptr) const;
     const GuestRegion* find_uva(uint64_t uva) const;
+    // The region whose mapping holds host address `p` (the dirty log turns
+    // a lent buffer back into its guest address); `hint` as for find_gpa.
+    const GuestRegion* find_host(const uint8_t* p, size_t* hint = nullptr) const;
 
     // A host pointer for [gpa, gpa+len) only if the whole range lies in one
     // region; nullptr otherwise (also for len == 0 past the end).

@@ -11,6 +11,7 @@
 #include "io/eventfd.hpp"
 #include "packet/byte_order.hpp"
 #include "packet/iovec.hpp"
+#include "packet/rarp_announcement.hpp"
 #include "vhost_user/device.hpp"
 
 namespace vnet::ports {
@@ -73,7 +74,51 @@ uint16_t VhostUserPort::receive_burst(uint16_t queue, packet::PacketBurst& burst
     if (const virtio::RingFault* fault = p.tx.take_fault()) {
         report_fault(2u * queue + 1, *fault);
     }
+    if (queue == 0 && announcement_.pending) [[unlikely]] {
+        return static_cast<uint16_t>(got.taken + add_announcement(burst, max - got.taken));
+    }
     return got.taken;
+}
+
+uint16_t VhostUserPort::add_announcement(packet::PacketBurst& burst, uint16_t room) {
+    QueuePair& p = pairs_[0];
+    if (!p.tx.running() || room == 0 || burst.count == packet::kMaxBurstPackets ||
+        burst.free_iovecs().empty()) {
+        return 0;  // the next burst, then
+    }
+    // The burst's header size is the guest's (set by the queue just now):
+    // the frame keeps that many zero bytes in front of it.
+    const size_t header = std::min<size_t>(burst.header_size, Announcement::kHeaderRoom);
+    const size_t skip = Announcement::kHeaderRoom - header;
+    burst.free_iovecs()[0] =
+        iovec{announcement_.bytes.data() + skip, announcement_.bytes.size() - skip};
+    burst.push(1, static_cast<uint32_t>(announcement_.bytes.size() - skip),
+               virtio::NetTxQueue::kNotFromRingToken);
+    announcement_.pending = false;
+    ++announcement_.sent;
+    return 1;
+}
+
+void VhostUserPort::on_rarp_requested(vhost_user::VhostUserDevice&,
+                                      const vhost_user::MacAddress& mac) {
+    const std::array<uint8_t, packet::kEthMinFrameLen> frame = packet::rarp_announcement(mac);
+    log_->info(
+        "SEND_RARP: announcing {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x} with a RARP "
+        "broadcast",
+        mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
+    on_owner(1, [&] {
+        // On the owner: a burst still holding the previous announcement
+        // holds the same bytes for the same MAC.
+        std::copy(frame.begin(), frame.end(),
+                  announcement_.bytes.begin() + Announcement::kHeaderRoom);
+        announcement_.pending = true;
+    });
+}
+
+uint64_t VhostUserPort::announcements_sent() {
+    uint64_t sent = 0;
+    on_owner(1, [&] { sent = announcement_.sent; });
+    return sent;
 }
 
 void VhostUserPort::complete_burst(uint16_t queue, const packet::PacketBurst& burst,
@@ -275,8 +320,11 @@ void VhostUserPort::start_ring(uint32_t ring_index, const vhost_user::QueueSnaps
         split.restore_vring_base(s.last_avail_idx);  // 16 bits: cannot fail
         ring = std::move(split);
     }
-    const virtio::NetQueueConfig queue_config =
-        virtio::make_net_queue_config(s.features, s.call_fd >= 0);
+    virtio::NetQueueConfig queue_config = virtio::make_net_queue_config(s.features, s.call_fd >= 0);
+    e.dirty_log = s.dirty_log;
+    if (e.dirty_log) {
+        queue_config.log = virtio::QueueLog(e.dirty_log.get(), e.memory.get(), s.log_areas);
+    }
     e.kick_fd = s.kick_fd;
     e.call_fd = s.call_fd;
     e.generation = ++generation_counter_;
@@ -340,6 +388,7 @@ uint32_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
             p.rx.stop();
         }
         e.memory.reset();
+        e.dirty_log.reset();
         e.kick_fd = -1;
         e.call_fd = -1;
     });

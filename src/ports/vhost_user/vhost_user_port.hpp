@@ -19,6 +19,7 @@
 // control thread can break the device (one log line, connection dropped).
 #pragma once
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "common/log.hpp"
+#include "packet/wire.hpp"
 #include "ports/port.hpp"
 #include "vhost_user/queue_observer.hpp"
 #include "virtio/net/net_rx_queue.hpp"
@@ -124,12 +126,21 @@ public:
     uint32_t on_queue_stopped(vhost_user::VhostUserDevice& device, uint32_t queue_index) override;
     void on_call_fd_changed(vhost_user::VhostUserDevice& device, uint32_t queue_index,
                             int call_fd) override;
+    // SEND_RARP: the next burst taken from the guest's first TX ring carries
+    // one RARP broadcast from `mac` (after its own packets), so the switch
+    // or tap this port feeds learns where the migrated guest now is.
+    void on_rarp_requested(vhost_user::VhostUserDevice& device,
+                           const vhost_user::MacAddress& mac) override;
+    // RARP announcements sent (control thread; read on the owner).
+    uint64_t announcements_sent();
 
 private:
     // What the adapter keeps of one ring besides its queue: what the device
     // handed over with it.
     struct RingEnd {
         std::shared_ptr<const virtio::GuestMemoryMap> memory;
+        // Set while the front end migrates the guest (VHOST_F_LOG_ALL).
+        std::shared_ptr<const virtio::DirtyLog> dirty_log;
         int kick_fd = -1;
         int call_fd = -1;
         // A guest access faulted (the front end shrank its memory): nothing
@@ -163,6 +174,16 @@ private:
         virtio::OffloadAdaptation adaptation;
         PartialDelivery partial;
     };
+    // The RARP frame SEND_RARP asked for, behind a zeroed virtio-net header
+    // (the largest one; a 10-byte guest uses its tail). Owner thread only.
+    struct Announcement {
+        static constexpr size_t kHeaderRoom = 12;
+        std::array<uint8_t, kHeaderRoom + packet::kEthMinFrameLen> bytes{};
+        bool pending = false;
+        uint64_t sent = 0;
+    };
+    // Appends the announcement to a TX burst if one is pending and fits.
+    uint16_t add_announcement(packet::PacketBurst& burst, uint16_t room);
 
     QueuePair& pair_of(uint32_t ring_index) { return pairs_[ring_index / 2]; }
     static bool is_tx(uint32_t ring_index) { return (ring_index % 2) == 1; }
@@ -183,6 +204,7 @@ private:
     RunOnOwner run_on_owner_;
     Logger log_;                                         // control thread only
     std::unique_ptr<packet::QueueCounters[]> counters_;  // one per ring
+    Announcement announcement_;                          // queue pair 0's owner
     std::vector<QueuePair> pairs_;
     uint32_t generation_counter_ = 0;  // control thread (inside run_sync)
     // Control thread: rings the device has handed to the dataplane (between

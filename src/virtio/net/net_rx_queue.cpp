@@ -155,7 +155,7 @@ bool NetRxQueue::flush() {
     bool notify = false;
     std::visit(
         [&](auto& ring) {
-            window_.give_back(ring);
+            window_.give_back(ring, config_.log);
             parked_avail_ = avail_left(ring);
             if (pending_used_ == 0) {
                 return;
@@ -192,8 +192,11 @@ bool NetRxQueue::should_hold_publish(uint16_t avail_left) {
 
 template <typename R>
 bool NetRxQueue::publish(R& ring) {
-    window_.stage_used(ring);  // heads filled since the last flush
+    window_.stage_used(ring, config_.log);  // heads filled since the last flush
     ring.publish_used();
+    if (config_.log.active()) [[unlikely]] {
+        config_.log.mark_ring();
+    }
     pending_used_ = 0;
     const bool notify = config_.calls_wanted && ring.should_notify();
     // Counted when the guest can see them: a burst is one publish.
@@ -225,15 +228,21 @@ bool NetRxQueue::arm_kicks() {
         return true;
     }
     kicks_enabled_ = true;
+    bool may_sleep = false;
     if (auto* split = std::get_if<SplitDeviceRing>(&ring_)) {
         split->enable_notifications();
         // Compare with what was there when the path parked, not with our own
         // (rewound) index: otherwise buffers we gave back look new and the path
         // never sleeps (the 2026 vhost_net handle_rx livelock).
-        return avail_left(*split) <= parked_avail_;
+        may_sleep = avail_left(*split) <= parked_avail_;
+    } else {
+        // Packed: enable_notifications already ignores given-back chains.
+        may_sleep = !std::get<PackedRing>(ring_).enable_notifications();
     }
-    // Packed: enable_notifications already ignores given-back chains.
-    return !std::get<PackedRing>(ring_).enable_notifications();
+    if (config_.log.active()) [[unlikely]] {
+        config_.log.mark_ring();  // the flags or event area just written
+    }
+    return may_sleep;
 }
 
 // ---- stop ------------------------------------------------------------------------
@@ -241,11 +250,15 @@ bool NetRxQueue::arm_kicks() {
 bool NetRxQueue::finish() {
     return std::visit(
         [&](auto& ring) {
-            window_.give_back(ring);
+            window_.give_back(ring, config_.log);
             // Frames held for rx_frames / rx_usecs: published before the ring
             // stops; a restart begins at the guest's used index and would
             // reuse their buffers.
-            return pending_used_ != 0 && publish(ring);
+            const bool notify = pending_used_ != 0 && publish(ring);
+            if (config_.log.active()) [[unlikely]] {
+                config_.log.mark_ring();  // the ring as we leave it, whatever wrote it last
+            }
+            return notify;
         },
         ring_);
 }

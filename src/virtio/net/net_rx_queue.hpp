@@ -41,7 +41,11 @@ public:
     // A (re)started ring: everything but the counters and the coalescing
     // settings (configuration) starts over.
     void start(AnyDeviceRing ring, const NetQueueConfig& config);
-    void stop() { running_ = false; }
+    // The log goes with the memory it marks: nothing may mark it after a stop.
+    void stop() {
+        running_ = false;
+        config_.log = {};
+    }
     bool running() const { return running_; }
     // The ring as the owner left it (vnetctl show reads it between rounds).
     const AnyDeviceRing& ring() const { return ring_; }

@@ -136,15 +136,23 @@ bool NetTxQueue::complete_burst(const packet::PacketBurst& burst, uint16_t done)
     return std::visit(
         [&](auto& ring) {
             uint64_t bytes = 0;
+            uint16_t from_ring = 0;
             for (uint16_t i = 0; i < done; ++i) {
                 // Copy semantics: the packet left guest memory, the used length is 0
                 // (kernel vhost handle_tx_copy).
                 const uint32_t token = burst.packets[i].token;
+                if (token == kNotFromRingToken) [[unlikely]] {
+                    continue;
+                }
                 ring.add_used(token_id(token), token_slots(token), 0);
                 bytes += burst.packets[i].len -
                          config_.header_size;  // frame bytes, as the kernel counts
+                ++from_ring;
             }
-            done = std::min(done, in_flight_count_);
+            if (from_ring == 0) {
+                return false;  // only the port's own packet: nothing to tell the guest
+            }
+            done = std::min(from_ring, in_flight_count_);
             in_flight_first_ =
                 static_cast<uint16_t>((in_flight_first_ + done) % packet::kMaxBurstPackets);
             in_flight_count_ = static_cast<uint16_t>(in_flight_count_ - done);
@@ -159,6 +167,9 @@ template <typename R>
 bool NetTxQueue::publish(R& ring) {
     ring.publish_used();
     pending_used_ = 0;
+    if (config_.log.active()) [[unlikely]] {
+        config_.log.mark_ring();
+    }
     return config_.calls_wanted && ring.should_notify();
 }
 
@@ -167,7 +178,11 @@ bool NetTxQueue::arm_kicks() {
         return true;
     }
     kicks_enabled_ = true;
-    return !std::visit([](auto& ring) { return ring.enable_notifications(); }, ring_);
+    const bool new_work = std::visit([](auto& ring) { return ring.enable_notifications(); }, ring_);
+    if (config_.log.active()) [[unlikely]] {
+        config_.log.mark_ring();  // the flags or event area just written
+    }
+    return !new_work;
 }
 
 uint16_t NetTxQueue::finish(DropReason held_drop) {
@@ -184,6 +199,9 @@ uint16_t NetTxQueue::finish(DropReason held_drop) {
             if (pending_used_ != 0) {
                 ring.publish_used();
                 pending_used_ = 0;
+            }
+            if (config_.log.active()) [[unlikely]] {
+                config_.log.mark_ring();  // the ring as we leave it, whatever wrote it last
             }
             return running_ ? untaken_chains(ring) : 0;
         },

@@ -24,10 +24,20 @@ class NetTxQueue {
 public:
     explicit NetTxQueue(packet::QueueCounters& counters) : counters_(&counters) {}
 
+    // The token of a packet its port added to a TX burst itself (the RARP
+    // announcement after a migration): completing it touches no used entry
+    // and counts nothing. No chain has it (a chain takes at least one slot
+    // and at most 32768).
+    static constexpr uint32_t kNotFromRingToken = 0xffffffff;
+
     // A (re)started ring: everything but the counters starts over.
     void start(AnyDeviceRing ring, const NetQueueConfig& config);
     // Nothing touches the ring after this (a fault, lost memory, a stop).
-    void stop() { running_ = false; }
+    // The log goes with the memory it marks: nothing may mark it after a stop.
+    void stop() {
+        running_ = false;
+        config_.log = {};
+    }
     bool running() const { return running_; }
     // The ring as the owner left it (vnetctl show reads it between rounds).
     const AnyDeviceRing& ring() const { return ring_; }

@@ -17,6 +17,7 @@
 #include <span>
 
 #include "packet/packet_burst.hpp"
+#include "virtio/log/queue_log.hpp"
 #include "virtio/ring/device_ring.hpp"
 
 namespace vnet::virtio {
@@ -96,11 +97,15 @@ public:
     // `write_num_buffers` that count goes into the header's num_buffers.
     uint16_t commit(uint32_t len, bool mergeable, bool write_num_buffers);
 
-    // Stages the used entries of heads filled since the last call.
+    // Stages the used entries of heads filled since the last call, first
+    // marking what was written into them while the front end logs.
     template <DeviceRing R>
-    void stage_used(R& ring) {
+    void stage_used(R& ring, QueueLog& log) {
         for (uint16_t i = staged_; i < pos_; ++i) {
             const Head& h = heads_[i];
+            if (log.active()) [[unlikely]] {
+                log.mark_buffer({iovecs_.data() + h.first_iov, h.iov_count}, h.filled);
+            }
             ring.add_used(h.id, h.slots, h.filled);
         }
         staged_ = pos_;
@@ -108,8 +113,8 @@ public:
     // End of a burst: stages what was filled, gives the rest back to the
     // ring and empties the window.
     template <DeviceRing R>
-    void give_back(R& ring) {
-        stage_used(ring);
+    void give_back(R& ring, QueueLog& log) {
+        stage_used(ring, log);
         if (pos_ != count_) {
             // Everything from the first unused chain on goes back, as seen.
             ring.rewind(heads_[pos_].before);

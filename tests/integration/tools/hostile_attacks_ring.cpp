@@ -292,11 +292,11 @@ void attack_ring_state_rules(const AttackContext& ctx) {
         .log_guest_addr = 0};
     require_refused(sock, Request::set_vring_addr, &moved, sizeof moved, {},
                     "SET_VRING_ADDR moving the running TX ring's descriptor table");
-    // Features: LOG_ALL is never offered (RING_PACKED is, since packed rings
-    // run); no change at all while running.
-    const uint64_t log_all = g.negotiated().with(virtio::Feature::vhost_log_all).bits();
-    require_refused(sock, Request::set_features, &log_all, sizeof log_all, {},
-                    "SET_FEATURES with LOG_ALL (not offered)");
+    // Features: ACCESS_PLATFORM is never offered (we have no IOMMU); no
+    // change but LOG_ALL (live migration) while running.
+    const uint64_t platform = g.negotiated().with(virtio::Feature::access_platform).bits();
+    require_refused(sock, Request::set_features, &platform, sizeof platform, {},
+                    "SET_FEATURES with ACCESS_PLATFORM (not offered)");
     const uint64_t changed = g.negotiated().with(virtio::Feature::ring_indirect_desc).bits();
     require_refused(sock, Request::set_features, &changed, sizeof changed, {},
                     "SET_FEATURES adding INDIRECT_DESC while the rings run");

@@ -123,7 +123,7 @@ TEST(VhostUserDispatch, rejects_request_whose_protocol_feature_was_not_negotiate
 
 TEST(VhostUserDispatch, refuses_set_log_base_without_log_shmfd_and_closes_its_fd) {
     DeviceHarness h;
-    h.negotiate();
+    h.negotiate(kDefaultProtocolFeatures.without(ProtocolFeature::log_shmfd).bits());
     UniqueFd log = test::make_memfd(4096);
     RequestBuilder req(Request::set_log_base, kNeedReply);
     req.payload(LogBase{4096, 0}).fd(log.get());

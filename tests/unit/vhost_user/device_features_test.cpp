@@ -11,7 +11,7 @@ using test::kNeedReply;
 using test::RequestBuilder;
 using virtio::Feature;
 
-TEST(VhostUserFeatures, offers_tap_offloads_protocol_features_and_packed_but_never_log_all) {
+TEST(VhostUserFeatures, offers_tap_offloads_protocol_features_packed_and_log_all) {
     DeviceHarness h;
     auto r = h.send(RequestBuilder(Request::get_features));
     const virtio::FeatureSet offered(r.u64());
@@ -19,11 +19,10 @@ TEST(VhostUserFeatures, offers_tap_offloads_protocol_features_and_packed_but_nev
          {Feature::version_1, Feature::net_mrg_rxbuf, Feature::net_csum, Feature::net_guest_csum,
           Feature::net_host_tso4, Feature::net_guest_tso6, Feature::ring_event_idx,
           Feature::ring_indirect_desc, Feature::vhost_user_protocol_features, Feature::net_mq,
-          Feature::ring_packed}) {
+          Feature::ring_packed, Feature::vhost_log_all}) {
         EXPECT_TRUE(offered.has(f)) << static_cast<int>(f);
     }
-    for (Feature f : {Feature::vhost_log_all, Feature::access_platform, Feature::net_mtu,
-                      Feature::net_ctrl_vq}) {
+    for (Feature f : {Feature::access_platform, Feature::net_mtu, Feature::net_ctrl_vq}) {
         EXPECT_FALSE(offered.has(f)) << static_cast<int>(f);
     }
 }
@@ -39,7 +38,7 @@ TEST(VhostUserFeatures, offers_mtu_only_when_configured_and_mq_only_with_several
 TEST(VhostUserFeatures, configuration_cannot_offer_what_we_do_not_implement) {
     DeviceConfig c = test::test_device_config();
     c.features = virtio::FeatureSet{Feature::access_platform, Feature::version_1};
-    c.protocol_features = ProtocolFeatureSet{ProtocolFeature::log_shmfd, ProtocolFeature::mq};
+    c.protocol_features = ProtocolFeatureSet{ProtocolFeature::inflight_shmfd, ProtocolFeature::mq};
     DeviceHarness h(c);
     EXPECT_FALSE(h.device->offered_features().has(Feature::access_platform));
     EXPECT_TRUE(h.device->offered_features().has(Feature::version_1));
@@ -53,7 +52,8 @@ TEST(VhostUserFeatures, get_protocol_features_works_before_set_features) {
     EXPECT_EQ(r.u64(), kDefaultProtocolFeatures.bits());
     const ProtocolFeatureSet p(r.u64());
     EXPECT_TRUE(p.has(ProtocolFeature::reply_ack));
-    EXPECT_FALSE(p.has(ProtocolFeature::log_shmfd));
+    EXPECT_TRUE(p.has(ProtocolFeature::log_shmfd));
+    EXPECT_FALSE(p.has(ProtocolFeature::inflight_shmfd));
 }
 
 TEST(VhostUserFeatures, rejects_features_not_offered) {
@@ -61,7 +61,7 @@ TEST(VhostUserFeatures, rejects_features_not_offered) {
     h.negotiate();
     const auto before = h.device->negotiated_features();
     auto r = h.send(RequestBuilder(Request::set_features, kNeedReply)
-                        .payload(virtio::FeatureSet::mask(Feature::vhost_log_all)));
+                        .payload(virtio::FeatureSet::mask(Feature::access_platform)));
     EXPECT_EQ(r.result.error, MessageError::features_not_offered);
     EXPECT_EQ(r.u64(), 1u);
     EXPECT_EQ(h.device->negotiated_features(), before);
@@ -71,7 +71,7 @@ TEST(VhostUserFeatures, rejects_protocol_features_not_offered) {
     DeviceHarness h;
     h.negotiate();
     auto r = h.send(RequestBuilder(Request::set_protocol_features, kNeedReply)
-                        .payload(ProtocolFeatureSet::mask(ProtocolFeature::log_shmfd)));
+                        .payload(ProtocolFeatureSet::mask(ProtocolFeature::inflight_shmfd)));
     EXPECT_EQ(r.result.error, MessageError::protocol_features_not_offered);
     EXPECT_EQ(h.device->negotiated_protocol_features(), kDefaultProtocolFeatures);
 }

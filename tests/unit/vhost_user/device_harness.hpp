@@ -142,15 +142,21 @@ public:
     Reply send(RequestBuilder&& r) { return send(r); }
 
     // GET/SET_FEATURES and protocol features as QEMU does: everything offered
-    // but RING_PACKED (split rings), or with it (negotiate_packed).
+    // but RING_PACKED (split rings), or with it (negotiate_packed), and but
+    // LOG_ALL, which QEMU acks only while it migrates the guest.
     void negotiate(uint64_t protocol = kDefaultProtocolFeatures.bits()) {
         send(RequestBuilder(Request::set_protocol_features).payload(protocol));
         send(RequestBuilder(Request::set_features)
-                 .payload(device->offered_features().without(virtio::Feature::ring_packed).bits()));
+                 .payload(device->offered_features()
+                              .without(virtio::Feature::ring_packed)
+                              .without(virtio::Feature::vhost_log_all)
+                              .bits()));
     }
     void negotiate_packed(uint64_t protocol = kDefaultProtocolFeatures.bits()) {
         send(RequestBuilder(Request::set_protocol_features).payload(protocol));
-        send(RequestBuilder(Request::set_features).payload(device->offered_features().bits()));
+        send(RequestBuilder(Request::set_features)
+                 .payload(
+                     device->offered_features().without(virtio::Feature::vhost_log_all).bits()));
     }
     Reply set_mem_table(const GuestMemory& mem, uint32_t flags = MessageHeader::kVersion) {
         MemoryTable t{};

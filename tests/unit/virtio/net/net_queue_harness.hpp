@@ -24,14 +24,14 @@ using RingModels = ::testing::Types<SplitModel, PackedModel>;
 
 // No MRG_RXBUF, VERSION_1 (12-byte header, num_buffers written), a call fd.
 inline NetQueueConfig version_1_config() {
-    return NetQueueConfig{12, false, true, true};
+    return NetQueueConfig{12, false, true, true, {}};
 }
 inline NetQueueConfig mergeable_config() {
-    return NetQueueConfig{12, true, true, true};
+    return NetQueueConfig{12, true, true, true, {}};
 }
 // A legacy device without MRG_RXBUF: a 10-byte header, no num_buffers.
 inline NetQueueConfig legacy_config() {
-    return NetQueueConfig{10, false, false, true};
+    return NetQueueConfig{10, false, false, true, {}};
 }
 
 template <typename Model, typename Queue>

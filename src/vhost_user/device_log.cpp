@@ -1,0 +1,105 @@
+// VhostUserDevice and live migration (vhost-user.rst "Migration"): the dirty
+// log's memory (SET_LOG_BASE), turning logging on and off (LOG_ALL in
+// SET_FEATURES, the LOG flag of SET_VRING_ADDR), and what each ring marks.
+//
+// QEMU's sequence on the source: SET_LOG_BASE with the log's fd, then
+// SET_FEATURES with LOG_ALL and SET_VRING_ADDR with LOG on every ring, each
+// waiting for its reply; at the end GET_VRING_BASE stops the rings, and
+// SET_FEATURES without LOG_ALL turns it off again if the migration failed.
+// A change restarts the ready rings (as a new memory table does), so a
+// worker never marks a log that is being replaced.
+#include "vhost_user/device.hpp"
+#include "vhost_user/memory_region.hpp"
+#include "virtio/ring/packed_layout.hpp"
+
+namespace vnet::vhost_user {
+namespace {
+
+// The guest-physical address of a front-end virtual address, if mapped.
+std::optional<uint64_t> uva_to_gpa(const virtio::GuestMemoryMap& memory, uint64_t uva) {
+    const virtio::GuestRegion* r = memory.find_uva(uva);
+    if (r == nullptr) {
+        return std::nullopt;
+    }
+    return r->guest_phys_addr + (uva - r->user_addr);
+}
+
+uint64_t highest_guest_address(const virtio::GuestMemoryMap& memory) {
+    uint64_t end = 0;
+    for (const virtio::GuestRegion& r : memory.regions()) {
+        end = std::max(end, r.gpa_end());
+    }
+    return end;
+}
+
+}  // namespace
+
+MessageError VhostUserDevice::handle_set_log_base(Message& m, Message&) {
+    LogBase base;
+    m.read_payload(base);
+    // Hostile-input rule 4 (CVE-2020-10722): the area must lie inside the
+    // fd, offset + size computed without wrapping; the same checks as for
+    // guest memory, since a bad log is as dangerous to write as bad memory.
+    const MemoryRegionDesc desc{0, base.mmap_size, 0, base.mmap_offset};
+    virtio::GuestRegion mapped;
+    if (MessageError e = map_memory_region(desc, m.fds[0].get(), &mapped); e != MessageError::ok) {
+        return e;
+    }
+    auto log = std::make_shared<const virtio::DirtyLog>(mapped.host_addr, mapped.size,
+                                                        std::move(mapped.mapping));
+    // A log that misses some of the guest's pages would migrate them stale.
+    // (Memory added later comes with a new, bigger log: QEMU resizes it.)
+    // The log is mapped, so below 2^47 bytes: covered_bytes() cannot wrap.
+    if (log->covered_bytes() < highest_guest_address(*memory_)) {
+        return MessageError::log_smaller_than_memory;
+    }
+    const bool was_logging = logging();
+    const virtio::DirtyLog* old_log = dirty_log_.get();
+    dirty_log_ = std::move(log);
+    // The reply is the empty SET_LOG_BASE the dispatcher builds.
+    return apply_logging_change(was_logging, old_log) ? MessageError::ok
+                                                      : MessageError::ring_not_in_guest_memory;
+}
+
+bool VhostUserDevice::apply_logging_change(bool was_logging, const virtio::DirtyLog* old_log) {
+    const bool now = logging();
+    if (!was_logging && !now) {
+        return true;  // e.g. the log arrives before LOG_ALL: nothing runs differently yet
+    }
+    if (now && (!was_logging || old_log != dirty_log_.get())) {
+        log_->info("dirty logging on: log {} bytes, covers {} MiB of guest memory",
+                   dirty_log_->size_bytes(), dirty_log_->covered_bytes() >> 20);
+    } else if (!now) {
+        log_->info("dirty logging off ({} pages beyond the log)",
+                   old_log != nullptr ? old_log->pages_beyond() : 0);
+    }
+    // Ready rings carry the old state in their snapshots: restart them.
+    stop_all_queues();
+    return update_all_queues();
+}
+
+virtio::RingLogAreas VhostUserDevice::log_areas(const Queue& q) const {
+    virtio::RingLogAreas areas;
+    if (packed()) {
+        // Packed: used descriptors are written over the descriptor ring, and
+        // the device event area is ours (virtio 1.2 §2.8.10).
+        if (auto desc = uva_to_gpa(*memory_, q.addr.desc_user_addr)) {
+            areas.ranges[0] = {*desc, virtio::packed_desc_ring_bytes(q.num)};
+        }
+        if (auto device = uva_to_gpa(*memory_, q.addr.used_user_addr)) {
+            areas.ranges[1] = {*device, sizeof(virtio::PackedEventSuppress)};
+        }
+        return areas;
+    }
+    // Split: the used ring (flags, idx, entries, avail_event), at the
+    // address the front end gave for logging (vhost-user.rst SET_VRING_ADDR),
+    // or where it lies if the front end gave none.
+    if ((q.addr.flags & VringAddr::kFlagLog) != 0) {
+        areas.ranges[0] = {q.addr.log_guest_addr, virtio::used_ring_bytes(q.num)};
+    } else if (auto used = uva_to_gpa(*memory_, q.addr.used_user_addr)) {
+        areas.ranges[0] = {*used, virtio::used_ring_bytes(q.num)};
+    }
+    return areas;
+}
+
+}  // namespace vnet::vhost_user
