@@ -31,7 +31,8 @@
 #   - the RARP: a frame of ethertype 0x8035 from the guest's MAC reached the
 #     tap after the switchover (QEMU asks for it with SEND_RARP: the guest
 #     did not negotiate GUEST_ANNOUNCE, vnetd does not offer it)
-#   - vnetd logged dirty logging turned on for the src port
+#   - vnetd logged dirty logging turned on for the src port (not for dst),
+#     and SEND_RARP for the guest's MAC on dst
 #   - vnetd is alive after it all and exits 0 on SIGTERM
 # Printed for the notes: QEMU's downtime and the longest gap between two
 # reads on the receiver (the stall the stream saw).
@@ -277,6 +278,7 @@ VNETD_RC=$?
 
 # ---- the checks ---------------------------------------------------------------------------
 FAILS=()
+not() { ! "$@"; }
 check() { # check DESCRIPTION COMMAND...
     local what=$1
     shift
@@ -354,7 +356,11 @@ RARPS=$(awk -v mac="$MAC" -v t="$T_MIGRATE" '$1 == "rarp" && $2 > t && $3 == "sr
 check "a RARP from $MAC reached the tap after the migration started" test -n "$RARPS"
 
 check "vnetd logged dirty logging on for port src" \
-    grep -qiE 'port src.*dirty log' "$WORK/vnetd.log"
+    grep -qE '\[src\] dirty logging on' "$WORK/vnetd.log"
+check "vnetd logged no dirty logging for port dst (the destination does not log)" \
+    not grep -qE '\[dst\] dirty logging on' "$WORK/vnetd.log"
+check "vnetd logged SEND_RARP for $MAC on port dst" \
+    grep -qE "\[dst\] SEND_RARP: announcing $MAC" "$WORK/vnetd.log"
 check "vnetd exited 0 on SIGTERM (is $VNETD_RC)" test "$VNETD_RC" = 0
 
 # ---- summary ----------------------------------------------------------------------------------
