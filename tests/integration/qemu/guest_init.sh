@@ -13,6 +13,19 @@
 #                   eth0's carrier to drop and come back (the back end
 #                   restarting: QEMU sets the link down while its vhost-user
 #                   socket is closed) and ping again
+#   vnet_stream=1   (optional) stream mode (test_qemu_migration.sh): instead
+#                   of iperf3, make a file of vnet_data_kib KiB (default
+#                   16384) from /dev/urandom ("send-sha256", "send-size"),
+#                   wait for the host to answer a ping, then send the file
+#                   over one TCP connection (busybox nc, port 5300) in 16 KiB
+#                   chunks, one every 40 ms, so that the stream outlasts a
+#                   live migration; once the receiver sends a byte back (it
+#                   does when the migration has completed) the rest goes at
+#                   once ("stream-rc", the pipeline's exit status). Before
+#                   that it listens on port 5301 for the host's stream the
+#                   other way (lib/stream_sender.py), received into a file
+#                   whose sha256 and size it reports at its end
+#                   ("recv-sha256", "recv-size", "recv-rc")
 #   vnet_peer=IP    (optional) peer mode, two guests on one vnetd and no host
 #   vnet_role=server|client  side (test_qemu_two_guests.sh): instead of all
 #                   of the above, wait for the other guest (IP) to answer a
@@ -62,6 +75,7 @@ for w in $(cat /proc/cmdline); do
     vnet_trace_drops=1) TRACE_DROPS=1 ;;
     vnet_mq=*) MQ=${w#*=} ;;
     vnet_relink=1) RELINK=1 ;;
+    vnet_stream=1) STREAM=1 ;;
     vnet_peer=*) PEER_IP=${w#*=} ;;
     vnet_role=*) ROLE=${w#*=} ;;
     vnet_wait=*) PEER_WAIT=${w#*=} ;;
@@ -122,6 +136,60 @@ now() {
     read -r up _ </proc/uptime
     echo "${up%%.*}"
 }
+
+# Stream mode: one paced TCP stream to the host; see the header. The guest
+# is migrated while it runs: what it prints first is in the source QEMU's
+# console, the rest in the destination's.
+if [ -n "${STREAM:-}" ]; then
+    DATA_KIB=${DATA_KIB:-16384}
+    CHUNK_KIB=16
+    dd if=/dev/urandom of=/tmp/send.bin bs=1024 count="$DATA_KIB" 2>/tmp/dd.err || report dd /tmp/dd.err
+    say "send-sha256 $(sha256sum </tmp/send.bin | cut -d " " -f 1)"
+    say "send-size $(wc -c </tmp/send.bin)"
+    # stdin: a FIFO nobody writes (see peer mode): nc reads the host's
+    # stream to its end.
+    mkfifo /tmp/nc-stdin
+    exec 3<>/tmp/nc-stdin
+    timeout 300 nc -l -p 5301 <&3 >/tmp/recv.bin 2>/tmp/nc-l.err &
+    NC_PID=$!
+    i=0
+    until ping -c 1 -W 1 "$HOST_IP" >/dev/null 2>&1; do
+        i=$((i + 1))
+        if [ $i -ge 60 ]; then
+            say "host $HOST_IP did not answer"
+            finish
+        fi
+        sleep 0.5
+    done
+    # send_chunks: the file on stdout, a chunk at a time while /tmp/ctl
+    # (what the receiver sent back) is empty, then the rest in one go.
+    send_chunks() {
+        n=0
+        chunks=$(((DATA_KIB + CHUNK_KIB - 1) / CHUNK_KIB))
+        while [ $n -lt $chunks ]; do
+            if [ -s /tmp/ctl ]; then
+                dd if=/tmp/send.bin bs=${CHUNK_KIB}k skip=$n 2>/dev/null
+                return
+            fi
+            dd if=/tmp/send.bin bs=${CHUNK_KIB}k skip=$n count=1 2>/dev/null || return 1
+            usleep 40000
+            n=$((n + 1))
+        done
+    }
+    : >/tmp/ctl
+    say "stream start"
+    send_chunks | timeout 300 nc -w 10 "$HOST_IP" 5300 >/tmp/ctl 2>/tmp/nc.err
+    say "stream-rc $?"
+    report nc /tmp/nc.err
+    say "stream-ctl $(wc -c </tmp/ctl)"
+    wait "$NC_PID"
+    say "recv-rc $?"
+    report nc-l /tmp/nc-l.err
+    say "recv-sha256 $(sha256sum </tmp/recv.bin | cut -d " " -f 1)"
+    say "recv-size $(wc -c </tmp/recv.bin)"
+    report_eth0
+    finish
+fi
 
 # Peer mode: everything goes to the other guest; see the header.
 if [ -n "${PEER_IP:-}" ]; then
