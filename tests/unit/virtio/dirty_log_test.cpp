@@ -6,6 +6,7 @@
 #include <set>
 #include <vector>
 
+#include "unit/virtio/marked_pages.hpp"
 #include "unit/virtio/test_ring.hpp"
 #include "virtio/log/dirty_log.hpp"
 #include "virtio/log/queue_log.hpp"
@@ -15,17 +16,8 @@ namespace {
 
 constexpr uint64_t kPage = DirtyLog::kPageSize;
 
-// The pages whose bits are set.
 std::set<uint64_t> marked(const std::vector<uint8_t>& bitmap) {
-    std::set<uint64_t> pages;
-    for (size_t byte = 0; byte < bitmap.size(); ++byte) {
-        for (unsigned bit = 0; bit < 8; ++bit) {
-            if ((bitmap[byte] >> bit) & 1u) {
-                pages.insert(byte * 8 + bit);
-            }
-        }
-    }
-    return pages;
+    return test::marked_pages(bitmap.data(), bitmap.size());
 }
 
 TEST(DirtyLog, one_byte_marks_its_page_at_bit_page_mod_8_of_byte_page_div_8) {

@@ -9,6 +9,7 @@
 
 #include "packet/rarp_announcement.hpp"
 #include "unit/ports/vhost_user/guest_rx_harness.hpp"
+#include "unit/virtio/marked_pages.hpp"
 #include "virtio/log/dirty_log.hpp"
 
 namespace vnet::ports {
@@ -20,18 +21,6 @@ using vhost_user::test::RequestBuilder;
 
 constexpr uint64_t kPage = virtio::DirtyLog::kPageSize;
 constexpr vhost_user::MacAddress kGuestMac{0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
-
-std::set<uint64_t> marked(const uint8_t* bitmap, size_t bytes) {
-    std::set<uint64_t> pages;
-    for (size_t byte = 0; byte < bytes; ++byte) {
-        for (unsigned bit = 0; bit < 8; ++bit) {
-            if ((bitmap[byte] >> bit) & 1u) {
-                pages.insert(byte * 8 + bit);
-            }
-        }
-    }
-    return pages;
-}
 
 // Fills one guest RX buffer with a 60-byte frame, as a tap read would.
 void deliver_one(GuestRxHarness& guest) {
@@ -67,7 +56,7 @@ struct LoggingGuest {
                        .fd(log_fd.get()));
         set_log_all(true);
     }
-    std::set<uint64_t> pages() const { return marked(log, kLogBytes); }
+    std::set<uint64_t> pages() const { return virtio::test::marked_pages(log, kLogBytes); }
     uint64_t buffer_page(uint32_t n) const {
         return (GuestRxHarness::kBuffersGpa + n * GuestRxHarness::kBufferSize) / kPage;
     }

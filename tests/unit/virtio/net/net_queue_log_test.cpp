@@ -8,6 +8,7 @@
 #include <set>
 #include <vector>
 
+#include "unit/virtio/marked_pages.hpp"
 #include "unit/virtio/net/net_queue_harness.hpp"
 #include "virtio/log/dirty_log.hpp"
 #include "virtio/net/net_rx_queue.hpp"
@@ -26,15 +27,7 @@ uint64_t zero_clock() {
 }
 
 std::set<uint64_t> marked(const std::vector<uint8_t>& bitmap) {
-    std::set<uint64_t> pages;
-    for (size_t byte = 0; byte < bitmap.size(); ++byte) {
-        for (unsigned bit = 0; bit < 8; ++bit) {
-            if ((bitmap[byte] >> bit) & 1u) {
-                pages.insert(byte * 8 + bit);
-            }
-        }
-    }
-    return pages;
+    return test::marked_pages(bitmap.data(), bitmap.size());
 }
 
 template <typename Model>
