@@ -25,7 +25,11 @@
 #                   that it listens on port 5301 for the host's stream the
 #                   other way (lib/stream_sender.py), received into a file
 #                   whose sha256 and size it reports at its end
-#                   ("recv-sha256", "recv-size", "recv-rc")
+#                   ("recv-sha256", "recv-size", "recv-rc"); at the end,
+#                   eth0's carrier changes and the non-zero TCP counters
+#                   ("tcp NAME VALUE": retransmissions, DSACKs), which show
+#                   what a back end's restart under the stream cost
+#                   (test_qemu_restart.sh)
 #   vnet_peer=IP    (optional) peer mode, two guests on one vnetd and no host
 #   vnet_role=server|client  side (test_qemu_two_guests.sh): instead of all
 #                   of the above, wait for the other guest (IP) to answer a
@@ -131,6 +135,15 @@ report_eth0() {
     done
 }
 
+# report_tcp: the non-zero TCP counters (/proc/net/snmp "Tcp:", /proc/net/netstat
+# "TcpExt:": a header line of names, then one of values), one line each.
+report_tcp() {
+    cat /proc/net/snmp /proc/net/netstat | awk '
+        $1 != "Tcp:" && $1 != "TcpExt:" { next }
+        !(($1) in seen) { seen[$1] = 1; for (i = 2; i <= NF; i++) name[$1, i] = $i; next }
+        { for (i = 2; i <= NF; i++) if ($i != 0) print "VNET-GUEST tcp " name[$1, i] " " $i }'
+}
+
 # now: seconds since boot (whole seconds; the deadlines below count in them)
 now() {
     read -r up _ </proc/uptime
@@ -188,6 +201,8 @@ if [ -n "${STREAM:-}" ]; then
     say "recv-sha256 $(sha256sum </tmp/recv.bin | cut -d " " -f 1)"
     say "recv-size $(wc -c </tmp/recv.bin)"
     report_eth0
+    say "eth0 carrier_changes $(cat /sys/class/net/eth0/carrier_changes)"
+    report_tcp
     finish
 fi
 

@@ -1,0 +1,398 @@
+#!/bin/bash
+# vnetd SIGKILLed under a running guest's traffic and started again at once:
+# the guest (QEMU, TCG) is not rebooted and its TCP streams resume and
+# verify. vnetd cross-connects the guest's vhost-user port to a persistent
+# tap (--persist on) born in the test's network namespace (vnetd runs
+# there), so the tap and its address outlive each vnetd. The guest
+# (qemu/guest_init.sh vnet_stream=1) sends a file of random bytes, paced, to
+# lib/stream_receiver.py in the namespace, and lib/stream_sender.py there
+# sends random bytes into the guest, paced too. Mid-stream vnetd gets
+# SIGKILL; the next one is started as soon as `wait` has reaped it. Once
+# both streams have moved on, the receiver and the sender tell the two ends
+# to stop pacing, and the streams finish at full speed. Each recovery shape
+# once:
+#   (a) vnetd listens, QEMU connects with -chardev socket,...,reconnect=1
+#   (b) QEMU listens (-chardev socket,...,server=on,wait=off), vnetd
+#       --client connects (and reconnects, backoff 100 ms .. 5 s)
+# Asserts, in each shape:
+#   - the new vnetd was started within 10 ms of the old one's death and
+#     starts: it opens the tap (after the tap's bounded EBUSY wait, when the
+#     old one's files were not released yet: logged and counted) and logs
+#     its port line; the front end connects to it again
+#   - the guest was not rebooted: QEMU is the same process (pid and start
+#     time) before the kill, after the restart and until the guest powers
+#     off (exit 0; -no-reboot would have ended QEMU at a reboot), and the
+#     guest's boot marker is on its console once
+#   - both streams: one connection each way; bytes moved after the restart;
+#     the byte counts and sha256 of each end equal the other's
+#   - the guest's driver counted no rx/tx errors
+#   - the final vnetd forwarded both ways and exits 0 on SIGTERM
+# Printed for the notes: the stall (the longest gap between two reads at
+# the receiver after the kill, against the pacing's own gap before it), the
+# restart's timing, QEMU's messages, the guest's carrier changes and TCP
+# counters, the netns's TCP counters, and the tap's packets against the
+# guest's.
+#
+# vnetd has no VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD yet: a TX chain the dead
+# vnetd had taken (maybe written to the tap) but not marked used is taken
+# again by the new one, because QEMU, which cannot GET_VRING_BASE from a
+# dead back end, resets the ring's last_avail_idx to the used index, and
+# vnetd starts there too (device.cpp: the used index comes from the guest).
+# The guest's stream may then carry a duplicate segment, which TCP absorbs
+# (a DSACK: TcpExtTCPDSACKOldSent in the netns); nothing is asserted about
+# it, and no inflight entries can be counted. The tap's rx_packets minus
+# the guest's tx_packets is printed: replayed chains count on the tap and
+# not in the guest (which counts a packet once, when it is used); packets
+# QEMU discards while the link is down count in the guest only.
+#
+# Usage: test_qemu_restart.sh BUILD_DIR   (as root; exit 77 = skipped)
+# Environment: VNET_QEMU_KERNEL=/boot/vmlinuz-X (see guest_kernel),
+# VNET_QEMU_DATA_KIB=8192 (each stream's size), VNET_KEEP_WORK=1.
+set -u
+
+BUILD_DIR=${1:?usage: $0 BUILD_DIR}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+VNETD="$BUILD_DIR/apps/vnetd"
+QEMU=$(command -v qemu-system-x86_64 || true)
+DATA_KIB=${VNET_QEMU_DATA_KIB:-8192}
+GUEST_MB=192
+MAC=52:54:00:12:38:01
+CHUNK=16384 # the streams' pacing: one chunk every 40 ms
+# Bounds (s): each QEMU's whole run; the boot until the streams run; the
+# restarted vnetd's start (the tap's EBUSY wait is 5 s) and the front end's
+# reconnection; the streams moving again; their end.
+QEMU_TIMEOUT=150
+BOOT_WAIT=60
+START_WAIT=15
+RESUME_WAIT=30
+STREAM_WAIT=60
+RESTART_WITHIN_MS=10
+
+# shellcheck source=lib/common.sh
+. "$HERE/lib/common.sh"
+[ "$(id -u)" = 0 ] || skip "needs root (network namespaces, taps)"
+[ -n "$QEMU" ] || skip "qemu-system-x86_64 not found (Debian package qemu-system-x86)"
+command -v iperf3 >/dev/null || skip "iperf3 not found (the initramfs takes it)"
+[ -x /bin/busybox ] || skip "/bin/busybox not found (Debian package busybox-static)"
+command -v python3 >/dev/null || skip "python3 not found"
+command -v nstat >/dev/null || skip "nstat not found (Debian package iproute2)"
+[ -c /dev/net/tun ] || skip "/dev/net/tun missing"
+
+guest_kernel
+[ -x "$VNETD" ] || fail "$VNETD not built"
+
+work_dir vnet-qemu-restart
+T0=$(date +%s.%N)
+echo "== guest kernel $KVER"
+bash "$HERE/qemu/build_initramfs.sh" "$KVER" "$WORK/initrd.gz" 2>"$WORK/initramfs.err" ||
+    fail "initramfs: $(cat "$WORK/initramfs.err")"
+
+FAILS=()
+check() { # check DESCRIPTION COMMAND...
+    local what=$1
+    shift
+    "$@" || FAILS+=("$what")
+}
+SUMMARY=()
+note() { SUMMARY+=("$*"); }
+
+# ---- one shape ------------------------------------------------------------------
+# Set by run_shape for the helpers below: L (the label), NS, TAP, SOCK,
+# D (WORK/L: the shape's files), VNETD_PID, QEMU_PID (timeout's; QEMU is
+# its child), RECEIVER_PID, SENDER_PID.
+
+# start_vnetd LIFE ARG...: vnetd in NS (its tap is born there), log
+# D-vnetd-LIFE.log; VNETD_PID. Without GRO each frame the guest sends is one
+# write to the tap, so the tap's count can be set against the guest's.
+start_vnetd() {
+    local life=$1
+    shift
+    bg_start --log "$D-vnetd-$life.log" ip netns exec "$NS" "$VNETD" --socket-path "$SOCK" \
+        --tap "$TAP" --persist on --gro off --stats-file "$D-stats.json" --control-socket "$D-ctl.sock" \
+        --log-level debug "$@"
+    VNETD_PID=$BG_PID
+}
+
+# start_qemu CHARDEV_OPTIONS: the guest, its vhost-user chardev at SOCK with
+# CHARDEV_OPTIONS; QEMU_PID. vectors=0: QEMU 7.2 TCG + vhost-user + MSI-X
+# segfaults (peer-baselines.md).
+start_qemu() {
+    bg_start --log "$D-qemu.log" timeout -k 5 "$QEMU_TIMEOUT" "$QEMU" -accel tcg \
+        -m "$GUEST_MB" -smp 1 -nodefaults -no-user-config -kernel "$KERNEL" -initrd "$WORK/initrd.gz" \
+        -append "console=ttyS0 quiet panic=-1 ipv6.disable=1 vnet_host=$HOST_IP vnet_guest=$GUEST_IP vnet_stream=1 vnet_data_kib=$DATA_KIB" \
+        -display none -monitor none -serial "file:$D-console.log" -no-reboot \
+        -object "memory-backend-memfd,id=mem,size=${GUEST_MB}M,share=on" -numa node,memdev=mem \
+        -chardev "socket,id=chr0,path=$SOCK,$1" \
+        -netdev type=vhost-user,id=net0,chardev=chr0 \
+        -device "virtio-net-pci,netdev=net0,mac=$MAC,vectors=0,mrg_rxbuf=on,csum=on,guest_csum=on,gso=on,host_tso4=on,guest_tso4=on"
+    QEMU_PID=$BG_PID
+}
+
+# qemu_identity: "PID STARTTIME" of QEMU itself (timeout's child), or "gone".
+qemu_identity() {
+    local child stat
+    child=$(cat "/proc/$QEMU_PID/task/$QEMU_PID/children" 2>/dev/null)
+    child=${child%% *}
+    stat=$(cat "/proc/$child/stat" 2>/dev/null) || {
+        echo gone
+        return
+    }
+    read -r -a f <<<"${stat##*) }"
+    echo "$child ${f[19]}" # field 22 of stat, the start time in clock ticks
+}
+
+console_text() { tr -d '\r' <"$D-console.log" >"$D-console.txt" 2>/dev/null; }
+fail_now() {
+    console_text
+    fail "($L) $*"
+}
+# guest_wait SECONDS MESSAGE CMD...: wait_for, with the guest's console
+# made readable for the failure's logs.
+guest_wait() {
+    local secs=$1 msg=$2
+    shift 2
+    wait_until "$secs" "$@" || fail_now "$msg (waited $secs s for: $*)"
+}
+
+# progress_bytes FILE: the bytes of the last "progress TIME BYTES" line (0
+# before there is one, or a FILE).
+progress_bytes() { awk '$1 == "progress" { b = $3 } END { print b + 0 }' "$1" 2>/dev/null || echo 0; }
+# streams_past R S: the receiver has more than R bytes and the sender has
+# sent more than S; both (and QEMU) still run.
+streams_past() {
+    running "$QEMU_PID" || fail_now "QEMU exited while the streams ran"
+    [ "$(progress_bytes "$D-receiver.out")" -gt "$1" ] && [ "$(progress_bytes "$D-sender.out")" -gt "$2" ]
+}
+# log_time_us FILE ERE: the time of FILE's first line matching ERE (vnetd's
+# log: local time to the millisecond), in microseconds since the epoch.
+log_time_us() {
+    local ts
+    ts=$(grep -m 1 -E -- "$2" "$1" | cut -d ' ' -f 1)
+    [ -n "$ts" ] && date -d "$ts" +%s%6N
+}
+# ms_since T_US T2_US: (T2 - T) in ms, "?" without T2.
+ms_since() { [ -n "$2" ] && echo $((($2 - $1) / 1000)) || echo "?"; }
+started_vnetd() { # started_vnetd LOG PORT_LINE: the tap opened and the port's line is there
+    running "$VNETD_PID" || fail_now "the restarted vnetd exited: $(tail -n 3 "$1")"
+    log_has "$1" "\[tap '$TAP'\] opened" && log_has "$1" "$2"
+}
+
+# run_shape LABEL INDEX ROLE: ROLE "server" (vnetd listens, QEMU
+# reconnects) or "client" (QEMU listens, vnetd --client); INDEX (0, 1)
+# picks the shape's subnet.
+run_shape() {
+    L=$1
+    local role=$3
+    NS=$(ns_name vnet-rst "$L")
+    TAP=$(link_name vnrst "$L")
+    D="$WORK/$L"
+    SOCK="$D.sock"
+    local net=10.82.$((VT_ID % 125 * 2 + $2))
+    HOST_IP=$net.1
+    GUEST_IP=$net.2
+    local client_arg=() port_line chardev
+    if [ "$role" = server ]; then
+        port_line="port vm0: listening on $SOCK"
+        chardev="reconnect=1"
+    else
+        client_arg=(--client)
+        port_line="port vm0: connecting to $SOCK"
+        chardev="server=on,wait=off"
+    fi
+    for f in vnetd-1.log vnetd-2.log qemu.log console.txt receiver.out sender.out; do
+        fail_log "$D-$f" 25
+    done
+    echo "== ($L) vnetd $role, QEMU -chardev socket,$chardev; netns $NS, tap $TAP, host $HOST_IP, guest $GUEST_IP"
+    netns_new "$NS"
+    on_exit ip -n "$NS" link del "$TAP"
+    ip -n "$NS" link set lo up
+
+    # The receiver listens on any address: the tap that gets HOST_IP does not
+    # exist yet, and the guest connects as soon as it answers a ping.
+    bg_start --out "$D-receiver.out" --err "$D-receiver.err" \
+        ip netns exec "$NS" python3 -u "$HERE/lib/stream_receiver.py" 0.0.0.0 5300 $((QEMU_TIMEOUT - 20))
+    RECEIVER_PID=$BG_PID
+    wait_for 10 "($L) the receiver did not listen" log_has "$D-receiver.out" '^listening'
+    # The first vnetd, and QEMU: whoever connects starts after the listener.
+    if [ "$role" = server ]; then
+        start_vnetd 1
+        wait_for 10 "($L) vnetd did not listen" log_has "$D-vnetd-1.log" "$port_line"
+        start_qemu "$chardev"
+    else
+        start_qemu "$chardev"
+        guest_wait 20 "QEMU did not listen on $SOCK" test -S "$SOCK"
+        start_vnetd 1 "${client_arg[@]}"
+    fi
+    guest_wait 20 "the front end did not connect to the first vnetd" \
+        log_has "$D-vnetd-1.log" "front end connected"
+    guest_wait 10 "vnetd did not open tap $TAP" log_has "$D-vnetd-1.log" "\[tap '$TAP'\] opened"
+    ip -n "$NS" addr add "$HOST_IP/24" dev "$TAP" || fail "($L) ip addr add"
+    ip -n "$NS" link set "$TAP" up || fail "($L) ip link set $TAP up"
+
+    # Both streams run (paced) before the kill.
+    guest_wait "$BOOT_WAIT" "the guest's stream did not start" streams_past $((8 * CHUNK)) -1
+    bg_start --out "$D-sender.out" --err "$D-sender.err" \
+        ip netns exec "$NS" python3 -u "$HERE/lib/stream_sender.py" "$GUEST_IP" 5301 $((DATA_KIB * 1024)) \
+        $((QEMU_TIMEOUT - 40))
+    SENDER_PID=$BG_PID
+    guest_wait 30 "the stream into the guest did not start" streams_past $((8 * CHUNK)) $((8 * CHUNK))
+    local qemu_before
+    qemu_before=$(qemu_identity)
+
+    # ---- the kill and the restart ------------------------------------------------
+    local rx_at_kill tx_at_kill t_kill t_dead t_started
+    rx_at_kill=$(progress_bytes "$D-receiver.out")
+    tx_at_kill=$(progress_bytes "$D-sender.out")
+    t_kill=$(_vt_now_us)
+    kill -KILL "$VNETD_PID"
+    { wait "$VNETD_PID"; } 2>/dev/null
+    t_dead=$(_vt_now_us)
+    forget "$VNETD_PID"
+    start_vnetd 2 "${client_arg[@]}"
+    t_started=$(_vt_now_us)
+    local restart_ms
+    restart_ms=$(awk -v a="$t_dead" -v b="$t_started" 'BEGIN { printf "%.1f", (b - a) / 1000 }')
+    echo "($L) vnetd SIGKILLed at ${rx_at_kill} bytes received, ${tx_at_kill} sent; the next one started" \
+        "${restart_ms} ms after the old one was reaped"
+    check "($L) the new vnetd started within ${RESTART_WITHIN_MS} ms of the old one's death (${restart_ms} ms)" \
+        test $((t_started - t_dead)) -le $((RESTART_WITHIN_MS * 1000))
+    guest_wait "$START_WAIT" "the restarted vnetd did not start (tap opened, '$port_line')" \
+        started_vnetd "$D-vnetd-2.log" "$port_line"
+    local busy_wait
+    busy_wait=$(grep -oE "released after [0-9]+ ms" "$D-vnetd-2.log" | grep -oE '[0-9]+')
+    if log_has "$D-vnetd-2.log" "attached elsewhere \(EBUSY\): waiting up to 5 s"; then
+        check "($L) the EBUSY wait logged its end" test -n "$busy_wait"
+    fi
+    guest_wait 20 "the front end did not connect to the restarted vnetd" \
+        log_has "$D-vnetd-2.log" "front end connected"
+    # When the new vnetd had its tap and port, took the connection and ran
+    # the rings again: from its log (ms), against the old one's reaping.
+    local t_tap t_port t_conn t_rings
+    t_tap=$(log_time_us "$D-vnetd-2.log" "\[tap '$TAP'\] opened")
+    t_port=$(log_time_us "$D-vnetd-2.log" "$port_line")
+    t_conn=$(log_time_us "$D-vnetd-2.log" "front end connected")
+    check "($L) QEMU after the restart is the one from before ($qemu_before, now $(qemu_identity))" \
+        test "$(qemu_identity)" = "$qemu_before"
+
+    # ---- the streams move again, then finish unpaced ---------------------------------
+    guest_wait "$RESUME_WAIT" "the streams did not resume after the restart" \
+        streams_past $((rx_at_kill + 16 * CHUNK)) $((tx_at_kill + 16 * CHUNK))
+    t_rings=$(log_time_us "$D-vnetd-2.log" "queue pair 0 running")
+    kill -USR1 "$RECEIVER_PID" "$SENDER_PID"
+    wait_until "$STREAM_WAIT" log_has "$D-receiver.out" '^(done|error)' ||
+        fail_now "the stream from the guest did not end"
+    wait_until "$STREAM_WAIT" log_has "$D-sender.out" '^(done|error)' ||
+        fail_now "the stream into the guest did not end"
+    local qemu_at_end
+    qemu_at_end=$(qemu_identity)
+    wait_until 30 exited "$QEMU_PID" || fail_now "the guest did not power off"
+    stop_pid "$QEMU_PID" TERM 5
+    local qemu_rc=$?
+    console_text
+    stop_pid "$RECEIVER_PID" TERM 5
+    local receiver_rc=$?
+    stop_pid "$SENDER_PID" TERM 5
+    local sender_rc=$?
+
+    local tap_rx tap_tx tap_tx_dropped netns_tcp
+    tap_rx=$(link_stat "$NS" "$TAP" rx_packets)
+    tap_tx=$(link_stat "$NS" "$TAP" tx_packets)
+    tap_tx_dropped=$(link_stat "$NS" "$TAP" tx_dropped)
+    netns_tcp=$(ip netns exec "$NS" nstat -asz TcpRetransSegs TcpExtTCPTimeouts TcpExtTCPDSACKOldSent \
+        TcpExtTCPDSACKOfoSent TcpExtTCPDSACKRecv | awk '!/^#/ { printf "%s %s; ", $1, $2 }')
+    running "$VNETD_PID" || fail "($L) the restarted vnetd exited: $(tail -n 3 "$D-vnetd-2.log")"
+    stop_pid "$VNETD_PID" TERM 10
+    local vnetd_rc=$?
+
+    # ---- the checks -----------------------------------------------------------------------
+    guest() { sed -n "s/^VNET-GUEST $1//p" "$D-console.txt"; }
+    from() { sed -n "s/^$2 //p" "$1" | tail -n 1; }
+    grep -qE '^VNET-GUEST (insmod|no eth0|host .* did not answer)' "$D-console.txt" &&
+        FAILS+=("($L) guest setup: $(grep -E '^VNET-GUEST (insmod|no eth0|host)' "$D-console.txt")")
+    check "($L) QEMU exited 0 at the guest's power-off (is $qemu_rc)" test "$qemu_rc" = 0
+    check "($L) QEMU at the streams' end is the one from before the kill ($qemu_before, then $qemu_at_end)" \
+        test "$qemu_at_end" = "$qemu_before"
+    local boots
+    boots=$(grep -c '^VNET-GUEST boot ok' "$D-console.txt")
+    check "($L) the guest booted once (boot markers: $boots)" test "$boots" = 1
+    check "($L) the guest finished its script" grep -q '^VNET-GUEST done' "$D-console.txt"
+
+    local send_sha send_size recv_sha recv_size in_sha in_size in_recv_sha in_recv_size
+    send_sha=$(guest 'send-sha256 ')
+    send_size=$(guest 'send-size ')
+    recv_sha=$(from "$D-receiver.out" recv-sha256)
+    recv_size=$(from "$D-receiver.out" recv-bytes)
+    in_sha=$(from "$D-sender.out" sent-sha256)
+    in_size=$(from "$D-sender.out" sent-bytes)
+    in_recv_sha=$(guest 'recv-sha256 ')
+    in_recv_size=$(guest 'recv-size ')
+    check "($L) the receiver ended cleanly (exit $receiver_rc)" test "$receiver_rc" = 0
+    check "($L) the sender ended cleanly (exit $sender_rc)" test "$sender_rc" = 0
+    check "($L) one connection from the guest" test "$(grep -c '^accepted' "$D-receiver.out")" = 1
+    check "($L) the guest's stream exit status (is $(guest 'stream-rc '))" test "$(guest 'stream-rc ')" = 0
+    check "($L) the guest's listener exit status (is $(guest 'recv-rc '))" test "$(guest 'recv-rc ')" = 0
+    check "($L) guest -> host: ${DATA_KIB} KiB sent (is ${send_size:-missing}), received ${recv_size:-missing}" \
+        test "$send_size" = $((DATA_KIB * 1024)) -a "$recv_size" = "$send_size"
+    check "($L) guest -> host: sha256 received ${recv_sha:-missing} = sent ${send_sha:-missing}" \
+        test -n "$send_sha" -a "$recv_sha" = "$send_sha"
+    check "($L) host -> guest: ${DATA_KIB} KiB sent (is ${in_size:-missing}), received ${in_recv_size:-missing}" \
+        test "$in_size" = $((DATA_KIB * 1024)) -a "$in_recv_size" = "$in_size"
+    check "($L) host -> guest: sha256 received ${in_recv_sha:-missing} = sent ${in_sha:-missing}" \
+        test -n "$in_sha" -a "$in_recv_sha" = "$in_sha"
+    check "($L) guest -> host: bytes after the restart (${recv_size:-0} > $rx_at_kill at the kill)" \
+        test "${recv_size:-0}" -gt "$rx_at_kill"
+    for c in rx_errors rx_length_errors rx_frame_errors rx_over_errors rx_crc_errors tx_errors tx_dropped; do
+        v=$(guest "eth0 $c ")
+        check "($L) guest eth0 $c = 0 (is ${v:-missing})" test "$v" = 0
+    done
+
+    [ -s "$D-stats.json" ] || fail "($L) the final vnetd wrote no $D-stats.json"
+    local vm_rx vm_tx vtap_rx vtap_tx
+    read -r vm_rx vm_tx vtap_rx vtap_tx < <(vnetd_stats "$D-stats.json" vm0.rx.packets vm0.tx.packets \
+        "$TAP.rx.packets" "$TAP.tx.packets")
+    check "($L) the final vnetd forwarded guest -> tap ($vm_rx) and tap -> guest ($vtap_rx)" \
+        test "${vm_rx:-0}" -gt 0 -a "${vtap_rx:-0}" -gt 0
+    check "($L) the final vnetd exited 0 on SIGTERM (is $vnetd_rc)" test "$vnetd_rc" = 0
+
+    # ---- for the notes -----------------------------------------------------------------------
+    local t_kill_s stall_ms stall_from pacing_ms
+    t_kill_s=$(awk -v t="$t_kill" 'BEGIN { printf "%.6f", t / 1e6 }')
+    read -r stall_ms stall_from pacing_ms < <(awk -v tk="$t_kill_s" '
+        $1 == "gap-ms" && $6 > tk && $2 > s { s = $2; from = $4 }
+        $1 == "gap-ms" && $6 <= tk && $2 > p { p = $2 }
+        END { printf "%d %.3f %d\n", s, from - tk, p }' "$D-receiver.out")
+    local guest_tx guest_rx
+    guest_tx=$(guest 'eth0 tx_packets ')
+    guest_rx=$(guest 'eth0 rx_packets ')
+    note "($L) vnetd $role, QEMU $chardev:"
+    note "  restart: the new vnetd forked ${restart_ms} ms after the old one was reaped; then (ms after" \
+        "the reaping, vnetd's log) tap opened $(ms_since "$t_dead" "$t_tap"), port line" \
+        "$(ms_since "$t_dead" "$t_port"), front end connected $(ms_since "$t_dead" "$t_conn")," \
+        "rings running $(ms_since "$t_dead" "$t_rings"); the tap's EBUSY wait:" \
+        "${busy_wait:+$busy_wait ms}${busy_wait:-not needed}"
+    note "  STALL: ${stall_ms} ms, the longest gap between received chunks since the kill" \
+        "(starting ${stall_from} s after it); before it, at the pacing (16 KiB every 40 ms), ${pacing_ms} ms"
+    note "  guest -> host: sent $send_size B sha256 $send_sha; received $recv_size B sha256 $recv_sha"
+    note "  host -> guest: sent $in_size B sha256 $in_sha; received $in_recv_size B sha256 $in_recv_sha"
+    note "  guest: QEMU $qemu_before (pid, start time) throughout; boot markers $boots;" \
+        "eth0 carrier_changes $(guest 'eth0 carrier_changes '); TCP: $(guest 'tcp ' | tr '\n' ';')"
+    note "  netns TCP: $netns_tcp"
+    note "  tap rx_packets $tap_rx - guest tx_packets $guest_tx = $((tap_rx - guest_tx))" \
+        "(> 0: chains replayed after the restart; < 0: packets QEMU dropped while the link was down);" \
+        "tap tx_packets $tap_tx, tx_dropped $tap_tx_dropped, guest rx_packets $guest_rx"
+    note "  final vnetd: vm0 rx $vm_rx tx $vm_tx, $TAP rx $vtap_rx tx $vtap_tx"
+    note "  QEMU's messages: $(grep -v '^$' "$D-qemu.log" | sort | uniq -c | sed 's/^ *//' | tr '\n' ';' || true)"
+}
+
+run_shape a 0 server
+run_shape b 1 client
+
+T_END=$(date +%s.%N)
+echo "== summary"
+awk -v t0="$T0" -v t1="$T_END" 'BEGIN { printf "time: total %.1f s\n", t1 - t0 }'
+printf '%s\n' "${SUMMARY[@]}"
+if ((${#FAILS[@]})); then
+    printf '  failed: %s\n' "${FAILS[@]}"
+    fail "${#FAILS[@]} check(s) failed"
+fi
+pass "vnetd SIGKILLed under a guest's streams, restarted at once, both recovery shapes: no reboot, streams verified"
