@@ -151,7 +151,7 @@ TurnResult SwitchDatapath::ingress_turn(Ingress& in, uint64_t now) {
         in.generation = generation;
     }
     if (in.holding) {
-        if (!deliver(in, turn)) {
+        if (!deliver(in, now, turn)) {
             if (now < in.hold_deadline) {
                 // Retried next round: a bounded spin, in which the worker
                 // lets a consumer on its own CPU run (Worker::run).
@@ -160,8 +160,9 @@ TurnResult SwitchDatapath::ingress_turn(Ingress& in, uint64_t now) {
             }
             for (uint16_t g = 0; g < in.plan.group_count; ++g) {
                 EgressGroup& group = in.plan.groups[g];
-                if (group.count != 0) {
-                    members_[group.member].stalled = true;
+                Member& m = members_[group.member];
+                if (group.count != 0 && m.refusing && now - m.refusing_since >= options_.stall_ns) {
+                    m.stalled = true;
                 }
                 drop_group(group, packet::DropReason::destination_full);
             }
@@ -174,7 +175,7 @@ TurnResult SwitchDatapath::ingress_turn(Ingress& in, uint64_t now) {
             return turn;
         }
         core_.classify(in.member, in.burst, now, in.plan);
-        if (!deliver(in, turn)) {
+        if (!deliver(in, now, turn)) {
             in.holding = true;
             in.hold_deadline = now + options_.hold_ns;
             turn.wait = PathWait::destination;
@@ -185,18 +186,19 @@ TurnResult SwitchDatapath::ingress_turn(Ingress& in, uint64_t now) {
     return turn;
 }
 
-bool SwitchDatapath::deliver(Ingress& in, TurnResult& turn) {
+bool SwitchDatapath::deliver(Ingress& in, uint64_t now, TurnResult& turn) {
     bool all = true;
     for (uint16_t g = 0; g < in.plan.group_count; ++g) {
         EgressGroup& group = in.plan.groups[g];
         if (group.count != 0) {
-            all &= deliver_group(in, group, turn);
+            all &= deliver_group(in, group, now, turn);
         }
     }
     return all;
 }
 
-bool SwitchDatapath::deliver_group(Ingress& in, EgressGroup& group, TurnResult& turn) {
+bool SwitchDatapath::deliver_group(Ingress& in, EgressGroup& group, uint64_t now,
+                                   TurnResult& turn) {
     Member& m = members_[group.member];
     if (!m.port->queue_ready(kEgressQueue)) {
         // A port that is down gets no copy of a flood (nothing is lost: the
@@ -222,7 +224,14 @@ bool SwitchDatapath::deliver_group(Ingress& in, EgressGroup& group, TurnResult& 
                 turn.bytes += out_.packets[i].len;
             }
             turn.packets += sent;
-            m.stalled = m.stalled && sent == 0;
+            if (sent != 0) {
+                m.stalled = false;
+                m.refusing = false;
+            }
+            if (sent != out_.count && !m.refusing) {
+                m.refusing = true;
+                m.refusing_since = now;
+            }
             consumed = sent == out_.count ? built : out_entry_[sent];
         }
         std::copy(group.entries.begin() + consumed, group.entries.begin() + group.count,
@@ -230,7 +239,7 @@ bool SwitchDatapath::deliver_group(Ingress& in, EgressGroup& group, TurnResult& 
         group.count = static_cast<uint16_t>(group.count - consumed);
         if (consumed < built) {
             if (m.stalled) {
-                // A whole hold ran out on it and it still takes nothing (a
+                // It took nothing for stall_ns and a hold ran out on it (a
                 // guest that stopped its RX ring): no hold again until it
                 // takes a frame, so the source and its other destinations
                 // do not wait hold_ns per burst, nor the worker spin.

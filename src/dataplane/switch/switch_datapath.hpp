@@ -17,9 +17,11 @@
 // A full destination does not stall the others: the groups it refused are
 // held, with the source burst, for at most `hold_ns`, retried every round,
 // then dropped as destination_full (no head-of-line blocking beyond that
-// bound). A destination that let a whole hold run out is not held for
-// again until it takes a frame: a guest that stopped its RX ring for
-// minutes costs each burst one refused try, not hold_ns of spinning.
+// bound). A destination that has taken nothing for `stall_ns` when a hold
+// runs out is stalled: it is not held for again until it takes a frame, so
+// a guest that stopped its RX ring for minutes costs each burst one refused
+// try, not hold_ns of spinning. A merely slow guest (descheduled for a few
+// milliseconds) is never stalled: it keeps pacing its sources.
 // Cross-connects (ForwardPath) keep their lossless backpressure.
 #pragma once
 
@@ -40,6 +42,9 @@ namespace vnet::dataplane::switching {
 // long enough for a guest's NAPI poll to post buffers again, short enough
 // that the source ring (and every destination it feeds) keeps moving.
 inline constexpr uint64_t kDefaultHoldNs = 100000;
+// Far beyond a scheduler's time slice (a receiver on a busy host waits
+// several milliseconds for its CPU), far below a stop a user would notice.
+inline constexpr uint64_t kDefaultStallNs = 100000000;
 
 uint64_t steady_clock_ns();
 
@@ -48,6 +53,7 @@ struct SwitchDatapathOptions {
     uint16_t burst = packet::kMaxBurstPackets;  // tx_batch (0 is taken as 1)
     uint32_t weight_packets = 256;              // per ingress queue per turn
     uint64_t hold_ns = kDefaultHoldNs;
+    uint64_t stall_ns = kDefaultStallNs;
     uint64_t (*clock)() = steady_clock_ns;  // injected by tests
 };
 
@@ -89,7 +95,10 @@ private:
     struct Member {
         ports::Port* port = nullptr;
         ports::BurstSink* sink = nullptr;
-        // A hold ran out with frames for it still refused: its groups get
+        // It refused a frame and took none since refusing_since.
+        bool refusing = false;
+        uint64_t refusing_since = 0;
+        // A hold ran out after it had refused for stall_ns: its groups get
         // one try each and no hold until it takes a frame again.
         bool stalled = false;
     };
@@ -108,8 +117,8 @@ private:
     TurnResult ingress_turn(Ingress& in, uint64_t now);
     // Hands every group of `in`'s plan to its destination; true when all
     // were taken (or dropped), false when some destination was full.
-    bool deliver(Ingress& in, TurnResult& turn);
-    bool deliver_group(Ingress& in, EgressGroup& group, TurnResult& turn);
+    bool deliver(Ingress& in, uint64_t now, TurnResult& turn);
+    bool deliver_group(Ingress& in, EgressGroup& group, uint64_t now, TurnResult& turn);
     // Builds the first packets of `group` into out_ (as many as its iovecs
     // hold); returns the entry index where it stopped.
     uint16_t build_group(const Ingress& in, const EgressGroup& group);

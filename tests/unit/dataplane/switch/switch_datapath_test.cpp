@@ -215,9 +215,39 @@ TEST(SwitchDatapath, a_full_destination_is_held_then_dropped_while_others_receiv
     EXPECT_EQ(r[0].received.size(), 1u);
 }
 
-TEST(SwitchDatapath, a_destination_that_let_a_hold_run_out_is_not_held_for_until_it_takes_again) {
+TEST(SwitchDatapath, a_slow_destination_is_held_for_at_every_burst) {
     SwitchDatapathOptions hold_1us;
     hold_1us.hold_ns = 1000;
+    hold_1us.stall_ns = 10000;
+    Rig r(3, hold_1us);
+    for (size_t i = 0; i < 3; ++i) {
+        r.attach(i);
+    }
+    r[2].room = 0;  // a guest descheduled for a few holds, short of stall_ns
+    for (uint64_t i = 1; i <= 3; ++i) {
+        r[0].queue(frame(kBroadcast, mac(1)));
+        r.sw->run_turn();
+        EXPECT_EQ(r[0].completed, i - 1);  // each burst is held again
+        g_now += 2000;
+        r.sw->run_turn();
+        EXPECT_EQ(r[0].completed, i);
+    }
+    EXPECT_EQ(r.drops(DropReason::destination_full), 3u);
+    // It takes frames again within stall_ns: nothing more is lost.
+    r[0].queue(frame(kBroadcast, mac(1)));
+    r.sw->run_turn();
+    EXPECT_EQ(r[0].completed, 3u);
+    r[2].room = 1;
+    r.sw->run_turn();
+    EXPECT_EQ(r[0].completed, 4u);
+    EXPECT_EQ(r[2].received.size(), 1u);
+    EXPECT_EQ(r.drops(DropReason::destination_full), 3u);
+}
+
+TEST(SwitchDatapath, a_destination_that_took_nothing_for_stall_ns_is_not_held_for_until_it_takes) {
+    SwitchDatapathOptions hold_1us;
+    hold_1us.hold_ns = 1000;
+    hold_1us.stall_ns = 10000;
     Rig r(3, hold_1us);
     for (size_t i = 0; i < 3; ++i) {
         r.attach(i);
@@ -225,8 +255,8 @@ TEST(SwitchDatapath, a_destination_that_let_a_hold_run_out_is_not_held_for_until
     r[2].room = 0;  // a guest that stopped taking RX buffers
     r[0].queue(frame(kBroadcast, mac(1)));
     r.sw->run_turn();
-    EXPECT_EQ(r[0].completed, 0u);  // held once
-    g_now += 2000;
+    EXPECT_EQ(r[0].completed, 0u);  // held: it has refused for 0 ns
+    g_now += 20000;
     r.sw->run_turn();
     EXPECT_EQ(r[0].completed, 1u);
     EXPECT_EQ(r.drops(DropReason::destination_full), 1u);
