@@ -20,7 +20,8 @@ void AdaptiveSpin::on_work(uint64_t now_ns) {
     const uint64_t gap = now_ns > idle_since_ns_ ? now_ns - idle_since_ns_ : 0;
     idle_since_ns_ = 0;
     if (gap > ceiling_ns_) {
-        return;  // a pause, not the traffic's spacing
+        gap_ewma_ns_ >>= 1;  // no spin could have caught it
+        return;
     }
     // ewma += (gap - ewma) / 8, in unsigned arithmetic.
     if (gap >= gap_ewma_ns_) {

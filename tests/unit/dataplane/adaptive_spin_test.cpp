@@ -1,6 +1,7 @@
 // The adaptive worker mode's decision, with the clock driven by the test:
 // spin while the learned gap says a packet is likely, sleep past it or past
-// the ceiling, and learn only the gaps spinning could have caught.
+// the ceiling, learn the gaps spinning could catch, and stop spinning for
+// traffic whose gaps it never could.
 #include <gtest/gtest.h>
 
 #include "dataplane/adaptive_spin.hpp"
@@ -76,13 +77,46 @@ TEST(AdaptiveSpin, a_gap_it_slept_through_lengthens_the_next_spin) {
     EXPECT_TRUE(spin.keep_spinning(t + 20 * kUs));  // now covers a 20 us gap
 }
 
-TEST(AdaptiveSpin, gaps_beyond_the_ceiling_are_pauses_and_teach_nothing) {
+TEST(AdaptiveSpin, a_gap_beyond_the_ceiling_halves_the_average) {
     AdaptiveSpin spin(kCeiling);
     idle_gap(spin, 1000, kCeiling + 1);
+    EXPECT_EQ(spin.gap_ewma_ns(), 25 * kUs);
     idle_gap(spin, 10'000 * kUs, 1'000'000 * kUs);
-    EXPECT_EQ(spin.gap_ewma_ns(), 50 * kUs);
-    idle_gap(spin, 2'000'000 * kUs, kCeiling);  // the ceiling itself still counts
-    EXPECT_EQ(spin.gap_ewma_ns(), 50 * kUs + (150 * kUs) / 8);
+    EXPECT_EQ(spin.gap_ewma_ns(), 12'500);
+    idle_gap(spin, 2'000'000 * kUs, kCeiling);  // the ceiling itself is a gap it teaches
+    EXPECT_EQ(spin.gap_ewma_ns(), 12'500 + (kCeiling - 12'500) / 8);
+}
+
+TEST(AdaptiveSpin, traffic_sparser_than_the_ceiling_stops_spinning) {
+    AdaptiveSpin spin(kCeiling);
+    uint64_t t = 1000;
+    for (int i = 0; i < 20; ++i, t += 600 * kUs) {
+        idle_gap(spin, t, 500 * kUs);  // 2000 packets a second
+    }
+    EXPECT_EQ(spin.gap_ewma_ns(), 0u);
+    EXPECT_FALSE(spin.keep_spinning(t));  // sleeps at once: the kick wakes it
+    // Dense traffic again: the gaps it slept through teach the average back.
+    for (int i = 0; i < 40; ++i, t += 10 * kUs) {
+        idle_gap(spin, t, 5 * kUs);
+    }
+    EXPECT_GT(spin.gap_ewma_ns(), 4 * kUs);
+    EXPECT_TRUE(spin.keep_spinning(t));
+    EXPECT_TRUE(spin.keep_spinning(t + 10 * kUs));
+}
+
+TEST(AdaptiveSpin, one_pause_in_dense_traffic_costs_little) {
+    AdaptiveSpin spin(kCeiling);
+    uint64_t t = 1000;
+    for (int i = 0; i < 200; ++i, t += 20 * kUs) {
+        idle_gap(spin, t, 10 * kUs);
+    }
+    idle_gap(spin, t, 10'000 * kUs);
+    t += 20'000 * kUs;
+    EXPECT_GE(spin.spin_budget_ns(), 19 * kUs);  // still covers the 10 us gaps
+    for (int i = 0; i < 20; ++i, t += 20 * kUs) {
+        idle_gap(spin, t, 10 * kUs);
+    }
+    EXPECT_GT(spin.gap_ewma_ns(), 9 * kUs);
 }
 
 TEST(AdaptiveSpin, long_gaps_spin_no_longer_than_the_ceiling) {
