@@ -45,8 +45,13 @@ struct RequestSpec;
 
 // What a tap path with a 12-byte vnet header passes through, and nothing we
 // do not implement (no IOMMU yet). RING_PACKED: rings of either format
-// (virtio/ring/). VHOST_F_LOG_ALL is the back end's, not the guest's: it is
-// always offered (compute_offered_features), like bit 30.
+// (virtio/ring/). GUEST_ANNOUNCE: the front end does the work (QEMU raises
+// the config interrupt after a migration, the guest announces itself and
+// acks on the control queue, which QEMU keeps), and QEMU then sends no
+// SEND_RARP; offering it lets a guest that can announce do so, with its IPv4
+// and IPv6 addresses, rather than get vnetd's RARP. VHOST_F_LOG_ALL is the
+// back end's, not the guest's: it is always offered
+// (compute_offered_features), like bit 30.
 inline constexpr virtio::FeatureSet kDefaultDeviceFeatures{
     virtio::Feature::net_csum,           virtio::Feature::net_guest_csum,
     virtio::Feature::net_guest_tso4,     virtio::Feature::net_guest_tso6,
@@ -56,6 +61,7 @@ inline constexpr virtio::FeatureSet kDefaultDeviceFeatures{
     virtio::Feature::net_mrg_rxbuf,      virtio::Feature::ring_event_idx,
     virtio::Feature::ring_indirect_desc, virtio::Feature::notify_on_empty,
     virtio::Feature::version_1,          virtio::Feature::ring_packed,
+    virtio::Feature::net_guest_announce,
 };
 // The most a configuration may offer: the defaults plus MQ and MTU (added by
 // the device when max_queue_pairs > 1 / an MTU is configured).
