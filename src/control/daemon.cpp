@@ -4,6 +4,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -297,25 +298,48 @@ nlohmann::json Daemon::reload() {
                         {"switches_removed", nlohmann::json::array()},
                         {"switches_added", nlohmann::json::array()},
                         {"options", nlohmann::json::object()}};
-    for (const std::string& name : plan.remove) {
-        if (entry_named(name) != nullptr) {  // may be gone already (vnetctl port del)
-            remove_port(name);
-            done["removed"].push_back(name);
+    // Adding can still fail where no plan can see it (a socket's directory
+    // gone, a tap name taken meanwhile): then what this reload did is undone,
+    // in reverse, so a failed reload changes nothing either.
+    ReloadUndo undo;
+    try {
+        // Peers first: removing one end of a pair forgets the cross-connect.
+        for (const std::string& name : plan.remove) {
+            if (const PortConfig* pc = config_.find_port(name); pc != nullptr) {
+                const PortConfig* peer = config_.peer_of(name);
+                undo.removed_ports.emplace_back(*pc, peer == nullptr ? "" : peer->name);
+            }
         }
-    }
-    for (const std::string& name : plan.remove_switches) {
-        if (switch_named(name) != nullptr) {  // may be gone already (vnetctl switch del)
-            remove_switch(name);
-            done["switches_removed"].push_back(name);
+        for (const std::string& name : plan.remove) {
+            if (entry_named(name) != nullptr) {  // may be gone already (vnetctl port del)
+                remove_port(name);
+                done["removed"].push_back(name);
+            }
         }
-    }
-    for (const SwitchConfig& sc : plan.add_switches) {
-        add_switch(sc);
-        done["switches_added"].push_back(sc.name);
-    }
-    for (auto& [port, peer] : plan.add) {
-        add_port(port, peer);
-        done["added"].push_back(port.name);
+        for (const std::string& name : plan.remove_switches) {
+            if (switch_named(name) != nullptr) {  // may be gone already (vnetctl switch del)
+                auto sc = std::ranges::find(config_.switches, name, &SwitchConfig::name);
+                if (sc != config_.switches.end()) {
+                    undo.removed_switches.push_back(*sc);
+                }
+                remove_switch(name);
+                done["switches_removed"].push_back(name);
+            }
+        }
+        for (const SwitchConfig& sc : plan.add_switches) {
+            add_switch(sc);
+            undo.added_switches.push_back(sc.name);
+            done["switches_added"].push_back(sc.name);
+        }
+        for (auto& [port, peer] : plan.add) {
+            const std::string name = port.name;
+            add_port(port, peer);  // its errors name the port
+            undo.added_ports.push_back(name);
+            done["added"].push_back(name);
+        }
+    } catch (const std::exception& e) {
+        throw std::invalid_argument(std::string("reload failed, rolled back: ") + e.what() +
+                                    roll_back(undo));
     }
     for (const auto& [key, text] : plan.options) {
         const OptionSpec* option = find_option(OptionScope::datapath, key);
@@ -334,6 +358,36 @@ nlohmann::json Daemon::reload() {
     }
     file_config_ = std::move(file);
     return done;
+}
+
+// Undoes a reload's steps in reverse; "" when all of it came back, else
+// "; not restored: ..." naming what did not (the reload's error says so).
+std::string Daemon::roll_back(const ReloadUndo& undo) {
+    std::string missed;
+    auto attempt = [&](const std::string& what, auto&& step) {
+        try {
+            step();
+        } catch (const std::exception& e) {
+            missed += (missed.empty() ? "" : ", ") + what + " (" + e.what() + ")";
+        }
+    };
+    for (auto it = undo.added_ports.rbegin(); it != undo.added_ports.rend(); ++it) {
+        attempt("removing port '" + *it + "'", [&] { remove_port(*it); });
+    }
+    for (auto it = undo.added_switches.rbegin(); it != undo.added_switches.rend(); ++it) {
+        attempt("removing switch '" + *it + "'", [&] { remove_switch(*it); });
+    }
+    for (const SwitchConfig& sc : undo.removed_switches) {
+        attempt("switch '" + sc.name + "'", [&] { add_switch(sc); });
+    }
+    // A pair that both went comes back as it was: the first without its
+    // peer (not back yet), the second cross-connected to it.
+    for (const auto& [port, peer] : undo.removed_ports) {
+        const bool peer_back = !peer.empty() && entry_named(peer) != nullptr;
+        attempt("port '" + port.name + "'", [&] { add_port(port, peer_back ? peer : ""); });
+    }
+    log_->warn("reload rolled back{}", missed.empty() ? "" : ": not restored: " + missed);
+    return missed.empty() ? "" : "; not restored: " + missed;
 }
 
 void Daemon::remove_port(const std::string& name) {

@@ -113,6 +113,14 @@ private:
     void create_switches();
     // Makes the switch on its worker: the next id and, by it, the worker.
     void open_switch(const SwitchConfig& config);
+    // What a reload did so far, to undo it if a later step fails.
+    struct ReloadUndo {
+        std::vector<std::pair<PortConfig, std::string>> removed_ports;  // config, peer
+        std::vector<SwitchConfig> removed_switches;
+        std::vector<std::string> added_switches;
+        std::vector<std::string> added_ports;
+    };
+    std::string roll_back(const ReloadUndo& undo);
     struct SwitchEntry;
     SwitchEntry* switch_named(const std::string& name);
     SwitchEntry* switch_with_id(SwitchId id);

@@ -12,7 +12,11 @@
 #     T1 (their socket and tap are gone); a port added with vnetctl (not in
 #     the file) stays through every reload;
 #   - a file that does not parse: refused with the file and line, nothing
-#     changed; vnetd exits 0 at the end;
+#     changed;
+#   - a reload that fails part-way (vm1 <-> T1 removed, vm2 added, then
+#     vm3's socket cannot be bound): the exact error, every step undone (the
+#     pair back and cross-connected, frames through it, vm2's socket gone);
+#   - vnetd exits 0 at the end;
 #   - --config with a one-pair flag (--tap) is refused at start-up.
 #
 # Usage: test_reload.sh BUILD_DIR   (as root)
@@ -123,6 +127,40 @@ out=$(ctl reload 2>&1) && fail "a broken file reloaded: $out"
 [[ "$out" == "vnetctl: $CONF:1:"*": "* ]] || fail "broken file (want FILE:LINE:COLUMN): '$out'"
 [ "$(port_names)" = "vm0 $T0 extra vm1 $T1" ] || fail "a broken file changed the ports"
 ok "a file that does not parse: $out"
+
+# ---- a step fails part-way: what it did is undone --------------------------------
+# The file drops the vm1 <-> T1 pair and adds vm2 (fine) and vm3, whose
+# socket directory does not exist: vm1 and T1 are removed and vm2 added
+# before vm3 fails, then all three steps are undone, the pair cross-connected
+# again.
+write_config "busy_poll_us = 25"
+cat >>"$CONF" <<TOML
+
+[[port]]
+name = "vm2"
+type = "vhost-user"
+socket_path = "$WORK/vm2.sock"
+
+[[port]]
+name = "vm3"
+type = "vhost-user"
+socket_path = "$WORK/no-such-dir/vm3.sock"
+TOML
+out=$(ctl reload 2>&1) && fail "a reload with an unbindable socket succeeded: $out"
+WANT="vnetctl: reload failed, rolled back: port 'vm3': "
+[[ "$out" == "$WANT"*"$WORK/no-such-dir/vm3.sock"* ]] || fail "part-way failure: '$out'"
+[[ "$out" != *"not restored"* ]] || fail "the rollback was incomplete: '$out'"
+[ "$(port_names)" = "vm0 $T0 extra vm1 $T1" ] || fail "ports after the rolled-back reload: $(port_names)"
+[ ! -e "$WORK/vm2.sock" ] || fail "vm2's socket outlived the rollback"
+[ -S "$WORK/vm1.sock" ] || fail "vm1's socket was not made again"
+peer_of() { ctl --json port list | python3 -c "import json,sys; print([p.get('peer', '') for p in json.load(sys.stdin) if p['name'] == '$1'][0])"; }
+check_equal "vm1's peer after the rollback" "want=$T1" "list=$(peer_of vm1)"
+log_has "$WORK/vnetd.log" "reload rolled back$" || fail "vnetd did not log the rollback"
+ip -n "$NS" link set "$T1" up || fail "$T1 was not made again in the netns"
+"$PKTGEN" --socket-path "$WORK/vm1.sock" --tx --count "$M" --rate 20000 --size 64 \
+    --stats-interval 0 --connect-timeout 10 >"$WORK/pktgen2.log" 2>&1 || fail "pktgen into vm1 after the rollback"
+wait_for 10 "$T1 did not receive $M frames after the rollback" t1_received
+ok "a reload that failed part-way was undone, vm1 <-> $T1 forwards again: $out"
 
 # ---- back to the boot file: the pair goes, vnetctl's port stays ---------------
 write_config "busy_poll_us = 25"
