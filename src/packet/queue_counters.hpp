@@ -3,8 +3,9 @@
 // with them. Written by the one worker that owns the queue and
 // read by the stats reporter, so each field is a relaxed atomic updated with
 // load+store (a plain mov on x86, no locked instruction on the datapath).
-// The table `kQueueCounterFields` drives printing, JSON and reset: the list
-// is written once.
+// Drop reasons and histogram buckets are enumerations with one name each
+// (to_string, histogram_label): the stats table, the JSON and the metrics
+// iterate over them, so a new reason is one enumerator and one name.
 #pragma once
 
 #include <array>
