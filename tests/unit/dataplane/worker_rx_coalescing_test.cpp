@@ -59,15 +59,22 @@ protected:
         }
         FAIL() << "the worker did not take the frames";
     }
+    // Waits for the used index to reach `idx`, then for the round that
+    // published it to end (run_sync runs between rounds): the worker writes
+    // the index before it signals the call, so the notification is only
+    // certain to be counted then.
     bool wait_used(uint16_t idx, std::chrono::milliseconds limit = 5000ms) {
+        bool reached = false;
         for (auto until = std::chrono::steady_clock::now() + limit;
-             std::chrono::steady_clock::now() < until;) {
-            if (guest->used_idx() == idx) {
-                return true;
+             !reached && std::chrono::steady_clock::now() < until;) {
+            reached = guest->used_idx() == idx;
+            if (!reached) {
+                std::this_thread::sleep_for(100us);
             }
-            std::this_thread::sleep_for(100us);
         }
-        return guest->used_idx() == idx;
+        reached = reached || guest->used_idx() == idx;
+        worker->run_sync([] {});
+        return reached;
     }
     packet::QueueCounters& counters() { return guest->port.tx_counters(0); }
 
