@@ -68,9 +68,15 @@ std::variant<ReceivedHandover, std::string> HandoverLink::receive(
         n = ::recvmsg(socket_.get(), &msg, MSG_CMSG_CLOEXEC);
     } while (n < 0 && errno == EINTR);
     // A peer that exits with our messages unread resets a SOCK_SEQPACKET
-    // socket instead of ending it: the same thing to us.
+    // socket instead of ending it, and the reset may be reported before
+    // what it sent last (a "failed" with its reason): that is read first,
+    // and without one the reset means the same as an end.
     if (n < 0 && errno == ECONNRESET) {
-        return std::string("closed");
+        msg.msg_controllen = control.size();
+        n = ::recvmsg(socket_.get(), &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        if (n <= 0) {
+            return std::string("closed");
+        }
     }
     if (n < 0) {
         return std::string("recvmsg: ") + std::strerror(errno);
