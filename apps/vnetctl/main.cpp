@@ -178,6 +178,11 @@ int main(int argc, char** argv) {
     port_del->add_option("name", del_name, "the port's name")->required();
     auto* reload = app.add_subcommand(
         "reload", "re-read vnetd's config file and apply what changed (as SIGHUP does)");
+    auto* upgrade = app.add_subcommand(
+        "upgrade", "upgrade in place: a new vnetd takes over every port, the old one exits 0");
+    std::string upgrade_binary;
+    upgrade->add_option("--binary", upgrade_binary,
+                        "the new vnetd (default: the running one's path, as it is on disk now)");
     auto* port_set = port->add_subcommand("set", "change a port's settings at run time");
     std::string set_name;
     std::optional<uint32_t> set_rate;
@@ -322,6 +327,16 @@ int main(int argc, char** argv) {
                 }
                 std::cout.flush();
                 before = std::move(now);
+            }
+        } else if (*upgrade) {
+            const json r =
+                client.call("upgrade", upgrade_binary.empty() ? json::object()
+                                                              : json{{"binary", upgrade_binary}});
+            if (as_json) {
+                std::cout << r.dump(2) << "\n";
+            } else {
+                std::cout << "upgraded: pid " << r["pid"] << " (" << r["binary"].get<std::string>()
+                          << ") took over in " << r["handover_ms"] << " ms\n";
             }
         } else if (*reload) {
             const json r = client.call("reload");

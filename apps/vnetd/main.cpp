@@ -19,6 +19,7 @@
 #include "control/config.hpp"
 #include "control/daemon.hpp"
 #include "control/option_table.hpp"
+#include "control/upgrade/handover_link.hpp"
 
 namespace {
 
@@ -134,6 +135,26 @@ bool print_capabilities_requested(int argc, char** argv) {
     });
 }
 
+// Upgrade in place: a vnetd started by `vnetctl upgrade` that cannot start
+// tells the one it was to replace why, which says so to vnetctl and keeps
+// running. Its --takeover-fd is read from the flags as given, since the
+// config that would carry it may be what failed.
+void tell_predecessor_why(const std::vector<TableFlag>& flags, const std::string& reason) {
+    for (const TableFlag& f : flags) {
+        if (f.option->key != "takeover_fd" || f.values.empty()) {
+            continue;
+        }
+        int fd = -1;
+        try {
+            fd = std::stoi(f.values.back());
+        } catch (const std::exception&) {
+            return;
+        }
+        vnet::control::upgrade::HandoverLink link{vnet::UniqueFd(fd)};
+        link.send(vnet::control::upgrade::handover_failed(reason));
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -190,6 +211,7 @@ int main(int argc, char** argv) {
         return daemon.run();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "vnetd: %s\n", e.what());
+        tell_predecessor_why(table_flags, e.what());
         return 1;
     }
 }

@@ -113,6 +113,9 @@ struct Config {
     // becomes once its ports are open; none: it stays as started.
     std::optional<uid_t> run_as_user;
     std::optional<gid_t> run_as_group;
+    // Upgrade in place (control/upgrade/): the socket to the vnetd this one
+    // replaces; set only by that vnetd when it starts us. -1: none.
+    int takeover_fd = -1;
 
     const PortConfig* find_port(const std::string& name) const;
     // The port's cross-connect partner, if it has one.

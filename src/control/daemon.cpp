@@ -25,6 +25,9 @@ Daemon::Daemon(Config config, std::function<Config()> reread)
       control_queue_(reactor_),
       metrics_(make_metrics_collector()) {
     config_.validate();
+    if (config_.takeover_fd >= 0) {
+        receive_handover();  // upgrade in place: the fds of the vnetd we replace
+    }
     create_workers();
     create_switches();
     for (const PortConfig& pc : config_.ports) {
@@ -33,6 +36,7 @@ Daemon::Daemon(Config config, std::function<Config()> reread)
             ports_.back().switch_id = attach_to_switch(pc, *ports_.back().port);
         }
     }
+    close_unused_handover();
     next_placement_group_ = std::max<size_t>(1, config_.connections.size());
     create_paths();
 }
@@ -82,6 +86,7 @@ Daemon::PortEntry Daemon::build_port(const PortConfig& pc, size_t placement_grou
             [this, name = pc.name](uint16_t queue, const std::function<void()>& work) {
                 owner_of(name, queue).run_sync(work);
             },
+        .handed_over = handed_over_fds_for(pc),
     };
     BuiltPort built = factory->build(pc, context);
     auto policer = std::make_unique<dataplane::IngressPolicer>();
@@ -420,6 +425,7 @@ void Daemon::watch_signals() {
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGUSR2);  // upgrade in place, as nginx and haproxy take it
     // Blocked in every thread (workers inherit the mask when started after
     // this), delivered through the signalfd to the control loop only.
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
@@ -437,6 +443,14 @@ void Daemon::watch_signals() {
                 log_->info("SIGHUP: reloaded: {}", reload().dump());
             } catch (const std::exception& e) {
                 log_->error("SIGHUP: {}", e.what());
+            }
+            return;
+        }
+        if (info.ssi_signo == SIGUSR2) {
+            try {
+                log_->info("SIGUSR2: upgraded: {}", upgrade("").dump());
+            } catch (const std::exception& e) {
+                log_->error("SIGUSR2: {}", e.what());
             }
             return;
         }
@@ -467,7 +481,8 @@ void Daemon::report_stats(bool final_report) {
     for (PortEntry& p : ports_) {
         all.push_back(p.port.get());
     }
-    if (!config_.stats_file.empty()) {
+    // After an upgrade the stats file is the successor's.
+    if (!config_.stats_file.empty() && !handed_over_) {
         std::string tmp = config_.stats_file + ".tmp";
         std::ofstream(tmp) << stats_json().dump(2) << "\n";
         std::rename(tmp.c_str(), config_.stats_file.c_str());
@@ -481,6 +496,7 @@ void Daemon::report_stats(bool final_report) {
 }
 
 int Daemon::run() {
+    take_over_from_predecessor();  // upgrade in place: after it let go of everything
     watch_signals();
     for (auto& w : workers_) {
         w->start();
@@ -504,7 +520,9 @@ int Daemon::run() {
     } else {
         reactor_.run();
     }
-    systemd_.stopping("shutting down");
+    if (!handed_over_) {  // else the unit's main process is the successor now
+        systemd_.stopping("shutting down");
+    }
     watchdog_.reset();
     control_server_.reset();
     metrics_endpoint_.reset();  // before the control thread stops answering its scrapes
@@ -541,7 +559,7 @@ void Daemon::notify_systemd_ready() {
     for (const PortEntry& p : ports_) {
         status += " " + p.port->name() + " (" + std::string(p.kind) + ")";
     }
-    systemd_.ready(status);
+    systemd_.ready(status, took_over_);
     std::vector<dataplane::Worker*> workers;
     for (auto& w : workers_) {
         workers.push_back(w.get());

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -24,6 +25,7 @@
 #include "control/rpc/method_table.hpp"
 #include "control/systemd/systemd_notify.hpp"
 #include "control/systemd/watchdog.hpp"
+#include "control/upgrade/handover_link.hpp"
 #include "dataplane/ingress_policer.hpp"
 #include "dataplane/placement.hpp"
 #include "dataplane/worker.hpp"
@@ -82,8 +84,35 @@ public:
     // a bad key, ports still on it) and then change nothing.
     void add_switch(const SwitchConfig& config);
     void remove_switch(const std::string& name);
+    // Upgrade in place (daemon_upgrade.cpp; vnetctl upgrade, SIGUSR2):
+    // starts `binary` (empty: ours, as it is on disk now) with our command
+    // line to take over every port's fds and the control socket, and once
+    // it is ready lets go of everything (workers stopped, guests
+    // disconnected: they reconnect to it), so run() returns 0. Throws
+    // std::runtime_error with the reason when the new one fails; then this
+    // vnetd goes on as before.
+    nlohmann::json upgrade(const std::string& binary);
 
 private:
+    // Upgrade in place, the new side (daemon_upgrade.cpp): the fds offered
+    // by the vnetd we replace, taken in the constructor; the ports built on
+    // them; "ready", and waiting until it let go, at the start of run().
+    struct HandedOverPort {
+        std::string kind;
+        std::string key;
+        std::vector<UniqueFd> fds;
+    };
+    void receive_handover();
+    std::vector<UniqueFd>* handed_over_fds_for(const PortConfig& config);
+    void close_unused_handover();
+    void take_over_from_predecessor();
+    void hand_over_to_successor();
+    std::unique_ptr<upgrade::HandoverLink> predecessor_;
+    std::map<std::string, HandedOverPort> handed_over_ports_;
+    UniqueFd handed_over_control_;
+    bool took_over_ = false;    // we replaced a vnetd (systemd: MAINPID)
+    bool handed_over_ = false;  // a successor replaced us: exit quietly
+
     struct PortEntry {
         std::string_view kind;  // its factory's kind name
         std::unique_ptr<ports::Port> port;

@@ -116,6 +116,9 @@ void Daemon::open_control_socket() {
     o.path = config_.control_socket;
     o.mode = config_.control_socket_mode;
     o.group = config_.control_socket_group;
+    if (handed_over_control_) {
+        o.handed_over_fd = handed_over_control_.release();  // the server owns it from here
+    }
     try {
         make_parent_directory(o.path);
         control_server_ = std::make_unique<rpc::ControlServer>(reactor_, o, control_methods_);
@@ -183,6 +186,20 @@ void Daemon::add_control_methods() {
                          [this](const nlohmann::json&) {
                              try {
                                  return reload();
+                             } catch (const std::exception& e) {
+                                 throw rpc::RpcError(rpc::ErrorCode::refused, e.what());
+                             }
+                         });
+    control_methods_.add("upgrade",
+                         "upgrade in place: {binary?}; a new vnetd (default: ours as on disk now) "
+                         "takes over every port, then this one exits 0",
+                         [this](const nlohmann::json& params) {
+                             std::string binary;
+                             if (params.is_object()) {
+                                 binary = rpc::optional_string_param(params, "binary").value_or("");
+                             }
+                             try {
+                                 return upgrade(binary);
                              } catch (const std::exception& e) {
                                  throw rpc::RpcError(rpc::ErrorCode::refused, e.what());
                              }

@@ -632,6 +632,20 @@ constexpr std::array kOptions = {
                    c.run_as_group = parse_socket_group(std::string(t), "group");
                },
                [](const Config& c, const PortConfig*) { return optional_number(c.run_as_group); }},
+    OptionSpec{"takeover_fd",
+               OptionScope::daemon,
+               std::nullopt,
+               "FD",
+               "internal: given by `vnetctl upgrade` to the vnetd it starts, the socket to the "
+               "one it replaces (see \"Upgrade in place\"); never set it by hand",
+               {},
+               false,
+               [](Config& c, PortConfig*, std::string_view t) {
+                   c.takeover_fd = static_cast<int>(parse_uint("takeover_fd", t, 0, INT32_MAX));
+               },
+               [](const Config& c, const PortConfig*) {
+                   return c.takeover_fd < 0 ? std::string() : std::to_string(c.takeover_fd);
+               }},
 };
 
 #undef VNET_DATAPATH_UINT

@@ -10,8 +10,8 @@ namespace {
 
 // The kind names are the [[port]] types (control::to_string(PortType)).
 constexpr std::array<PortFactoryEntry, 3> kPortFactories{{
-    {"vhost-user", &build_vhost_user_port},
-    {"tap", &build_tap_port},
+    {"vhost-user", &build_vhost_user_port, &vhost_user_handover_key, &service_handover_fds},
+    {"tap", &build_tap_port, &tap_handover_key, &tap_handover_fds},
     {"null", &build_null_port},
 }};
 
@@ -28,6 +28,10 @@ const PortFactoryEntry* find_port_factory(std::string_view kind) {
         }
     }
     return nullptr;
+}
+
+std::vector<int> service_handover_fds(ports::Port&, PortService* service) {
+    return service == nullptr ? std::vector<int>{} : service->handover_fds();
 }
 
 BuiltPort build_null_port(const PortConfig& config, const PortContext& context) {

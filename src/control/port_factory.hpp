@@ -8,9 +8,12 @@
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/log.hpp"
+#include "common/unique_fd.hpp"
 #include "control/config.hpp"
 #include "control/control_queue.hpp"
 #include "io/reactor.hpp"
@@ -37,6 +40,11 @@ public:
     // config and counters, as members of `out`: a VM port's socket, its
     // front end's features and memory, and every ring.
     virtual void show(nlohmann::json& /*out*/) {}
+    // Upgrade in place (control/upgrade/): the fds the successor takes
+    // over, and then letting go of them (a socket's path stays, for the
+    // successor serves it now).
+    virtual std::vector<int> handover_fds() { return {}; }
+    virtual void hand_over() {}
 };
 
 // What a factory may use, from the daemon.
@@ -48,6 +56,9 @@ struct PortContext {
     // Runs `work` on the worker that owns the port's queue pair `queue` and
     // returns once it ran (dataplane::Worker::run_sync).
     std::function<void(uint16_t queue, const std::function<void()>& work)> run_on_owner;
+    // Upgrade in place: the fds the vnetd we replace held for this port
+    // (its factory's handover_key matched); the builder takes what it uses.
+    std::vector<UniqueFd>* handed_over = nullptr;
 };
 
 struct BuiltPort {
@@ -58,6 +69,12 @@ struct BuiltPort {
 struct PortFactoryEntry {
     std::string_view kind;  // the [[port]] type; also the "kind" of the stats
     BuiltPort (*build)(const PortConfig& config, const PortContext& context);
+    // Upgrade in place: what must be the same in the old and the new config
+    // for the new vnetd to take a port's fds over (the socket path, the
+    // tap's name), and the fds (the port's, else its service's). Null: the
+    // kind hands nothing over; the successor builds it afresh.
+    std::string (*handover_key)(const PortConfig& config) = nullptr;
+    std::vector<int> (*handover_fds)(ports::Port& port, PortService* service) = nullptr;
 };
 
 // Every entry, one per kind.
@@ -69,5 +86,10 @@ const PortFactoryEntry* find_port_factory(std::string_view kind);
 BuiltPort build_null_port(const PortConfig& config, const PortContext& context);
 BuiltPort build_tap_port(const PortConfig& config, const PortContext& context);
 BuiltPort build_vhost_user_port(const PortConfig& config, const PortContext& context);
+// Their hand-over entries (upgrade in place).
+std::string tap_handover_key(const PortConfig& config);
+std::vector<int> tap_handover_fds(ports::Port& port, PortService* service);
+std::string vhost_user_handover_key(const PortConfig& config);
+std::vector<int> service_handover_fds(ports::Port& port, PortService* service);
 
 }  // namespace vnet::control

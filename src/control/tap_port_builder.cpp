@@ -40,6 +40,11 @@ BuiltPort build_tap_port(const PortConfig& pc, const PortContext& context) {
     }
     o.submit_mode = context.config.datapath.submit;
     o.queues = context.config.queue_pairs_of(pc);
+    if (context.handed_over != nullptr) {
+        for (UniqueFd& fd : *context.handed_over) {
+            o.handed_over_fds.push_back(fd.release());  // TapPort owns them from here
+        }
+    }
     auto tap = std::make_unique<ports::TapPort>(pc.name, o);
     context.log->info("port {}: tap {} (ifindex {}, {} queue(s), napi {}, submit {})", pc.name,
                       tap->device().name(), tap->device().ifindex(), tap->queue_count(),
@@ -59,6 +64,23 @@ BuiltPort build_tap_port(const PortConfig& pc, const PortContext& context) {
         });
     });
     return {std::move(tap), nullptr};
+}
+
+std::string tap_handover_key(const PortConfig& pc) {
+    return pc.ifname.empty() ? pc.name : pc.ifname;
+}
+
+// Not with an XDP program: the new vnetd would attach its own while ours
+// is still there (XDP_FLAGS_UPDATE_IF_NOEXIST), so the hand-over is refused
+// before anything starts.
+std::vector<int> tap_handover_fds(ports::Port& port, PortService*) {
+    auto& tap = dynamic_cast<ports::TapPort&>(port);
+    if (tap.xdp() != nullptr) {
+        throw std::invalid_argument("port '" + port.name() +
+                                    "': a tap with an XDP program is not handed over; restart "
+                                    "vnetd instead");
+    }
+    return tap.queue_fds();
 }
 
 }  // namespace vnet::control

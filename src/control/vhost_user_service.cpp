@@ -17,13 +17,21 @@ BuiltPort build_vhost_user_port(const PortConfig& config, const PortContext& con
     return {std::move(port), std::move(service)};
 }
 
+std::string vhost_user_handover_key(const PortConfig& config) {
+    return config.client ? "client:" + config.socket_path : config.socket_path;
+}
+
 VhostUserService::VhostUserService(ports::VhostUserPort& port, const PortConfig& config,
                                    const PortContext& context)
     : port_(port),
       config_(config),
       log_(context.log),
       reactor_(context.reactor),
-      control_queue_(context.control_queue) {}
+      control_queue_(context.control_queue) {
+    if (context.handed_over != nullptr && context.handed_over->size() == 1 && !config.client) {
+        handed_over_ = std::move(context.handed_over->front());
+    }
+}
 
 // Closing the sockets closes their connections, which stops the rings on
 // the owning workers: the daemon destroys services while workers still run.
@@ -121,14 +129,36 @@ void VhostUserService::open_socket(const vhost_user::DeviceConfig& dc) {
     vhost_user::ServerOptions o;
     o.path = pc.listen_fd >= 0 ? "fd:" + std::to_string(pc.listen_fd) : pc.socket_path;
     o.listen_fd = pc.listen_fd;
+    if (handed_over_) {
+        o.path = pc.socket_path;
+        o.listen_fd = handed_over_.release();  // the server socket owns it from here
+        o.handed_over = true;
+    }
     o.access = {.mode = pc.socket_mode, .owner = pc.socket_owner, .group = pc.socket_group};
     o.device = dc;
     server_ = std::make_unique<vhost_user::ServerSocket>(reactor_, o, &port_);
+    if (o.handed_over) {
+        log_->info("port {}: listening on {} (handed over)", pc.name, pc.socket_path);
+        return;
+    }
     if (pc.listen_fd >= 0) {
         log_->info("port {}: listening on inherited fd {}", pc.name, pc.listen_fd);
         return;
     }
     log_->info("port {}: listening on {}", pc.name, pc.socket_path);
+}
+
+std::vector<int> VhostUserService::handover_fds() {
+    if (server_ && server_->listen_fd() >= 0) {
+        return {server_->listen_fd()};
+    }
+    return {};
+}
+
+void VhostUserService::hand_over() {
+    if (server_) {
+        server_->hand_over_listener();
+    }
 }
 
 size_t VhostUserService::connections() {

@@ -25,6 +25,10 @@ public:
     void set_peer(ports::Port* peer) override;
     size_t connections() override;
     void show(nlohmann::json& out) override;  // vhost_user_show.cpp
+    // A listening port hands over its socket; a client port nothing (the
+    // successor connects once we let go).
+    std::vector<int> handover_fds() override;
+    void hand_over() override;
 
 private:
     std::vector<vhost_user::VhostUserDevice*> devices();
@@ -33,6 +37,7 @@ private:
 
     ports::VhostUserPort& port_;
     const PortConfig config_;  // a copy: ports come and go at run time
+    UniqueFd handed_over_;     // the listening socket our predecessor handed over
     Logger log_;
     io::Reactor& reactor_;
     ControlQueue& control_queue_;

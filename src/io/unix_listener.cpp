@@ -143,6 +143,21 @@ UnixListener UnixListener::adopt(int fd, std::string name) {
     return l;
 }
 
+UnixListener UnixListener::adopt_handed_over(int fd, std::string path) {
+    UnixListener l = adopt(fd, path);
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+        l.dev_ = st.st_dev;
+        l.ino_ = st.st_ino;
+    }
+    return l;
+}
+
+void UnixListener::hand_over() {
+    fd_.reset();
+    ino_ = 0;
+}
+
 UnixListener::~UnixListener() {
     remove_if_ours();
 }

@@ -44,6 +44,13 @@ public:
     // is never removed. Throws std::system_error if `fd` is not listening
     // (the fd is then still the caller's).
     static UnixListener adopt(int fd, std::string name);
+    // Upgrade in place: adopts the socket at `path` that the vnetd we replace
+    // made and handed over; the path is then ours to remove as if we had
+    // made it. Throws like adopt().
+    static UnixListener adopt_handed_over(int fd, std::string path);
+    // Upgrade in place, the other side: our successor serves the socket
+    // now. Closes our fd and leaves the path where it is.
+    void hand_over();
     ~UnixListener();
     UnixListener(UnixListener&& other) noexcept;
     UnixListener& operator=(UnixListener&& other) noexcept;

@@ -32,7 +32,9 @@ ServerSocket::ServerSocket(io::Reactor& reactor, ServerOptions options, QueueObs
         options_.device.name = options_.path;
     }
     options_.max_connections = std::max<uint32_t>(options_.max_connections, 1);
-    if (options_.listen_fd >= 0) {
+    if (options_.listen_fd >= 0 && options_.handed_over) {
+        listen_ = io::UnixListener::adopt_handed_over(options_.listen_fd, options_.path);
+    } else if (options_.listen_fd >= 0) {
         listen_ = io::UnixListener::adopt(options_.listen_fd,
                                           "--fd " + std::to_string(options_.listen_fd));
     } else {
@@ -48,6 +50,15 @@ ServerSocket::~ServerSocket() {
     connections_.clear();  // closes sockets, stops queues
     if (listen_) {
         reactor_.unwatch(listen_.fd());
+    }
+}
+
+void ServerSocket::hand_over_listener() {
+    reactor_.cancel(resume_timer_);
+    resume_timer_ = 0;
+    if (listen_) {
+        reactor_.unwatch(listen_.fd());
+        listen_.hand_over();
     }
 }
 

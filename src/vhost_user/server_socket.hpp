@@ -35,6 +35,9 @@ struct ServerOptions {
     // back-end convention --fd=FDNUM: the manager made the socket). `path`
     // then only names it in logs and is never unlinked.
     int listen_fd = -1;
+    // listen_fd was handed over by the vnetd we replace (upgrade in place)
+    // and listens at `path`: the path is ours as if we had bound it.
+    bool handed_over = false;
     // The socket file's mode, owner and group, all in place before it
     // appears at `path` (io/unix_listener.hpp); unset: bind's defaults.
     io::SocketAccess access;
@@ -59,6 +62,11 @@ public:
     // protocol (a ring rule broken on the datapath): the front end sees EOF
     // at once, as it does for a refused message, and its memory and fds go.
     void close_broken_connections();
+    // Upgrade in place: the listening socket, for the successor, and
+    // letting go of it once the successor has it (no more accepts here; the
+    // path stays, the connections are closed with this object).
+    int listen_fd() const { return listen_.fd(); }
+    void hand_over_listener();
 
 private:
     static constexpr std::chrono::milliseconds kAcceptPause{100};

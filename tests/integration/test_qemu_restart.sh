@@ -55,7 +55,9 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 VNETD="$BUILD_DIR/apps/vnetd"
 QEMU=$(command -v qemu-system-x86_64 || true)
 DATA_KIB=${VNET_QEMU_DATA_KIB:-8192}
+# shellcheck disable=SC2034 # GUEST_MB and MAC: lib/qemu_stream.sh start_qemu
 GUEST_MB=192
+# shellcheck disable=SC2034
 MAC=52:54:00:12:38:01
 CHUNK=16384 # the streams' pacing: one chunk every 40 ms
 # Bounds (s): each QEMU's whole run; the boot until the streams run; the
@@ -88,14 +90,8 @@ echo "== guest kernel $KVER"
 bash "$HERE/qemu/build_initramfs.sh" "$KVER" "$WORK/initrd.gz" 2>"$WORK/initramfs.err" ||
     fail "initramfs: $(cat "$WORK/initramfs.err")"
 
-FAILS=()
-check() { # check DESCRIPTION COMMAND...
-    local what=$1
-    shift
-    "$@" || FAILS+=("$what")
-}
-SUMMARY=()
-note() { SUMMARY+=("$*"); }
+# shellcheck source=lib/qemu_stream.sh
+. "$HERE/lib/qemu_stream.sh"
 
 # ---- one shape ------------------------------------------------------------------
 # Set by run_shape for the helpers below: L (the label), NS, TAP, SOCK,
@@ -114,65 +110,6 @@ start_vnetd() {
     VNETD_PID=$BG_PID
 }
 
-# start_qemu CHARDEV_OPTIONS: the guest, its vhost-user chardev at SOCK with
-# CHARDEV_OPTIONS; QEMU_PID. vectors=0: QEMU 7.2 TCG + vhost-user + MSI-X
-# segfaults (peer-baselines.md).
-start_qemu() {
-    bg_start --log "$D-qemu.log" timeout -k 5 "$QEMU_TIMEOUT" "$QEMU" -accel tcg \
-        -m "$GUEST_MB" -smp 1 -nodefaults -no-user-config -kernel "$KERNEL" -initrd "$WORK/initrd.gz" \
-        -append "console=ttyS0 quiet panic=-1 ipv6.disable=1 vnet_host=$HOST_IP vnet_guest=$GUEST_IP vnet_stream=1 vnet_data_kib=$DATA_KIB" \
-        -display none -monitor none -serial "file:$D-console.log" -no-reboot \
-        -object "memory-backend-memfd,id=mem,size=${GUEST_MB}M,share=on" -numa node,memdev=mem \
-        -chardev "socket,id=chr0,path=$SOCK,$1" \
-        -netdev type=vhost-user,id=net0,chardev=chr0 \
-        -device "virtio-net-pci,netdev=net0,mac=$MAC,vectors=0,mrg_rxbuf=on,csum=on,guest_csum=on,gso=on,host_tso4=on,guest_tso4=on"
-    QEMU_PID=$BG_PID
-}
-
-# qemu_identity: "PID STARTTIME" of QEMU itself (timeout's child), or "gone".
-qemu_identity() {
-    local child stat
-    child=$(cat "/proc/$QEMU_PID/task/$QEMU_PID/children" 2>/dev/null)
-    child=${child%% *}
-    stat=$(cat "/proc/$child/stat" 2>/dev/null) || {
-        echo gone
-        return
-    }
-    read -r -a f <<<"${stat##*) }"
-    echo "$child ${f[19]}" # field 22 of stat, the start time in clock ticks
-}
-
-console_text() { tr -d '\r' <"$D-console.log" >"$D-console.txt" 2>/dev/null; }
-fail_now() {
-    console_text
-    fail "($L) $*"
-}
-# guest_wait SECONDS MESSAGE CMD...: wait_for, with the guest's console
-# made readable for the failure's logs.
-guest_wait() {
-    local secs=$1 msg=$2
-    shift 2
-    wait_until "$secs" "$@" || fail_now "$msg (waited $secs s for: $*)"
-}
-
-# progress_bytes FILE: the bytes of the last "progress TIME BYTES" line (0
-# before there is one, or a FILE).
-progress_bytes() { awk '$1 == "progress" { b = $3 } END { print b + 0 }' "$1" 2>/dev/null || echo 0; }
-# streams_past R S: the receiver has more than R bytes and the sender has
-# sent more than S; both (and QEMU) still run.
-streams_past() {
-    running "$QEMU_PID" || fail_now "QEMU exited while the streams ran"
-    [ "$(progress_bytes "$D-receiver.out")" -gt "$1" ] && [ "$(progress_bytes "$D-sender.out")" -gt "$2" ]
-}
-# log_time_us FILE ERE: the time of FILE's first line matching ERE (vnetd's
-# log: local time to the millisecond), in microseconds since the epoch.
-log_time_us() {
-    local ts
-    ts=$(grep -m 1 -E -- "$2" "$1" | cut -d ' ' -f 1)
-    [ -n "$ts" ] && date -d "$ts" +%s%6N
-}
-# ms_since T_US T2_US: (T2 - T) in ms, "?" without T2.
-ms_since() { [ -n "$2" ] && echo $((($2 - $1) / 1000)) || echo "?"; }
 started_vnetd() { # started_vnetd LOG PORT_LINE: the tap opened and the port's line is there
     running "$VNETD_PID" || fail_now "the restarted vnetd exited: $(tail -n 3 "$1")"
     log_has "$1" "\[tap '$TAP'\] opened" && log_has "$1" "$2"
@@ -312,46 +249,11 @@ run_shape() {
     local vnetd_rc=$?
 
     # ---- the checks -----------------------------------------------------------------------
-    guest() { sed -n "s/^VNET-GUEST $1//p" "$D-console.txt"; }
-    from() { sed -n "s/^$2 //p" "$1" | tail -n 1; }
-    grep -qE '^VNET-GUEST (insmod|no eth0|host .* did not answer)' "$D-console.txt" &&
-        FAILS+=("($L) guest setup: $(grep -E '^VNET-GUEST (insmod|no eth0|host)' "$D-console.txt")")
-    check "($L) QEMU exited 0 at the guest's power-off (is $qemu_rc)" test "$qemu_rc" = 0
     check "($L) QEMU at the streams' end is the one from before the kill ($qemu_before, then $qemu_at_end)" \
         test "$qemu_at_end" = "$qemu_before"
-    local boots
-    boots=$(grep -c '^VNET-GUEST boot ok' "$D-console.txt")
-    check "($L) the guest booted once (boot markers: $boots)" test "$boots" = 1
-    check "($L) the guest finished its script" grep -q '^VNET-GUEST done' "$D-console.txt"
-
-    local send_sha send_size recv_sha recv_size in_sha in_size in_recv_sha in_recv_size
-    send_sha=$(guest 'send-sha256 ')
-    send_size=$(guest 'send-size ')
-    recv_sha=$(from "$D-receiver.out" recv-sha256)
-    recv_size=$(from "$D-receiver.out" recv-bytes)
-    in_sha=$(from "$D-sender.out" sent-sha256)
-    in_size=$(from "$D-sender.out" sent-bytes)
-    in_recv_sha=$(guest 'recv-sha256 ')
-    in_recv_size=$(guest 'recv-size ')
-    check "($L) the receiver ended cleanly (exit $receiver_rc)" test "$receiver_rc" = 0
-    check "($L) the sender ended cleanly (exit $sender_rc)" test "$sender_rc" = 0
-    check "($L) one connection from the guest" test "$(grep -c '^accepted' "$D-receiver.out")" = 1
-    check "($L) the guest's stream exit status (is $(guest 'stream-rc '))" test "$(guest 'stream-rc ')" = 0
-    check "($L) the guest's listener exit status (is $(guest 'recv-rc '))" test "$(guest 'recv-rc ')" = 0
-    check "($L) guest -> host: ${DATA_KIB} KiB sent (is ${send_size:-missing}), received ${recv_size:-missing}" \
-        test "$send_size" = $((DATA_KIB * 1024)) -a "$recv_size" = "$send_size"
-    check "($L) guest -> host: sha256 received ${recv_sha:-missing} = sent ${send_sha:-missing}" \
-        test -n "$send_sha" -a "$recv_sha" = "$send_sha"
-    check "($L) host -> guest: ${DATA_KIB} KiB sent (is ${in_size:-missing}), received ${in_recv_size:-missing}" \
-        test "$in_size" = $((DATA_KIB * 1024)) -a "$in_recv_size" = "$in_size"
-    check "($L) host -> guest: sha256 received ${in_recv_sha:-missing} = sent ${in_sha:-missing}" \
-        test -n "$in_sha" -a "$in_recv_sha" = "$in_sha"
-    check "($L) guest -> host: bytes after the restart (${recv_size:-0} > $rx_at_kill at the kill)" \
-        test "${recv_size:-0}" -gt "$rx_at_kill"
-    for c in rx_errors rx_length_errors rx_frame_errors rx_over_errors rx_crc_errors tx_errors tx_dropped; do
-        v=$(guest "eth0 $c ")
-        check "($L) guest eth0 $c = 0 (is ${v:-missing})" test "$v" = 0
-    done
+    check_streams_verified "$qemu_rc" "$receiver_rc" "$sender_rc"
+    check "($L) guest -> host: bytes after the restart (${RECV_SIZE:-0} > $rx_at_kill at the kill)" \
+        test "${RECV_SIZE:-0}" -gt "$rx_at_kill"
 
     [ -s "$D-stats.json" ] || fail "($L) the final vnetd wrote no $D-stats.json"
     local vm_rx vm_tx vtap_rx vtap_tx
@@ -379,9 +281,9 @@ run_shape() {
         "${busy_wait:+$busy_wait ms}${busy_wait:-not needed}"
     note "  STALL: ${stall_ms} ms, the longest gap between received chunks since the kill" \
         "(starting ${stall_from} s after it); before it, at the pacing (16 KiB every 40 ms), ${pacing_ms} ms"
-    note "  guest -> host: sent $send_size B sha256 $send_sha; received $recv_size B sha256 $recv_sha"
-    note "  host -> guest: sent $in_size B sha256 $in_sha; received $in_recv_size B sha256 $in_recv_sha"
-    note "  guest: QEMU $qemu_before (pid, start time) throughout; boot markers $boots;" \
+    note "  guest -> host: sent $SEND_SIZE B sha256 $SEND_SHA; received $RECV_SIZE B sha256 $RECV_SHA"
+    note "  host -> guest: sent $IN_SIZE B sha256 $IN_SHA; received $IN_RECV_SIZE B sha256 $IN_RECV_SHA"
+    note "  guest: QEMU $qemu_before (pid, start time) throughout; boot markers $BOOTS;" \
         "eth0 carrier_changes $(guest 'eth0 carrier_changes '); TCP: $(guest 'tcp ' | tr '\n' ';')"
     note "  netns TCP: $netns_tcp"
     note "  tap rx_packets $tap_rx - guest tx_packets $guest_tx = $((tap_rx - guest_tx))" \

@@ -16,7 +16,10 @@ ControlServer::ControlServer(io::Reactor& reactor, ControlServerOptions options,
       options_(std::move(options)),
       methods_(methods),
       log_(make_logger("control")),
-      listener_(options_.path, {.mode = options_.mode, .group = options_.group}) {
+      listener_(
+          options_.handed_over_fd >= 0
+              ? io::UnixListener::adopt_handed_over(options_.handed_over_fd, options_.path)
+              : io::UnixListener(options_.path, {.mode = options_.mode, .group = options_.group})) {
     reactor_.watch(listener_.fd(), EPOLLIN, [this](uint32_t) { on_listen_ready(); });
     log_->info("control socket {} (mode {:04o})", options_.path, options_.mode);
 }
@@ -27,6 +30,13 @@ ControlServer::~ControlServer() {
         reactor_.unwatch(c->fd.get());
     }
     reactor_.unwatch(listener_.fd());
+}
+
+void ControlServer::hand_over_listener() {
+    if (listener_) {
+        reactor_.unwatch(listener_.fd());
+        listener_.hand_over();
+    }
 }
 
 void ControlServer::on_listen_ready() {

@@ -28,6 +28,9 @@ struct ControlServerOptions {
     // umask's default or root's group); the group lets one group of users in.
     mode_t mode = 0600;
     std::optional<gid_t> group;
+    // Upgrade in place: the listening socket at `path` that the vnetd we
+    // replace handed over, served instead of binding a new one.
+    int handed_over_fd = -1;
     size_t max_clients = 16;
     size_t max_line_bytes = 1 << 20;
     size_t max_pending_output = 16 << 20;
@@ -43,6 +46,10 @@ public:
 
     const std::string& path() const { return options_.path; }
     size_t client_count() const { return clients_.size(); }
+    // Upgrade in place: the listening socket, for the successor, and
+    // letting go of it (the clients connected now are still served).
+    int listen_fd() const { return listener_.fd(); }
+    void hand_over_listener();
 
 private:
     struct Client {

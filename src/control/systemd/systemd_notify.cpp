@@ -2,6 +2,8 @@
 
 #include <systemd/sd-daemon.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 
@@ -24,12 +26,17 @@ void SystemdNotify::send(const std::string& state) const {
     sd_notify(0, state.c_str());
 }
 
-void SystemdNotify::ready(const std::string& status) const {
-    send("READY=1\nSTATUS=" + status);
+void SystemdNotify::ready(const std::string& status, bool new_main_pid) const {
+    send((new_main_pid ? "MAINPID=" + std::to_string(::getpid()) + "\n" : std::string()) +
+         "READY=1\nSTATUS=" + status);
 }
 
 void SystemdNotify::status(const std::string& status) const {
     send("STATUS=" + status);
+}
+
+void SystemdNotify::main_pid(int pid) const {
+    send("MAINPID=" + std::to_string(pid) + "\nSTATUS=handed over to pid " + std::to_string(pid));
 }
 
 void SystemdNotify::stopping(const std::string& status) const {

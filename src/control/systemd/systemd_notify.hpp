@@ -17,8 +17,14 @@ class SystemdNotify {
 public:
     SystemdNotify();
 
-    void ready(const std::string& status) const;
+    // `new_main_pid`: we replaced the unit's main process (upgrade in
+    // place), so MAINPID= tells systemd to follow us (the unit needs
+    // NotifyAccess=all for a message from a process it did not start).
+    void ready(const std::string& status, bool new_main_pid = false) const;
     void status(const std::string& status) const;
+    // Upgrade in place: the unit's main process is `pid` from now on, said
+    // while we are still the main one (so NotifyAccess=main accepts it).
+    void main_pid(int pid) const;
     void stopping(const std::string& status) const;
     void watchdog() const;
 

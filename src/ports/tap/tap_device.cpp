@@ -120,18 +120,27 @@ unsigned TapDevice::kernel_features() {
 }
 
 TapDevice::TapDevice(const TapOptions& options) : name_(options.name) {
+    if (options.handed_over_fd >= 0) {
+        fd_.reset(options.handed_over_fd);
+    }
     validate_options(options, label());
-    fd_ = open_tun_control(label());
-    const unsigned flags = requested_flags(options, read_features(fd_.get(), label()), label());
-
-    attach_when_released(flags);
+    if (fd_) {
+        adopt_handed_over();
+    } else {
+        fd_ = open_tun_control(label());
+        const unsigned flags = requested_flags(options, read_features(fd_.get(), label()), label());
+        attach_when_released(flags);
+    }
 
     configure_queue(options);
     configure_link(options);
 
     make_logger(label())->info("opened ({}, ifindex {}, flags {:#x}, vnet header {} bytes{})",
-                               created_ ? "created" : "attached", ifindex_, flags_,
-                               vnet_header_size_, options.persist ? ", persistent" : "");
+                               options.handed_over_fd >= 0 ? "handed over"
+                               : created_                  ? "created"
+                                                           : "attached",
+                               ifindex_, flags_, vnet_header_size_,
+                               options.persist ? ", persistent" : "");
 }
 
 void TapDevice::attach_when_released(unsigned flags) {
@@ -173,6 +182,30 @@ void TapDevice::attach_when_released(unsigned flags) {
     }
 }
 
+void TapDevice::adopt_handed_over() {
+    ifreq ifr{};
+    if (::ioctl(fd_.get(), TUNGETIFF, &ifr) < 0) {
+        throw_setup_error(label(), "TUNGETIFF (handed-over fd)", errno);
+    }
+    const std::string device(ifr.ifr_name, strnlen(ifr.ifr_name, IFNAMSIZ));
+    if (!name_.empty() && device != name_) {
+        throw_setup_error(label(), "handed-over fd", EINVAL,
+                          "it is a queue of tap '" + device + "'");
+    }
+    name_ = device;
+    created_ = false;
+    // A queue its last owner had detached (a guest's disabled queue pair)
+    // is attached again, as a newly opened one is; tun says EINVAL for one
+    // that is attached already.
+    if ((ifr.ifr_flags & IFF_MULTI_QUEUE) != 0) {
+        ifreq attach{};
+        attach.ifr_flags = IFF_ATTACH_QUEUE;
+        if (::ioctl(fd_.get(), TUNSETQUEUE, &attach) < 0 && errno != EINVAL) {
+            throw_setup_error(label(), "TUNSETQUEUE attach (handed-over fd)", errno);
+        }
+    }
+}
+
 void TapDevice::configure_queue(const TapOptions& options) {
     ifreq ifr{};
     if (::ioctl(fd_.get(), TUNGETIFF, &ifr) < 0) {
@@ -200,8 +233,13 @@ void TapDevice::configure_queue(const TapOptions& options) {
 
     // No offloads until the guest's features are known, as QEMU does at open:
     // a reused persistent tap must not keep a previous guest's TSO, which
-    // would hand this guest GSO frames it never agreed to.
-    set_offloads(TunOffloads{});
+    // would hand this guest GSO frames it never agreed to. Not on a
+    // handed-over queue: the vnetd we replace still serves its guest with
+    // them until it lets go, and goes on doing so if we fail; the guest's
+    // next negotiation here sets them.
+    if (options.handed_over_fd < 0) {
+        set_offloads(TunOffloads{});
+    }
 
     if (options.persist) {
         set_persist(true);
@@ -221,21 +259,32 @@ void TapDevice::set_sndbuf_unlimited() {
     }
 }
 
-TapDevice TapDevice::another_queue_of(const TapDevice& first) {
+TapDevice TapDevice::another_queue_of(const TapDevice& first, int handed_over_fd) {
     TapDevice q;
     q.name_ = first.name_;
+    if (handed_over_fd >= 0) {
+        q.fd_.reset(handed_over_fd);
+    }
     if ((first.flags_ & IFF_MULTI_QUEUE) == 0) {
         throw_option_error(q.label(), "a second queue needs a device opened with multi_queue");
     }
-    q.fd_ = open_tun_control(q.label());
-    ifreq ifr{};
-    std::memcpy(ifr.ifr_name, q.name_.data(), q.name_.size());
-    // TUNGETIFF reports IFF_VNET_HDR and friends too; TUNSETIFF takes them back.
-    ifr.ifr_flags = static_cast<short>(
-        first.flags_ & (kRequiredFlags | IFF_MULTI_QUEUE | IFF_NAPI | IFF_NAPI_FRAGS));
-    if (::ioctl(q.fd_.get(), TUNSETIFF, &ifr) < 0) {
-        const int err = errno;
-        throw_setup_error(q.label(), "TUNSETIFF (another queue)", err, tunsetiff_hint(err));
+    if (q.fd_) {
+        q.adopt_handed_over();
+        int header_size = static_cast<int>(first.vnet_header_size_);
+        if (::ioctl(q.fd_.get(), TUNSETVNETHDRSZ, &header_size) < 0) {
+            throw_setup_error(q.label(), "TUNSETVNETHDRSZ " + std::to_string(header_size), errno);
+        }
+    } else {
+        q.fd_ = open_tun_control(q.label());
+        ifreq ifr{};
+        std::memcpy(ifr.ifr_name, q.name_.data(), q.name_.size());
+        // TUNGETIFF reports IFF_VNET_HDR and friends too; TUNSETIFF takes them back.
+        ifr.ifr_flags = static_cast<short>(
+            first.flags_ & (kRequiredFlags | IFF_MULTI_QUEUE | IFF_NAPI | IFF_NAPI_FRAGS));
+        if (::ioctl(q.fd_.get(), TUNSETIFF, &ifr) < 0) {
+            const int err = errno;
+            throw_setup_error(q.label(), "TUNSETIFF (another queue)", err, tunsetiff_hint(err));
+        }
     }
     q.set_sndbuf_unlimited();
     // Header size, offloads, persistence and the link are the device's:

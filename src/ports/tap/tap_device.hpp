@@ -51,6 +51,11 @@ struct TapOptions {
     std::optional<unsigned> txqueuelen;
     // Bring the link up (a write to a down tap fails with EIO).
     bool link_up = true;
+    // Upgrade in place: a queue fd of this tap that the vnetd we replace
+    // handed over, taken (owned from the constructor on, also when it
+    // throws) instead of a TUNSETIFF, so the device never goes away or
+    // down and no EBUSY wait is needed. Its name must be `name`.
+    int handed_over_fd = -1;
 };
 
 class TapDevice {
@@ -59,7 +64,8 @@ public:
     // One more queue of `first`, a device opened with multi_queue: a fd of
     // its own (TUNSETIFF with the same flags, its own sndbuf), sharing what
     // belongs to the device (header size, offloads, link settings).
-    static TapDevice another_queue_of(const TapDevice& first);
+    // `handed_over_fd`: as TapOptions::handed_over_fd, for that queue.
+    static TapDevice another_queue_of(const TapDevice& first, int handed_over_fd = -1);
     TapDevice(TapDevice&&) noexcept = default;
     TapDevice& operator=(TapDevice&&) noexcept = default;
     TapDevice(const TapDevice&) = delete;
@@ -110,6 +116,8 @@ private:
     // TUNSETIFF, waiting (bounded) while the tap is still attached to a
     // process that is exiting.
     void attach_when_released(unsigned flags);
+    // The handed-over queue in fd_ is a queue of the tap named name_.
+    void adopt_handed_over();
     void configure_queue(const TapOptions& options);
     void set_sndbuf_unlimited();
     void configure_link(const TapOptions& options);

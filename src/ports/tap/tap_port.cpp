@@ -42,6 +42,14 @@ TapPort::Queue::Queue(TapDevice device, io::BatchMode mode, std::string_view own
 
 std::vector<std::unique_ptr<TapPort::Queue>> TapPort::open_queues(const std::string& port_name,
                                                                   const TapPortOptions& options) {
+    // Every handed-over fd is owned here, whatever throws below.
+    std::vector<UniqueFd> handed_over;
+    for (int fd : options.handed_over_fds) {
+        handed_over.emplace_back(fd);
+    }
+    auto next_handed_over = [&handed_over](size_t queue) {
+        return queue < handed_over.size() ? handed_over[queue].release() : -1;
+    };
     // tun's MAX_TAP_QUEUES.
     constexpr uint16_t kMaxTapQueues = 256;
     if (options.queues == 0 || options.queues > kMaxTapQueues) {
@@ -51,6 +59,7 @@ std::vector<std::unique_ptr<TapPort::Queue>> TapPort::open_queues(const std::str
     }
     TapOptions first = options.tap;
     first.multi_queue = first.multi_queue || options.queues > 1;
+    first.handed_over_fd = next_handed_over(0);
     std::optional<TapDevice> device;
     try {
         device.emplace(first);
@@ -60,7 +69,7 @@ std::vector<std::unique_ptr<TapPort::Queue>> TapPort::open_queues(const std::str
         // refuse it; the guest then runs one queue pair on this tap.
         const bool existed = !first.name.empty() && ::if_nametoindex(first.name.c_str()) != 0;
         if (!first.multi_queue || options.tap.multi_queue || e.error_number() != EINVAL ||
-            !existed) {
+            !existed || first.handed_over_fd >= 0) {
             throw;
         }
         first.multi_queue = false;
@@ -73,8 +82,9 @@ std::vector<std::unique_ptr<TapPort::Queue>> TapPort::open_queues(const std::str
     std::vector<std::unique_ptr<Queue>> queues;
     queues.push_back(std::make_unique<Queue>(std::move(*device), options.submit_mode, port_name));
     for (uint16_t q = 1; q < count; ++q) {
-        queues.push_back(std::make_unique<Queue>(TapDevice::another_queue_of(queues[0]->tap),
-                                                 options.submit_mode, port_name));
+        queues.push_back(std::make_unique<Queue>(
+            TapDevice::another_queue_of(queues[0]->tap, next_handed_over(q)), options.submit_mode,
+            port_name));
     }
     return queues;
 }
@@ -84,6 +94,14 @@ TapPort::TapPort(std::string name, const TapPortOptions& options)
       queues_(open_queues(this->name(), options)),
       link_mtu_(device().mtu()),
       max_packet_(max_packet_for(device(), link_mtu_, device().offloads())) {}
+
+std::vector<int> TapPort::queue_fds() const {
+    std::vector<int> fds;
+    for (const auto& q : queues_) {
+        fds.push_back(q->tap.fd());
+    }
+    return fds;
+}
 
 TapPort::~TapPort() {
     for (auto& q : queues_) {

@@ -58,6 +58,10 @@ struct TapPortOptions {
     // MAX_TAP_QUEUES). An existing single-queue tap of that name is served
     // with one queue (logged) rather than refused.
     uint16_t queues = 1;
+    // Upgrade in place: the queue fds the vnetd we replace handed over, in
+    // queue order (TapOptions::handed_over_fd); owned by the constructor,
+    // which closes those beyond `queues` and opens what is missing.
+    std::vector<int> handed_over_fds;
 };
 
 // The reader comes first: receive_one is called per packet (fill), and a
@@ -77,6 +81,8 @@ public:
     // Queue 0's device: the name, ifindex, flags and offloads of the tap.
     TapDevice& device() { return queues_[0]->tap; }
     const TapDevice& device() const { return queues_[0]->tap; }
+    // Upgrade in place: every queue's fd, for the successor.
+    std::vector<int> queue_fds() const;
     io::BatchMode submit_mode() const { return queues_[0]->writer.mode(); }
 
     // The guest at the other end negotiated `features`: let the kernel hand
