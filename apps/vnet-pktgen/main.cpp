@@ -46,6 +46,10 @@ frontend::NetDriverConfig driver_config(const PktgenOptions& o) {
         c.required_features = c.required_features | gso;
     }
     c.wanted_features = wanted;
+    if (o.reconnect) {
+        c.wanted_protocol_features =
+            c.wanted_protocol_features.with(vhost_user::ProtocolFeature::inflight_shmfd);
+    }
     c.tx_slot_bytes = static_cast<uint32_t>(frontend::PacketBuilder::kNetHeaderLen) + o.size_max;
     if (o.gso && o.direction == Direction::rx && !o.mrg_rxbuf) {
         // Without mergeable buffers a whole 64 KiB frame must fit in one.
@@ -82,7 +86,14 @@ template <frontend::DriverRing Ring>
 void run_traffic(frontend::NetDriver& device, const PktgenOptions& o, FinalReport& report) {
     const Clock::time_point start = Clock::now();
     if (o.direction == Direction::tx) {
-        TxGenerator<Ring> generator(device, o);
+        auto reconnect = [&device, &o] {
+            if (!o.reconnect) {
+                return false;
+            }
+            device.reconnect(open_session(o));
+            return true;
+        };
+        TxGenerator<Ring> generator(device, o, reconnect);
         const TxCounters c = generator.run();
         const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
         report.add_rates("tx", c.packets, c.bytes, seconds);

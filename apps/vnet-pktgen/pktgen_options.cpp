@@ -94,6 +94,8 @@ PktgenOptions parse_options(int argc, char** argv) {
     app.add_option("--drain-timeout", o.drain_timeout_s,
                    "TX: seconds to wait for the back end to consume what was sent")
         ->check(CLI::NonNegativeNumber);
+    app.add_flag("--reconnect", o.reconnect,
+                 "TX: when the back end hangs up, connect again and resume (INFLIGHT_SHMFD)");
     app.add_option("--busy-poll-us", o.busy_poll_us,
                    "spin this long on an idle ring before sleeping on its call eventfd");
     app.add_option("--seed", o.seed, "random seed for --size-range");

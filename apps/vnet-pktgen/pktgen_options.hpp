@@ -38,6 +38,10 @@ struct PktgenOptions {
     double stats_interval_s = 1;  // periodic stats on stderr; 0 = off
     double connect_timeout_s = 30;
     double drain_timeout_s = 5;  // TX: wait this long for the back end to use what we sent
+    // TX: when the back end hangs up, connect again (--connect-timeout) and
+    // go on with the same rings; INFLIGHT_SHMFD is wanted, so a restarted
+    // back end resumes what its previous life took and never completed.
+    bool reconnect = false;
     uint32_t busy_poll_us = 50;  // spin on an idle ring before sleeping on its call eventfd
     uint64_t seed = 1;           // for --size-range
 };

@@ -9,12 +9,13 @@
 namespace vnet::pktgen {
 
 struct TxCounters {
-    uint64_t packets = 0;    // completed: the back end returned them through the used ring
-    uint64_t bytes = 0;      // frame bytes of completed packets (no virtio header, no FCS)
-    uint64_t posted = 0;     // made available to the back end
-    uint64_t kicks = 0;      // eventfd writes to the back end
-    uint64_t ring_full = 0;  // passes that found no free descriptor
-    uint64_t wakeups = 0;    // sleeps on the call eventfd
+    uint64_t packets = 0;     // completed: the back end returned them through the used ring
+    uint64_t bytes = 0;       // frame bytes of completed packets (no virtio header, no FCS)
+    uint64_t posted = 0;      // made available to the back end
+    uint64_t kicks = 0;       // eventfd writes to the back end
+    uint64_t ring_full = 0;   // passes that found no free descriptor
+    uint64_t wakeups = 0;     // sleeps on the call eventfd
+    uint64_t reconnects = 0;  // --reconnect: the back end hung up and a new one took over
 };
 
 struct RxCounters {
@@ -43,13 +44,14 @@ struct CounterField {
     uint64_t Counters::*member;
 };
 
-inline constexpr std::array<CounterField<TxCounters>, 6> kTxCounterTable{{
+inline constexpr std::array<CounterField<TxCounters>, 7> kTxCounterTable{{
     {"tx-packets", &TxCounters::packets},
     {"tx-bytes", &TxCounters::bytes},
     {"tx-posted", &TxCounters::posted},
     {"tx-kicks", &TxCounters::kicks},
     {"tx-ring-full", &TxCounters::ring_full},
     {"tx-wakeups", &TxCounters::wakeups},
+    {"tx-reconnects", &TxCounters::reconnects},
 }};
 
 inline constexpr std::array<CounterField<RxCounters>, 15> kRxCounterTable{{

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "idle_waiter.hpp"
 
@@ -21,7 +22,8 @@ frontend::FlowAddresses flow_from(const PktgenOptions& o) {
 }  // namespace
 
 template <frontend::DriverRing Ring>
-TxGenerator<Ring>::TxGenerator(frontend::NetDriver& device, const PktgenOptions& options)
+TxGenerator<Ring>::TxGenerator(frontend::NetDriver& device, const PktgenOptions& options,
+                               std::function<bool()> reconnect)
     : device_(device),
       ring_(device.template tx_ring<Ring>()),
       options_(options),
@@ -30,7 +32,8 @@ TxGenerator<Ring>::TxGenerator(frontend::NetDriver& device, const PktgenOptions&
       slot_frame_len_(ring_.size(), 0),
       completions_(ring_.size()),
       rng_state_(options.seed | 1),
-      peer_(device.session().socket_fd()) {
+      peer_(device.session().socket_fd()),
+      reconnect_(std::move(reconnect)) {
     free_slots_.reserve(ring_.size());
     for (uint32_t slot = ring_.size(); slot-- > 0;) {
         builder_.prepare_slot(device_.tx_slot(slot));
@@ -138,7 +141,16 @@ TxCounters TxGenerator<Ring>::run() {
         }
         if (peer_.closed(now)) {
             std::fprintf(stderr, "vnet-pktgen: the back end closed the connection\n");
-            return counters_;  // nothing in flight will ever come back
+            if (!reconnect_ || !reconnect_()) {
+                return counters_;  // nothing in flight will ever come back
+            }
+            // The rings go on where they are; what the dead back end held
+            // comes back through the used ring of the new one, once.
+            peer_ = PeerWatch(device_.session().socket_fd());
+            ++counters_.reconnects;
+            std::fprintf(stderr, "vnet-pktgen: reconnected, %u TX packets in flight\n",
+                         ring_.chains_in_flight());
+            continue;
         }
         const uint64_t left = options_.count != 0 ? options_.count - next_seq_ : UINT64_MAX;
         if (left == 0) {

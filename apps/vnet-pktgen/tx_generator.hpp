@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "frontend/net_driver.hpp"
@@ -18,7 +19,10 @@ namespace vnet::pktgen {
 template <frontend::DriverRing Ring>
 class TxGenerator {
 public:
-    TxGenerator(frontend::NetDriver& device, const PktgenOptions& options);
+    // `reconnect` (may be empty): called when the back end hung up; true if
+    // the device is up again on a new connection (NetDriver::reconnect).
+    TxGenerator(frontend::NetDriver& device, const PktgenOptions& options,
+                std::function<bool()> reconnect = {});
 
     // Sends until --count, --duration or a stop signal, then waits up to
     // --drain-timeout for the back end to use everything in flight.
@@ -43,6 +47,7 @@ private:
     uint64_t next_seq_ = 0;
     uint32_t src_mac_index_ = 0;  // --src-mac-count: this frame's place in the cycle
     PeerWatch peer_;
+    std::function<bool()> reconnect_;
     TxCounters counters_;
 };
 

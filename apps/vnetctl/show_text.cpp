@@ -96,7 +96,10 @@ void print_ring(const json& r, std::ostream& out) {
         out << "    kicks " << num(r["kicks"]) << "  calls " << num(r["calls"]) << "  packets "
             << num(r["packets"]) << "  drops " << num(r["drops"]) << "  kick_fd "
             << yes_no(r["kick_fd"]) << "  call_fd " << yes_no(r["call_fd"])
-            << (r.value("memory_lost", false) ? "  MEMORY LOST" : "") << "\n";
+            << (r.value("memory_lost", false) ? "  MEMORY LOST" : "")
+            << (r.contains("inflight_resumed") ? "  inflight resumed " + num(r["inflight_resumed"])
+                                               : std::string())
+            << "\n";
     }
 }
 

@@ -119,6 +119,7 @@ void VhostUserService::show(nlohmann::json& out) {
             r["calls"] = v.calls;
             r["packets"] = v.packets;
             r["drops"] = v.drops;
+            r["inflight_resumed"] = v.inflight_resumed;
             if (v.memory_lost) {
                 r["memory_lost"] = true;
             }

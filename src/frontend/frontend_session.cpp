@@ -40,12 +40,12 @@ void FrontendSession::send(Request request, const void* payload, uint32_t size,
     }
 }
 
-void FrontendSession::receive_reply(Request request, Message& reply) {
+void FrontendSession::receive_reply(Request request, Message& reply, size_t fds_expected) {
     const ReceiveResult r = vhost_user::receive_message(socket_.get(), reply, reply_timeout_);
     if (r != ReceiveResult::message) {
         fail(request, std::string("no reply: ") + vhost_user::to_string(r));
     }
-    if (reply.fd_count != 0) {
+    if (reply.fd_count != fds_expected) {
         reply.close_fds();
         fail(request, "reply carries file descriptors");
     }
@@ -234,6 +234,29 @@ std::vector<uint8_t> FrontendSession::get_config(uint32_t offset, uint32_t size)
 void FrontendSession::set_status(uint8_t status) {
     const uint64_t value = status;
     send_no_reply(Request::set_status, &value, sizeof value);
+}
+
+InflightBuffer FrontendSession::get_inflight_fd(uint16_t num_queues, uint16_t queue_size) {
+    const vhost_user::InflightDescription ask{0, 0, num_queues, queue_size, 0};
+    send(Request::get_inflight_fd, &ask, sizeof ask, {}, false);
+    Message reply;
+    receive_reply(Request::get_inflight_fd, reply, 1);
+    InflightBuffer b;
+    b.fd = reply.take_fd(0);
+    if (!reply.read_payload(b.description)) {
+        fail(Request::get_inflight_fd, "reply size " + std::to_string(reply.size()));
+    }
+    if (b.description.num_queues != num_queues || b.description.queue_size != queue_size ||
+        b.description.mmap_size == 0) {
+        fail(Request::get_inflight_fd, "reply describes another buffer");
+    }
+    return b;
+}
+
+void FrontendSession::set_inflight_fd(const InflightBuffer& buffer) {
+    const int fd = buffer.fd.get();
+    send_no_reply(Request::set_inflight_fd, &buffer.description, sizeof buffer.description,
+                  std::span(&fd, 1));
 }
 
 }  // namespace vnet::frontend

@@ -37,6 +37,14 @@ inline constexpr uint8_t kDriverOk = 4;
 inline constexpr uint8_t kFeaturesOk = 8;
 }  // namespace device_status
 
+// The inflight buffer a back end gave (GET_INFLIGHT_FD): kept by the front
+// end across a back-end restart and handed to the next one (SET_INFLIGHT_FD).
+struct InflightBuffer {
+    vhost_user::InflightDescription description{};
+    UniqueFd fd;
+    bool valid() const { return fd.valid(); }
+};
+
 class FrontendSession {
 public:
     static constexpr std::chrono::milliseconds kDefaultReplyTimeout{5000};
@@ -83,6 +91,10 @@ public:
     // GET_CONFIG (PROTOCOL_F_CONFIG): `size` bytes of the device's config
     // space from `offset` (size <= kMaxConfigSize).
     std::vector<uint8_t> get_config(uint32_t offset, uint32_t size);
+    // INFLIGHT_SHMFD: the back end's buffer for `num_queues` rings of
+    // `queue_size`, and handing it back after a reconnect (before the rings).
+    InflightBuffer get_inflight_fd(uint16_t num_queues, uint16_t queue_size);
+    void set_inflight_fd(const InflightBuffer& buffer);
 
 private:
     void send(vhost_user::Request request, const void* payload, uint32_t size,
@@ -91,7 +103,9 @@ private:
     // acknowledgement when reply_ack is on.
     void send_no_reply(vhost_user::Request request, const void* payload, uint32_t size,
                        std::span<const int> fds = {});
-    void receive_reply(vhost_user::Request request, vhost_user::Message& reply);
+    // A reply carries no fds, except those that carry exactly `fds_expected`.
+    void receive_reply(vhost_user::Request request, vhost_user::Message& reply,
+                       size_t fds_expected = 0);
     uint64_t request_u64(vhost_user::Request request);
     void send_vring_fd(vhost_user::Request request, uint32_t index, int fd);
     [[noreturn]] void fail(vhost_user::Request request, const std::string& what) const;

@@ -47,11 +47,37 @@ NetDriver::NetDriver(FrontendSession session, const NetDriverConfig& config)
                             (config.packed ? " is not in 1..32768 (packed ring)"
                                            : " is not a power of two in 1..32768 (split ring)"));
     }
+    config_ = config;
     negotiate(config);
     allocate(config);
+    bring_up_rings();
+}
+
+void NetDriver::reconnect(FrontendSession session) {
+    session_ = std::move(session);
+    const FeatureSet before = negotiated_;
+    const ProtocolFeatureSet protocol_before = protocol_;
+    negotiate(config_);
+    if (negotiated_ != before || protocol_ != protocol_before) {
+        throw FrontendError(session_.name() + ": the restarted back end negotiated " +
+                            hex(negotiated_.bits()) + ", before " + hex(before.bits()));
+    }
+    bring_up_rings();
+}
+
+void NetDriver::bring_up_rings() {
     const vhost_user::MemoryRegionDesc region = memory_->region();
     const int memory_fd = memory_->fd();
     session_.set_mem_table(std::span(&region, 1), std::span(&memory_fd, 1));
+    if (protocol_.has(ProtocolFeature::inflight_shmfd) && !packed()) {
+        // vnetd tracks split rings only. vhost-user.rst "Inflight I/O tracking": the buffer is the
+        // back end's to make once; after a reconnect it goes back before the rings.
+        if (!inflight_.valid()) {
+            inflight_ = session_.get_inflight_fd(2, config_.queue_size);
+        } else {
+            session_.set_inflight_fd(inflight_);
+        }
+    }
     for (uint32_t q : {kRxQueue, kTxQueue}) {
         start_ring(q);
     }

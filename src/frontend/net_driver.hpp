@@ -12,6 +12,13 @@
 // Both rings are always set up: DPDK treats a device as ready only when
 // the first pair is complete.
 //
+// Restart of the back end (INFLIGHT_SHMFD, when wanted and offered): at
+// bring-up, after the memory table, GET_INFLIGHT_FD for both rings; the
+// buffer is kept. reconnect() brings the same device up on a new
+// connection to a restarted back end, memory and rings untouched, with
+// SET_INFLIGHT_FD before the rings, so the back end resumes the chains its
+// previous life took and never completed (QEMU vhost-user-blk's order).
+//
 // Ring format: split (virtio 1.2 §2.7), or packed (§2.8) when the config
 // asks for it, which negotiates VIRTIO_F_RING_PACKED and fails if the back
 // end does not offer it. Both rings of a device have the format negotiated
@@ -120,10 +127,20 @@ public:
     // Returns false if the back end did not answer (it may be gone already).
     bool stop() noexcept;
 
+    // The back end died (the socket hung up): the same device on `session`,
+    // a new connection to its next life. Negotiates the same features
+    // again (FrontendError if they differ), SET_MEM_TABLE, SET_INFLIGHT_FD
+    // with the kept buffer, then each ring from where it is.
+    void reconnect(FrontendSession session);
+    // Valid once GET_INFLIGHT_FD was answered (INFLIGHT_SHMFD negotiated).
+    const InflightBuffer& inflight() const { return inflight_; }
+
 private:
     void negotiate(const NetDriverConfig& config);
     void allocate(const NetDriverConfig& config);
     void start_ring(uint32_t queue);
+    // SET_MEM_TABLE, the inflight buffer, every ring, ENABLE and DRIVER_OK.
+    void bring_up_rings();
 
     FrontendSession session_;
     virtio::FeatureSet offered_;
@@ -139,6 +156,8 @@ private:
     uint32_t rx_buffer_bytes_ = 0;
     bool started_ = false;
     std::optional<uint16_t> mtu_;
+    NetDriverConfig config_;
+    InflightBuffer inflight_;
 };
 
 }  // namespace vnet::frontend

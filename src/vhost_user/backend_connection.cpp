@@ -59,6 +59,17 @@ void BackendConnection::read_messages() {
             return;
         }
         DispatchResult d = device_->handle_message(*request_, *reply_);
+        if (d.has_reply && reply_->fd_count != 0) {
+            // A reply with an fd (GET_INFLIGHT_FD) goes out with sendmsg
+            // itself, after what is queued; the fd is closed once sent.
+            const bool sent = send_fd_reply();
+            reply_->close_fds();
+            if (!sent) {
+                close("front end does not read its replies (fd reply not sent)");
+                return;
+            }
+            continue;
+        }
         if (d.has_reply && !output_.push(*reply_)) {
             close("front end does not read its replies (output queue full)");
             return;
@@ -74,6 +85,16 @@ void BackendConnection::read_messages() {
         }
     }
     // More may be waiting: level-triggered epoll calls us again.
+}
+
+bool BackendConnection::send_fd_reply() {
+    flush_output();
+    if (!socket_ || !output_.empty()) {
+        return false;
+    }
+    // A small message on a socket with nothing queued: sendmsg takes it at
+    // once (bounded by send_message's timeout if the peer's buffer is full).
+    return send_message(socket_.get(), *reply_);
 }
 
 void BackendConnection::flush_output() {

@@ -49,6 +49,8 @@ private:
     void on_events(uint32_t events);
     void read_messages();
     void flush_output();
+    // Sends *reply_ with its fds once the output queue is empty; false if it cannot.
+    bool send_fd_reply();
 
     io::Reactor& reactor_;
     UniqueFd socket_;

@@ -242,6 +242,11 @@ QueueSnapshot VhostUserDevice::queue_snapshot(uint32_t queue_index) const {
         s.dirty_log = dirty_log_;
         s.log_areas = log_areas(q);
     }
+    if (q.inflight.active()) {
+        s.inflight = q.inflight;
+        s.inflight_resume = q.inflight_resume;
+        s.inflight_mapping = inflight_->mapping;
+    }
     return s;
 }
 
@@ -318,6 +323,9 @@ bool VhostUserDevice::update_queue(uint32_t index) {
     }
     q.used_idx = used_idx;
     q.layout = layout;
+    if (inflight_ && !start_inflight(index, used_idx)) {
+        return false;
+    }
     q.ready = true;
     if (observer_ != nullptr) {
         observer_->on_queue_ready(*this, index);

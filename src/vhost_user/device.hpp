@@ -34,6 +34,7 @@
 #include "vhost_user/queue_observer.hpp"
 #include "virtio/features.hpp"
 #include "virtio/guest_memory.hpp"
+#include "virtio/inflight/split_inflight.hpp"
 #include "virtio/log/queue_log.hpp"
 #include "virtio/ring/pop_status.hpp"
 #include "virtio/split_ring.hpp"
@@ -69,9 +70,14 @@ inline constexpr virtio::FeatureSet kSupportedDeviceFeatures =
     kDefaultDeviceFeatures | virtio::FeatureSet{virtio::Feature::net_mq, virtio::Feature::net_mtu};
 
 inline constexpr ProtocolFeatureSet kDefaultProtocolFeatures{
-    ProtocolFeature::mq,        ProtocolFeature::reply_ack, ProtocolFeature::configure_mem_slots,
-    ProtocolFeature::status,    ProtocolFeature::net_mtu,   ProtocolFeature::rarp,
+    ProtocolFeature::mq,
+    ProtocolFeature::reply_ack,
+    ProtocolFeature::configure_mem_slots,
+    ProtocolFeature::status,
+    ProtocolFeature::net_mtu,
+    ProtocolFeature::rarp,
     ProtocolFeature::log_shmfd,
+    ProtocolFeature::inflight_shmfd,
 };
 // CONFIG is offered with an MTU (GET_CONFIG is how a front end reads it).
 inline constexpr ProtocolFeatureSet kSupportedProtocolFeatures =
@@ -158,6 +164,9 @@ public:
         return dirty_log_ != nullptr && acked_features_.has(virtio::Feature::vhost_log_all);
     }
     const virtio::DirtyLog* dirty_log() const { return dirty_log_.get(); }
+    // INFLIGHT_SHMFD: a buffer was given (GET or SET_INFLIGHT_FD); its
+    // queue count (0: none).
+    uint16_t inflight_queues() const { return inflight_ ? inflight_->num_queues : 0; }
     MessageError last_error() const { return last_error_; }
 
 private:
@@ -180,7 +189,26 @@ private:
         UniqueFd err;
         virtio::SplitRingLayout layout{};
         virtio::PackedRingLayout packed_layout{};
+        // While an inflight buffer covers this ring: its tracker (recovered
+        // at start) and the heads to resubmit, oldest first.
+        virtio::SplitInflight inflight;
+        std::vector<uint16_t> inflight_resume;
     };
+
+    // The inflight buffer (GET_INFLIGHT_FD or SET_INFLIGHT_FD): num_queues
+    // regions of split_inflight_queue_bytes(queue_size), from `base`.
+    struct InflightArea {
+        std::shared_ptr<const void> mapping;
+        uint8_t* base = nullptr;
+        uint64_t size = 0;
+        uint16_t num_queues = 0;
+        uint16_t queue_size = 0;
+    };
+    // Shared by GET and SET: the sizes, the ring format, and no ring running.
+    MessageError check_inflight_request(const InflightDescription& d) const;
+    // Recovers ring `index`'s region at start (split; used->idx is
+    // `used_idx`). False: the device is broken.
+    bool start_inflight(uint32_t index, uint16_t used_idx);
 
     // VIRTIO_F_RING_PACKED acked: every ring of the device is packed.
     bool packed() const { return acked_features_.has(virtio::Feature::ring_packed); }
@@ -213,6 +241,8 @@ private:
     MessageError handle_set_status(Message& m, Message& reply);
     MessageError handle_get_status(Message& m, Message& reply);
     MessageError handle_get_config(Message& m, Message& reply);
+    MessageError handle_get_inflight_fd(Message& m, Message& reply);
+    MessageError handle_set_inflight_fd(Message& m, Message& reply);
 
     // The two halves of handle_message: table checks then the handler, and
     // the reply policy (ack, own reply, or break).
@@ -256,6 +286,7 @@ private:
     std::optional<uint16_t> mtu_;
     std::optional<MacAddress> rarp_mac_;
     std::shared_ptr<const virtio::DirtyLog> dirty_log_;  // SET_LOG_BASE
+    std::shared_ptr<const InflightArea> inflight_;       // GET/SET_INFLIGHT_FD
     UniqueFd backend_req_;
     bool broken_ = false;
     std::string broken_reason_;

@@ -41,6 +41,10 @@ MessageError VhostUserDevice::handle_set_features(Message& m, Message&) {
         any_queue_started()) {
         return MessageError::features_changed_while_running;
     }
+    // Inflight tracking is implemented for split rings only (device_inflight.cpp).
+    if (inflight_ && acked.has(virtio::Feature::ring_packed)) {
+        return MessageError::inflight_with_packed_ring;
+    }
     const bool was_logging = logging();
     acked_features_ = acked;
     features_set_ = true;

@@ -157,6 +157,17 @@ struct LogBase {
 };
 static_assert(sizeof(LogBase) == 16);
 
+// GET_INFLIGHT_FD / SET_INFLIGHT_FD ("inflight description"): QEMU's
+// VhostUserInflight, padded to 24 bytes as QEMU and DPDK send it.
+struct InflightDescription {
+    uint64_t mmap_size;
+    uint64_t mmap_offset;
+    uint16_t num_queues;
+    uint16_t queue_size;
+    uint32_t padding;
+};
+static_assert(sizeof(InflightDescription) == 24);
+
 // GET_CONFIG / SET_CONFIG: this header, then `size` bytes of the device's
 // configuration space from `offset` (vhost-user.rst "Virtio device config
 // space"), at most QEMU's VHOST_USER_MAX_CONFIG_SIZE.

@@ -80,6 +80,22 @@ const char* to_string(MessageError e) {
             return "too many memory regions";
         case MessageError::mem_region_not_found:
             return "no such memory region";
+        case MessageError::inflight_num_queues_invalid:
+            return "inflight num_queues is 0 or more than the device's queues";
+        case MessageError::inflight_queue_size_invalid:
+            return "inflight queue_size is not a power of two up to 32768";
+        case MessageError::inflight_region_too_small:
+            return "inflight mmap_size does not cover num_queues queue regions";
+        case MessageError::inflight_not_sealed_against_shrink:
+            return "inflight fd is not sealed against shrinking";
+        case MessageError::inflight_region_misaligned:
+            return "inflight mmap_offset is not 64-byte aligned";
+        case MessageError::inflight_alloc_failed:
+            return "inflight buffer could not be allocated";
+        case MessageError::inflight_with_packed_ring:
+            return "inflight tracking is not supported with packed rings";
+        case MessageError::inflight_region_invalid:
+            return "inflight region does not recover for this ring";
         case MessageError::log_smaller_than_memory:
             return "dirty log does not cover all guest memory";
         case MessageError::status_out_of_range:

@@ -45,10 +45,12 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "packet/wire.hpp"
 #include "virtio/features.hpp"
 #include "virtio/guest_memory.hpp"
+#include "virtio/inflight/split_inflight.hpp"
 #include "virtio/log/queue_log.hpp"
 #include "virtio/ring/packed_layout.hpp"
 #include "virtio/split_ring.hpp"
@@ -79,6 +81,14 @@ struct QueueSnapshot {
     // addresses. Null otherwise: the queue then pays nothing for logging.
     std::shared_ptr<const virtio::DirtyLog> dirty_log;
     virtio::RingLogAreas log_areas;
+    // While an inflight buffer covers this ring (INFLIGHT_SHMFD, split
+    // rings): the tracker, recovered, and the heads a previous back end
+    // took and never completed, oldest first; last_avail_idx is then the
+    // used index, where they start (SplitDeviceRing::track_inflight).
+    // `inflight_mapping` keeps the buffer mapped. Inactive otherwise.
+    virtio::SplitInflight inflight;
+    std::vector<uint16_t> inflight_resume;
+    std::shared_ptr<const void> inflight_mapping;
 };
 
 class QueueObserver {

@@ -84,8 +84,11 @@ struct RequestTableBuilder {
             unsupported(Request::postcopy_advise, "POSTCOPY_ADVISE", true, PF::pagefault),
             unsupported(Request::postcopy_listen, "POSTCOPY_LISTEN", false, PF::pagefault),
             unsupported(Request::postcopy_end, "POSTCOPY_END", true, PF::pagefault),
-            unsupported(Request::get_inflight_fd, "GET_INFLIGHT_FD", true, PF::inflight_shmfd),
-            unsupported(Request::set_inflight_fd, "SET_INFLIGHT_FD", false, PF::inflight_shmfd),
+            // The reply carries the buffer's fd (vhost-user.rst GET_INFLIGHT_FD).
+            supported(Request::get_inflight_fd, "GET_INFLIGHT_FD", &D::handle_get_inflight_fd,
+                      FdRule::none, sizeof(InflightDescription), true, PF::inflight_shmfd),
+            supported(Request::set_inflight_fd, "SET_INFLIGHT_FD", &D::handle_set_inflight_fd,
+                      FdRule::exactly_one, sizeof(InflightDescription), false, PF::inflight_shmfd),
             unsupported(Request::gpu_set_socket, "GPU_SET_SOCKET", false, kAlways),
             unsupported(Request::reset_device, "RESET_DEVICE", false, PF::reset_device),
             unsupported(Request::vring_kick, "VRING_KICK", false, PF::inband_notifications),

@@ -46,6 +46,7 @@ VhostUserPort::VhostUserPort(std::string name, uint16_t queue_pairs, RunOnOwner 
       run_on_owner_(std::move(run_on_owner)),
       log_(make_logger(this->name())),
       counters_(std::make_unique<packet::QueueCounters[]>(2u * queue_pairs)),
+      inflight_resumed_(std::make_unique<uint64_t[]>(2u * queue_pairs)),
       ring_running_(2u * queue_pairs, false) {
     pairs_.reserve(queue_pairs);
     for (uint16_t q = 0; q < queue_pairs; ++q) {
@@ -318,6 +319,12 @@ void VhostUserPort::start_ring(uint32_t ring_index, const vhost_user::QueueSnaps
     } else {
         virtio::SplitDeviceRing split(s.layout, config, s.used_idx);
         split.restore_vring_base(s.last_avail_idx);  // 16 bits: cannot fail
+        if (s.inflight.active()) {
+            // The device recovered the region; its mapping lives with the ring.
+            e.inflight_mapping = s.inflight_mapping;
+            inflight_resumed_[ring_index] += s.inflight_resume.size();
+            split.track_inflight(s.inflight, s.inflight_resume);
+        }
         ring = std::move(split);
     }
     virtio::NetQueueConfig queue_config = virtio::make_net_queue_config(s.features, s.call_fd >= 0);
@@ -437,6 +444,7 @@ VhostUserPort::RingView VhostUserPort::ring_view(uint32_t ring_index) {
         v.calls = counters_[ring_index].calls.get();
         v.packets = counters_[ring_index].packets.get();
         v.drops = counters_[ring_index].total_drops();
+        v.inflight_resumed = inflight_resumed_[ring_index];
         if (!v.running || !e.memory || e.memory_lost) {
             return;
         }

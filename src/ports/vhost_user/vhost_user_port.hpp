@@ -116,6 +116,7 @@ public:
         uint64_t calls = 0;
         uint64_t packets = 0;
         uint64_t drops = 0;
+        uint64_t inflight_resumed = 0;
         std::optional<virtio::RingState> state;  // while running with readable memory
     };
     // Runs on the ring's owner (run_sync): see the .cpp.
@@ -141,6 +142,7 @@ private:
         std::shared_ptr<const virtio::GuestMemoryMap> memory;
         // Set while the front end migrates the guest (VHOST_F_LOG_ALL).
         std::shared_ptr<const virtio::DirtyLog> dirty_log;
+        std::shared_ptr<const void> inflight_mapping;  // INFLIGHT_SHMFD: the buffer the ring marks
         int kick_fd = -1;
         int call_fd = -1;
         // A guest access faulted (the front end shrank its memory): nothing
@@ -204,7 +206,10 @@ private:
     RunOnOwner run_on_owner_;
     Logger log_;                                         // control thread only
     std::unique_ptr<packet::QueueCounters[]> counters_;  // one per ring
-    Announcement announcement_;                          // queue pair 0's owner
+    // INFLIGHT_SHMFD: chains a previous back end took and never completed,
+    // handed out again when the ring started (summed over starts; owner only).
+    std::unique_ptr<uint64_t[]> inflight_resumed_;
+    Announcement announcement_;  // queue pair 0's owner
     std::vector<QueuePair> pairs_;
     uint32_t generation_counter_ = 0;  // control thread (inside run_sync)
     // Control thread: rings the device has handed to the dataplane (between

@@ -1,5 +1,9 @@
 #include "virtio/ring/split_device_ring.hpp"
 
+#include <utility>
+
+#include "virtio/ring/shared_access.hpp"
+
 namespace vnet::virtio {
 
 PopStatus to_pop_status(ChainError e) {
@@ -64,6 +68,10 @@ PopStatus SplitDeviceRing::pop(std::span<iovec> out, PoppedChain& chain) {
     if (ring_.pop_avail(std::span<uint16_t>(&head, 1), &ring_error) == 0) {
         return ring_error == RingError::ok ? PopStatus::empty : to_pop_status(ring_error);
     }
+    const bool tracked = inflight_.active();
+    if (tracked) [[unlikely]] {
+        head = resumed_head(static_cast<uint16_t>(ring_.last_avail_idx() - 1), head);
+    }
     // Built per pop: the context points at region_hint_, which must follow this object.
     const ChainWalkContext walk{ring_.layout().desc, ring_.size(), indirect_allowed_, memory_,
                                 &region_hint_};
@@ -75,6 +83,9 @@ PopStatus SplitDeviceRing::pop(std::span<iovec> out, PoppedChain& chain) {
             ring_.unpop_avail(1);
         }
         return to_pop_status(e);
+    }
+    if (tracked) [[unlikely]] {
+        mark_taken(static_cast<uint16_t>(ring_.last_avail_idx() - 1), head);
     }
     chain.id = head;
     chain.slots = 1;
@@ -94,6 +105,11 @@ PopStatus SplitDeviceRing::skip(PoppedChain& chain) {
     if (ring_.pop_avail(std::span<uint16_t>(&head, 1), &ring_error) == 0) {
         return ring_error == RingError::ok ? PopStatus::empty : to_pop_status(ring_error);
     }
+    if (inflight_.active()) [[unlikely]] {
+        const auto at = static_cast<uint16_t>(ring_.last_avail_idx() - 1);
+        head = resumed_head(at, head);
+        mark_taken(at, head);
+    }
     chain = PoppedChain{};
     chain.id = head;  // pop_avail checked it against the queue size
     chain.slots = 1;
@@ -106,7 +122,41 @@ void SplitDeviceRing::rewind(RingPosition to) {
     if (count > ring_.size()) [[unlikely]] {
         return;
     }
+    if (inflight_.active()) [[unlikely]] {
+        // Given back unused: no longer in flight, unless it is a resumed
+        // head, which stays in flight until it is completed.
+        for (uint16_t at = to.raw; at != ring_.last_avail_idx(); ++at) {
+            if (in_resume_window(at)) {
+                continue;
+            }
+            // The entry pop read; the guest may have rewritten it since.
+            const uint16_t head = shared::load_relaxed(ring_.layout().avail->ring[at % size()]);
+            if (head < size()) {
+                inflight_.give_back(head);
+            }
+        }
+    }
     ring_.unpop_avail(count);
+}
+
+void SplitDeviceRing::track_inflight(SplitInflight tracker, std::vector<uint16_t> resume) {
+    inflight_ = tracker;
+    resume_ = std::move(resume);
+    resume_start_ = ring_.last_avail_idx();
+}
+
+bool SplitDeviceRing::in_resume_window(uint16_t at) const {
+    return static_cast<uint16_t>(at - resume_start_) < resume_.size();
+}
+
+uint16_t SplitDeviceRing::resumed_head(uint16_t at, uint16_t head) const {
+    return in_resume_window(at) ? resume_[static_cast<uint16_t>(at - resume_start_)] : head;
+}
+
+void SplitDeviceRing::mark_taken(uint16_t at, uint16_t head) {
+    if (!in_resume_window(at)) {  // a resumed head is in flight already, with its counter
+        inflight_.take(head);
+    }
 }
 
 BaseError SplitDeviceRing::restore_vring_base(uint32_t num) {

@@ -9,8 +9,10 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "virtio/descriptor_chain.hpp"
+#include "virtio/inflight/split_inflight.hpp"
 #include "virtio/ring/device_ring.hpp"
 #include "virtio/split_ring.hpp"
 
@@ -36,9 +38,28 @@ public:
     RingPosition position() const { return RingPosition{ring_.last_avail_idx()}; }
     void rewind(RingPosition to);
 
+    // Inflight tracking (vhost-user INFLIGHT_SHMFD), cold, at start after
+    // restore_vring_base: every chain taken from here on is marked in
+    // `tracker`, and the first resume.size() pops hand out `resume` (heads a
+    // previous back end took and never completed, oldest first) instead of
+    // what the avail entries at those positions say. The base must be the
+    // used index, so the window ends where the dead back end stopped taking.
+    void track_inflight(SplitInflight tracker, std::vector<uint16_t> resume);
+    const SplitInflight& inflight() const { return inflight_; }
+
     // `slots` is unused: a split chain always takes one used entry.
-    void add_used(uint16_t id, uint16_t /*slots*/, uint32_t len) { ring_.add_used(id, len); }
-    void publish_used() { ring_.publish_used(); }
+    void add_used(uint16_t id, uint16_t /*slots*/, uint32_t len) {
+        ring_.add_used(id, len);
+        if (inflight_.active()) [[unlikely]] {
+            inflight_.add_used(id);
+        }
+    }
+    void publish_used() {
+        ring_.publish_used();
+        if (inflight_.active()) [[unlikely]] {
+            inflight_.published(ring_.used_idx());
+        }
+    }
 
     bool should_notify() { return ring_.should_notify(); }
     void disable_notifications() { ring_.disable_notifications(); }
@@ -50,11 +71,21 @@ public:
     BaseError restore_vring_base(uint32_t num);
 
 private:
+    // Inflight helpers (only while tracking): whether avail position `at`
+    // is one the resume list stands in for; the head to hand out for it;
+    // marking a newly taken head.
+    bool in_resume_window(uint16_t at) const;
+    uint16_t resumed_head(uint16_t at, uint16_t head) const;
+    void mark_taken(uint16_t at, uint16_t head);
+
     SplitRing ring_;
     const GuestMemoryMap* memory_ = nullptr;
     size_t region_hint_ = 0;
     bool indirect_allowed_ = false;
     bool event_idx_ = false;
+    SplitInflight inflight_;
+    std::vector<uint16_t> resume_;  // heads to hand out again, oldest first
+    uint16_t resume_start_ = 0;     // avail position of resume_[0]
 };
 
 static_assert(DeviceRing<SplitDeviceRing>);

@@ -38,7 +38,7 @@ TEST(VhostUserFeatures, offers_mtu_only_when_configured_and_mq_only_with_several
 TEST(VhostUserFeatures, configuration_cannot_offer_what_we_do_not_implement) {
     DeviceConfig c = test::test_device_config();
     c.features = virtio::FeatureSet{Feature::access_platform, Feature::version_1};
-    c.protocol_features = ProtocolFeatureSet{ProtocolFeature::inflight_shmfd, ProtocolFeature::mq};
+    c.protocol_features = ProtocolFeatureSet{ProtocolFeature::pagefault, ProtocolFeature::mq};
     DeviceHarness h(c);
     EXPECT_FALSE(h.device->offered_features().has(Feature::access_platform));
     EXPECT_TRUE(h.device->offered_features().has(Feature::version_1));
@@ -53,7 +53,8 @@ TEST(VhostUserFeatures, get_protocol_features_works_before_set_features) {
     const ProtocolFeatureSet p(r.u64());
     EXPECT_TRUE(p.has(ProtocolFeature::reply_ack));
     EXPECT_TRUE(p.has(ProtocolFeature::log_shmfd));
-    EXPECT_FALSE(p.has(ProtocolFeature::inflight_shmfd));
+    EXPECT_TRUE(p.has(ProtocolFeature::inflight_shmfd));
+    EXPECT_FALSE(p.has(ProtocolFeature::pagefault));
 }
 
 TEST(VhostUserFeatures, rejects_features_not_offered) {
@@ -71,7 +72,7 @@ TEST(VhostUserFeatures, rejects_protocol_features_not_offered) {
     DeviceHarness h;
     h.negotiate();
     auto r = h.send(RequestBuilder(Request::set_protocol_features, kNeedReply)
-                        .payload(ProtocolFeatureSet::mask(ProtocolFeature::inflight_shmfd)));
+                        .payload(ProtocolFeatureSet::mask(ProtocolFeature::pagefault)));
     EXPECT_EQ(r.result.error, MessageError::protocol_features_not_offered);
     EXPECT_EQ(h.device->negotiated_protocol_features(), kDefaultProtocolFeatures);
 }

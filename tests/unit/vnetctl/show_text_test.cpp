@@ -107,6 +107,13 @@ TEST(ShowText, a_connected_vm_port_has_every_section_in_order) {
     }
 }
 
+TEST(ShowText, a_ring_that_resumed_inflight_chains_says_how_many) {
+    json port = a_connected_vm_port();
+    port[0]["rings"][0]["inflight_resumed"] = 5;
+    EXPECT_NE(dump(port).find("call_fd yes  inflight resumed 5\n"), std::string::npos)
+        << dump(port);
+}
+
 TEST(ShowText, a_port_without_a_front_end_shows_its_state_and_counters_only) {
     json ports = a_connected_vm_port();
     json& p = ports[0];
