@@ -31,14 +31,6 @@ public:
         throw CniError(when_down, "vnetd's control socket does not answer", e.what());
     }
 
-    bool has_port(const std::string& name) {
-        for (const json& p : call("port.list", json::object())) {
-            if (p.value("name", std::string()) == name) {
-                return true;
-            }
-        }
-        return false;
-    }
     json port(const std::string& name) {
         for (const json& p : call("port.list", json::object())) {
             if (p.value("name", std::string()) == name) {
@@ -47,6 +39,7 @@ public:
         }
         return json();
     }
+    bool has_port(const std::string& name) { return !port(name).is_null(); }
     void add_port(const json& params) { call("port.add", params); }
     // DEL is idempotent: a port vnetd no longer has (deleted, or vnetd restarted) is fine.
     void del_port_if_present(const std::string& name) {
