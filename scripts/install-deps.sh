@@ -22,6 +22,8 @@ packages=(
     libsystemd-dev systemd
     # least privilege: --user/--group keep CAP_NET_ADMIN through libcap-ng
     libcap-ng-dev
+    # vnetd-cni: rtnetlink (links into pods' netns); the CNI plugins it chains with (host-local, tuning)
+    libnl-route-3-dev containernetworking-plugins
 )
 
 missing=()

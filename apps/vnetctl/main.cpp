@@ -12,14 +12,14 @@
 #include <string>
 #include <thread>
 
-#include "control_client.hpp"
+#include "rpc_client/control_client.hpp"
 #include "show_text.hpp"
 #include "text_table.hpp"
 
 namespace {
 
 using nlohmann::json;
-using vnet::vnetctl::ControlClient;
+using vnet::rpc_client::ControlClient;
 using vnet::vnetctl::TextTable;
 
 constexpr const char* kDefaultSocket = "/run/vnetd/vnetd.ctl";
@@ -370,7 +370,7 @@ int main(int argc, char** argv) {
             }
             std::cout << client.call(call_method, params).dump(2) << "\n";
         }
-    } catch (const vnet::vnetctl::ControlError& e) {
+    } catch (const vnet::rpc_client::ControlError& e) {
         std::cerr << "vnetctl: " << e.what() << "\n";
         return 1;
     }

@@ -3,6 +3,7 @@
 # and the installed files work together:
 #
 #   - under --prefix P: P/sbin/vnetd, P/bin/vnetctl, P/bin/vnet-pktgen,
+#     P/lib/cni/vnetd-cni (where CNI runtimes look for plugins),
 #     P/LIBDIR/vnetd/bpf/{xdp_drop,xdp_pass,xdp_redirect}.bpf.o,
 #     P/lib/systemd/system/vnetd.service, P/share/qemu/vhost-user/50-vnetd.json,
 #     P/share/doc/vnetd/examples/vnetd.toml, and nothing else (the install
@@ -33,7 +34,7 @@ LIBDIR=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:[A-Z]*=//p' "$BUILD_DIR/CMakeCache.txt"
 [ -n "$LIBDIR" ] || fail "no CMAKE_INSTALL_LIBDIR in $BUILD_DIR/CMakeCache.txt"
 
 expected_files() { # PREFIX
-    printf '%s\n' "$1/sbin/vnetd" "$1/bin/vnetctl" "$1/bin/vnet-pktgen" \
+    printf '%s\n' "$1/sbin/vnetd" "$1/bin/vnetctl" "$1/bin/vnet-pktgen" "$1/lib/cni/vnetd-cni" \
         "$1/$LIBDIR/vnetd/bpf/xdp_drop.bpf.o" "$1/$LIBDIR/vnetd/bpf/xdp_pass.bpf.o" \
         "$1/$LIBDIR/vnetd/bpf/xdp_redirect.bpf.o" "$1/lib/systemd/system/vnetd.service" \
         "$1/share/qemu/vhost-user/50-vnetd.json" "$1/share/doc/vnetd/examples/vnetd.toml" | sort

@@ -8,7 +8,7 @@
 
 #include "common/unique_fd.hpp"
 
-namespace vnet::vnetctl {
+namespace vnet::rpc_client {
 
 // What vnetd answered with an error object, or why it could not be asked.
 struct ControlError : std::runtime_error {
@@ -34,4 +34,4 @@ private:
     uint64_t next_id_ = 1;
 };
 
-}  // namespace vnet::vnetctl
+}  // namespace vnet::rpc_client

@@ -1,4 +1,4 @@
-#include "control_client.hpp"
+#include "rpc_client/control_client.hpp"
 
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -9,7 +9,7 @@
 
 #include "io/unix_address.hpp"
 
-namespace vnet::vnetctl {
+namespace vnet::rpc_client {
 
 ControlClient::ControlClient(const std::string& socket_path) : path_(socket_path) {
     sockaddr_un addr;
@@ -75,4 +75,4 @@ std::string ControlClient::read_line() {
     }
 }
 
-}  // namespace vnet::vnetctl
+}  // namespace vnet::rpc_client
