@@ -81,6 +81,9 @@ MessageError VhostUserDevice::handle_add_mem_reg(Message& m, Message&) {
         return e;
     }
     publish_memory(std::make_shared<const virtio::GuestMemoryMap>(std::move(map)));
+    // Memory hotplug is rare and a user asks "did vnetd see it?": one line.
+    log_->info("ADD_MEM_REG: guest 0x{:x} size 0x{:x} mapped ({} regions)",
+               msg.region.guest_phys_addr, msg.region.memory_size, memory_->region_count());
     return broken_ ? MessageError::ring_not_in_guest_memory : MessageError::ok;
 }
 
@@ -94,7 +97,12 @@ MessageError VhostUserDevice::handle_rem_mem_reg(Message& m, Message&) {
         e != MessageError::ok) {
         return e;
     }
+    // publish_memory stops every ring on its worker first (run_sync returns
+    // between turns): once it returns no worker holds the old map, so the
+    // removed region is unmapped here, after the last turn that could use it.
     publish_memory(std::make_shared<const virtio::GuestMemoryMap>(std::move(map)));
+    log_->info("REM_MEM_REG: guest 0x{:x} size 0x{:x} unmapped ({} regions)",
+               msg.region.guest_phys_addr, msg.region.memory_size, memory_->region_count());
     return broken_ ? MessageError::ring_not_in_guest_memory : MessageError::ok;
 }
 

@@ -49,7 +49,6 @@ BUILD_DIR=${1:?usage: $0 BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 VNETD="$BUILD_DIR/apps/vnetd"
 VNETCTL="$BUILD_DIR/apps/vnetctl"
-QEMU=$(command -v qemu-system-x86_64 || true)
 DATA_KIB=${VNET_QEMU_DATA_KIB:-16384}
 GUEST_MB=192
 # Bounds (s): every QEMU's whole run; the guest's boot until its stream
@@ -61,14 +60,7 @@ STREAM_WAIT=60
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
-[ "$(id -u)" = 0 ] || skip "needs root (network namespaces, taps)"
-[ -n "$QEMU" ] || skip "qemu-system-x86_64 not found (Debian package qemu-system-x86)"
-command -v iperf3 >/dev/null || skip "iperf3 not found (the initramfs takes it)"
-[ -x /bin/busybox ] || skip "/bin/busybox not found (Debian package busybox-static)"
-command -v python3 >/dev/null || skip "python3 not found"
-[ -c /dev/net/tun ] || skip "/dev/net/tun missing"
-
-guest_kernel
+qemu_guest_prerequisites
 for bin in "$VNETD" "$VNETCTL"; do
     [ -x "$bin" ] || fail "$bin not built"
 done

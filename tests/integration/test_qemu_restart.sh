@@ -53,7 +53,6 @@ set -u
 BUILD_DIR=${1:?usage: $0 BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 VNETD="$BUILD_DIR/apps/vnetd"
-QEMU=$(command -v qemu-system-x86_64 || true)
 DATA_KIB=${VNET_QEMU_DATA_KIB:-8192}
 # shellcheck disable=SC2034 # GUEST_MB and MAC: lib/qemu_stream.sh start_qemu
 GUEST_MB=192
@@ -73,15 +72,8 @@ RESTART_FAIL_MS=250
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
-[ "$(id -u)" = 0 ] || skip "needs root (network namespaces, taps)"
-[ -n "$QEMU" ] || skip "qemu-system-x86_64 not found (Debian package qemu-system-x86)"
-command -v iperf3 >/dev/null || skip "iperf3 not found (the initramfs takes it)"
-[ -x /bin/busybox ] || skip "/bin/busybox not found (Debian package busybox-static)"
-command -v python3 >/dev/null || skip "python3 not found"
+qemu_guest_prerequisites
 command -v nstat >/dev/null || skip "nstat not found (Debian package iproute2)"
-[ -c /dev/net/tun ] || skip "/dev/net/tun missing"
-
-guest_kernel
 [ -x "$VNETD" ] || fail "$VNETD not built"
 
 work_dir vnet-qemu-restart

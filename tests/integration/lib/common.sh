@@ -36,7 +36,7 @@
 #                   link_stat NS DEV FIELD, fd_count PID
 #   vnetd, pktgen   vnetd_stats FILE PORT.DIR.FIELD..., pktgen_value FILE KEY
 #   DPDK            NCPU, LAST_CPU, dpdk_eal NAME LCORES (sets EAL_ARGS)
-#   QEMU guests     guest_kernel (sets KERNEL, KVER)
+#   QEMU guests     guest_kernel (sets KERNEL, KVER), qemu_guest_prerequisites
 #
 # Processes: every process is stopped by its PID only, and only those this
 # test started and registered (bg_start, track). Nothing is killed by name.
@@ -470,4 +470,19 @@ guest_kernel() {
     fi
     [ -r "$KERNEL" ] || fail "no /boot/vmlinuz-* with /lib/modules (Debian package linux-image-amd64)"
     KVER=${KERNEL#/boot/vmlinuz-}
+}
+
+# qemu_guest_prerequisites: what every TCG-guest test needs (root for its
+# netns and taps, QEMU, the initramfs's iperf3 and static busybox, python3
+# for QMP and the streams, /dev/net/tun), each missing one a skip; then
+# guest_kernel. Sets QEMU, KERNEL, KVER.
+qemu_guest_prerequisites() {
+    QEMU=$(command -v qemu-system-x86_64 || true)
+    [ "$(id -u)" = 0 ] || skip "needs root (network namespaces, taps)"
+    [ -n "$QEMU" ] || skip "qemu-system-x86_64 not found (Debian package qemu-system-x86)"
+    command -v iperf3 >/dev/null || skip "iperf3 not found (the initramfs takes it)"
+    [ -x /bin/busybox ] || skip "/bin/busybox not found (Debian package busybox-static)"
+    command -v python3 >/dev/null || skip "python3 not found"
+    [ -c /dev/net/tun ] || skip "/dev/net/tun missing"
+    guest_kernel
 }

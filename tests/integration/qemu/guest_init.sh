@@ -30,6 +30,16 @@
 #                   ("tcp NAME VALUE": retransmissions, DSACKs), which show
 #                   what a back end's restart under the stream cost
 #                   (test_qemu_restart.sh)
+#   vnet_online_kernel=N[,N...]  (optional, memory hotplug,
+#                   test_qemu_memory_hotplug.sh) a background loop onlines
+#                   every memory block that appears offline (a hotplugged
+#                   DIMM: the kernel's memhp_default_state is offline), once
+#                   each: as online_kernel if its number is listed (kernel
+#                   allocations, RX buffers among them, prefer that ZONE_NORMAL
+#                   over the boot memory's DMA32), else as online_movable
+#                   (movable pages only, so the guest can offline it again for
+#                   device_del); "online memoryN ZONE rc", and "gone memoryN"
+#                   once an onlined block was removed
 #   vnet_peer=IP    (optional) peer mode, two guests on one vnetd and no host
 #   vnet_role=server|client  side (test_qemu_two_guests.sh): instead of all
 #                   of the above, wait for the other guest (IP) to answer a
@@ -84,8 +94,35 @@ for w in $(cat /proc/cmdline); do
     vnet_role=*) ROLE=${w#*=} ;;
     vnet_wait=*) PEER_WAIT=${w#*=} ;;
     vnet_data_kib=*) DATA_KIB=${w#*=} ;;
+    vnet_online_kernel=*) ONLINE_KERNEL=${w#*=} ;;
     esac
 done
+# Memory hotplug: see vnet_online_kernel above.
+if [ -n "${ONLINE_KERNEL:-}" ]; then
+    say "memory block_size_bytes $(cat /sys/devices/system/memory/block_size_bytes)"
+    (
+        seen=' '
+        while true; do
+            for d in /sys/devices/system/memory/memory*; do
+                n=${d##*/memory}
+                case "$seen" in *" $n "*) continue ;; esac
+                [ "$(cat "$d/state" 2>/dev/null)" = offline ] || continue
+                zone=online_movable
+                case ",$ONLINE_KERNEL," in *",$n,"*) zone=online_kernel ;; esac
+                echo "$zone" >"$d/state" 2>/tmp/online.err
+                rc=$? # the write into sysfs: the kernel's answer
+                say "online memory$n $zone $rc $(cat /tmp/online.err)"
+                seen="$seen$n "
+            done
+            for n in $seen; do
+                [ -e "/sys/devices/system/memory/memory$n" ] && continue
+                say "gone memory$n"
+                seen=$(echo "$seen" | sed "s/ $n / /")
+            done
+            sleep 0.2
+        done
+    ) &
+fi
 # vnet_trace_drops=1: record every kfree_skb (a drop, with its reason) and
 # report them at the end, grouped.
 if [ -n "${TRACE_DROPS:-}" ]; then

@@ -197,6 +197,41 @@ TEST_F(VhostUserMemory, add_and_remove_regions_with_configure_mem_slots) {
     EXPECT_EQ(h.device->memory()->region_count(), 1u);
 }
 
+// Memory hotplug (QEMU pc-dimm device_del): the region a ring lies in goes
+// away. The ring cannot be served from memory the guest no longer has, and
+// the front end must hear that the device is broken, with the reason.
+TEST_F(VhostUserMemory, rem_mem_reg_of_the_region_a_ring_lies_in_breaks_the_device) {
+    GuestMemory mem;
+    UniqueFd dimm = test::make_memfd(0x10000);
+    SingleMemoryRegion ring_region{0, mem.region()};
+    SingleMemoryRegion other{0, {0x100000, 0x10000, 0x100000000, 0}};
+    SingleMemoryRegion stays{0, {0x200000, 0x10000, 0x200000000, 0}};
+    h.send(RequestBuilder(Request::add_mem_reg, kNeedReply).payload(ring_region).fd(mem.fd.get()));
+    h.send(RequestBuilder(Request::add_mem_reg, kNeedReply).payload(other).fd(dimm.get()));
+    h.send(RequestBuilder(Request::add_mem_reg, kNeedReply).payload(stays).fd(dimm.get()));
+    ASSERT_EQ(h.device->memory()->region_count(), 3u);
+    h.start_ring(mem, 0);
+    ASSERT_EQ(h.observer.count(ObserverEvent::ready), 1u);
+
+    // The other region goes: the ring is restarted on the new map and runs.
+    auto r = h.send(RequestBuilder(Request::rem_mem_reg, kNeedReply).payload(other));
+    EXPECT_EQ(r.result.error, MessageError::ok);
+    EXPECT_FALSE(h.device->is_broken());
+    EXPECT_EQ(h.observer.count(ObserverEvent::stopped), 1u);
+    EXPECT_EQ(h.observer.count(ObserverEvent::ready), 2u);
+
+    // The ring's own region goes: stopped, not restarted, the device broken.
+    r = h.send(RequestBuilder(Request::rem_mem_reg, kNeedReply).payload(ring_region));
+    EXPECT_EQ(r.result.error, MessageError::ring_not_in_guest_memory);
+    EXPECT_TRUE(r.result.disconnect);
+    EXPECT_TRUE(h.device->is_broken());
+    EXPECT_EQ(h.device->broken_reason(),
+              "vring 0: ring area not wholly inside one guest memory region");
+    EXPECT_EQ(h.observer.count(ObserverEvent::stopped), 2u);
+    EXPECT_EQ(h.observer.count(ObserverEvent::ready), 2u);
+    EXPECT_EQ(h.device->memory()->region_count(), 1u);
+}
+
 TEST_F(VhostUserMemory, rem_mem_reg_of_an_unknown_region_is_refused_and_its_fd_closed) {
     GuestMemory mem;
     SingleMemoryRegion reg{0, {0, 0x10000, 0x100000, 0}};

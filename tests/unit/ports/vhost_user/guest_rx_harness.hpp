@@ -154,11 +154,12 @@ public:
     }
 
     // Guest side of the TX ring (ring 1): one chain of direct descriptors
-    // of `segment_bytes` each (all over the same payload bytes), published.
-    void post_tx_chain(uint16_t segments, uint32_t segment_bytes) {
+    // of `segment_bytes` each (all over the same payload bytes at `gpa`),
+    // published.
+    void post_tx_chain(uint16_t segments, uint32_t segment_bytes, uint64_t gpa = kTxBuffersGpa) {
         const std::vector<frontend::BufferSegment> chain(
-            segments, frontend::BufferSegment{kTxBuffersGpa, segment_bytes,
-                                              frontend::BufferAccess::device_reads});
+            segments,
+            frontend::BufferSegment{gpa, segment_bytes, frontend::BufferAccess::device_reads});
         if (!rings_[1]->add_chain(chain, tx_posted_++)) {
             throw std::runtime_error("GuestRxHarness: TX ring has no room for the chain");
         }
