@@ -387,7 +387,10 @@ std::string Daemon::roll_back(const ReloadUndo& undo) {
     }
     // A pair that both went comes back as it was: the first without its
     // peer (not back yet), the second cross-connected to it.
-    for (const auto& [port, peer] : undo.removed_ports) {
+    for (const auto& removed : undo.removed_ports) {
+        // Plain references: clang does not capture structured bindings.
+        const PortConfig& port = removed.first;
+        const std::string& peer = removed.second;
         const bool peer_back = !peer.empty() && entry_named(peer) != nullptr;
         attempt("port '" + port.name + "'", [&] { add_port(port, peer_back ? peer : ""); });
     }

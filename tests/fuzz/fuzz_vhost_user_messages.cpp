@@ -55,6 +55,19 @@ void check(bool ok) {
     }
 }
 
+// The reply sizes QEMU checks: a u64 for most, none for SET_LOG_BASE (QEMU
+// reads an empty reply, as DPDK sends), the description for GET_INFLIGHT_FD.
+uint32_t expected_reply_size(uint32_t request) {
+    switch (static_cast<Request>(request)) {
+        case Request::set_log_base:
+            return 0;
+        case Request::get_inflight_fd:
+            return sizeof(InflightDescription);
+        default:
+            return 8;
+    }
+}
+
 class ByteReader {
 public:
     ByteReader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
@@ -297,12 +310,10 @@ private:
         DispatchResult r = device_->handle_message(msg, *reply_);
         check(msg.fd_count == 0);  // every fd was kept or closed
         if (r.has_reply) {
-            // QEMU accepts only flags 0x5 and the exact size: 8 bytes, but
-            // none for SET_LOG_BASE (QEMU reads an empty reply, as DPDK sends).
+            // QEMU accepts only flags 0x5 and the exact size.
             check(reply_->header.flags == kReplyFlags);
             check(reply_->header.request == msg.header.request);
-            check(reply_->header.size ==
-                  (msg.header.request == static_cast<uint32_t>(Request::set_log_base) ? 0 : 8));
+            check(reply_->header.size == expected_reply_size(msg.header.request));
         }
         if (r.disconnect) {
             check(device_->is_broken() || r.error == MessageError::device_broken);
