@@ -119,7 +119,7 @@ json cmd_add(const CniEnv& env, const NetConfig& c) {
     a.container_id = env.container_id;
     a.ifname = env.ifname;
     a.network = c.name;
-    a.iftype = c.iftype == IfType::tap ? "tap" : "vhostuser";
+    a.iftype = to_string(c.iftype);
     a.port = port_name_for(env.container_id, env.ifname);
     a.netns = env.netns;
     a.ipam = c.ipam;
@@ -213,6 +213,9 @@ json cmd_add(const CniEnv& env, const NetConfig& c) {
 void release(const CniEnv& env, const NetConfig& c, Vnetd& vnetd, const Attachment& a,
              const std::map<std::string, std::string>& ipam_env) {
     vnetd.del_port_if_present(a.port);
+    if (a.iftype == "tap") {
+        remove_pod_tap(a.netns, a.ifname);
+    }
     remove_vhost_files(a);
     if (!a.ipam.is_null()) {
         run_ipam(env, c.raw, a.ipam, "DEL", ipam_env);
@@ -229,6 +232,8 @@ json cmd_del(const CniEnv& env, const NetConfig& c) {
         a.container_id = env.container_id;
         a.ifname = env.ifname;
         a.port = port_name_for(env.container_id, env.ifname);
+        a.iftype = to_string(c.iftype);
+        a.netns = env.netns;
     }
     if (!c.ipam.is_null()) {
         a.ipam = c.ipam;

@@ -14,6 +14,10 @@
 namespace vnet::cni {
 
 enum class IfType { vhostuser, tap };
+// "vhostuser" / "tap", as host.iftype spells it.
+inline const char* to_string(IfType t) {
+    return t == IfType::tap ? "tap" : "vhostuser";
+}
 
 inline constexpr const char* kDefaultControlSocket = "/run/vnetd/vnetd.ctl";
 inline constexpr const char* kDefaultStateDir = "/var/lib/cni/vnetd";

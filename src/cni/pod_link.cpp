@@ -207,6 +207,25 @@ void address_pod_link(const std::string& netns_path, const std::string& ifname, 
     }
 }
 
+void remove_pod_tap(const std::string& netns_path, const std::string& ifname) {
+    if (netns_path.empty() || ifname.empty() || !netns_exists(netns_path)) {
+        return;
+    }
+    Sock pod = route_socket_in(netns_path);
+    rtnl_link* raw = nullptr;
+    if (rtnl_link_get_kernel(pod.get(), 0, ifname.c_str(), &raw) < 0) {
+        return;  // gone already
+    }
+    Link link(raw);
+    const char* kind = rtnl_link_get_type(link.get());
+    if (kind == nullptr || std::strcmp(kind, "tun") != 0) {
+        return;  // not ours: a runtime's own link of that name stays
+    }
+    if (int err = rtnl_link_delete(pod.get(), link.get()); err < 0 && err != -NLE_NODEV) {
+        netlink_error("deleting " + ifname + " in netns " + netns_path, err);
+    }
+}
+
 std::string pod_link_problem(const std::string& netns_path, const std::string& ifname,
                              const json& result, size_t iface_index) {
     if (!netns_exists(netns_path)) {

@@ -25,6 +25,14 @@ void address_pod_link(const std::string& netns_path, const std::string& ifname,
 std::string pod_link_problem(const std::string& netns_path, const std::string& ifname,
                              const nlohmann::json& result, size_t iface_index);
 
+// DEL: deletes the tap named `ifname` in the pod's netns if it is still
+// there once vnetd closed its port. The kernel deletes a tap when its last
+// fd goes, but vnetd's io_uring drops its file references asynchronously,
+// so the link can outlive port.del by a moment, and an ADD of the same
+// CNI_IFNAME right after would find the name taken. Only a tun/tap link
+// is deleted; a missing netns or link is success.
+void remove_pod_tap(const std::string& netns_path, const std::string& ifname);
+
 // True when the path names a network namespace that can be entered.
 bool netns_exists(const std::string& netns_path);
 

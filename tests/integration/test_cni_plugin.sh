@@ -219,9 +219,9 @@ IPAM0=$(ipam_count)
 for ((i = 0; i < CYCLES; i++)); do
     if ((i % 2)); then kind=tap; else kind=vhostuser; fi
     cni ADD cyc "/run/netns/$NS1" eth1 < <(conf 1.1.0 $kind)
-    expect_success "cycle $i ADD" >/dev/null
+    expect_success "cycle $i ($kind) ADD"
     cni DEL cyc "/run/netns/$NS1" eth1 < <(conf 1.1.0 $kind)
-    expect_success "cycle $i DEL" >/dev/null
+    expect_success "cycle $i ($kind) DEL"
 done
 check_equal "ports after $CYCLES cycles" before="$PORTS0" after="$(port_count)"
 check_equal "vnetd fds after $CYCLES cycles" before="$FDS0" after="$(fd_count "$VNETD_PID")"
