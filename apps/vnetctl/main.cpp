@@ -34,11 +34,19 @@ std::string text_of(const json& v) {
 void print_ports(const json& ports) {
     TextTable t({"port", "type", "where", "queue pairs", "peer", "connections"});
     for (const json& p : ports) {
-        t.add_row(
-            {text_of(p.value("name", json())), text_of(p.value("type", json())),
-             text_of(p.contains("socket_path") ? p["socket_path"] : p.value("ifname", json())),
-             text_of(p.value("queue_pairs", json())), text_of(p.value("peer", json())),
-             text_of(p.value("connections", json()))});
+        std::string where =
+            text_of(p.contains("socket_path") ? p["socket_path"] : p.value("ifname", json()));
+        if (p.value("type", "") == "vxlan") {
+            where = text_of(p["device"]) + " vni " + text_of(p["vni"]) + " to ";
+            const json& remotes = p["remotes"];
+            for (size_t i = 0; i < remotes.size(); ++i) {
+                where += (i == 0 ? "" : ",") + text_of(remotes[i]);
+            }
+            where += remotes.empty() ? "no peer" : "";
+        }
+        t.add_row({text_of(p.value("name", json())), text_of(p.value("type", json())), where,
+                   text_of(p.value("queue_pairs", json())), text_of(p.value("peer", json())),
+                   text_of(p.value("connections", json()))});
     }
     t.print(std::cout);
 }
@@ -208,6 +216,46 @@ int main(int argc, char** argv) {
     auto* switch_del = sw->add_subcommand("del", "remove a switch (it must have no ports)");
     std::string switch_del_name;
     switch_del->add_option("name", switch_del_name, "the switch's name")->required();
+    // switch uplink ...: a switch's VXLAN uplink is a port of type vxlan
+    // (named uplink-S unless --name says otherwise); its peers change in place.
+    auto* uplink = sw->add_subcommand("uplink", "a switch's VXLAN uplink to other hosts")
+                       ->require_subcommand(1);
+    auto* uplink_add = uplink->add_subcommand("add", "give a switch a VXLAN uplink");
+    std::string uplink_switch;
+    std::string uplink_kind;
+    std::string uplink_name;
+    std::map<std::string, std::string> uplink_settings;
+    std::vector<std::string> uplink_remotes;
+    uplink_add->add_option("switch", uplink_switch, "the switch")->required();
+    uplink_add->add_option("kind", uplink_kind, "vxlan")
+        ->required()
+        ->check(CLI::IsMember({"vxlan"}));
+    uplink_add->add_option("--name", uplink_name, "the port's name (default: uplink-SWITCH)");
+    for (const auto& [flag, key] :
+         std::initializer_list<std::pair<const char*, const char*>>{{"--vni", "vni"},
+                                                                    {"--local", "vxlan_local"},
+                                                                    {"--dstport", "vxlan_port"},
+                                                                    {"--dev", "vxlan_dev"},
+                                                                    {"--mtu", "mtu"}}) {
+        auto* o = uplink_add->add_option_function<std::string>(
+            flag, [&uplink_settings, key](const std::string& v) { uplink_settings[key] = v; },
+            std::string("the [[port]] key ") + key);
+        if (std::string_view(flag) == "--vni") {
+            o->required();
+        }
+    }
+    uplink_add->add_option("--remote", uplink_remotes, "a remote host's tunnel address (repeat)");
+    auto* uplink_del = uplink->add_subcommand("del", "remove a switch's VXLAN uplink");
+    uplink_del->add_option("switch", uplink_switch, "the switch")->required();
+    auto* uplink_peer =
+        uplink->add_subcommand("peer", "the uplink's remote hosts")->require_subcommand(1);
+    std::string peer_address;
+    auto* peer_add = uplink_peer->add_subcommand("add", "send floods to one more host");
+    auto* peer_del = uplink_peer->add_subcommand("del", "stop sending to a host");
+    for (CLI::App* c : {peer_add, peer_del}) {
+        c->add_option("switch", uplink_switch, "the switch")->required();
+        c->add_option("address", peer_address, "the remote host's tunnel address")->required();
+    }
     auto* mac = app.add_subcommand("mac", "MAC tables")->require_subcommand(1);
     auto* mac_list = mac->add_subcommand("list", "the learned MACs");
     std::string mac_switch;
@@ -302,6 +350,41 @@ int main(int argc, char** argv) {
         } else if (*switch_del) {
             const json r = client.call("switch.del", json{{"name", switch_del_name}});
             std::cout << (as_json ? r.dump(2) : "switch " + switch_del_name + " removed") << "\n";
+        } else if (*uplink_add) {
+            const std::string name = uplink_name.empty() ? "uplink-" + uplink_switch : uplink_name;
+            json params{{"name", name}, {"type", uplink_kind}, {"switch", uplink_switch}};
+            for (const auto& [key, value] : uplink_settings) {
+                params[key] = value;
+            }
+            if (!uplink_remotes.empty()) {
+                params["vxlan_remote"] = uplink_remotes;
+            }
+            const json r = client.call("port.add", params);
+            std::cout << (as_json ? r.dump(2)
+                                  : "switch " + uplink_switch + ": vxlan uplink " + name + " added")
+                      << "\n";
+        } else if (*uplink_del) {
+            std::string name;
+            for (const json& p : client.call("port.list")) {
+                if (p.value("type", "") == "vxlan" && p.value("switch", "") == uplink_switch) {
+                    name = p["name"].get<std::string>();
+                }
+            }
+            if (name.empty()) {
+                std::cerr << "vnetctl: switch '" << uplink_switch << "' has no uplink\n";
+                return 1;
+            }
+            const json r = client.call("port.del", json{{"name", name}});
+            std::cout << (as_json ? r.dump(2)
+                                  : "switch " + uplink_switch + ": uplink " + name + " removed")
+                      << "\n";
+        } else if (*peer_add || *peer_del) {
+            const json r = client.call(*peer_add ? "uplink.peer.add" : "uplink.peer.del",
+                                       json{{"switch", uplink_switch}, {"address", peer_address}});
+            std::cout << (as_json ? r.dump(2)
+                                  : "switch " + uplink_switch + ": peer " + peer_address +
+                                        (*peer_add ? " added" : " removed"))
+                      << "\n";
         } else if (*mac_list) {
             const json r = client.call(
                 "mac.list", mac_switch.empty() ? json::object() : json{{"switch", mac_switch}});

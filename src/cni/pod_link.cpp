@@ -15,6 +15,7 @@
 #include <set>
 
 #include "cni/cni_error.hpp"
+#include "common/netlink_handles.hpp"
 #include "common/unique_fd.hpp"
 
 namespace vnet::cni {
@@ -31,18 +32,9 @@ namespace {
     throw CniError(ErrorCode::io_failure, step + ": " + std::strerror(err));
 }
 
-struct SockFree {
-    void operator()(nl_sock* s) const { nl_socket_free(s); }
-};
-struct LinkPut {
-    void operator()(rtnl_link* l) const { rtnl_link_put(l); }
-};
-struct AddrPut {
-    void operator()(nl_addr* a) const { nl_addr_put(a); }
-};
-using Sock = std::unique_ptr<nl_sock, SockFree>;
-using Link = std::unique_ptr<rtnl_link, LinkPut>;
-using Addr = std::unique_ptr<nl_addr, AddrPut>;
+using netlink::Addr;
+using netlink::Link;
+using netlink::Sock;
 
 Sock connect_route_socket() {
     Sock sk(nl_socket_alloc());

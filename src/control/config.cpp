@@ -1,5 +1,6 @@
 #include "control/config.hpp"
 
+#include <arpa/inet.h>
 #include <grp.h>
 #include <pwd.h>
 
@@ -32,6 +33,8 @@ const char* to_string(PortType t) {
             return "tap";
         case PortType::null:
             return "null";
+        case PortType::vxlan:
+            return "vxlan";
     }
     return "unknown";
 }
@@ -43,6 +46,8 @@ std::optional<PortType> parse_port_type(const std::string& s) {
         return PortType::tap;
     if (s == "null")
         return PortType::null;
+    if (s == "vxlan")
+        return PortType::vxlan;
     return std::nullopt;
 }
 
@@ -191,7 +196,83 @@ void validate_switches(const Config& c) {
     }
 }
 
+bool is_ip_address(const std::string& text) {
+    in6_addr a{};
+    return ::inet_pton(AF_INET, text.c_str(), &a) == 1 ||
+           ::inet_pton(AF_INET6, text.c_str(), &a) == 1;
+}
+
+// VXLAN uplinks: on a switch, at most one per switch (vnetctl names an
+// uplink by its switch) and one per VNI (the kernel refuses a second vxlan
+// device with the same VNI and port).
+void validate_vxlan_keys(const Config& c) {
+    std::set<std::string> switches_with_uplink;
+    std::set<uint32_t> vnis;
+    for (const PortConfig& p : c.ports) {
+        const std::string where = "port '" + p.name + "': ";
+        const bool any = p.vni != 0 || !p.vxlan_local.empty() || !p.vxlan_dev.empty() ||
+                         !p.vxlan_remote.empty() || p.vxlan_port != 4789;
+        if (p.type != PortType::vxlan) {
+            if (any) {
+                throw std::invalid_argument(
+                    where +
+                    "vni, vxlan_local, vxlan_dev, vxlan_port and vxlan_remote are for "
+                    "vxlan ports");
+            }
+            continue;
+        }
+        if (p.vni == 0) {
+            throw std::invalid_argument(where + "a vxlan port needs vni (1..16777215)");
+        }
+        if (p.switch_name.empty()) {
+            throw std::invalid_argument(where + "a vxlan port is a switch's uplink: give switch");
+        }
+        if (!switches_with_uplink.insert(p.switch_name).second) {
+            throw std::invalid_argument(where + "switch '" + p.switch_name +
+                                        "' has a vxlan uplink already (one per switch)");
+        }
+        if (!vnis.insert(p.vni).second) {
+            throw std::invalid_argument(where + "vni " + std::to_string(p.vni) +
+                                        " is another vxlan port's");
+        }
+        if (!p.vxlan_local.empty() && !is_ip_address(p.vxlan_local)) {
+            throw std::invalid_argument(where + "vxlan_local '" + p.vxlan_local +
+                                        "' is not an IPv4 or IPv6 address");
+        }
+        std::set<std::string> remotes;
+        for (const std::string& r : p.vxlan_remote) {
+            if (!is_ip_address(r)) {
+                throw std::invalid_argument(where + "vxlan_remote '" + r +
+                                            "' is not an IPv4 or IPv6 address");
+            }
+            if (!remotes.insert(r).second) {
+                throw std::invalid_argument(where + "vxlan_remote " + r + " is given twice");
+            }
+        }
+        if (p.vxlan_dev.size() > 15) {
+            throw std::invalid_argument(where + "vxlan_dev is longer than 15 characters");
+        }
+    }
+}
+
 }  // namespace
+
+std::string vxlan_device_name(const PortConfig& p) {
+    return "vxlan" + std::to_string(p.vni);
+}
+
+std::string vxlan_tap_name(const PortConfig& p) {
+    return "vxtap" + std::to_string(p.vni);
+}
+
+std::optional<uint16_t> Config::uplink_mtu_of(const std::string& switch_name) const {
+    for (const PortConfig& p : ports) {
+        if (p.type == PortType::vxlan && p.switch_name == switch_name) {
+            return p.mtu.value_or(kDefaultVxlanMtu);
+        }
+    }
+    return std::nullopt;
+}
 
 void Config::validate() const {
     if (run_as_group && !run_as_user) {
@@ -258,6 +339,7 @@ void Config::validate() const {
         }
     }
     validate_switches(*this);
+    validate_vxlan_keys(*this);
     if (datapath.tx_batch > packet::kMaxBurstPackets) {
         throw std::invalid_argument("tx_batch must be 0..64 (0: per-packet)");
     }
@@ -379,8 +461,8 @@ PortConfig new_port(const std::string& name, const std::string& type, const std:
     p.name = name;
     auto parsed = parse_port_type(type);
     if (!parsed) {
-        throw std::invalid_argument(where + ": type must be vhost-user, tap or null, not '" + type +
-                                    "'");
+        throw std::invalid_argument(where + ": type must be vhost-user, tap, null or vxlan, not '" +
+                                    type + "'");
     }
     p.type = *parsed;
     if (p.type == PortType::tap) {

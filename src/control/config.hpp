@@ -20,11 +20,14 @@
 
 namespace vnet::control {
 
-enum class PortType : uint8_t { vhost_user, tap, null };
+enum class PortType : uint8_t { vhost_user, tap, null, vxlan };
 
 // Queue pairs a VM port offers unless told otherwise: the front end enables
 // what it wants of them (QEMU queues=N, virtio-user queues=N, ethtool -L).
 inline constexpr uint16_t kDefaultQueuePairs = 8;
+// A VXLAN uplink's MTU unless told: a 1500-byte IPv4 underlay less the 50
+// bytes of outer Ethernet, IP, UDP and VXLAN headers (the kernel's default).
+inline constexpr uint16_t kDefaultVxlanMtu = 1450;
 // vhost_user::kMaxQueuePairs (DPDK's VHOST_MAX_QUEUE_PAIRS).
 inline constexpr uint16_t kMaxQueuePairs = 128;
 
@@ -65,6 +68,15 @@ struct PortConfig {
     std::optional<uint16_t> vlan;
     std::vector<uint16_t> trunk;
     std::vector<packet::MacAddress> allowed_macs;
+    // vxlan: a switch's uplink to other hosts (ports/vxlan/vxlan_uplink.hpp,
+    // docs/USAGE.md "VXLAN uplinks"): the VNI, the tunnel's source address
+    // and underlay device (empty: the route's), the UDP port, the remote
+    // VTEPs. The kernel device is `vxlan<VNI>`, its tap `vxtap<VNI>`.
+    uint32_t vni = 0;
+    std::string vxlan_local;
+    std::string vxlan_dev;
+    uint16_t vxlan_port = 4789;
+    std::vector<std::string> vxlan_remote;
 };
 
 // One [[switch]] table: an L2 learning switch its ports name.
@@ -130,11 +142,19 @@ struct Config {
     // of them); a tap or null port as many as its peer (a VM's queue pair q
     // uses tap queue q), or 1.
     uint16_t queue_pairs_of(const PortConfig& port) const;
+    // The MTU of the switch's vxlan uplink (its `mtu`, else
+    // kDefaultVxlanMtu), if it has one: what a VM port on that switch
+    // offers its guest unless the port sets `mtu` itself.
+    std::optional<uint16_t> uplink_mtu_of(const std::string& switch_name) const;
     // Throws std::invalid_argument naming what is wrong.
     void validate() const;
 };
 
 Config load_config_file(const std::string& path);
+
+// A vxlan port's kernel devices: `vxlan<VNI>` and its tap `vxtap<VNI>`.
+std::string vxlan_device_name(const PortConfig& port);
+std::string vxlan_tap_name(const PortConfig& port);
 
 // A port from its name, type and settings given as text, KEY = VALUE with the
 // [[port]] keys (what a flag would say): how ports are added at run time

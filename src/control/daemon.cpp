@@ -88,7 +88,13 @@ Daemon::PortEntry Daemon::build_port(const PortConfig& pc, size_t placement_grou
             },
         .handed_over = handed_over_fds_for(pc),
     };
-    BuiltPort built = factory->build(pc, context);
+    // A guest on a switch with a VXLAN uplink is offered the tunnel's MTU
+    // unless its port says otherwise: its frames must fit encapsulated.
+    PortConfig effective = pc;
+    if (pc.type == PortType::vhost_user && !pc.mtu && !pc.switch_name.empty()) {
+        effective.mtu = config_.uplink_mtu_of(pc.switch_name);
+    }
+    BuiltPort built = factory->build(effective, context);
     auto policer = std::make_unique<dataplane::IngressPolicer>();
     policer->configure(pc.ingress_policing_rate, pc.ingress_policing_burst);
     return PortEntry{factory->kind, std::move(built.port), placement_group,

@@ -173,6 +173,10 @@ private:
     void open_control_socket();
     void add_control_methods();
     void add_switch_methods();
+    // uplink.peer.add/del: the switch's vxlan port gains or loses a remote
+    // VTEP. Throws std::invalid_argument (no such switch or uplink, a bad
+    // address, a peer there already or not there) and then changes nothing.
+    void change_uplink_peer(const std::string& switch_name, const std::string& address, bool add);
     ports::Port* port_named(const std::string& name);
     // The Prometheus endpoint and the sources the daemon itself registers
     // (daemon_metrics.cpp).

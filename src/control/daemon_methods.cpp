@@ -10,6 +10,7 @@
 
 #include "control/daemon.hpp"
 #include "control/stats_report.hpp"
+#include "control/vxlan_port_builder.hpp"
 #include "dataplane/switch/mac_address.hpp"
 
 namespace vnet::control {
@@ -156,6 +157,12 @@ void Daemon::add_control_methods() {
                     p["client"] = pc.client;
                 } else if (pc.type == PortType::tap) {
                     p["ifname"] = pc.ifname;
+                } else if (pc.type == PortType::vxlan) {
+                    p["switch"] = pc.switch_name;
+                    p["vni"] = pc.vni;
+                    p["device"] = vxlan_device_name(pc);
+                    p["ifname"] = vxlan_tap_name(pc);
+                    p["remotes"] = pc.vxlan_remote;
                 }
                 if (PortEntry* entry = entry_named(pc.name); entry != nullptr && entry->service) {
                     p["connections"] = entry->service->connections();
@@ -300,6 +307,22 @@ void Daemon::add_switch_methods() {
                              const std::string name = rpc::string_param(params, "name");
                              return refusable([&] { remove_switch(name); });
                          });
+    // A switch's VXLAN uplink is a port (port.add type vxlan, port.del);
+    // its peers change here, the kernel's FDB and our config together.
+    for (const bool add : {true, false}) {
+        control_methods_.add(
+            add ? "uplink.peer.add" : "uplink.peer.del",
+            add ? "add a remote VTEP to a switch's vxlan uplink: {switch, address}"
+                : "remove a remote VTEP from a switch's vxlan uplink: {switch, address}",
+            [this, add](const nlohmann::json& params) {
+                if (!params.is_object()) {
+                    throw rpc::RpcError(rpc::ErrorCode::invalid_params, "params must be an object");
+                }
+                const std::string sw = rpc::string_param(params, "switch");
+                const std::string address = rpc::string_param(params, "address");
+                return refusable([&] { change_uplink_peer(sw, address, add); });
+            });
+    }
     auto selected = [this](const nlohmann::json& params) {
         std::optional<std::string> only = switch_param(params);
         std::vector<SwitchEntry*> out;
@@ -357,6 +380,32 @@ void Daemon::add_switch_methods() {
             }
             return out;
         });
+}
+
+void Daemon::change_uplink_peer(const std::string& switch_name, const std::string& address,
+                                bool add) {
+    PortConfig* pc = nullptr;
+    for (PortConfig& p : config_.ports) {
+        if (p.type == PortType::vxlan && p.switch_name == switch_name) {
+            pc = &p;
+        }
+    }
+    if (pc == nullptr) {
+        throw std::invalid_argument(switch_named(switch_name) == nullptr
+                                        ? "no switch named '" + switch_name + "'"
+                                        : "switch '" + switch_name +
+                                              "' has no vxlan uplink (vnetctl switch uplink add " +
+                                              switch_name + " vxlan --vni N ...)");
+    }
+    auto& service = dynamic_cast<VxlanUplinkService&>(*entry_named(pc->name)->service);
+    if (add) {
+        service.add_peer(address);
+    } else {
+        service.remove_peer(address);
+    }
+    pc->vxlan_remote.assign(service.peers().begin(), service.peers().end());
+    log_->info("port {}: vxlan peer {} {} (switch {}; {} peer(s))", pc->name, address,
+               add ? "added" : "removed", switch_name, pc->vxlan_remote.size());
 }
 
 }  // namespace vnet::control

@@ -420,6 +420,65 @@ constexpr std::array kOptions = {
                        return dataplane::switching::to_string(m);
                    });
                }},
+    // ---- ports: a switch's VXLAN uplink (see "VXLAN uplinks")
+    OptionSpec{"vni",
+               OptionScope::port,
+               PortType::vxlan,
+               "1..16777215",
+               "the uplink's VXLAN network identifier (devices `vxlan<VNI>` and `vxtap<VNI>`)",
+               {},
+               false,
+               [](Config&, PortConfig* p, std::string_view t) {
+                   p->vni = static_cast<uint32_t>(parse_uint("vni", t, 1, 0xffffff));
+               },
+               [](const Config&, const PortConfig* p) {
+                   return p->vni == 0 ? std::string() : number(p->vni);
+               }},
+    OptionSpec{"vxlan_local",
+               OptionScope::port,
+               PortType::vxlan,
+               "IP",
+               "the tunnel's source address on this host (none: the route's)",
+               {},
+               false,
+               [](Config&, PortConfig* p, std::string_view t) { p->vxlan_local = t; },
+               [](const Config&, const PortConfig* p) { return text_or_none(p->vxlan_local); }},
+    OptionSpec{"vxlan_remote",
+               OptionScope::port,
+               PortType::vxlan,
+               "IP,...",
+               "the other hosts' tunnel addresses: floods go to each, learned MACs to one "
+               "(vnetctl switch uplink peer add/del changes them at run time)",
+               {},
+               false,
+               [](Config&, PortConfig* p, std::string_view t) {
+                   p->vxlan_remote.clear();
+                   for_each_item(
+                       t, [p](std::string_view item) { p->vxlan_remote.emplace_back(item); });
+               },
+               [](const Config&, const PortConfig* p) {
+                   return join(p->vxlan_remote, [](const std::string& r) { return r; });
+               }},
+    OptionSpec{"vxlan_port",
+               OptionScope::port,
+               PortType::vxlan,
+               "N",
+               "the UDP destination port (IANA's 4789; Linux's own default is 8472)",
+               {},
+               false,
+               [](Config&, PortConfig* p, std::string_view t) {
+                   p->vxlan_port = static_cast<uint16_t>(parse_uint("vxlan_port", t, 1, 65535));
+               },
+               [](const Config&, const PortConfig* p) { return number(p->vxlan_port); }},
+    OptionSpec{"vxlan_dev",
+               OptionScope::port,
+               PortType::vxlan,
+               "IFNAME",
+               "the underlay device the tunnel leaves by (none: the route's)",
+               {},
+               false,
+               [](Config&, PortConfig* p, std::string_view t) { p->vxlan_dev = t; },
+               [](const Config&, const PortConfig* p) { return text_or_none(p->vxlan_dev); }},
     // ---- switches: a [[switch]] table each (config file only)
     OptionSpec{
         "mac_aging_s",

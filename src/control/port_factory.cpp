@@ -9,10 +9,11 @@ namespace vnet::control {
 namespace {
 
 // The kind names are the [[port]] types (control::to_string(PortType)).
-constexpr std::array<PortFactoryEntry, 3> kPortFactories{{
+constexpr std::array<PortFactoryEntry, 4> kPortFactories{{
     {"vhost-user", &build_vhost_user_port, &vhost_user_handover_key, &service_handover_fds},
     {"tap", &build_tap_port, &tap_handover_key, &tap_handover_fds},
     {"null", &build_null_port},
+    {"vxlan", &build_vxlan_port, &vxlan_handover_key, &vxlan_handover_fds},
 }};
 
 }  // namespace

@@ -86,10 +86,13 @@ const PortFactoryEntry* find_port_factory(std::string_view kind);
 BuiltPort build_null_port(const PortConfig& config, const PortContext& context);
 BuiltPort build_tap_port(const PortConfig& config, const PortContext& context);
 BuiltPort build_vhost_user_port(const PortConfig& config, const PortContext& context);
+BuiltPort build_vxlan_port(const PortConfig& config, const PortContext& context);
 // Their hand-over entries (upgrade in place).
 std::string tap_handover_key(const PortConfig& config);
 std::vector<int> tap_handover_fds(ports::Port& port, PortService* service);
 std::string vhost_user_handover_key(const PortConfig& config);
 std::vector<int> service_handover_fds(ports::Port& port, PortService* service);
+std::string vxlan_handover_key(const PortConfig& config);
+std::vector<int> vxlan_handover_fds(ports::Port& port, PortService* service);
 
 }  // namespace vnet::control

@@ -25,7 +25,7 @@ TEST(PortFactory, every_port_type_the_config_accepts_has_exactly_one_entry) {
         ASSERT_TRUE(type.has_value()) << entry.kind;
         EXPECT_EQ(to_string(*type), entry.kind);
     }
-    for (PortType type : {PortType::vhost_user, PortType::tap, PortType::null}) {
+    for (PortType type : {PortType::vhost_user, PortType::tap, PortType::null, PortType::vxlan}) {
         const PortFactoryEntry* entry = find_port_factory(to_string(type));
         ASSERT_NE(entry, nullptr) << to_string(type);
         EXPECT_EQ(entry->kind, to_string(type));

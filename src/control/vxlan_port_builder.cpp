@@ -1,0 +1,76 @@
+#include "control/vxlan_port_builder.hpp"
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "ports/tap/tap_port.hpp"
+
+namespace vnet::control {
+
+void VxlanUplinkService::show(nlohmann::json& out) {
+    const ports::VxlanLink& link = uplink_->link();
+    out["vxlan"] = {
+        {"device", link.name()},
+        {"ifindex", link.ifindex()},
+        {"vni", link.options().vni},
+        {"local", link.options().local},
+        {"dstport", link.options().dstport},
+        {"underlay", link.options().underlay},
+        {"mtu", link.mtu()},
+        {"peers", link.peers()},
+        {"tc_program_ids",
+         {uplink_->to_tunnel().program_id(), uplink_->from_tunnel().program_id()}},
+    };
+}
+
+BuiltPort build_vxlan_port(const PortConfig& pc, const PortContext& context) {
+    ports::VxlanLinkOptions lo;
+    lo.name = vxlan_device_name(pc);
+    lo.vni = pc.vni;
+    lo.local = pc.vxlan_local;
+    lo.underlay = pc.vxlan_dev;
+    lo.dstport = pc.vxlan_port;
+    lo.mtu = pc.mtu.value_or(kDefaultVxlanMtu);  // what Config::uplink_mtu_of offers the guests
+    auto link = std::make_unique<ports::VxlanLink>(lo);
+    for (const std::string& peer : pc.vxlan_remote) {
+        link->add_peer(peer);
+    }
+    // The tap carries what the tunnel carries: the vxlan device's MTU.
+    ports::TapPortOptions to;
+    to.tap.name = vxlan_tap_name(pc);
+    to.tap.mtu = link->mtu();
+    to.submit_mode = context.config.datapath.submit;
+    auto tap = std::make_unique<ports::TapPort>(pc.name, to);
+    // Decapsulated frames come GRO-merged from the vxlan device: let the
+    // tap hand them over whole (the switch segments for a guest that
+    // cannot take them), as a tap whose peer is no guest does.
+    using virtio::Feature;
+    const std::string offloads = tap->follow_peer_features(
+        virtio::FeatureSet{Feature::net_guest_csum, Feature::net_guest_tso4,
+                           Feature::net_guest_tso6, Feature::net_guest_ecn, Feature::net_guest_ufo,
+                           Feature::net_guest_uso4, Feature::net_guest_uso6});
+    const unsigned mtu = link->mtu();
+    auto uplink = std::make_unique<ports::VxlanUplink>(std::move(link), tap->device().ifindex());
+    context.log->info(
+        "port {}: vxlan uplink, vni {}, device {} (ifindex {}) spliced to tap {} (ifindex {}), "
+        "udp port {}, local {}, mtu {}, {} peer(s); {}",
+        pc.name, pc.vni, uplink->link().name(), uplink->link().ifindex(), tap->device().name(),
+        tap->device().ifindex(), pc.vxlan_port,
+        pc.vxlan_local.empty() ? "the route's" : pc.vxlan_local, mtu, uplink->link().peers().size(),
+        offloads);
+    return {std::move(tap), std::make_unique<VxlanUplinkService>(std::move(uplink))};
+}
+
+std::string vxlan_handover_key(const PortConfig& pc) {
+    return vxlan_device_name(pc);
+}
+
+// The successor would have to make the same vxlan device while ours still
+// exists: refused before anything starts, as a tap with XDP is.
+std::vector<int> vxlan_handover_fds(ports::Port& port, PortService*) {
+    throw std::invalid_argument("port '" + port.name() +
+                                "': a vxlan uplink is not handed over; restart vnetd instead "
+                                "(the switch's remote MACs are learned again)");
+}
+
+}  // namespace vnet::control

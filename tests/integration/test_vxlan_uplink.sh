@@ -1,0 +1,240 @@
+#!/bin/bash
+# Two hosts joined by the kernel's VXLAN (issue 11): two network
+# namespaces hA and hB stand for two hosts, a veth pair between them is the
+# underlay (10.201.0.1 and .2, static neighbours and no IPv6, so it carries
+# only the tunnel's packets). One vnetd runs in each with switch s0, a
+# vnet-pktgen guest on it, and a VXLAN uplink made with vnetctl
+# (`switch uplink add s0 vxlan --vni 4242 --local ... --remote ...`):
+#   - broadcast from b (on hB) reaches a (on hA): exactly N frames at every
+#     hop: b's vnetd port, its uplink port, hB's vxtap and vxlan devices,
+#     the veth both ways (N UDP datagrams, nothing else), hA's vxlan and
+#     vxtap, hA's uplink port, a's port, a's vnet-pktgen (all verified);
+#     hA's switch learned b's MAC behind its uplink;
+#   - unicast a -> b after that: N frames to b, each crossing the tunnel
+#     once (veth N), and hA's kernel learned b's MAC behind 10.201.0.2;
+#   - the guests are offered the tunnel's MTU (1450) unless their port
+#     says otherwise;
+#   - `switch uplink peer del` on hA stops the flow: a's next N frames are
+#     written to the uplink and dropped by hA's vxlan device (tx_dropped
+#     N), the veth carries nothing, b gets nothing; the learned MAC behind
+#     the removed peer is gone; peer add brings the flow back;
+#   - errors are exact: a second uplink on s0, an uplink on an unknown
+#     switch, a bad address, a peer twice, removing a peer that is not
+#     there, peer add on a switch without uplink;
+#   - `switch uplink del` removes the port and both kernel devices and
+#     their tc programs; both vnetd exit 0.
+# Usage: test_vxlan_uplink.sh BUILD_DIR   (as root)
+#   VNET_TEST_FRAMES N (default 2000)
+set -u
+
+BUILD_DIR=${1:?usage: $0 BUILD_DIR}
+VNETD="$BUILD_DIR/apps/vnetd"
+VNETCTL="$BUILD_DIR/apps/vnetctl"
+PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
+HERE=$(cd "$(dirname "$0")" && pwd)
+N=${VNET_TEST_FRAMES:-2000}
+RATE=20000
+VNI=4242
+HOLD_US=200000  # a receiving vnet-pktgen on a busy machine may not run for a while
+
+# shellcheck source=lib/common.sh
+. "$HERE/lib/common.sh"
+[ "$(id -u)" = 0 ] || fail "needs root (like every integration test)"
+for bin in "$VNETD" "$VNETCTL" "$PKTGEN"; do
+    [ -x "$bin" ] || fail "$bin not built"
+done
+command -v bridge >/dev/null || fail "bridge (iproute2) not found"
+
+work_dir vnet-vxlan
+HA=$(ns_name vxa)
+HB=$(ns_name vxb)
+netns_new "$HA"
+netns_new "$HB"
+UA=$(link_name vxu a)
+UB=$(link_name vxu b)
+IP_A=10.201.0.1
+IP_B=10.201.0.2
+ip link add "$UA" netns "$HA" type veth peer name "$UB" netns "$HB" || fail "veth underlay"
+ip -n "$HA" addr add "$IP_A/24" dev "$UA" && ip -n "$HB" addr add "$IP_B/24" dev "$UB" ||
+    fail "underlay addresses"
+ip -n "$HA" link set "$UA" up && ip -n "$HB" link set "$UB" up || fail "underlay up"
+MAC_UA=$(ip -n "$HA" -br link show "$UA" | awk '{print $3}')
+MAC_UB=$(ip -n "$HB" -br link show "$UB" | awk '{print $3}')
+# Static neighbours: no ARP on the underlay, so it counts only the tunnel.
+ip -n "$HA" neigh replace "$IP_B" lladdr "$MAC_UB" dev "$UA" nud permanent &&
+    ip -n "$HB" neigh replace "$IP_A" lladdr "$MAC_UA" dev "$UB" nud permanent ||
+    fail "static neighbours"
+ok "hosts $HA ($IP_A) and $HB ($IP_B) joined by veth $UA-$UB"
+
+MAC_A=02:00:00:00:0a:0a
+MAC_B=02:00:00:00:0b:0b
+BROADCAST=ff:ff:ff:ff:ff:ff
+ctl_a() { "$VNETCTL" --socket "$WORK/a.ctl" "$@"; }
+ctl_b() { "$VNETCTL" --socket "$WORK/b.ctl" "$@"; }
+
+for h in a b; do
+    cat >"$WORK/$h.toml" <<TOML
+[daemon]
+control_socket = "$WORK/$h.ctl"
+
+[[switch]]
+name = "s0"
+destination_hold_us = $HOLD_US
+TOML
+    fail_log "$WORK/vnetd-$h.log" 20
+done
+bg_start --log "$WORK/vnetd-a.log" ip netns exec "$HA" "$VNETD" --config "$WORK/a.toml"
+VNETD_A=$BG_PID
+bg_start --log "$WORK/vnetd-b.log" ip netns exec "$HB" "$VNETD" --config "$WORK/b.toml"
+VNETD_B=$BG_PID
+wait_for 10 "vnetd on $HA did not open its control socket" test -S "$WORK/a.ctl"
+wait_for 10 "vnetd on $HB did not open its control socket" test -S "$WORK/b.ctl"
+
+# ---- the uplinks ----------------------------------------------------------------
+out=$(ctl_a switch uplink add s0 vxlan --vni "$VNI" --local "$IP_A" --remote "$IP_B" 2>&1) ||
+    fail "uplink add on $HA: $out"
+[ "$out" = "switch s0: vxlan uplink uplink-s0 added" ] || fail "uplink add said: $out"
+out=$(ctl_b switch uplink add s0 vxlan --vni "$VNI" --local "$IP_B" --remote "$IP_A" 2>&1) ||
+    fail "uplink add on $HB: $out"
+VX=vxlan$VNI
+VT=vxtap$VNI
+for h in "$HA" "$HB"; do
+    ip -n "$h" -d link show "$VX" | grep -q "vxlan id $VNI .*dstport 4789" ||
+        fail "no $VX with vni $VNI in $h: $(ip -n "$h" -d link show "$VX" 2>&1)"
+    [ "$(ip netns exec "$h" cat /sys/class/net/$VX/mtu)" = 1450 ] || fail "$VX mtu in $h"
+    [ "$(ip netns exec "$h" cat /sys/class/net/$VT/mtu)" = 1450 ] || fail "$VT mtu in $h"
+    tc -n "$h" filter show dev "$VT" ingress | grep -q "tc_redirect" || fail "no tc program on $VT in $h"
+    tc -n "$h" filter show dev "$VX" ingress | grep -q "tc_redirect" || fail "no tc program on $VX in $h"
+done
+bridge -n "$HA" fdb show dev "$VX" | grep -q "^00:00:00:00:00:00 dst $IP_B " ||
+    fail "no flood entry to $IP_B: $(bridge -n "$HA" fdb show dev "$VX")"
+ctl_a port list | grep -qE "^uplink-s0 +vxlan +$VX vni $VNI to $IP_B " || fail "port list: $(ctl_a port list)"
+ok "uplinks: $VX (vni $VNI, udp 4789, mtu 1450) spliced to $VT by tc on both hosts, peers set"
+
+# The exact errors; each changes nothing.
+expect_refused() {  # CTL EXPECTED-MESSAGE ARGS...
+    local ctl=$1 want=$2 got
+    shift 2
+    got=$("$ctl" "$@" 2>&1) && fail "$* succeeded: $got"
+    [ "$got" = "vnetctl: $want" ] || fail "$*: expected 'vnetctl: $want', got '$got'"
+}
+expect_refused ctl_a "port 'uplink-two': switch 's0' has a vxlan uplink already (one per switch)" \
+    switch uplink add s0 vxlan --vni 7 --name uplink-two
+expect_refused ctl_a "port 'uplink-nope': switch 'nope' is not defined (no [[switch]] of that name)" \
+    switch uplink add nope vxlan --vni 7
+expect_refused ctl_a "vxlan 'vxlan$VNI': peer '10.201.0.300' is not an IPv4 or IPv6 address" \
+    switch uplink peer add s0 10.201.0.300
+expect_refused ctl_a "vxlan 'vxlan$VNI': peer $IP_B is there already" switch uplink peer add s0 "$IP_B"
+expect_refused ctl_a "vxlan 'vxlan$VNI': no peer 10.201.0.9" switch uplink peer del s0 10.201.0.9
+ctl_a switch add s9 >/dev/null || fail "switch add s9"
+expect_refused ctl_a "switch 's9' has no vxlan uplink (vnetctl switch uplink add s9 vxlan --vni N ...)" \
+    switch uplink peer add s9 "$IP_B"
+[ "$(bridge -n "$HA" fdb show dev "$VX" | grep -c "^00:00:00:00:00:00")" = 1 ] ||
+    fail "the refused calls changed the FDB: $(bridge -n "$HA" fdb show dev "$VX")"
+ok "errors: second uplink, unknown switch, bad address, peer twice, unknown peer, no uplink"
+
+# ---- the guests --------------------------------------------------------------------
+ctl_a port add vhost-user a --socket-path "$WORK/a.sock" --switch s0 >/dev/null || fail "port a"
+ctl_b port add vhost-user b --socket-path "$WORK/b.sock" --switch s0 >/dev/null || fail "port b"
+
+pktgen() { timeout 120 "$PKTGEN" --connect-timeout 20 --stats-interval 0 "$@"; }
+# counters HOST: every hop's count on one host, KEY=VALUE lines.
+counters() {
+    local h=$1 ns ctl
+    if [ "$h" = a ]; then ns=$HA ctl=ctl_a; else ns=$HB ctl=ctl_b; fi
+    "$ctl" --json stats >"$WORK/stats-$h.json" || fail "stats of $h"
+    echo "port_rx=$(vnetd_stats "$WORK/stats-$h.json" "$h.rx.packets")"
+    echo "port_tx=$(vnetd_stats "$WORK/stats-$h.json" "$h.tx.packets")"
+    echo "uplink_rx=$(vnetd_stats "$WORK/stats-$h.json" uplink-s0.rx.packets)"
+    echo "uplink_tx=$(vnetd_stats "$WORK/stats-$h.json" uplink-s0.tx.packets)"
+    for dev in "$VT" "$VX" "$( [ "$h" = a ] && echo "$UA" || echo "$UB")"; do
+        for f in rx_packets tx_packets tx_dropped; do
+            echo "${dev%%[0-9]*}_$f=$(link_stat "$ns" "$dev" "$f")"
+        done
+    done
+}
+# delta HOST KEY: KEY's growth since the last `snapshot`.
+snapshot() { counters a >"$WORK/before-a"; counters b >"$WORK/before-b"; }
+delta() {
+    local now before
+    now=$(counters "$1" | grep "^$2=" | cut -d= -f2)
+    before=$(grep "^$2=" "$WORK/before-$1" | cut -d= -f2)
+    echo $((now - before))
+}
+
+# send FROM TO-MAC RECEIVER: N frames from FROM's guest, RECEIVER's guest
+# counting; "rx" ends in $WORK/rx.out.
+send() {
+    local from=$1 dst=$2 to=$3 src
+    if [ "$from" = a ]; then src=$MAC_A; else src=$MAC_B; fi
+    bg_start --out "$WORK/rx.out" --err "$WORK/rx.log" "$PKTGEN" --connect-timeout 20 \
+        --socket-path "$WORK/$to.sock" --rx
+    RX=$BG_PID
+    wait_for 20 "the receiving vnet-pktgen on $to did not come up" log_has "$WORK/rx.log" "link up"
+    snapshot
+    pktgen --socket-path "$WORK/$from.sock" --tx --count "$N" --rate "$RATE" --src-mac "$src" \
+        --dst-mac "$dst" >"$WORK/tx.out" 2>"$WORK/tx.log" || fail "$from's frames: $(tail -3 "$WORK/tx.log")"
+    sleep 1
+    stop_pid "$RX" INT
+}
+
+# ---- broadcast b -> a --------------------------------------------------------------
+send b "$BROADCAST" a
+check_equal "broadcast b -> a, every hop" "N=$N" \
+    "b_pktgen_tx=$(pktgen_value "$WORK/tx.out" tx-packets)" \
+    "b_port_rx=$(delta b port_rx)" "b_uplink_tx=$(delta b uplink_tx)" \
+    "hB_vxtap_rx=$(delta b vxtap_rx_packets)" "hB_vxlan_tx=$(delta b vxlan_tx_packets)" \
+    "hB_veth_tx=$(delta b vxu_tx_packets)" "hA_veth_rx=$(delta a vxu_rx_packets)" \
+    "hA_vxlan_rx=$(delta a vxlan_rx_packets)" "hA_vxtap_tx=$(delta a vxtap_tx_packets)" \
+    "a_uplink_rx=$(delta a uplink_rx)" "a_port_tx=$(delta a port_tx)" \
+    "a_pktgen_rx=$(pktgen_value "$WORK/rx.out" rx-packets)" \
+    "a_pktgen_verified=$(pktgen_value "$WORK/rx.out" rx-verified)"
+ctl_a mac list --switch s0 | grep -qE "$MAC_B +uplink-s0" || fail "hA did not learn $MAC_B at the uplink: $(ctl_a mac list)"
+check_equal "the MTU the guests read (VIRTIO_NET_F_MTU)" "tunnel=1450" \
+    "a=$(pktgen_value "$WORK/rx.out" mtu)" "b=$(pktgen_value "$WORK/tx.out" mtu)"
+ok "broadcast crossed once, $N at every hop; hA's switch learned $MAC_B behind uplink-s0; guests offered mtu 1450"
+
+# ---- unicast a -> b ----------------------------------------------------------------
+send a "$MAC_B" b
+check_equal "unicast a -> b" "N=$N" "a_port_rx=$(delta a port_rx)" "a_uplink_tx=$(delta a uplink_tx)" \
+    "hA_veth_tx=$(delta a vxu_tx_packets)" "hB_veth_rx=$(delta b vxu_rx_packets)" \
+    "b_uplink_rx=$(delta b uplink_rx)" "b_port_tx=$(delta b port_tx)" \
+    "b_pktgen_rx=$(pktgen_value "$WORK/rx.out" rx-packets)" \
+    "b_pktgen_verified=$(pktgen_value "$WORK/rx.out" rx-verified)"
+bridge -n "$HA" fdb show dev "$VX" | grep -q "^$MAC_B dst $IP_B " ||
+    fail "hA's kernel did not learn $MAC_B behind $IP_B: $(bridge -n "$HA" fdb show dev "$VX")"
+ok "unicast a -> b: $N through the tunnel once; the kernel learned $MAC_B behind $IP_B"
+
+# ---- a peer removed stops the flow -----------------------------------------------
+out=$(ctl_a switch uplink peer del s0 "$IP_B") || fail "peer del: $out"
+[ "$out" = "switch s0: peer $IP_B removed" ] || fail "peer del said: $out"
+[ -z "$(bridge -n "$HA" fdb show dev "$VX" | grep "dst $IP_B")" ] ||
+    fail "entries to $IP_B left: $(bridge -n "$HA" fdb show dev "$VX")"
+send a "$MAC_B" b
+check_equal "after peer del" "N=$N" "a_uplink_tx=$(delta a uplink_tx)" \
+    "hA_vxlan_tx_dropped=$(delta a vxlan_tx_dropped)"
+check_equal "nothing crossed" "zero=0" "hA_veth_tx=$(delta a vxu_tx_packets)" \
+    "b_pktgen_rx=$(pktgen_value "$WORK/rx.out" rx-packets)"
+ok "peer del: the flood entry and $MAC_B behind $IP_B gone; $N frames dropped by $VX, none crossed"
+ctl_a switch uplink peer add s0 "$IP_B" >/dev/null || fail "peer add again"
+send a "$MAC_B" b
+check_equal "after peer add" "N=$N" "hA_veth_tx=$(delta a vxu_tx_packets)" \
+    "b_pktgen_rx=$(pktgen_value "$WORK/rx.out" rx-packets)"
+ok "peer add: the flow is back"
+
+# ---- uplink del ----------------------------------------------------------------------
+out=$(ctl_a switch uplink del s0) || fail "uplink del: $out"
+[ "$out" = "switch s0: uplink uplink-s0 removed" ] || fail "uplink del said: $out"
+ip -n "$HA" link show "$VX" >/dev/null 2>&1 && fail "$VX left in $HA"
+# The tap goes once its last file reference does, which io_uring drops a
+# moment after vnetd closed it.
+gone_in() { ! ip -n "$1" link show "$2" >/dev/null 2>&1; }
+wait_for 5 "$VT left in $HA" gone_in "$HA" "$VT"
+expect_refused ctl_a "switch 's0' has no uplink" switch uplink del s0
+ok "uplink del: port, $VX and $VT gone"
+
+stop_pid "$VNETD_A" || fail "vnetd on $HA exit status $?"
+stop_pid "$VNETD_B" || fail "vnetd on $HB exit status $?"
+gone_in "$HB" "$VX" || fail "$VX left in $HB after vnetd exited"
+wait_for 5 "$VT left in $HB after vnetd exited" gone_in "$HB" "$VT"
+pass "vxlan uplink: two hosts, every hop counted, broadcast, unicast, peer del/add, errors"
