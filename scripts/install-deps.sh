@@ -24,6 +24,8 @@ packages=(
     libcap-ng-dev
     # vnetd-cni: rtnetlink (links into pods' netns); the CNI plugins it chains with (host-local, tuning)
     libnl-route-3-dev containernetworking-plugins
+    # a real runtime on vnetd-cni (test_cni_podman.sh): runc, because crun 1.8 refuses hybrid cgroups
+    podman runc
 )
 
 missing=()

@@ -56,6 +56,12 @@
 #                   server does not listen yet, until a deadline. Both then
 #                   wait for their TCP connections to finish closing, so
 #                   that the eth0 counters they report are final.
+#   vnet_serve=N    (optional) serve mode (test_cni_podman.sh): no traffic
+#                   of its own; with eth0 up it says "serving" and answers
+#                   whatever pings it until N ICMP echo requests came in
+#                   (or vnet_wait=S seconds passed, default 120), then
+#                   reports "icmp InEchos X OutEchoReps Y" and eth0's
+#                   counters
 # and reports on the console, one fact per line, each line starting with
 # "VNET-GUEST " so that the host can grep them out of the kernel's output.
 # Always ends with "VNET-GUEST done" and a power-off, whatever failed.
@@ -95,6 +101,7 @@ for w in $(cat /proc/cmdline); do
     vnet_wait=*) PEER_WAIT=${w#*=} ;;
     vnet_data_kib=*) DATA_KIB=${w#*=} ;;
     vnet_online_kernel=*) ONLINE_KERNEL=${w#*=} ;;
+    vnet_serve=*) SERVE=${w#*=} ;;
     esac
 done
 # Memory hotplug: see vnet_online_kernel above.
@@ -186,6 +193,27 @@ now() {
     read -r up _ </proc/uptime
     echo "${up%%.*}"
 }
+
+# icmp_count NAME: the Icmp counter NAME of /proc/net/snmp (a header line of
+# names, then one of values).
+icmp_count() {
+    awk -v want="$1" '$1 == "Icmp:" { if (!c) { for (i = 2; i <= NF; i++) if ($i == want) c = i } else print $c }' \
+        /proc/net/snmp
+}
+
+# Serve mode: only answer pings; see the header.
+if [ -n "${SERVE:-}" ]; then
+    SERVE_WAIT=${PEER_WAIT:-120}
+    START=$(now)
+    say "serving: $SERVE echo requests within ${SERVE_WAIT}s"
+    while [ "$(icmp_count InEchos)" -lt "$SERVE" ] && [ "$(now)" -lt $((START + SERVE_WAIT)) ]; do
+        usleep 100000
+    done
+    sleep 1 # the last reply on its way out: counters final
+    say "icmp InEchos $(icmp_count InEchos) OutEchoReps $(icmp_count OutEchoReps)"
+    report_eth0
+    finish
+fi
 
 # Stream mode: one paced TCP stream to the host; see the header. The guest
 # is migrated while it runs: what it prints first is in the source QEMU's
