@@ -12,6 +12,8 @@ packages=(
     prometheus-cpp-dev
     # peers and test tools: DPDK testpmd lives in dpdk-dev, not in dpdk
     dpdk dpdk-dev iproute2 ethtool iperf3 tcpdump busybox-static xdp-tools python3
+    # test_deploy_manifests: parses deploy/kubernetes/*.yaml
+    python3-yaml
     # the metrics test: a real Prometheus server scrapes vnetd, curl reads the endpoint
     prometheus curl
     # vnet-bench --charts; OVS-DPDK, the switch benchmarks' peer
