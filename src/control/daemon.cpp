@@ -136,15 +136,18 @@ void Daemon::offer_gso(ports::Port& port, const ports::Port& peer) {
     if (peer.has_front_end()) {
         return;
     }
-    using virtio::Feature;
-    const virtio::FeatureSet everything{Feature::net_guest_csum, Feature::net_guest_tso4,
-                                        Feature::net_guest_tso6, Feature::net_guest_ecn,
-                                        Feature::net_guest_ufo,  Feature::net_guest_uso4,
-                                        Feature::net_guest_uso6};
-    std::string applied = port.follow_peer_features(everything);
+    std::string applied = port.follow_peer_features(every_guest_offload());
     if (!applied.empty()) {
         log_->info("port {}: {} (peer {} takes GSO frames)", port.name(), applied, peer.name());
     }
+}
+
+virtio::FeatureSet every_guest_offload() {
+    using virtio::Feature;
+    return virtio::FeatureSet{Feature::net_guest_csum, Feature::net_guest_tso4,
+                              Feature::net_guest_tso6, Feature::net_guest_ecn,
+                              Feature::net_guest_ufo,  Feature::net_guest_uso4,
+                              Feature::net_guest_uso6};
 }
 
 void Daemon::create_paths() {

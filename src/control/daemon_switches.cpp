@@ -152,6 +152,15 @@ Daemon::SwitchId Daemon::attach_to_switch(const PortConfig& config, ports::Port&
     if (error) {
         std::rethrow_exception(error);
     }
+    // The switch makes every frame fit its receiver (a guest without TSO gets
+    // segments, one without GUEST_CSUM a computed checksum), so a tap on it
+    // takes GSO frames from the host whole, as it does from a tap peer.
+    if (!port.has_front_end()) {
+        if (std::string applied = port.follow_peer_features(every_guest_offload());
+            !applied.empty()) {
+            log_->info("port {}: {} (switch {} takes GSO frames)", port.name(), applied, s->name);
+        }
+    }
     log_->info("switch {}: port {} is member {} ({})", s->name, port.name(), member,
                config.trunk.empty()
                    ? "access vlan " +

@@ -77,6 +77,11 @@ struct PortFactoryEntry {
     std::vector<int> (*handover_fds)(ports::Port& port, PortService* service) = nullptr;
 };
 
+// Every GUEST_* offload: what a port whose peer is no guest (another tap,
+// a switch, which segments for the guests that cannot take GSO) is told
+// its peer takes, so a tap lets the kernel hand it whole GSO frames.
+virtio::FeatureSet every_guest_offload();
+
 // Every entry, one per kind.
 std::span<const PortFactoryEntry> port_factories();
 // The entry for `kind`; nullptr if there is none.

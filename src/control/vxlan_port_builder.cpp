@@ -41,23 +41,15 @@ BuiltPort build_vxlan_port(const PortConfig& pc, const PortContext& context) {
     to.tap.mtu = link->mtu();
     to.submit_mode = context.config.datapath.submit;
     auto tap = std::make_unique<ports::TapPort>(pc.name, to);
-    // Decapsulated frames come GRO-merged from the vxlan device: let the
-    // tap hand them over whole (the switch segments for a guest that
-    // cannot take them), as a tap whose peer is no guest does.
-    using virtio::Feature;
-    const std::string offloads = tap->follow_peer_features(
-        virtio::FeatureSet{Feature::net_guest_csum, Feature::net_guest_tso4,
-                           Feature::net_guest_tso6, Feature::net_guest_ecn, Feature::net_guest_ufo,
-                           Feature::net_guest_uso4, Feature::net_guest_uso6});
     const unsigned mtu = link->mtu();
     auto uplink = std::make_unique<ports::VxlanUplink>(std::move(link), tap->device().ifindex());
     context.log->info(
         "port {}: vxlan uplink, vni {}, device {} (ifindex {}) spliced to tap {} (ifindex {}), "
-        "udp port {}, local {}, mtu {}, {} peer(s); {}",
+        "udp port {}, local {}, mtu {}, {} peer(s)",
         pc.name, pc.vni, uplink->link().name(), uplink->link().ifindex(), tap->device().name(),
         tap->device().ifindex(), pc.vxlan_port,
-        pc.vxlan_local.empty() ? "the route's" : pc.vxlan_local, mtu, uplink->link().peers().size(),
-        offloads);
+        pc.vxlan_local.empty() ? "the route's" : pc.vxlan_local, mtu,
+        uplink->link().peers().size());
     return {std::move(tap), std::make_unique<VxlanUplinkService>(std::move(uplink))};
 }
 
