@@ -124,11 +124,16 @@ PY
 ok "every manifest parses; the values the checks below use are taken from them"
 
 # ---- vnetd as the DaemonSet runs it ------------------------------------------------
-# Its control socket and metrics address are this run's; the rest is the
-# ConfigMap's file and the container's args (the node IP is 127.0.0.1 here).
+# Its control socket, state file and metrics address are this run's; the
+# rest is the ConfigMap's file and the container's args (the node IP is
+# 127.0.0.1 here).
 CTL="$WORK/run/vnetd.ctl"
 mkdir -p "$WORK/run"
-sed "s|/run/vnetd/vnetd.ctl|$CTL|" "$WORK/vnetd.toml" >"$WORK/vnetd.local.toml"
+grep -q '^state_file = "/run/vnetd/state.json"$' "$WORK/vnetd.toml" ||
+    fail "the ConfigMap does not set state_file = /run/vnetd/state.json"
+sed -e "s|/run/vnetd/vnetd.ctl|$CTL|" -e "s|/run/vnetd/state.json|$WORK/run/state.json|" \
+    "$WORK/vnetd.toml" >"$WORK/vnetd.local.toml"
+grep -q "/run/vnetd/" "$WORK/vnetd.local.toml" && fail "a host path is left in vnetd.local.toml"
 # shellcheck disable=SC2016 # $(NODE_IP) is the manifest's text, not ours to expand
 mapfile -t ARGS < <(sed -e "s|^/etc/vnetd/vnetd.toml$|$WORK/vnetd.local.toml|" \
     -e 's|^$(NODE_IP):9464$|127.0.0.1:0|' "$WORK/args")
