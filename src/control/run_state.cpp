@@ -20,6 +20,10 @@ namespace {
 // like any file that does not parse (set aside, vnetd starts without it).
 constexpr int kRunStateVersion = 1;
 
+// Ordered both ways: the settings are read in the order they were written
+// (the option table's), as a config file's keys are.
+using Json = nlohmann::ordered_json;
+
 bool applies_to(const OptionSpec& o, PortType type) {
     return !o.port_type || *o.port_type == type;
 }
@@ -42,8 +46,8 @@ Settings changed_settings(OptionScope scope, const Config& config, const PortCon
     return out;
 }
 
-nlohmann::ordered_json settings_json(const Settings& settings) {
-    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+Json settings_json(const Settings& settings) {
+    Json j = Json::object();
     for (const auto& [key, text] : settings) {
         j[key] = text;
     }
@@ -54,7 +58,7 @@ nlohmann::ordered_json settings_json(const Settings& settings) {
     throw std::invalid_argument(what);
 }
 
-std::string string_member(const nlohmann::json& item, const char* key, const std::string& where,
+std::string string_member(const Json& item, const char* key, const std::string& where,
                           bool required = true) {
     const auto it = item.find(key);
     if (it == item.end()) {
@@ -69,7 +73,7 @@ std::string string_member(const nlohmann::json& item, const char* key, const std
     return it->get<std::string>();
 }
 
-Settings settings_member(const nlohmann::json& item, const std::string& where) {
+Settings settings_member(const Json& item, const std::string& where) {
     Settings out;
     const auto it = item.find("settings");
     if (it == item.end()) {
@@ -88,8 +92,8 @@ Settings settings_member(const nlohmann::json& item, const std::string& where) {
 }
 
 // The items of the array `key` (none when absent), each an object.
-const nlohmann::json& array_member(const nlohmann::json& root, const char* key) {
-    static const nlohmann::json none = nlohmann::json::array();
+const Json& array_member(const Json& root, const char* key) {
+    static const Json none = Json::array();
     const auto it = root.find(key);
     if (it == root.end()) {
         return none;
@@ -97,7 +101,7 @@ const nlohmann::json& array_member(const nlohmann::json& root, const char* key) 
     if (!it->is_array()) {
         bad(std::string("\"") + key + "\" must be an array");
     }
-    for (const nlohmann::json& item : *it) {
+    for (const Json& item : *it) {
         if (!item.is_object()) {
             bad(std::string("\"") + key + "\" must hold objects");
         }
@@ -137,15 +141,15 @@ RunStatePort run_state_port(const PortConfig& config, const std::string& peer) {
 }
 
 std::string run_state_text(const RunState& state) {
-    nlohmann::ordered_json root;
+    Json root;
     root["version"] = kRunStateVersion;
-    root["switches"] = nlohmann::ordered_json::array();
+    root["switches"] = Json::array();
     for (const RunStateSwitch& s : state.switches) {
         root["switches"].push_back({{"name", s.name}, {"settings", settings_json(s.settings)}});
     }
-    root["ports"] = nlohmann::ordered_json::array();
+    root["ports"] = Json::array();
     for (const RunStatePort& p : state.ports) {
-        nlohmann::ordered_json j{{"name", p.name}, {"type", p.type}};
+        Json j{{"name", p.name}, {"type", p.type}};
         if (!p.peer.empty()) {
             j["peer"] = p.peer;
         }
@@ -156,7 +160,7 @@ std::string run_state_text(const RunState& state) {
 }
 
 RunState parse_run_state(std::string_view text) {
-    nlohmann::json root = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    Json root = Json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (root.is_discarded()) {
         bad("not JSON");
     }
@@ -167,12 +171,12 @@ RunState parse_run_state(std::string_view text) {
         bad("\"version\" must be " + std::to_string(kRunStateVersion));
     }
     RunState state;
-    for (const nlohmann::json& item : array_member(root, "switches")) {
+    for (const Json& item : array_member(root, "switches")) {
         const std::string where = "switch " + std::to_string(state.switches.size() + 1);
         state.switches.push_back(
             {string_member(item, "name", where), settings_member(item, where)});
     }
-    for (const nlohmann::json& item : array_member(root, "ports")) {
+    for (const Json& item : array_member(root, "ports")) {
         const std::string where = "port " + std::to_string(state.ports.size() + 1);
         state.ports.push_back(
             {string_member(item, "name", where), string_member(item, "type", where),
