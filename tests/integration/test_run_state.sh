@@ -108,7 +108,7 @@ bg_start --out "$WORK/pktgen-a.out" --err "$WORK/pktgen-a.err" "$PKTGEN" \
     --stats-interval 0 --drain-timeout 1 --src-mac "$MAC_A" --dst-mac "$MAC_B"
 PKTGEN_A=$BG_PID
 for p in a b; do
-    wait_for 20 "pktgen $p did not connect" log_has "$WORK/vnetd-0.log" "\[[^]]*$p[^]]*\] vring 1: inflight"
+    wait_for 20 "pktgen $p did not connect" log_has "$WORK/vnetd-0.log" "\[[^]]*${p}[^]]*\] vring 1: inflight"
 done
 sleep 1
 
@@ -149,7 +149,7 @@ python3 -c 'import json,sys; j=json.loads(sys.argv[1]); assert j["ingress_polici
 ok "b's ingress_policing_rate 50000 came back"
 
 for p in a b; do
-    wait_for 30 "pktgen $p did not come back" log_has "$LOG" "\[[^]]*$p[^]]*\] vring 1: inflight"
+    wait_for 30 "pktgen $p did not come back" log_has "$LOG" "\[[^]]*${p}[^]]*\] vring 1: inflight"
 done
 # Frames a sent into the new vnetd: its stats count them.
 rx_a() {
@@ -184,7 +184,7 @@ log_has "$LOG" "not in our config: not taken over|built afresh" &&
     fail "ports after the upgrade: $(ctl --json port list)"
 for p in a b; do
     wait_for 30 "pktgen $p did not come back after the upgrade" \
-        log_count "$LOG" "\[[^]]*$p[^]]*\] vring 1: inflight" 2
+        log_count "$LOG" "\[[^]]*${p}[^]]*\] vring 1: inflight" 2
 done
 ok "upgrade in place: pid $NEW_PID took a and b over from the state file, once"
 
