@@ -114,6 +114,9 @@ struct Config {
     std::string log_level = "info";
     uint32_t stats_interval_s = 0;  // 0: final stats only
     std::string stats_file;         // JSON written every interval and at exit
+    // The run-time state file (run_state.hpp): what vnetctl added, kept
+    // across a restart; empty: none.
+    std::string state_file;
     // The control socket (vnetctl); empty: none. The default path's
     // directory is created when missing.
     std::string control_socket = std::string(kDefaultControlSocket);

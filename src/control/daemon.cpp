@@ -36,9 +36,12 @@ Daemon::Daemon(Config config, std::function<Config()> reread)
             ports_.back().switch_id = attach_to_switch(pc, *ports_.back().port);
         }
     }
-    close_unused_handover();
     next_placement_group_ = std::max<size_t>(1, config_.connections.size());
     create_paths();
+    // Before the unused handed-over fds are closed: after an upgrade in
+    // place the state's ports take theirs over like the config's.
+    restore_run_state();
+    close_unused_handover();
 }
 
 Daemon::~Daemon() {
@@ -210,6 +213,7 @@ void Daemon::disconnect_port(const ports::Port& port) {
 }
 
 void Daemon::start_services() {
+    services_started_ = true;
     for (PortEntry& p : ports_) {
         if (p.service) {
             const PortConfig* peer = config_.peer_of(p.port->name());
@@ -257,10 +261,11 @@ void Daemon::add_port(PortConfig pc, const std::string& peer) {
         if (peer_entry != nullptr) {
             connect_ports(*peer_entry, *added);
         }
-        if (added->service) {
+        // Before run(), start_services starts it with the others.
+        if (added->service && services_started_) {
             added->service->start(peer_entry == nullptr ? nullptr : peer_entry->port.get());
         }
-        if (peer_entry != nullptr && peer_entry->service) {
+        if (peer_entry != nullptr && peer_entry->service && services_started_) {
             peer_entry->service->set_peer(added->port.get());
         }
     } catch (const std::exception& e) {
@@ -371,6 +376,7 @@ nlohmann::json Daemon::reload() {
         done["options"][key] = text;
     }
     file_config_ = std::move(file);
+    save_run_state();  // a port of the file may have been a run-time one's peer
     return done;
 }
 

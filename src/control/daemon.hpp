@@ -112,6 +112,9 @@ private:
     UniqueFd handed_over_control_;
     bool took_over_ = false;    // we replaced a vnetd (systemd: MAINPID)
     bool handed_over_ = false;  // a successor replaced us: exit quietly
+    // run() started the ports' services: a port added before (the state
+    // file's, in the constructor) is started with the others.
+    bool services_started_ = false;
 
     struct PortEntry {
         std::string_view kind;  // its factory's kind name
@@ -165,6 +168,12 @@ private:
     void offer_gso(ports::Port& port, const ports::Port& peer);
     void start_services();
     void stop_services();
+    // The run-time state file (daemon_run_state.cpp; [daemon] state_file):
+    // save_run_state rewrites it after each change vnetctl made (an error
+    // is logged, the change stays); restore_run_state re-creates what it
+    // lists once the config's ports exist, each item on its own.
+    void save_run_state();
+    void restore_run_state();
     void watch_signals();
     void report_stats(bool final_report);
     nlohmann::json stats_json();

@@ -186,6 +186,7 @@ void Daemon::add_control_methods() {
             return refusable([&] {
                 Config scratch = config_;  // option rows may write daemon-wide state: not ours
                 add_port(port_from_settings(name, type, settings, scratch), peer);
+                save_run_state();
             });
         });
     control_methods_.add("reload",
@@ -218,7 +219,10 @@ void Daemon::add_control_methods() {
                 throw rpc::RpcError(rpc::ErrorCode::invalid_params, "params must be an object");
             }
             const std::string name = rpc::string_param(params, "name");
-            return refusable([&] { remove_port(name); });
+            return refusable([&] {
+                remove_port(name);
+                save_run_state();
+            });
         });
     control_methods_.add("port.set",
                          "change a port's settings at run time: params name, "
@@ -277,6 +281,7 @@ nlohmann::json Daemon::set_port(const nlohmann::json& params) {
         [&] { policer.configure(pc->ingress_policing_rate, pc->ingress_policing_burst); });
     log_->info("port {}: ingress policing {} kbit/s, burst {} kbit (port.set)", name,
                pc->ingress_policing_rate, pc->ingress_policing_burst);
+    save_run_state();
     return nlohmann::json{{"name", name},
                           {"ingress_policing_rate", pc->ingress_policing_rate},
                           {"ingress_policing_burst", pc->ingress_policing_burst}};
@@ -295,8 +300,10 @@ void Daemon::add_switch_methods() {
                 throw rpc::RpcError(rpc::ErrorCode::invalid_params, "params must be an object");
             }
             const std::string name = rpc::string_param(params, "name");
-            return refusable(
-                [&] { add_switch(switch_from_settings(name, settings_of(params, {"name"}))); });
+            return refusable([&] {
+                add_switch(switch_from_settings(name, settings_of(params, {"name"})));
+                save_run_state();
+            });
         });
     control_methods_.add("switch.del", "remove a switch that has no ports: {name}",
                          [this](const nlohmann::json& params) {
@@ -305,7 +312,10 @@ void Daemon::add_switch_methods() {
                                                      "params must be an object");
                              }
                              const std::string name = rpc::string_param(params, "name");
-                             return refusable([&] { remove_switch(name); });
+                             return refusable([&] {
+                                 remove_switch(name);
+                                 save_run_state();
+                             });
                          });
     // A switch's VXLAN uplink is a port (port.add type vxlan, port.del);
     // its peers change here, the kernel's FDB and our config together.
@@ -320,7 +330,10 @@ void Daemon::add_switch_methods() {
                 }
                 const std::string sw = rpc::string_param(params, "switch");
                 const std::string address = rpc::string_param(params, "address");
-                return refusable([&] { change_uplink_peer(sw, address, add); });
+                return refusable([&] {
+                    change_uplink_peer(sw, address, add);
+                    save_run_state();
+                });
             });
     }
     auto selected = [this](const nlohmann::json& params) {

@@ -622,6 +622,17 @@ constexpr std::array kOptions = {
                false,
                [](Config& c, PortConfig*, std::string_view t) { c.stats_file = t; },
                [](const Config& c, const PortConfig*) { return text_or_none(c.stats_file); }},
+    OptionSpec{"state_file",
+               OptionScope::daemon,
+               std::nullopt,
+               "FILE",
+               "keep the switches and ports added at run time (vnetctl, the CNI plugin) here, "
+               "rewritten on each change, and re-create them at start-up (see \"Run-time "
+               "state\"); empty: none",
+               {},
+               false,
+               [](Config& c, PortConfig*, std::string_view t) { c.state_file = t; },
+               [](const Config& c, const PortConfig*) { return text_or_none(c.state_file); }},
     OptionSpec{"control_socket",
                OptionScope::daemon,
                std::nullopt,

@@ -124,11 +124,16 @@ PY
 ok "every manifest parses; the values the checks below use are taken from them"
 
 # ---- vnetd as the DaemonSet runs it ------------------------------------------------
-# Its control socket and metrics address are this run's; the rest is the
-# ConfigMap's file and the container's args (the node IP is 127.0.0.1 here).
+# Its control socket, state file and metrics address are this run's; the
+# rest is the ConfigMap's file and the container's args (the node IP is
+# 127.0.0.1 here).
 CTL="$WORK/run/vnetd.ctl"
 mkdir -p "$WORK/run"
-sed "s|/run/vnetd/vnetd.ctl|$CTL|" "$WORK/vnetd.toml" >"$WORK/vnetd.local.toml"
+grep -q '^state_file = "/run/vnetd/state.json"$' "$WORK/vnetd.toml" ||
+    fail "the ConfigMap does not set state_file = /run/vnetd/state.json"
+sed -e "s|/run/vnetd/vnetd.ctl|$CTL|" -e "s|/run/vnetd/state.json|$WORK/run/state.json|" \
+    "$WORK/vnetd.toml" >"$WORK/vnetd.local.toml"
+grep -q "/run/vnetd/" "$WORK/vnetd.local.toml" && fail "a host path is left in vnetd.local.toml"
 # shellcheck disable=SC2016 # $(NODE_IP) is the manifest's text, not ours to expand
 mapfile -t ARGS < <(sed -e "s|^/etc/vnetd/vnetd.toml$|$WORK/vnetd.local.toml|" \
     -e 's|^$(NODE_IP):9464$|127.0.0.1:0|' "$WORK/args")
@@ -228,7 +233,13 @@ check_equal "the pod's socket" "result=$SOCK" "expected=$WORK/s/${CID:0:12}/net1
 DEVINFO="$WORK/devinfo/net1.json"
 check_equal "device-info" "file=$(json_of "$DEVINFO" 'd["type"], d["vhost-user"]["mode"], d["vhost-user"]["path"]')" \
     "expected=('vhost-user', 'client', '$SOCK')"
-ok "vhostuser ADD: socket $SOCK, device-info mode client"
+# The ConfigMap's state_file: the pod's port is there, for a restarted vnetd.
+python3 - "$WORK/run/state.json" "$SOCK" <<'PY' || fail "the state file after ADD: $(cat "$WORK/run/state.json")"
+import json, sys
+ports = json.load(open(sys.argv[1]))["ports"]
+assert [p["settings"].get("socket_path") for p in ports] == [sys.argv[2]], ports
+PY
+ok "vhostuser ADD: socket $SOCK, device-info mode client, in the state file"
 
 # The network-status annotation Multus writes (indented JSON), with the
 # device-info copied in; the pod's script reads it through NETWORK_STATUS.
@@ -256,7 +267,9 @@ cni "$WORK/vhost.json" DEL "$CID" /var/run/netns/none net1
 [ "$RC" = 0 ] || fail "vhostuser DEL: $(out)"
 if [ -e "$SOCK" ] || [ -e "$DEVINFO" ]; then fail "DEL left $(ls "$SOCK" "$DEVINFO" 2>&1)"; fi
 check_equal "vnetd's ports after vhostuser DEL" "now=$(port_count)" "before=$PORTS0"
-ok "vhostuser DEL: port, socket and device-info file gone"
+python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["ports"] == []' "$WORK/run/state.json" ||
+    fail "the state file after DEL: $(cat "$WORK/run/state.json")"
+ok "vhostuser DEL: port, socket and device-info file gone, and out of the state file"
 
 # ---- nad-tap.yaml -----------------------------------------------------------------------
 NS=$(ns_name deploy)
