@@ -32,6 +32,10 @@ BuiltPort build_vxlan_port(const PortConfig& pc, const PortContext& context) {
     lo.dstport = pc.vxlan_port;
     lo.mtu = pc.mtu.value_or(kDefaultVxlanMtu);  // what Config::uplink_mtu_of offers the guests
     auto link = std::make_unique<ports::VxlanLink>(lo);
+    if (link->replaced_leftover()) {
+        context.log->warn("port {}: {} was left by a vnetd that died: deleted and made again",
+                          pc.name, lo.name);
+    }
     for (const std::string& peer : pc.vxlan_remote) {
         link->add_peer(peer);
     }

@@ -20,7 +20,8 @@
 #     the removed peer is gone; peer add brings the flow back;
 #   - errors are exact: a second uplink on s0, an uplink on an unknown
 #     switch, a bad address, a peer twice, removing a peer that is not
-#     there, peer add on a switch without uplink;
+#     there, peer add on a switch without uplink, a vxlan device of the
+#     uplink's name that vnetd did not make (left as it was);
 #   - `switch uplink del` removes the port and both kernel devices and
 #     their tc programs; both vnetd exit 0.
 # Usage: test_vxlan_uplink.sh BUILD_DIR   (as root)
@@ -129,9 +130,15 @@ expect_refused ctl_a "vxlan 'vxlan$VNI': no peer 10.201.0.9" switch uplink peer 
 ctl_a switch add s9 >/dev/null || fail "switch add s9"
 expect_refused ctl_a "switch 's9' has no vxlan uplink (vnetctl switch uplink add s9 vxlan --vni N ...)" \
     switch uplink peer add s9 "$IP_B"
+# A vxlan device of that name that vnetd did not make is not touched.
+ip -n "$HA" link add vxlan77 type vxlan id 77 dstport 4790 || fail "a foreign vxlan77"
+expect_refused ctl_a "port 'uplink-s9': vxlan 'vxlan77': creating the vxlan device (vni 77, udp port 4789) failed: Object exists" \
+    switch uplink add s9 vxlan --vni 77
+ip -n "$HA" -d link show vxlan77 | grep -q "vxlan id 77 .*dstport 4790" || fail "the foreign vxlan77 was changed"
+ip -n "$HA" link del vxlan77
 [ "$(bridge -n "$HA" fdb show dev "$VX" | grep -c "^00:00:00:00:00:00")" = 1 ] ||
     fail "the refused calls changed the FDB: $(bridge -n "$HA" fdb show dev "$VX")"
-ok "errors: second uplink, unknown switch, bad address, peer twice, unknown peer, no uplink"
+ok "errors: second uplink, unknown switch, bad address, peer twice, unknown peer, no uplink, a foreign vxlan77"
 
 # ---- the guests --------------------------------------------------------------------
 ctl_a port add vhost-user a --socket-path "$WORK/a.sock" --switch s0 >/dev/null || fail "port a"

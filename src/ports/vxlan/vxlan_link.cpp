@@ -12,12 +12,16 @@
 
 #include <memory>
 #include <stdexcept>
+#include <string_view>
 
 #include "common/netlink_handles.hpp"
 #include "ports/setup_error.hpp"
 
 namespace vnet::ports {
 namespace {
+
+// The alias (ip link's "alias") vnetd gives the vxlan devices it makes.
+constexpr const char* kOwnerMark = "vnetd vxlan uplink";
 
 using netlink::Addr;
 using netlink::Link;
@@ -105,11 +109,16 @@ VxlanLink::VxlanLink(const VxlanLinkOptions& options) : options_(options) {
     if (options_.mtu != 0) {
         rtnl_link_set_mtu(link.get(), options_.mtu);
     }
-    if (int err = rtnl_link_add(sk.get(), link.get(), NLM_F_CREATE | NLM_F_EXCL); err < 0) {
+    int added = rtnl_link_add(sk.get(), link.get(), NLM_F_CREATE | NLM_F_EXCL);
+    if (added == -NLE_EXIST && remove_leftover(sk.get())) {
+        replaced_leftover_ = true;
+        added = rtnl_link_add(sk.get(), link.get(), NLM_F_CREATE | NLM_F_EXCL);
+    }
+    if (added < 0) {
         netlink_failed(device,
                        "creating the vxlan device (vni " + std::to_string(options_.vni) +
                            ", udp port " + std::to_string(options_.dstport) + ")",
-                       err);
+                       added);
     }
     rtnl_link* made = nullptr;
     if (int err = rtnl_link_get_kernel(sk.get(), 0, options_.name.c_str(), &made); err < 0) {
@@ -120,10 +129,29 @@ VxlanLink::VxlanLink(const VxlanLinkOptions& options) : options_(options) {
     mtu_ = rtnl_link_get_mtu(created.get());
     Link up(rtnl_link_alloc());
     rtnl_link_set_flags(up.get(), IFF_UP);
+    rtnl_link_set_ifalias(up.get(), kOwnerMark);
     if (int err = rtnl_link_change(sk.get(), created.get(), up.get(), 0); err < 0) {
         (void)rtnl_link_delete(sk.get(), created.get());
         netlink_failed(device, "setting the device up", err);
     }
+}
+
+// A vnetd killed with its uplink leaves the device behind (the kernel
+// deletes a tap with its last fd, a vxlan device never): one whose alias
+// says it is vnetd's is ours to remove. Any other device of that name is
+// someone else's, and the add fails with EEXIST naming it.
+bool VxlanLink::remove_leftover(nl_sock* sk) {
+    rtnl_link* raw = nullptr;
+    if (rtnl_link_get_kernel(sk, 0, options_.name.c_str(), &raw) < 0) {
+        return false;
+    }
+    Link old(raw);
+    const char* alias = rtnl_link_get_ifalias(old.get());
+    if (!rtnl_link_is_vxlan(old.get()) || alias == nullptr ||
+        std::string_view(alias) != kOwnerMark) {
+        return false;
+    }
+    return rtnl_link_delete(sk, old.get()) == 0;
 }
 
 VxlanLink::~VxlanLink() {

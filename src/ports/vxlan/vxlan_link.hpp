@@ -37,6 +37,9 @@ public:
     unsigned ifindex() const { return ifindex_; }
     unsigned mtu() const { return mtu_; }
     const VxlanLinkOptions& options() const { return options_; }
+    // A device of that name left by a vnetd that died (marked by its alias
+    // as vnetd's) was deleted first: for the log.
+    bool replaced_leftover() const { return replaced_leftover_; }
 
     // A remote VTEP (IPv4 or IPv6 address). Adding one that is there, or
     // removing one that is not, throws std::invalid_argument; a refused
@@ -48,11 +51,13 @@ public:
 
 private:
     size_t forget_macs_behind(nl_sock* sk, const std::string& address);
+    bool remove_leftover(nl_sock* sk);
 
     VxlanLinkOptions options_;
     unsigned ifindex_ = 0;
     unsigned mtu_ = 0;
     std::set<std::string> peers_;
+    bool replaced_leftover_ = false;
 };
 
 }  // namespace vnet::ports
