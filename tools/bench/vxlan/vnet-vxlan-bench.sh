@@ -1,0 +1,234 @@
+#!/bin/bash
+# vnet-vxlan-bench: traffic between two hosts joined by VXLAN, vnetd against
+# the kernel in one run (issue 11, docs/BENCHMARKS.md). Not a CI test.
+#
+# Two network namespaces hA and hB are the hosts, a veth pair between them
+# the underlay (static neighbours, no IPv6: it carries only the tunnels).
+# Both systems stand up at once, each with its own VNI and UDP port, and the
+# rows alternate between them (vnetd, kernel, vnetd, ...), so drift on this
+# shared machine hits both:
+#   vnetd:  in each host, vnetd with switch s0 and a VXLAN uplink
+#           (vxlan100, udp 4789); a "pod" netns with a vnetd tap port of s0
+#           (10.210.0.1 on hA, .2 on hB), and two vhost-user ports for the
+#           vnet-pktgen rows;
+#   kernel: in each host, a Linux bridge with a vxlan device (vxlan200,
+#           udp 4790) and a veth into a pod netns (10.211.0.1 / .2): the
+#           kernel's own way to do the same.
+# Rows (SECONDS each, REPEAT times, medians):
+#   pod -> pod, both systems, the same iperf3 in the pods:
+#     udp64    iperf3 -u -l 22 -b 0 (64-byte frames), delivered kpps
+#     udp1400  iperf3 -u -l 1372 -b 0 (1414-byte frames, the tunnel's 1450 MTU), kpps and Gbit/s
+#     tcp      iperf3 TCP (GSO frames of up to 64 KB from the pod's stack), Gbit/s
+#   VM -> VM, vnetd only (vnet-pktgen over vhost-user; the kernel has no
+#   vhost-user back end here, vhost-net being absent):
+#     vm64 / vm1400  vnet-pktgen --tx unpaced -> --rx on the other host, kpps
+#     vmgso          --gso frames of 64 KB (mss 1398) to a GUEST_TSO4 receiver, Gbit/s
+# Usage: tools/bench/vxlan/vnet-vxlan-bench.sh BUILD_DIR OUT_DIR   (as root)
+#   BENCH_SECONDS (5) BENCH_REPEAT (3)
+# Writes OUT_DIR/vxlan.csv (every sample), OUT_DIR/vxlan.md (the table) and the logs.
+set -u
+
+BUILD_DIR=$(cd "${1:?usage: $0 BUILD_DIR OUT_DIR}" && pwd)
+OUT=${2:?usage: $0 BUILD_DIR OUT_DIR}
+VNETD="$BUILD_DIR/apps/vnetd"
+VNETCTL="$BUILD_DIR/apps/vnetctl"
+PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
+HERE=$(cd "$(dirname "$0")" && pwd)
+S=${BENCH_SECONDS:-5}
+REPEAT=${BENCH_REPEAT:-3}
+
+# shellcheck source=../../../tests/integration/lib/common.sh
+. "$HERE/../../../tests/integration/lib/common.sh"
+[ "$(id -u)" = 0 ] || fail "needs root"
+for bin in "$VNETD" "$VNETCTL" "$PKTGEN"; do
+    [ -x "$bin" ] || fail "$bin not built"
+done
+command -v iperf3 >/dev/null || fail "iperf3 not found"
+mkdir -p "$OUT" || fail "cannot make $OUT"
+OUT=$(cd "$OUT" && pwd)
+work_dir vnet-vxlan-bench
+
+# ---- hosts and underlay -----------------------------------------------------------
+HA=$(ns_name bxa)
+HB=$(ns_name bxb)
+netns_new "$HA"
+netns_new "$HB"
+UA=$(link_name bxu a)
+UB=$(link_name bxu b)
+ip link add "$UA" netns "$HA" type veth peer name "$UB" netns "$HB" || fail "underlay veth"
+ip -n "$HA" addr add 10.202.0.1/24 dev "$UA" && ip -n "$HB" addr add 10.202.0.2/24 dev "$UB" ||
+    fail "underlay addresses"
+ip -n "$HA" link set "$UA" up && ip -n "$HB" link set "$UB" up || fail "underlay up"
+ip -n "$HA" neigh replace 10.202.0.2 lladdr "$(ip -n "$HB" -br link show "$UB" | awk '{print $3}')" \
+    dev "$UA" nud permanent || fail "neighbour"
+ip -n "$HB" neigh replace 10.202.0.1 lladdr "$(ip -n "$HA" -br link show "$UA" | awk '{print $3}')" \
+    dev "$UB" nud permanent || fail "neighbour"
+local_ip() { [ "$1" = a ] && echo 10.202.0.1 || echo 10.202.0.2; }
+remote_ip() { [ "$1" = a ] && echo 10.202.0.2 || echo 10.202.0.1; }
+host_ns() { [ "$1" = a ] && echo "$HA" || echo "$HB"; }
+
+# ---- vnetd system ----------------------------------------------------------------------
+for h in a b; do
+    ns=$(host_ns $h)
+    printf '[daemon]\ncontrol_socket = "%s"\n[[switch]]\nname = "s0"\n' "$WORK/$h.ctl" >"$WORK/$h.toml"
+    bg_start --log "$OUT/vnetd-$h.log" ip netns exec "$ns" "$VNETD" --config "$WORK/$h.toml"
+    eval "VNETD_$h=$BG_PID"
+    wait_for 10 "vnetd on $ns did not start" test -S "$WORK/$h.ctl"
+    ctl=("$VNETCTL" --socket "$WORK/$h.ctl")
+    "${ctl[@]}" switch uplink add s0 vxlan --vni 100 --local "$(local_ip $h)" \
+        --remote "$(remote_ip $h)" >/dev/null || fail "uplink on $h"
+    tap=$(link_name bxt $h)
+    "${ctl[@]}" port add tap pv --tap "$tap" --switch s0 >/dev/null || fail "tap port on $h"
+    pod=$(ns_name bxpv $h)
+    netns_new "$pod"
+    ip -n "$ns" link set "$tap" netns "$pod" || fail "tap into $pod"
+    ip -n "$pod" link set "$tap" name eth0 mtu 1450 up && ip -n "$pod" link set lo up || fail "pod link"
+    ip -n "$pod" addr add "10.210.0.$([ $h = a ] && echo 1 || echo 2)/24" dev eth0 || fail "pod addr"
+    for p in vm; do
+        "${ctl[@]}" port add vhost-user "$p" --socket-path "$WORK/$h-$p.sock" --switch s0 >/dev/null ||
+            fail "port $p on $h"
+    done
+    fail_log "$OUT/vnetd-$h.log" 20
+done
+VPOD_A=$(ns_name bxpv a)
+VPOD_B=$(ns_name bxpv b)
+
+# ---- kernel system ----------------------------------------------------------------------
+for h in a b; do
+    ns=$(host_ns $h)
+    ip -n "$ns" link add brk type bridge || fail "bridge on $h"
+    ip -n "$ns" link add vxlan200 type vxlan id 200 local "$(local_ip $h)" dstport 4790 || fail "vxlan on $h"
+    ip -n "$ns" link set vxlan200 mtu 1450 master brk up && ip -n "$ns" link set brk up || fail "kernel links $h"
+    bridge -n "$ns" fdb append 00:00:00:00:00:00 dev vxlan200 dst "$(remote_ip $h)" || fail "fdb $h"
+    pod=$(ns_name bxpk $h)
+    netns_new "$pod"
+    ip link add kv netns "$pod" type veth peer name "kvh$h" netns "$ns" || fail "pod veth $h"
+    ip -n "$ns" link set "kvh$h" mtu 1450 master brk up || fail "veth into bridge $h"
+    ip -n "$pod" link set kv name eth0 mtu 1450 up && ip -n "$pod" link set lo up || fail "kernel pod link"
+    ip -n "$pod" addr add "10.211.0.$([ $h = a ] && echo 1 || echo 2)/24" dev eth0 || fail "kernel pod addr"
+done
+KPOD_A=$(ns_name bxpk a)
+KPOD_B=$(ns_name bxpk b)
+
+# Both systems answer a ping before anything is measured.
+ip netns exec "$VPOD_A" busybox ping -c 3 -W 2 10.210.0.2 >/dev/null || fail "vnetd pods do not ping"
+ip netns exec "$KPOD_A" busybox ping -c 3 -W 2 10.211.0.2 >/dev/null || fail "kernel pods do not ping"
+bg_start --log "$OUT/iperf-v.log" ip netns exec "$VPOD_B" iperf3 -s -p 5201
+bg_start --log "$OUT/iperf-k.log" ip netns exec "$KPOD_B" iperf3 -s -p 5202
+sleep 1
+
+CSV="$OUT/vxlan.csv"
+echo "row,system,rep,value,unit,extra" >"$CSV"
+sample() { echo "$1,$2,$3,$4,$5,${6:-}" >>"$CSV"; }
+
+# iperf ROW SYSTEM REP ARGS...: one iperf3 run from the system's pod A to pod B.
+iperf_row() {
+    local row=$1 sys=$2 rep=$3 pod dst port
+    shift 3
+    if [ "$sys" = vnetd ]; then pod=$VPOD_A dst=10.210.0.2 port=5201; else pod=$KPOD_A dst=10.211.0.2 port=5202; fi
+    ip netns exec "$pod" iperf3 -c "$dst" -p "$port" -t "$S" -J "$@" >"$WORK/iperf.json" 2>&1 ||
+        { sample "$row" "$sys" "$rep" "" "" "iperf3 failed"; return; }
+    python3 - "$WORK/iperf.json" "$row" "$sys" "$rep" >>"$CSV" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1])); row, sysname, rep = sys.argv[2:5]
+end = j["end"]
+if "sum_received" in end and "lost_packets" not in end.get("sum", {}):
+    print(f"{row},{sysname},{rep},{end['sum_received']['bits_per_second']/1e9:.3f},Gbit/s,retransmits {end['sum_sent'].get('retransmits', 0)}")
+else:
+    s = end["sum"]
+    delivered = s["packets"] - s["lost_packets"]
+    print(f"{row},{sysname},{rep},{delivered/s['seconds']/1e3:.1f},kpps,lost {s['lost_percent']:.1f}% of {s['packets']}")
+PY
+}
+
+# vm ROW REP ARGS...: vnet-pktgen on hA's port vm -> hB's port vm.
+vm_row() {
+    local row=$1 rep=$2 rxargs=()
+    shift 2
+    [ "$row" = vmgso ] && rxargs=(--gso --mrg-rxbuf on)
+    bg_start --out "$WORK/rx.out" --err "$WORK/rx.err" "$PKTGEN" --socket-path "$WORK/b-vm.sock" \
+        --rx --duration $((S + 3)) --connect-timeout 10 "${rxargs[@]}"
+    local rx=$BG_PID
+    wait_for 10 "the receiving vnet-pktgen did not come up" log_has "$WORK/rx.err" "link up"
+    "$PKTGEN" --socket-path "$WORK/a-vm.sock" --tx --duration "$S" --connect-timeout 10 \
+        --src-mac 02:00:00:00:0a:01 --dst-mac 02:00:00:00:0b:01 "$@" >"$WORK/tx.out" 2>"$WORK/tx.err" ||
+        fail "tx pktgen: $(tail -2 "$WORK/tx.err")"
+    stop_pid "$rx" INT >/dev/null
+    local pkts bytes
+    pkts=$(pktgen_value "$WORK/rx.out" rx-packets)
+    bytes=$(pktgen_value "$WORK/rx.out" rx-bytes)
+    if [ "$row" = vmgso ]; then
+        sample "$row" vnetd "$rep" "$(python3 -c "print(f'{$bytes*8/$S/1e9:.3f}')")" Gbit/s "$pkts frames"
+    else
+        sample "$row" vnetd "$rep" "$(python3 -c "print(f'{$pkts/$S/1e3:.1f}')")" kpps \
+            "sent $(pktgen_value "$WORK/tx.out" tx-packets)"
+    fi
+}
+
+# The receiver's MAC is learned once (a broadcast from it), so the rows
+# measure known unicast, as between two VMs that talked before.
+"$PKTGEN" --socket-path "$WORK/b-vm.sock" --tx --count 1 --src-mac 02:00:00:00:0b:01 \
+    --dst-mac ff:ff:ff:ff:ff:ff --connect-timeout 10 >/dev/null 2>&1 || fail "learning frame"
+
+for ((rep = 1; rep <= REPEAT; rep++)); do
+    for sys in vnetd kernel; do
+        iperf_row udp64 "$sys" "$rep" -u -l 22 -b 0
+        iperf_row udp1400 "$sys" "$rep" -u -l 1372 -b 0
+        iperf_row tcp "$sys" "$rep"
+    done
+    vm_row vm64 "$rep" --size 64
+    vm_row vm1400 "$rep" --size 1400
+    vm_row vmgso "$rep" --gso --size 65000 --mss 1398
+    echo "repeat $rep of $REPEAT done"
+done
+
+# Where frames were lost, over the whole run: every device's kernel drop
+# counters on the vnetd path, and vnetd's drops by reason.
+{
+    for ns in "$VPOD_A" "$HA" "$HB" "$VPOD_B"; do
+        for dev in $(ip netns exec "$ns" ls /sys/class/net); do
+            case $dev in lo | brk | vxlan200 | kvh*) continue ;; esac
+            echo "$ns $dev tx_dropped $(link_stat "$ns" "$dev" tx_dropped) rx_dropped $(link_stat "$ns" "$dev" rx_dropped)"
+        done
+    done
+    for h in a b; do
+        "$VNETCTL" --socket "$WORK/$h.ctl" --json stats >"$OUT/stats-$h.json"
+        python3 - "$OUT/stats-$h.json" "$h" <<'PY'
+import json, sys
+for p in json.load(open(sys.argv[1]))["ports"]:
+    for q in p["queues"]:
+        for d in ("rx", "tx"):
+            drops = {k: v for k, v in q[d]["drops"].items() if v}
+            if drops:
+                print(f"vnetd {sys.argv[2]} port {p['name']} {d} drops {drops}")
+PY
+    done
+} >"$OUT/drops.txt"
+cat "$OUT/drops.txt"
+stop_pid "$VNETD_a" || fail "vnetd on hA exit $?"
+stop_pid "$VNETD_b" || fail "vnetd on hB exit $?"
+
+python3 - "$CSV" "$S" "$REPEAT" >"$OUT/vxlan.md" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+def med(row, system):
+    v = [float(r["value"]) for r in rows if r["row"] == row and r["system"] == system and r["value"]]
+    return (statistics.median(v), v, next(r["unit"] for r in rows if r["row"] == row and r["value"])) if v else (None, [], "")
+labels = {"udp64": "pod → pod, UDP 64-byte frames (iperf3 -u -l 22 -b 0)",
+          "udp1400": "pod → pod, UDP 1414-byte frames (-l 1372)",
+          "tcp": "pod → pod, TCP (GSO from the pod's stack)",
+          "vm64": "VM → VM, 64 B (vnet-pktgen, vhost-user)",
+          "vm1400": "VM → VM, 1400 B",
+          "vmgso": "VM → VM, 64 KB GSO frames to a TSO guest"}
+print(f"{sys.argv[3]} runs of {sys.argv[2]} s each, medians (all samples in vxlan.csv)\n")
+print("| row | vnetd | kernel (veth + bridge + vxlan) | vnetd / kernel |")
+print("|---|---|---|---|")
+for key, label in labels.items():
+    v, vs, unit = med(key, "vnetd")
+    k, ks, _ = med(key, "kernel")
+    vt = f"{v:g} {unit}" if v is not None else "n/a"
+    kt = f"{k:g} {unit}" if k is not None else ("no vhost-user back end in the kernel here" if key.startswith("vm") else "n/a")
+    ratio = f"{v / k:.2f}×" if v is not None and k else "—"
+    print(f"| {label} | {vt} | {kt} | {ratio} |")
+PY
+cat "$OUT/vxlan.md"
