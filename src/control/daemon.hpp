@@ -182,6 +182,8 @@ private:
     void open_control_socket();
     void add_control_methods();
     void add_switch_methods();
+    template <typename Change>
+    nlohmann::json apply_change(Change change);
     // uplink.peer.add/del: the switch's vxlan port gains or loses a remote
     // VTEP. Throws std::invalid_argument (no such switch or uplink, a bad
     // address, a peer there already or not there) and then changes nothing.

@@ -67,19 +67,6 @@ std::vector<std::pair<std::string, std::string>> settings_of(
     return settings;
 }
 
-// Runs a change the daemon may refuse: its reason becomes the error message.
-template <typename Change>
-nlohmann::json refusable(Change change) {
-    try {
-        change();
-    } catch (const rpc::RpcError&) {
-        throw;
-    } catch (const std::exception& e) {
-        throw rpc::RpcError(rpc::ErrorCode::refused, e.what());
-    }
-    return nlohmann::json{{"ok", true}};
-}
-
 // `params` may name one switch ({"switch": "S"}); none: every switch.
 std::optional<std::string> switch_param(const nlohmann::json& params) {
     if (params.is_object() && params.contains("switch")) {
@@ -134,6 +121,22 @@ void Daemon::open_control_socket() {
     }
 }
 
+// A change vnetctl asked for (port.add/del, switch.add/del, uplink peers):
+// the daemon's refusal becomes the error message; once it is made, the
+// run-time state file is rewritten, so a restart keeps it.
+template <typename Change>
+nlohmann::json Daemon::apply_change(Change change) {
+    try {
+        change();
+    } catch (const rpc::RpcError&) {
+        throw;
+    } catch (const std::exception& e) {
+        throw rpc::RpcError(rpc::ErrorCode::refused, e.what());
+    }
+    save_run_state();
+    return nlohmann::json{{"ok", true}};
+}
+
 void Daemon::add_control_methods() {
     control_methods_.add("version", "vnetd's version", [](const nlohmann::json&) {
         return nlohmann::json{{"version", VNET_VERSION}};
@@ -183,10 +186,9 @@ void Daemon::add_control_methods() {
             const std::string type = rpc::string_param(params, "type");
             const std::string peer = rpc::optional_string_param(params, "peer").value_or("");
             const auto settings = settings_of(params, {"name", "type", "peer"});
-            return refusable([&] {
+            return apply_change([&] {
                 Config scratch = config_;  // option rows may write daemon-wide state: not ours
                 add_port(port_from_settings(name, type, settings, scratch), peer);
-                save_run_state();
             });
         });
     control_methods_.add("reload",
@@ -219,10 +221,7 @@ void Daemon::add_control_methods() {
                 throw rpc::RpcError(rpc::ErrorCode::invalid_params, "params must be an object");
             }
             const std::string name = rpc::string_param(params, "name");
-            return refusable([&] {
-                remove_port(name);
-                save_run_state();
-            });
+            return apply_change([&] { remove_port(name); });
         });
     control_methods_.add("port.set",
                          "change a port's settings at run time: params name, "
@@ -300,10 +299,8 @@ void Daemon::add_switch_methods() {
                 throw rpc::RpcError(rpc::ErrorCode::invalid_params, "params must be an object");
             }
             const std::string name = rpc::string_param(params, "name");
-            return refusable([&] {
-                add_switch(switch_from_settings(name, settings_of(params, {"name"})));
-                save_run_state();
-            });
+            return apply_change(
+                [&] { add_switch(switch_from_settings(name, settings_of(params, {"name"}))); });
         });
     control_methods_.add("switch.del", "remove a switch that has no ports: {name}",
                          [this](const nlohmann::json& params) {
@@ -312,10 +309,7 @@ void Daemon::add_switch_methods() {
                                                      "params must be an object");
                              }
                              const std::string name = rpc::string_param(params, "name");
-                             return refusable([&] {
-                                 remove_switch(name);
-                                 save_run_state();
-                             });
+                             return apply_change([&] { remove_switch(name); });
                          });
     // A switch's VXLAN uplink is a port (port.add type vxlan, port.del);
     // its peers change here, the kernel's FDB and our config together.
@@ -330,10 +324,7 @@ void Daemon::add_switch_methods() {
                 }
                 const std::string sw = rpc::string_param(params, "switch");
                 const std::string address = rpc::string_param(params, "address");
-                return refusable([&] {
-                    change_uplink_peer(sw, address, add);
-                    save_run_state();
-                });
+                return apply_change([&] { change_uplink_peer(sw, address, add); });
             });
     }
     auto selected = [this](const nlohmann::json& params) {
