@@ -91,10 +91,13 @@ Daemon::PortEntry Daemon::build_port(const PortConfig& pc, size_t placement_grou
             },
         .handed_over = handed_over_fds_for(pc),
     };
-    // A guest on a switch with a VXLAN uplink is offered the tunnel's MTU
-    // unless its port says otherwise: its frames must fit encapsulated.
+    // A guest or tap on a switch with a VXLAN uplink gets the tunnel's MTU
+    // unless its port says otherwise: its frames must fit encapsulated (a
+    // pod's tap sending 1500-byte frames into a 1450 tunnel would lose
+    // every full-sized one). Ports made before the uplink keep theirs.
     PortConfig effective = pc;
-    if (pc.type == PortType::vhost_user && !pc.mtu && !pc.switch_name.empty()) {
+    const bool takes_uplink_mtu = pc.type == PortType::vhost_user || pc.type == PortType::tap;
+    if (takes_uplink_mtu && !pc.mtu && !pc.switch_name.empty()) {
         effective.mtu = config_.uplink_mtu_of(pc.switch_name);
     }
     BuiltPort built = factory->build(effective, context);

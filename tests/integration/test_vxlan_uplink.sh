@@ -24,6 +24,8 @@
 #     uplink's name that vnetd did not make (left as it was);
 #   - `switch uplink del` removes the port and both kernel devices and
 #     their tc programs; both vnetd exit 0.
+# The hosts and their vnetd: lib/vxlan_hosts.sh; test_vxlan_qemu.sh runs a
+# QEMU guest and a CNI pod across the same tunnel.
 # Usage: test_vxlan_uplink.sh BUILD_DIR   (as root)
 #   VNET_TEST_FRAMES N (default 2000)
 set -u
@@ -47,58 +49,15 @@ done
 command -v bridge >/dev/null || fail "bridge (iproute2) not found"
 
 work_dir vnet-vxlan
-HA=$(ns_name vxa)
-HB=$(ns_name vxb)
-netns_new "$HA"
-netns_new "$HB"
-UA=$(link_name vxu a)
-UB=$(link_name vxu b)
-IP_A=10.201.0.1
-IP_B=10.201.0.2
-ip link add "$UA" netns "$HA" type veth peer name "$UB" netns "$HB" || fail "veth underlay"
-ip -n "$HA" addr add "$IP_A/24" dev "$UA" && ip -n "$HB" addr add "$IP_B/24" dev "$UB" ||
-    fail "underlay addresses"
-ip -n "$HA" link set "$UA" up && ip -n "$HB" link set "$UB" up || fail "underlay up"
-MAC_UA=$(ip -n "$HA" -br link show "$UA" | awk '{print $3}')
-MAC_UB=$(ip -n "$HB" -br link show "$UB" | awk '{print $3}')
-# Static neighbours: no ARP on the underlay, so it counts only the tunnel.
-ip -n "$HA" neigh replace "$IP_B" lladdr "$MAC_UB" dev "$UA" nud permanent &&
-    ip -n "$HB" neigh replace "$IP_A" lladdr "$MAC_UA" dev "$UB" nud permanent ||
-    fail "static neighbours"
-ok "hosts $HA ($IP_A) and $HB ($IP_B) joined by veth $UA-$UB"
-
+# shellcheck source=lib/vxlan_hosts.sh
+. "$HERE/lib/vxlan_hosts.sh"
+vxlan_hosts_start
 MAC_A=02:00:00:00:0a:0a
 MAC_B=02:00:00:00:0b:0b
 BROADCAST=ff:ff:ff:ff:ff:ff
-ctl_a() { "$VNETCTL" --socket "$WORK/a.ctl" "$@"; }
-ctl_b() { "$VNETCTL" --socket "$WORK/b.ctl" "$@"; }
-
-for h in a b; do
-    cat >"$WORK/$h.toml" <<TOML
-[daemon]
-control_socket = "$WORK/$h.ctl"
-
-[[switch]]
-name = "s0"
-destination_hold_us = $HOLD_US
-TOML
-    fail_log "$WORK/vnetd-$h.log" 20
-done
-bg_start --log "$WORK/vnetd-a.log" ip netns exec "$HA" "$VNETD" --config "$WORK/a.toml"
-VNETD_A=$BG_PID
-bg_start --log "$WORK/vnetd-b.log" ip netns exec "$HB" "$VNETD" --config "$WORK/b.toml"
-VNETD_B=$BG_PID
-wait_for 10 "vnetd on $HA did not open its control socket" test -S "$WORK/a.ctl"
-wait_for 10 "vnetd on $HB did not open its control socket" test -S "$WORK/b.ctl"
 
 # ---- the uplinks ----------------------------------------------------------------
-out=$(ctl_a switch uplink add s0 vxlan --vni "$VNI" --local "$IP_A" --remote "$IP_B" 2>&1) ||
-    fail "uplink add on $HA: $out"
-[ "$out" = "switch s0: vxlan uplink uplink-s0 added" ] || fail "uplink add said: $out"
-out=$(ctl_b switch uplink add s0 vxlan --vni "$VNI" --local "$IP_B" --remote "$IP_A" 2>&1) ||
-    fail "uplink add on $HB: $out"
-VX=vxlan$VNI
-VT=vxtap$VNI
+vxlan_uplinks_add
 for h in "$HA" "$HB"; do
     ip -n "$h" -d link show "$VX" | grep -q "vxlan id $VNI .*dstport 4789" ||
         fail "no $VX with vni $VNI in $h: $(ip -n "$h" -d link show "$VX" 2>&1)"
@@ -235,13 +194,9 @@ out=$(ctl_a switch uplink del s0) || fail "uplink del: $out"
 ip -n "$HA" link show "$VX" >/dev/null 2>&1 && fail "$VX left in $HA"
 # The tap goes once its last file reference does, which io_uring drops a
 # moment after vnetd closed it.
-gone_in() { ! ip -n "$1" link show "$2" >/dev/null 2>&1; }
-wait_for 5 "$VT left in $HA" gone_in "$HA" "$VT"
+wait_for 5 "$VT left in $HA" vxlan_gone_in "$HA" "$VT"
 expect_refused ctl_a "switch 's0' has no uplink" switch uplink del s0
 ok "uplink del: port, $VX and $VT gone"
 
-stop_pid "$VNETD_A" || fail "vnetd on $HA exit status $?"
-stop_pid "$VNETD_B" || fail "vnetd on $HB exit status $?"
-gone_in "$HB" "$VX" || fail "$VX left in $HB after vnetd exited"
-wait_for 5 "$VT left in $HB after vnetd exited" gone_in "$HB" "$VT"
+vxlan_hosts_stop
 pass "vxlan uplink: two hosts, every hop counted, broadcast, unicast, peer del/add, errors"

@@ -1,7 +1,8 @@
 # The helpers of the QEMU tests whose TCG guest (qemu/guest_init.sh
 # vnet_stream=1) streams checksummed bytes both ways through vnetd while
 # vnetd goes away and comes back (test_qemu_restart.sh: SIGKILL and a
-# restart; test_upgrade_in_place.sh: an upgrade in place). Sourced after
+# restart; test_upgrade_in_place.sh: an upgrade in place) or across a
+# VXLAN tunnel (test_vxlan_qemu.sh). Sourced after
 # common.sh and guest_kernel; the test sets QEMU, QEMU_TIMEOUT, GUEST_MB,
 # MAC, DATA_KIB, WORK and, per shape, L, D, SOCK, HOST_IP, GUEST_IP, and
 # QEMU_PID is set here.
@@ -17,8 +18,9 @@ SUMMARY=()
 note() { SUMMARY+=("$*"); }
 
 # start_qemu CHARDEV_OPTIONS: the guest, its vhost-user chardev at SOCK with
-# CHARDEV_OPTIONS; QEMU_PID. vectors=0: QEMU 7.2 TCG + vhost-user + MSI-X
-# segfaults (peer-baselines.md).
+# CHARDEV_OPTIONS and QEMU_NET_OPTIONS (optional, more virtio-net-pci
+# properties, e.g. ",host_mtu=1450"); QEMU_PID. vectors=0: QEMU 7.2 TCG +
+# vhost-user + MSI-X segfaults (peer-baselines.md).
 start_qemu() {
     bg_start --log "$D-qemu.log" timeout -k 5 "$QEMU_TIMEOUT" "$QEMU" -accel tcg \
         -m "$GUEST_MB" -smp 1 -nodefaults -no-user-config -kernel "$KERNEL" -initrd "$WORK/initrd.gz" \
@@ -27,7 +29,7 @@ start_qemu() {
         -object "memory-backend-memfd,id=mem,size=${GUEST_MB}M,share=on" -numa node,memdev=mem \
         -chardev "socket,id=chr0,path=$SOCK,$1" \
         -netdev type=vhost-user,id=net0,chardev=chr0 \
-        -device "virtio-net-pci,netdev=net0,mac=$MAC,vectors=0,mrg_rxbuf=on,csum=on,guest_csum=on,gso=on,host_tso4=on,guest_tso4=on"
+        -device "virtio-net-pci,netdev=net0,mac=$MAC,vectors=0,mrg_rxbuf=on,csum=on,guest_csum=on,gso=on,host_tso4=on,guest_tso4=on${QEMU_NET_OPTIONS:-}"
     QEMU_PID=$BG_PID
 }
 
