@@ -80,6 +80,10 @@ struct QueueFamilies {
     MetricFamily calls =
         family("vnetd_port_calls_total", "guest interrupts vnetd signalled (call eventfd writes)",
                MetricType::Counter);
+    MetricFamily inflight_resumed = family(
+        "vnetd_port_inflight_resumed_total",
+        "chains a previous vnetd had taken and not completed, resubmitted at ring start",
+        MetricType::Counter);
 
     void add(const Labels& labels, const packet::QueueCounters& c) {
         add_counter(packets, labels, static_cast<double>(c.packets.get()));
@@ -100,10 +104,12 @@ struct QueueFamilies {
         add_counter(publishes_coalesced, labels, static_cast<double>(c.publishes_coalesced.get()));
         add_counter(kicks, labels, static_cast<double>(c.kicks.get()));
         add_counter(calls, labels, static_cast<double>(c.calls.get()));
+        add_counter(inflight_resumed, labels, static_cast<double>(c.inflight_resumed.get()));
     }
     void move_into(MetricFamilies& out) {
         for (MetricFamily* f : {&packets, &bytes, &bursts, &burst_size, &drops, &gro_frames,
-                                &gro_segments, &publishes_coalesced, &kicks, &calls}) {
+                                &gro_segments, &publishes_coalesced, &kicks, &calls,
+                                &inflight_resumed}) {
             out.push_back(std::move(*f));
         }
     }

@@ -28,6 +28,7 @@ nlohmann::json counters_json(const packet::QueueCounters& c) {
     j["publishes_coalesced"] = c.publishes_coalesced.get();
     j["kicks"] = c.kicks.get();
     j["calls"] = c.calls.get();
+    j["inflight_resumed"] = c.inflight_resumed.get();
     return j;
 }
 

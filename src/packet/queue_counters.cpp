@@ -67,6 +67,7 @@ void QueueCounters::reset() {
     gro_segments.reset();
     kicks.reset();
     calls.reset();
+    inflight_resumed.reset();
 }
 
 std::string_view QueueCounters::histogram_label(size_t bucket) {

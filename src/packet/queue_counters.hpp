@@ -88,6 +88,11 @@ struct QueueCounters {
     // by which vnetd interrupted the guest for this ring.
     Counter kicks;
     Counter calls;
+    // Restart without a guest reboot (INFLIGHT_SHMFD, virtio rings only):
+    // chains a previous back end had taken from this ring and not completed,
+    // handed out again when the ring started. Counted at ring start, by the
+    // ring's owner, like every other counter here.
+    Counter inflight_resumed;
 
     void count_burst(uint16_t packets_in_burst, uint64_t bytes_in_burst) {
         if (packets_in_burst == 0) {

@@ -18,7 +18,9 @@
 #   - pktgen vm0 exits 0 with tx-reconnects == K: its driver ring stops
 #     the run ("TX used ring: used id not in flight") on a used entry for a
 #     head it does not have out, so no chain was completed twice;
-#   - vnetctl show reports the resumed count of vm0's TX ring.
+#   - vnetctl show reports the resumed count of vm0's TX ring, and the
+#     stats (vnetctl --json stats: vm0 rx inflight_resumed) and the metrics
+#     endpoint (vnetd_port_inflight_resumed_total) the last restart's N.
 #
 # Usage: test_inflight_restart.sh BUILD_DIR   (as root; exit 77 = skipped)
 #   VNET_TEST_RESTARTS  K (default 3)
@@ -45,6 +47,7 @@ CONTROL="$WORK/control.sock"
 cat >"$WORK/vnetd.toml" <<EOF
 [daemon]
 control_socket = "$CONTROL"
+metrics_address = "127.0.0.1:0"
 
 [[port]]
 name = "vm0"
@@ -111,6 +114,15 @@ show=$("$VNETCTL" --socket "$CONTROL" show vm0 2>&1) || fail "vnetctl show vm0: 
 echo "$show" | grep -qE "inflight resumed [1-9][0-9]*" ||
     fail "vnetctl show vm0 has no 'inflight resumed N > 0': $show"
 ok "vnetctl show vm0 reports the resumed count"
+"$VNETCTL" --socket "$CONTROL" --json stats >"$WORK/stats.json" || fail "vnetctl stats"
+METRICS_PORT=$(sed -nE 's|.*metrics at http://127.0.0.1:([0-9]+)/metrics.*|\1|p' "$log" | tail -n 1)
+[ -n "$METRICS_PORT" ] || fail "the last vnetd did not say where its metrics are"
+python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
+    "http://127.0.0.1:$METRICS_PORT/metrics" >"$WORK/metrics.txt" || fail "scrape of the metrics endpoint"
+metric=$(sed -nE 's/^vnetd_port_inflight_resumed_total\{port="vm0",queue="0",direction="rx"\} ([0-9]+).*/\1/p' \
+    "$WORK/metrics.txt")
+check_equal "the last restart's resumed chains (vm0's TX ring = its rx direction)" "log=$n" \
+    "stats=$(vnetd_stats "$WORK/stats.json" vm0.rx.inflight_resumed)" "metrics=$metric"
 
 stop_pid "$PKTGEN0_PID" INT || fail "pktgen vm0 exit status $? (a chain completed twice?): $(tail -n 3 "$WORK/pktgen-vm0.err")"
 grep -q "used id not in flight" "$WORK/pktgen-vm0.err" && fail "pktgen vm0 saw a chain completed twice"

@@ -46,7 +46,6 @@ VhostUserPort::VhostUserPort(std::string name, uint16_t queue_pairs, RunOnOwner 
       run_on_owner_(std::move(run_on_owner)),
       log_(make_logger(this->name())),
       counters_(std::make_unique<packet::QueueCounters[]>(2u * queue_pairs)),
-      inflight_resumed_(std::make_unique<uint64_t[]>(2u * queue_pairs)),
       ring_running_(2u * queue_pairs, false) {
     pairs_.reserve(queue_pairs);
     for (uint16_t q = 0; q < queue_pairs; ++q) {
@@ -322,7 +321,7 @@ void VhostUserPort::start_ring(uint32_t ring_index, const vhost_user::QueueSnaps
         if (s.inflight.active()) {
             // The device recovered the region; its mapping lives with the ring.
             e.inflight_mapping = s.inflight_mapping;
-            inflight_resumed_[ring_index] += s.inflight_resume.size();
+            counters_[ring_index].inflight_resumed.add(s.inflight_resume.size());
             split.track_inflight(s.inflight, s.inflight_resume);
         }
         ring = std::move(split);
@@ -444,7 +443,7 @@ VhostUserPort::RingView VhostUserPort::ring_view(uint32_t ring_index) {
         v.calls = counters_[ring_index].calls.get();
         v.packets = counters_[ring_index].packets.get();
         v.drops = counters_[ring_index].total_drops();
-        v.inflight_resumed = inflight_resumed_[ring_index];
+        v.inflight_resumed = counters_[ring_index].inflight_resumed.get();
         if (!v.running || !e.memory || e.memory_lost) {
             return;
         }

@@ -206,9 +206,6 @@ private:
     RunOnOwner run_on_owner_;
     Logger log_;                                         // control thread only
     std::unique_ptr<packet::QueueCounters[]> counters_;  // one per ring
-    // INFLIGHT_SHMFD: chains a previous back end took and never completed,
-    // handed out again when the ring started (summed over starts; owner only).
-    std::unique_ptr<uint64_t[]> inflight_resumed_;
     Announcement announcement_;  // queue pair 0's owner
     std::vector<QueuePair> pairs_;
     uint32_t generation_counter_ = 0;  // control thread (inside run_sync)

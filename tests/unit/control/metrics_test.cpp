@@ -64,6 +64,7 @@ struct TwoPorts {
         t0.tx_counters(0).gro_segments.add(4);
         vm0.rx_counters(1).kicks.add(7);
         vm0.tx_counters(1).calls.add(3);
+        vm0.rx_counters(0).inflight_resumed.add(2);
     }
     MetricFamilies collect() {
         MetricFamilies out;
@@ -89,6 +90,7 @@ TEST(PortMetrics, every_family_has_its_name_and_type) {
         {"vnetd_port_publishes_coalesced_total", MetricType::Counter},
         {"vnetd_port_kicks_total", MetricType::Counter},
         {"vnetd_port_calls_total", MetricType::Counter},
+        {"vnetd_port_inflight_resumed_total", MetricType::Counter},
     };
     ASSERT_EQ(families.size(), expected.size());
     for (size_t i = 0; i < expected.size(); ++i) {
@@ -131,6 +133,8 @@ TEST(PortMetrics, values_are_the_counters_at_collect_time) {
     EXPECT_EQ(value("vnetd_port_kicks_total", "port=vm0,queue=1,direction=rx"), 7);
     EXPECT_EQ(value("vnetd_port_calls_total", "port=vm0,queue=1,direction=tx"), 3);
     EXPECT_EQ(value("vnetd_port_calls_total", "port=vm0,queue=1,direction=rx"), 0);
+    EXPECT_EQ(value("vnetd_port_inflight_resumed_total", "port=vm0,queue=0,direction=rx"), 2);
+    EXPECT_EQ(value("vnetd_port_inflight_resumed_total", "port=t0,queue=0,direction=rx"), 0);
     EXPECT_EQ(
         value("vnetd_port_drops_total", "port=vm0,queue=1,direction=rx,reason=no_destination"), 5);
     EXPECT_EQ(value("vnetd_port_drops_total", "port=vm0,queue=1,direction=rx,reason=tx_error"), 0);
