@@ -80,10 +80,10 @@ struct QueueFamilies {
     MetricFamily calls =
         family("vnetd_port_calls_total", "guest interrupts vnetd signalled (call eventfd writes)",
                MetricType::Counter);
-    MetricFamily inflight_resumed = family(
-        "vnetd_port_inflight_resumed_total",
-        "chains a previous vnetd had taken and not completed, resubmitted at ring start",
-        MetricType::Counter);
+    MetricFamily inflight_resumed =
+        family("vnetd_port_inflight_resumed_total",
+               "chains a previous vnetd had taken and not completed, resubmitted at ring start",
+               MetricType::Counter);
 
     void add(const Labels& labels, const packet::QueueCounters& c) {
         add_counter(packets, labels, static_cast<double>(c.packets.get()));
@@ -107,9 +107,9 @@ struct QueueFamilies {
         add_counter(inflight_resumed, labels, static_cast<double>(c.inflight_resumed.get()));
     }
     void move_into(MetricFamilies& out) {
-        for (MetricFamily* f : {&packets, &bytes, &bursts, &burst_size, &drops, &gro_frames,
-                                &gro_segments, &publishes_coalesced, &kicks, &calls,
-                                &inflight_resumed}) {
+        for (MetricFamily* f :
+             {&packets, &bytes, &bursts, &burst_size, &drops, &gro_frames, &gro_segments,
+              &publishes_coalesced, &kicks, &calls, &inflight_resumed}) {
             out.push_back(std::move(*f));
         }
     }
