@@ -145,6 +145,10 @@ int main(int argc, char** argv) {
     std::string socket = kDefaultSocket;
     bool as_json = false;
     app.add_option("--socket", socket, "vnetd's control socket")->capture_default_str();
+    unsigned timeout_s = vnet::rpc_client::kDefaultAnswerTimeout.count();
+    app.add_option("--timeout", timeout_s,
+                   "give up when vnetd does not answer for SECONDS (0: wait)")
+        ->capture_default_str();
     app.add_flag("--json", as_json, "print vnetd's JSON answer instead of a table");
 
     auto* version = app.add_subcommand("version", "vnetd's version");
@@ -272,7 +276,7 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
 
     try {
-        ControlClient client(socket);
+        ControlClient client(socket, std::chrono::seconds(timeout_s));
         if (*version) {
             const json r = client.call("version");
             std::cout << (as_json ? r.dump(2) : text_of(r["version"])) << "\n";

@@ -23,10 +23,12 @@ namespace {
 constexpr size_t kSunPathMax = 107;  // sizeof(sockaddr_un::sun_path) less the NUL
 
 // vnetd through its control socket; `when_down` is the code a verb reports
-// when nobody answers (11 for ADD/DEL/CHECK/GC: the runtime retries; 50 for STATUS).
+// when nobody answers, at connect or within the client's answer timeout (11
+// for ADD/DEL/CHECK/GC: the runtime retries; 50 for STATUS).
 class Vnetd {
 public:
-    Vnetd(const std::string& socket, ErrorCode when_down) try : client_(socket) {
+    Vnetd(const std::string& socket, ErrorCode when_down) try
+        : client_(socket), when_down_(when_down) {
     } catch (const rpc_client::ControlError& e) {
         throw CniError(when_down, "vnetd's control socket does not answer", e.what());
     }
@@ -53,12 +55,15 @@ private:
     json call(const std::string& method, const json& params) {
         try {
             return client_.call(method, params);
+        } catch (const rpc_client::ControlTimeout& e) {
+            throw CniError(when_down_, "vnetd's control socket does not answer", e.what());
         } catch (const rpc_client::ControlError& e) {
             throw CniError(ErrorCode::vnetd_refused, "vnetd refused " + method + ": " + e.what());
         }
     }
 
     rpc_client::ControlClient client_;
+    ErrorCode when_down_;
 };
 
 json ipam_config(const json& raw, const json& ipam) {

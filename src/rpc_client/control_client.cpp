@@ -11,7 +11,19 @@
 
 namespace vnet::rpc_client {
 
-ControlClient::ControlClient(const std::string& socket_path) : path_(socket_path) {
+namespace {
+
+// SO_RCVTIMEO/SO_SNDTIMEO: a blocked recv or send returns EAGAIN after it.
+bool set_socket_timeouts(int fd, std::chrono::seconds timeout) {
+    const timeval tv{static_cast<time_t>(timeout.count()), 0};
+    return ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0 &&
+           ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) == 0;
+}
+
+}  // namespace
+
+ControlClient::ControlClient(const std::string& socket_path, std::chrono::seconds answer_timeout)
+    : path_(socket_path), answer_timeout_(answer_timeout) {
     sockaddr_un addr;
     if (!io::make_unix_address(path_, &addr)) {
         throw ControlError("bad control socket path '" + path_ + "'");
@@ -27,6 +39,14 @@ ControlClient::ControlClient(const std::string& socket_path) : path_(socket_path
         }
         throw ControlError("cannot connect to " + path_ + ": " + std::strerror(err) + hint);
     }
+    if (answer_timeout_.count() > 0 && !set_socket_timeouts(fd_.get(), answer_timeout_)) {
+        throw ControlError("setting the answer timeout on " + path_ + ": " + std::strerror(errno));
+    }
+}
+
+ControlTimeout ControlClient::no_answer() const {
+    return ControlTimeout("no answer from " + path_ + " within " +
+                          std::to_string(answer_timeout_.count()) + " s (vnetd busy or wedged)");
 }
 
 nlohmann::json ControlClient::call(const std::string& method, const nlohmann::json& params) {
@@ -40,6 +60,9 @@ nlohmann::json ControlClient::call(const std::string& method, const nlohmann::js
         if (n < 0) {
             if (errno == EINTR) {
                 continue;
+            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                throw no_answer();  // vnetd does not read its socket
             }
             throw ControlError("sending to " + path_ + ": " + std::strerror(errno));
         }
@@ -66,6 +89,9 @@ std::string ControlClient::read_line() {
         const ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
         if (n < 0 && errno == EINTR) {
             continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            throw no_answer();
         }
         if (n <= 0) {
             throw ControlError("vnetd closed the control connection" +

@@ -12,8 +12,9 @@
 #   - every error path: an unknown method (exit 1, vnetd's message), bad
 #     JSON on the socket (a -32700 answer, the connection stays usable), a
 #     request line over 1 MiB (that client disconnected), a socket path
-#     with no vnetd (exit 1 naming it); vnetd keeps forwarding through all
-#     of them and exits 0;
+#     with no vnetd (exit 1 naming it), a socket that never answers
+#     (`--timeout 1`: exit 1 after a second, saying so); vnetd keeps
+#     forwarding through all of them and exits 0;
 #   - a second vnetd given the same --control-socket fails to start,
 #     naming the path; one left at the default while another holds the
 #     default starts anyway, with a warning (two vnetd on a host must not
@@ -100,6 +101,21 @@ out=$(ctl call nope 2>&1) && fail "an unknown method succeeded: $out"
 out=$("$VNETCTL" --socket "$WORK/none.ctl" version 2>&1) && fail "no vnetd, yet: $out"
 [[ "$out" == "vnetctl: cannot connect to $WORK/none.ctl: No such file or directory"* ]] ||
     fail "missing socket: '$out'"
+# A socket that accepts and never answers (a wedged vnetd): --timeout ends the wait.
+bg_start --log "$WORK/silent.log" python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4); print("listening", flush=True)
+held = [s.accept()[0] for _ in range(4)]
+time.sleep(60)' "$WORK/silent.ctl"
+SILENT_PID=$BG_PID
+wait_for 10 "the silent socket did not listen" log_has "$WORK/silent.log" listening
+t0=$(date +%s%N)
+out=$("$VNETCTL" --socket "$WORK/silent.ctl" --timeout 1 version 2>&1) && fail "a silent socket answered: $out"
+waited_ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$out" = "vnetctl: no answer from $WORK/silent.ctl within 1 s (vnetd busy or wedged)" ] ||
+    fail "silent socket: '$out'"
+[ "$waited_ms" -ge 900 ] && [ "$waited_ms" -lt 10000 ] || fail "--timeout 1 waited $waited_ms ms"
+stop_pid "$SILENT_PID"
 python3 - "$CTL" <<'PY' || fail "raw control socket checks"
 import json, socket, sys
 def conn():
