@@ -18,6 +18,10 @@
 #      one learning switch; b says hello once, then a sends to b's MAC for
 #      2 s: only b gets it (the tap saw just the hello); vnetctl shows the
 #      learned MACs and the switch's counters
+#   5. two hosts joined by the kernel's VXLAN: two more namespaces as hosts,
+#      a veth between them as the underlay, one vnetd in each with switch s0
+#      and a VXLAN uplink added with vnetctl; guest c on one host sends to
+#      guest d on the other, counted at every hop
 #
 # Numbers come from vnetd's stats file (packets, bursts, drops), the tap's
 # kernel counters and the two ends' own reports. Rates are those of this run
@@ -52,7 +56,7 @@ echo "== installing dependencies (scripts/install-deps.sh)"
 bash scripts/install-deps.sh >"$work/install-deps.log" 2>&1 || fail "scripts/install-deps.sh"
 
 echo "== building vnetd, vnetctl and vnet-pktgen in build/"
-{ cmake -S . -B build -G Ninja && ninja -C build vnetd vnetctl vnet-pktgen; } >"$work/build.log" 2>&1 ||
+{ cmake -S . -B build -G Ninja && ninja -C build vnetd vnetctl vnet-pktgen vnet_bpf_programs; } >"$work/build.log" 2>&1 ||
     fail "the build"
 vnetd=$top/build/apps/vnetd
 pktgen=$top/build/apps/vnet-pktgen
@@ -183,6 +187,46 @@ echo
 "$top/build/apps/vnetctl" --socket "$ctl2" mac list || fail "vnetctl mac list"
 echo
 "$top/build/apps/vnetctl" --socket "$ctl2" switch list || fail "vnetctl switch list"
+
+# ---- two hosts joined by VXLAN (tests/integration/lib/vxlan_hosts.sh) ------------
+echo
+echo "== two hosts joined by VXLAN: namespaces as hosts, a veth underlay, a vnetd with switch s0 in each"
+VNETD=$vnetd
+VNETCTL=$top/build/apps/vnetctl
+VNI=4242
+HOLD_US=200000
+# shellcheck source=../tests/integration/lib/vxlan_hosts.sh
+. "$top/tests/integration/lib/vxlan_hosts.sh"
+vxlan_hosts_start
+vxlan_uplinks_add
+echo "vnetctl switch uplink add s0 vxlan --vni $VNI --local $IP_A --remote $IP_B   (and the mirror on $HB)"
+ctl_a port add vhost-user c --socket-path "$work/c.sock" --switch s0 >/dev/null || fail "port c"
+ctl_b port add vhost-user d --socket-path "$work/d.sock" --switch s0 >/dev/null || fail "port d"
+mac_c=02:00:00:00:0c:0c
+mac_d=02:00:00:00:0d:0d
+# d says hello across the tunnel (hA's switch learns it behind the uplink),
+# then receives what c sends it.
+"$pktgen" --socket-path "$work/d.sock" --tx --count 1 --src-mac "$mac_d" --dst-mac ff:ff:ff:ff:ff:ff \
+    --stats-interval 0 >"$work/d-hello.out" 2>&1 || fail "vnet-pktgen d hello"
+bg_start --out "$work/d-rx.out" --err "$work/d-rx.log" "$pktgen" --socket-path "$work/d.sock" --rx \
+    --stats-interval 0
+d_pid=$BG_PID
+wait_for 30 "vnet-pktgen d --rx did not come up" log_has "$work/d-rx.log" "link up"
+veth_before=$(link_stat "$HA" "$UA" tx_packets)
+"$pktgen" --socket-path "$work/c.sock" --tx --src-mac "$mac_c" --dst-mac "$mac_d" --count 20000 \
+    --rate 20000 --stats-interval 0 >"$work/c-tx.out" 2>"$work/c-tx.log" || fail "vnet-pktgen c --tx"
+sleep 0.5
+stop_pid "$d_pid" INT || fail "vnet-pktgen d --rx"
+echo "c -> d: c sent $(pktgen_value "$work/c-tx.out" tx-packets) on $HA, the underlay carried" \
+    "$(($(link_stat "$HA" "$UA" tx_packets) - veth_before)) VXLAN datagrams," \
+    "d received $(pktgen_value "$work/d-rx.out" rx-verified) verified on $HB" \
+    "(both guests were offered mtu $(pktgen_value "$work/d-rx.out" mtu))"
+echo
+ctl_a mac list || fail "vnetctl mac list on $HA"
+echo
+ctl_a port list || fail "vnetctl port list on $HA"
+vxlan_hosts_stop
+echo
 
 echo "== what the running vnetd says about itself (vnetctl, over its control socket $ctl)"
 "$top/build/apps/vnetctl" --socket "$ctl" port list || fail "vnetctl port list"
