@@ -100,7 +100,7 @@ if [ -z "${ONE:-}" ]; then
     bash "$TI/qemu/build_initramfs.sh" "$KVER" "$WORK/initrd.gz" 2>"$WORK/initramfs.err" ||
         fail "initramfs: $(cat "$WORK/initramfs.err")"
     export BENCH_INITRD="$WORK/initrd.gz"
-    echo "kind,system,shape,rep,value_ms,verified,qemu_downtime_ms,detail" >"$CSV"
+    echo "kind,system,shape,rep,value_ms,verified,qemu_downtime_ms,ready_ms,detail" >"$CSV"
     {
         echo "commit $(git -C "$HERE" rev-parse --short HEAD 2>/dev/null) $(date -u '+%F %T') UTC"
         echo "load average at the start: $(cat /proc/loadavg)"
@@ -121,7 +121,7 @@ if [ -z "${ONE:-}" ]; then
                     tail -n 4 "$OUT/runs/$name.txt" | sed 's/^/   /'
                     # A run that died before it wrote its row still gets one.
                     grep -q "^$kind,$sys,$shape,$rep," "$CSV" ||
-                        echo "$kind,$sys,$shape,$rep,,no,,run failed (exit $rc): $(grep -m 1 '^FAIL' "$OUT/runs/$name.txt" | tr ',' ';')" >>"$CSV"
+                        echo "$kind,$sys,$shape,$rep,,no,,,run failed (exit $rc): $(grep -m 1 '^FAIL' "$OUT/runs/$name.txt" | tr ',' ';')" >>"$CSV"
                 done
             done
         done
@@ -139,7 +139,9 @@ def cell(kind, shape, system, field):
     m = statistics.median(v)
     return m, f"{m:.0f} ({min(v):.0f}-{max(v):.0f}), {len(v)}/{len(runs)}"
 labels = [("restart", "client", "value_ms", "restart stall, QEMU server=on + back end reconnecting as client (ms)"),
+          ("restart", "client", "ready_ms", "  the new back end's rings running again, after the old one was reaped (ms, polled every 10 ms)"),
           ("restart", "server", "value_ms", "restart stall, back end server + QEMU reconnect=1 (ms)"),
+          ("restart", "server", "ready_ms", "  the new back end's rings running again, after the old one was reaped (ms, polled every 10 ms)"),
           ("migrate", "switch", "value_ms", "migration: ping gap seen from the netns, 10 ms probes (ms)"),
           ("migrate", "switch", "qemu_downtime_ms", "migration: QEMU's downtime (query-migrate, ms)")]
 print(f"{sys.argv[2]} repeats; cells: median (min-max), verified runs / runs (all runs in results.csv)\n")
@@ -190,10 +192,10 @@ ip -n "$NS" link set lo up
 LCORES="0@0,1@$LAST_CPU"
 PMD=(--nb-cores=1 --rxq=1 --txq=1 --total-num-mbufs=32768 --forward-mode=io --auto-start --stats-period 10)
 
-# result VALUE_MS VERIFIED DOWNTIME DETAIL...: this run's row in results.csv.
+# result VALUE_MS VERIFIED DOWNTIME_MS READY_MS DETAIL...: this run's row in results.csv.
 result() {
-    local detail="${*:4}"
-    echo "$KIND,$SYSTEM,$SHAPE,$REP,$1,$2,$3,${detail//,/;}" >>"$CSV"
+    local detail="${*:5}"
+    echo "$KIND,$SYSTEM,$SHAPE,$REP,$1,$2,$3,$4,${detail//,/;}" >>"$CSV"
     echo "RESULT $NAME: ${1:-?} ms verified=$2${3:+ qemu downtime $3 ms}; $detail"
 }
 
@@ -339,7 +341,7 @@ run_restart() {
     read -r stall_ms stall_from pacing_ms < <(stall_after "$t_kill")
     ((${#FAILS[@]})) && verified=no
     ((${#FAILS[@]})) && printf 'failed: %s\n' "${FAILS[@]}"
-    result "$stall_ms" "$verified" "" "stall from ${stall_from} s after the kill; pacing gap $pacing_ms ms;" \
+    result "$stall_ms" "$verified" "" "$ready_ms" "stall from ${stall_from} s after the kill; pacing gap $pacing_ms ms;" \
         "restart forked $(((t_started - t_dead) / 1000)) ms after the reaping; front end connected $conn_ms ms" \
         "and rings running $ready_ms ms after it;" \
         "guest->host $RECV_SIZE/$SEND_SIZE B; host->guest $IN_RECV_SIZE/$IN_SIZE B; guest carrier_changes" \
@@ -511,7 +513,7 @@ print(" ".join(e["port"] for e in json.load(sys.stdin) if e["mac"] == sys.argv[1
     local verified=yes
     ((${#FAILS[@]})) && verified=no
     ((${#FAILS[@]})) && printf 'failed: %s\n' "${FAILS[@]}"
-    result "$gap_ms" "$verified" "$downtime" "gap from ${gap_from} s after the migrate command;" \
+    result "$gap_ms" "$verified" "$downtime" "" "gap from ${gap_from} s after the migrate command;" \
         "longest reply gap before it $base_ms ms; probes lost $lost; QEMU total-time $total ms setup $setup ms" \
         "ram $ram B; completed seen $(awk -v a="$t_migrate" -v b="$t_completed" 'BEGIN { printf "%.2f", b - a }') s" \
         "after the command; guest MAC on: $mac_on${FAILS[*]:+; failed: ${FAILS[*]}}"
