@@ -59,7 +59,8 @@
 # Usage: tools/bench/lifecycle/vnet-lifecycle-bench.sh BUILD_DIR OUT_DIR   (as root)
 #   BENCH_REPEAT (3), BENCH_DATA_KIB (8192: each stream's size),
 #   BENCH_SHAPES ("client server"), BENCH_KINDS ("restart migrate"),
-#   BENCH_SYSTEMS ("vnetd testpmd")
+#   BENCH_SYSTEMS ("vnetd testpmd"), BENCH_TABLE_ONLY=1 (only rebuild the
+#   table from OUT_DIR/results.csv)
 # Writes OUT_DIR/results.csv (one row per run), OUT_DIR/lifecycle.md (the
 # table: medians, min-max, verified runs) and OUT_DIR/runs/ (each run's
 # logs, receiver and prober output trimmed to the event).
@@ -93,7 +94,51 @@ mkdir -p "$OUT/runs" || fail "cannot make $OUT"
 OUT=$(cd "$OUT" && pwd)
 CSV="$OUT/results.csv"
 
+# write_table: OUT_DIR/lifecycle.md from OUT_DIR/results.csv.
+write_table() {
+    python3 - "$CSV" >"$OUT/lifecycle.md" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+def value(r, field):
+    if field == "path_ms":  # the ping gap beyond QEMU's own downtime
+        return float(r["value_ms"]) - float(r["qemu_downtime_ms"]) if r["value_ms"] and r["qemu_downtime_ms"] else None
+    return float(r[field]) if r[field] else None
+def cell(kind, shape, system, field):
+    runs = [r for r in rows if r["kind"] == kind and r["shape"] == shape and r["system"] == system]
+    v = [value(r, field) for r in runs if r["verified"] == "yes" and value(r, field) is not None]
+    if not runs:
+        return None, "not run"
+    if not v:
+        return None, f"no verified run of {len(runs)}"
+    m = statistics.median(v)
+    return m, f"{m:.0f} ({min(v):.0f}-{max(v):.0f}), {len(v)}/{len(runs)}"
+labels = [("restart", "client", "value_ms", "restart stall, QEMU server=on + back end reconnecting as client (ms)"),
+          ("restart", "client", "ready_ms", "  the new back end's rings running again, after the old one was reaped (ms, polled every 10 ms)"),
+          ("restart", "server", "value_ms", "restart stall, back end server + QEMU reconnect=1 (ms)"),
+          ("restart", "server", "ready_ms", "  the new back end's rings running again, after the old one was reaped (ms, polled every 10 ms)"),
+          ("migrate", "switch", "value_ms", "migration: ping gap seen from the netns, 10 ms probes (ms)"),
+          ("migrate", "switch", "qemu_downtime_ms", "migration: QEMU's downtime (query-migrate, ms)"),
+          ("migrate", "switch", "path_ms", "  the ping gap beyond QEMU's downtime, per run (ms)")]
+print("cells: median (min-max), verified runs / runs (all runs in results.csv)\n")
+print("| measurement | vnetd | DPDK testpmd (net_vhost) | vnetd / testpmd |")
+print("|---|---|---|---|")
+for kind, shape, field, label in labels:
+    v, vt = cell(kind, shape, "vnetd", field)
+    t, tt = cell(kind, shape, "testpmd", field)
+    if vt == "not run" and tt == "not run":
+        continue
+    ratio = f"{v / t:.2f}×" if v is not None and t else "—"
+    print(f"| {label} | {vt} | {tt} | {ratio} |")
+PY
+    cat "$OUT/lifecycle.md"
+}
+
 # ==== the parent: the initramfs once, the runs, the table ===========================
+# BENCH_TABLE_ONLY=1: only the table again, from OUT_DIR/results.csv.
+if [ "${BENCH_TABLE_ONLY:-}" = 1 ]; then
+    write_table
+    exit 0
+fi
 if [ -z "${ONE:-}" ]; then
     work_dir vnet-lifecycle-bench
     echo "== guest kernel $KVER; $REPEAT repeats; $(nproc) CPUs, load average $(cut -d ' ' -f 1-3 /proc/loadavg)"
@@ -126,36 +171,7 @@ if [ -z "${ONE:-}" ]; then
             done
         done
     done
-    python3 - "$CSV" "$REPEAT" >"$OUT/lifecycle.md" <<'PY'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-def cell(kind, shape, system, field):
-    runs = [r for r in rows if r["kind"] == kind and r["shape"] == shape and r["system"] == system]
-    v = [float(r[field]) for r in runs if r["verified"] == "yes" and r[field]]
-    if not runs:
-        return None, "not run"
-    if not v:
-        return None, f"no verified run of {len(runs)}"
-    m = statistics.median(v)
-    return m, f"{m:.0f} ({min(v):.0f}-{max(v):.0f}), {len(v)}/{len(runs)}"
-labels = [("restart", "client", "value_ms", "restart stall, QEMU server=on + back end reconnecting as client (ms)"),
-          ("restart", "client", "ready_ms", "  the new back end's rings running again, after the old one was reaped (ms, polled every 10 ms)"),
-          ("restart", "server", "value_ms", "restart stall, back end server + QEMU reconnect=1 (ms)"),
-          ("restart", "server", "ready_ms", "  the new back end's rings running again, after the old one was reaped (ms, polled every 10 ms)"),
-          ("migrate", "switch", "value_ms", "migration: ping gap seen from the netns, 10 ms probes (ms)"),
-          ("migrate", "switch", "qemu_downtime_ms", "migration: QEMU's downtime (query-migrate, ms)")]
-print(f"{sys.argv[2]} repeats; cells: median (min-max), verified runs / runs (all runs in results.csv)\n")
-print("| measurement | vnetd | DPDK testpmd (net_vhost) | vnetd / testpmd |")
-print("|---|---|---|---|")
-for kind, shape, field, label in labels:
-    v, vt = cell(kind, shape, "vnetd", field)
-    t, tt = cell(kind, shape, "testpmd", field)
-    if vt == "not run" and tt == "not run":
-        continue
-    ratio = f"{v / t:.2f}×" if v is not None and t else "—"
-    print(f"| {label} | {vt} | {tt} | {ratio} |")
-PY
-    cat "$OUT/lifecycle.md"
+    write_table
     exit 0
 fi
 
