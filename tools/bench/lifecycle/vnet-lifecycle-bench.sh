@@ -37,7 +37,11 @@
 #                     net_vhost0 and net_tap0 on a persistent multi-queue tap
 #                     made here (ip tuntap ... multi_queue; the address stays
 #                     on it across testpmd's lives, as vnetd's persistent
-#                     tap's does; mac=fixed: the same MAC each life)
+#                     tap's does; mac=fixed: the same MAC each life). In the
+#                     server shape the script removes the dead testpmd's
+#                     socket file before the restart: DPDK's vhost server
+#                     does not ("failed to bind: Address already in use;
+#                     remove it and try again", then "Start ports failed")
 #   migrate, vnetd    one vnetd switch with ports src and dst (vhost-user)
 #                     and a tap moved into the netns, as
 #                     test_qemu_migration.sh; vnetd's switch moves the MAC
