@@ -67,7 +67,7 @@
 #   table from OUT_DIR/results.csv)
 # Writes OUT_DIR/results.csv (one row per run), OUT_DIR/lifecycle.md (the
 # table: medians, min-max, verified runs) and OUT_DIR/runs/ (each run's
-# logs, receiver and prober output trimmed to the event).
+# logs; the prober's replies trimmed to the migration's seconds).
 set -u
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
