@@ -69,9 +69,10 @@ void NetDriver::bring_up_rings() {
     const vhost_user::MemoryRegionDesc region = memory_->region();
     const int memory_fd = memory_->fd();
     session_.set_mem_table(std::span(&region, 1), std::span(&memory_fd, 1));
-    if (protocol_.has(ProtocolFeature::inflight_shmfd) && !packed()) {
-        // vnetd tracks split rings only. vhost-user.rst "Inflight I/O tracking": the buffer is the
-        // back end's to make once; after a reconnect it goes back before the rings.
+    if (protocol_.has(ProtocolFeature::inflight_shmfd)) {
+        // vhost-user.rst "Inflight I/O tracking": the buffer is the back end's to make once (in
+        // the layout of the ring format just negotiated); after a reconnect it goes back before
+        // the rings.
         if (!inflight_.valid()) {
             inflight_ = session_.get_inflight_fd(2, config_.queue_size);
         } else {

@@ -247,6 +247,11 @@ QueueSnapshot VhostUserDevice::queue_snapshot(uint32_t queue_index) const {
         s.inflight_resume = q.inflight_resume;
         s.inflight_mapping = inflight_->mapping;
     }
+    if (q.packed_inflight.active()) {
+        s.packed_inflight = q.packed_inflight;
+        s.packed_resume = q.packed_resume;
+        s.inflight_mapping = inflight_->mapping;
+    }
     return s;
 }
 
@@ -353,8 +358,11 @@ bool VhostUserDevice::start_packed_queue(uint32_t index) {
         return true;  // started and valid, but the dataplane must not run it yet
     }
     // No used index to reconcile: packed rings carry theirs in the base
-    // (or, DPDK virtio-user, used = avail).
+    // (or, DPDK virtio-user, used = avail), or the inflight region does.
     q.packed_layout = layout;
+    if (inflight_ && !start_packed_inflight(index, layout)) {
+        return false;
+    }
     q.ready = true;
     if (observer_ != nullptr) {
         observer_->on_queue_ready(*this, index);

@@ -34,6 +34,7 @@
 #include "vhost_user/queue_observer.hpp"
 #include "virtio/features.hpp"
 #include "virtio/guest_memory.hpp"
+#include "virtio/inflight/packed_inflight.hpp"
 #include "virtio/inflight/split_inflight.hpp"
 #include "virtio/log/queue_log.hpp"
 #include "virtio/ring/pop_status.hpp"
@@ -190,25 +191,38 @@ private:
         virtio::SplitRingLayout layout{};
         virtio::PackedRingLayout packed_layout{};
         // While an inflight buffer covers this ring: its tracker (recovered
-        // at start) and the heads to resubmit, oldest first.
+        // at start) and what to resubmit, oldest first (split or packed).
         virtio::SplitInflight inflight;
         std::vector<uint16_t> inflight_resume;
+        virtio::PackedInflight packed_inflight;
+        virtio::PackedResume packed_resume;
+        // The buffer was made by our GET_INFLIGHT_FD and this ring has not
+        // started over it: its positions are a new ring's, the base's stand.
+        bool inflight_fresh = false;
     };
 
     // The inflight buffer (GET_INFLIGHT_FD or SET_INFLIGHT_FD): num_queues
-    // regions of split_inflight_queue_bytes(queue_size), from `base`.
+    // regions of split_ or packed_inflight_queue_bytes(queue_size), from
+    // `base`, in the layout of the ring format negotiated when it came.
     struct InflightArea {
         std::shared_ptr<const void> mapping;
         uint8_t* base = nullptr;
         uint64_t size = 0;
         uint16_t num_queues = 0;
         uint16_t queue_size = 0;
+        bool packed = false;
+        uint64_t stride() const {
+            return packed ? virtio::packed_inflight_queue_bytes(queue_size)
+                          : virtio::split_inflight_queue_bytes(queue_size);
+        }
     };
     // Shared by GET and SET: the sizes, the ring format, and no ring running.
     MessageError check_inflight_request(const InflightDescription& d) const;
     // Recovers ring `index`'s region at start (split; used->idx is
     // `used_idx`). False: the device is broken.
     bool start_inflight(uint32_t index, uint16_t used_idx);
+    // The same for a packed ring over `layout` (its base is q.packed_base).
+    bool start_packed_inflight(uint32_t index, const virtio::PackedRingLayout& layout);
 
     // VIRTIO_F_RING_PACKED acked: every ring of the device is packed.
     bool packed() const { return acked_features_.has(virtio::Feature::ring_packed); }

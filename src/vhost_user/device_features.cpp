@@ -41,9 +41,10 @@ MessageError VhostUserDevice::handle_set_features(Message& m, Message&) {
         any_queue_started()) {
         return MessageError::features_changed_while_running;
     }
-    // Inflight tracking is implemented for split rings only (device_inflight.cpp).
-    if (inflight_ && acked.has(virtio::Feature::ring_packed)) {
-        return MessageError::inflight_with_packed_ring;
+    // An inflight buffer has the layout of the ring format it came under
+    // (device_inflight.cpp): the format may not change beneath it.
+    if (inflight_ && inflight_->packed != acked.has(virtio::Feature::ring_packed)) {
+        return MessageError::inflight_ring_format_mismatch;
     }
     const bool was_logging = logging();
     acked_features_ = acked;

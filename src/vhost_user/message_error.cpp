@@ -83,7 +83,7 @@ const char* to_string(MessageError e) {
         case MessageError::inflight_num_queues_invalid:
             return "inflight num_queues is 0 or more than the device's queues";
         case MessageError::inflight_queue_size_invalid:
-            return "inflight queue_size is not a power of two up to 32768";
+            return "inflight queue_size is not a valid queue size for the ring format";
         case MessageError::inflight_region_too_small:
             return "inflight mmap_size does not cover num_queues queue regions";
         case MessageError::inflight_not_sealed_against_shrink:
@@ -92,8 +92,8 @@ const char* to_string(MessageError e) {
             return "inflight mmap_offset is not 64-byte aligned";
         case MessageError::inflight_alloc_failed:
             return "inflight buffer could not be allocated";
-        case MessageError::inflight_with_packed_ring:
-            return "inflight tracking is not supported with packed rings";
+        case MessageError::inflight_ring_format_mismatch:
+            return "ring format differs from the inflight buffer's layout";
         case MessageError::inflight_region_invalid:
             return "inflight region does not recover for this ring";
         case MessageError::log_smaller_than_memory:

@@ -53,13 +53,13 @@ enum class MessageError : uint8_t {
     log_smaller_than_memory,
     // Inflight buffer (INFLIGHT_SHMFD).
     inflight_num_queues_invalid,  // 0, or more queues than the device has
-    inflight_queue_size_invalid,  // not a power of two in 1..32768
+    inflight_queue_size_invalid,  // split: not a power of two in 1..32768; packed: not in 1..32768
     inflight_region_too_small,    // mmap_size below num_queues regions
     inflight_not_sealed_against_shrink,
-    inflight_region_misaligned,  // mmap_offset leaves the regions unaligned
-    inflight_alloc_failed,       // memfd_create/ftruncate/mmap failed (GET)
-    inflight_with_packed_ring,   // packed rings: not supported with inflight tracking
-    inflight_region_invalid,     // a ring started over a region that does not recover
+    inflight_region_misaligned,     // mmap_offset leaves the regions unaligned
+    inflight_alloc_failed,          // memfd_create/ftruncate/mmap failed (GET)
+    inflight_ring_format_mismatch,  // SET_FEATURES changes the ring format under a buffer
+    inflight_region_invalid,        // a ring started over a region that does not recover
     // Device configuration.
     status_out_of_range,
     mtu_out_of_range,

@@ -50,6 +50,7 @@
 #include "packet/wire.hpp"
 #include "virtio/features.hpp"
 #include "virtio/guest_memory.hpp"
+#include "virtio/inflight/packed_inflight.hpp"
 #include "virtio/inflight/split_inflight.hpp"
 #include "virtio/log/queue_log.hpp"
 #include "virtio/ring/packed_layout.hpp"
@@ -81,13 +82,17 @@ struct QueueSnapshot {
     // addresses. Null otherwise: the queue then pays nothing for logging.
     std::shared_ptr<const virtio::DirtyLog> dirty_log;
     virtio::RingLogAreas log_areas;
-    // While an inflight buffer covers this ring (INFLIGHT_SHMFD, split
-    // rings): the tracker, recovered, and the heads a previous back end
-    // took and never completed, oldest first; last_avail_idx is then the
+    // While an inflight buffer covers this ring (INFLIGHT_SHMFD): the
+    // tracker, recovered, and what a previous back end took and never
+    // completed, oldest first. Split: the heads; last_avail_idx is then the
     // used index, where they start (SplitDeviceRing::track_inflight).
-    // `inflight_mapping` keeps the buffer mapped. Inactive otherwise.
+    // Packed: the chains with their descriptors, and the region's positions
+    // (PackedRing::track_inflight). `inflight_mapping` keeps the buffer
+    // mapped. Inactive otherwise.
     virtio::SplitInflight inflight;
     std::vector<uint16_t> inflight_resume;
+    virtio::PackedInflight packed_inflight;
+    virtio::PackedResume packed_resume;
     std::shared_ptr<const void> inflight_mapping;
 };
 

@@ -314,6 +314,12 @@ void VhostUserPort::start_ring(uint32_t ring_index, const vhost_user::QueueSnaps
         virtio::PackedRing packed(s.packed_layout, config);
         // The device validated the base against the size (SET_VRING_BASE).
         packed.restore_vring_base(s.packed_base);
+        if (s.packed_inflight.active()) {
+            // The device recovered the region; its mapping lives with the ring.
+            e.inflight_mapping = s.inflight_mapping;
+            counters_[ring_index].inflight_resumed.add(s.packed_resume.chains.size());
+            packed.track_inflight(s.packed_inflight, s.packed_resume);
+        }
         ring = std::move(packed);
     } else {
         virtio::SplitDeviceRing split(s.layout, config, s.used_idx);

@@ -5,10 +5,9 @@
 // a back-end crash and hands it to the next back end (SET_INFLIGHT_FD), which
 // resubmits what the dead one had taken and not completed.
 //
-// The layouts are the spec's, byte for byte (the static_asserts pin them).
-// Split rings only: vnetd refuses the feature with packed rings (see
-// vhost_user/device_inflight.cpp), but the packed layout is here so its size
-// is the one a front end computes.
+// The layouts are the spec's, byte for byte (the static_asserts pin them):
+// QueueRegionSplit for split rings (SplitInflight), QueueRegionPacked for
+// packed rings (PackedInflight).
 #pragma once
 
 #include <cstddef>
@@ -59,13 +58,39 @@ static_assert(sizeof(DescStatePacked) == 32);
 static_assert(offsetof(DescStatePacked, counter) == 8);
 static_assert(offsetof(DescStatePacked, addr) == 24);
 
-// The spec's header: u64 features, six u16 (version, desc_num, free_head,
-// old_free_head, used_idx, old_used_idx), two u8 wrap counters, 7 bytes of
-// padding = 29 bytes, followed by the 8-aligned desc[] array.
+// The packed region's desc[] is not indexed by ring slot: it is a pool of
+// desc_num entries linked into a free list (next), from which each taken
+// chain gets one entry per descriptor, holding a copy of it (id, flags, len,
+// addr). The chain's first entry is its head (inflight, counter, num, last).
+struct QueueRegionPacked {
+    uint64_t features;  // 0
+    uint16_t version;   // kInflightVersion once initialised
+    uint16_t desc_num;  // the queue size
+    uint16_t free_head;
+    uint16_t old_free_head;
+    uint16_t used_idx;
+    uint16_t old_used_idx;
+    uint8_t used_wrap_counter;
+    uint8_t old_used_wrap_counter;
+    uint8_t padding[7];
+    // DescStatePacked desc[desc_num] follows, 8-aligned (packed_inflight_descs).
+};
+// The spec's header: u64 features, six u16, two u8 wrap counters, 7 bytes of
+// padding = 29 bytes; desc[] starts at the next multiple of 8.
 inline constexpr uint64_t kQueueRegionPackedHeaderBytes = 8 + 6 * 2 + 2 + 7;
+static_assert(offsetof(QueueRegionPacked, free_head) == 12);
+static_assert(offsetof(QueueRegionPacked, used_idx) == 16);
+static_assert(offsetof(QueueRegionPacked, old_used_idx) == 18);
+static_assert(offsetof(QueueRegionPacked, used_wrap_counter) == 20);
+static_assert(offsetof(QueueRegionPacked, old_used_wrap_counter) == 21);
+static_assert(offsetof(QueueRegionPacked, padding) + 7 == kQueueRegionPackedHeaderBytes);
+static_assert(sizeof(QueueRegionPacked) == 32);  // = the header rounded up to desc[]'s alignment
 
 inline DescStateSplit* split_inflight_descs(QueueRegionSplit* region) {
     return reinterpret_cast<DescStateSplit*>(region + 1);
+}
+inline DescStatePacked* packed_inflight_descs(QueueRegionPacked* region) {
+    return reinterpret_cast<DescStatePacked*>(region + 1);
 }
 
 constexpr uint64_t align_inflight(uint64_t bytes) {
@@ -87,5 +112,9 @@ static_assert(packed_inflight_queue_bytes(256) == 8256);
 // head not in flight, version 1. `region` points at split_inflight_queue_bytes
 // zeroed bytes.
 void init_split_inflight_region(QueueRegionSplit* region, uint16_t queue_size);
+// A fresh packed region (GET_INFLIGHT_FD, as DPDK makes it): every entry on
+// the free list in order (desc[i].next = i + 1, desc_num ends it), nothing in
+// flight, both used positions at slot 0 with wrap counter 1 (a new ring's).
+void init_packed_inflight_region(QueueRegionPacked* region, uint16_t queue_size);
 
 }  // namespace vnet::virtio

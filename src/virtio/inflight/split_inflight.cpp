@@ -21,6 +21,20 @@ const char* to_string(InflightError e) {
             return "inflight region last batch longer than the queue";
         case InflightError::batch_list_invalid:
             return "inflight region last-batch list leaves the table";
+        case InflightError::free_head_out_of_range:
+            return "inflight region free_head beyond desc_num";
+        case InflightError::used_index_out_of_range:
+            return "inflight region used index or wrap counter out of range";
+        case InflightError::free_list_invalid:
+            return "inflight region free list leaves the table or loops";
+        case InflightError::chain_invalid:
+            return "inflight region chain's num, next or last out of range";
+        case InflightError::chains_overlap:
+            return "inflight region entry in two chains or in a chain and the free list";
+        case InflightError::id_invalid:
+            return "inflight region chain's buffer id out of range or repeated";
+        case InflightError::entries_lost:
+            return "inflight region entries neither free nor in flight";
     }
     return "inflight region invalid";
 }

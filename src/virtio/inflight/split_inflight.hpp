@@ -36,6 +36,14 @@ enum class InflightError : uint8_t {
     size_mismatch,       // desc_num is not the queue size
     batch_too_long,      // used->idx - used_idx exceeds the queue size
     batch_list_invalid,  // the last-batch list leaves the table
+    // Packed regions (PackedInflight):
+    free_head_out_of_range,   // free_head or old_free_head beyond desc_num
+    used_index_out_of_range,  // used_idx / old_used_idx >= desc_num, or a wrap counter not 0/1
+    free_list_invalid,        // a free-list next leaves the table, or the list loops
+    chain_invalid,            // an in-flight chain's num, next or last leaves it or disagrees
+    chains_overlap,           // an entry in two chains, or in a chain and on the free list
+    id_invalid,               // an in-flight chain's buffer id >= desc_num, or in two chains
+    entries_lost,             // entries neither free nor in flight
 };
 const char* to_string(InflightError e);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <utility>
 
 #include "virtio/ring/chain_segments.hpp"
 #include "virtio/ring/shared_access.hpp"
@@ -72,6 +73,9 @@ PopStatus PackedRing::pop(std::span<iovec> out, PoppedChain& chain) {
     if (layout_.size == 0) [[unlikely]] {
         return PopStatus::empty;
     }
+    if (resume_pending()) [[unlikely]] {
+        return pop_resumed(&out, chain);
+    }
     PackedPosition pos = avail_;
     // acquire: pairs with the driver's release of the head's flags, which it stores after
     // writing the whole chain (§2.8.21.1.1), so everything below reads complete descriptors.
@@ -86,24 +90,7 @@ PopStatus PackedRing::pop(std::span<iovec> out, PoppedChain& chain) {
     for (;;) {
         const LocalDesc d = read_ring_desc(layout_.desc[pos.index], flags);
         ++slots;
-        PopStatus s;
-        if ((d.flags & PackedDesc::kFlagIndirect) != 0) {
-            // virtio 1.2 §2.8.19: the driver MUST NOT set INDIRECT without VIRTIO_F_INDIRECT_DESC
-            if (!indirect_allowed_) {
-                return PopStatus::indirect_not_negotiated;
-            }
-            // virtio 1.2 §2.8.19: no INDIRECT descriptor in a list linked by NEXT (with NEXT...
-            if ((d.flags & PackedDesc::kFlagNext) != 0) {
-                return PopStatus::indirect_with_next;
-            }
-            // ...nor at the end of one)
-            if (slots != 1) {
-                return PopStatus::indirect_in_chain;
-            }
-            s = add_indirect(d.addr, d.len, segments);
-        } else {
-            s = segments.add(d.addr, d.len, (d.flags & PackedDesc::kFlagWrite) != 0);
-        }
+        const PopStatus s = add_desc(d.addr, d.len, d.flags, slots, segments);
         if (s != PopStatus::ok) [[unlikely]] {
             if (s == PopStatus::too_many_segments) {
                 note_chain_seen(pos, d.flags, slots);
@@ -135,6 +122,12 @@ PopStatus PackedRing::pop(std::span<iovec> out, PoppedChain& chain) {
     if (slots_between(used_, avail_, layout_.size) + slots > layout_.size) {
         return PopStatus::too_many_in_flight;
     }
+    if (inflight_.active()) [[unlikely]] {
+        if (const PopStatus s = take_tracked(static_cast<uint16_t>(slots), id);
+            s != PopStatus::ok) {
+            return s;
+        }
+    }
     avail_ = advance(avail_, slots, layout_.size);
     given_back_ = static_cast<uint16_t>(given_back_ - std::min<uint32_t>(slots, given_back_));
     segments.finish(chain);
@@ -146,6 +139,9 @@ PopStatus PackedRing::pop(std::span<iovec> out, PoppedChain& chain) {
 PopStatus PackedRing::skip(PoppedChain& chain) {
     if (layout_.size == 0) [[unlikely]] {
         return PopStatus::empty;
+    }
+    if (resume_pending()) [[unlikely]] {
+        return pop_resumed(nullptr, chain);
     }
     PackedPosition pos = avail_;
     // acquire: as in pop, the whole chain is visible once the head's flags are.
@@ -178,6 +174,12 @@ PopStatus PackedRing::skip(PoppedChain& chain) {
     if (slots_between(used_, avail_, layout_.size) + slots > layout_.size) {
         return PopStatus::too_many_in_flight;
     }
+    if (inflight_.active()) [[unlikely]] {
+        if (const PopStatus s = take_tracked(static_cast<uint16_t>(slots), id);
+            s != PopStatus::ok) {
+            return s;
+        }
+    }
     avail_ = advance(avail_, slots, layout_.size);
     given_back_ = static_cast<uint16_t>(given_back_ - std::min<uint32_t>(slots, given_back_));
     chain = PoppedChain{};
@@ -190,6 +192,9 @@ bool PackedRing::next_available() const {
     if (layout_.size == 0) [[unlikely]] {
         return false;
     }
+    if (resume_pending()) [[unlikely]] {
+        return true;
+    }
     // acquire: like pop's load of a chain head.
     return is_available(load_acquire(layout_.desc[avail_.index].flags), avail_.wrap);
 }
@@ -198,6 +203,12 @@ uint16_t PackedRing::available_chains() const {
     PackedPosition pos = avail_;
     uint32_t slots = 0;
     uint16_t chains = 0;
+    if (resume_pending()) {
+        // The rest of the window, then the ring from where the window ends.
+        chains = static_cast<uint16_t>(resume_.chains.size() - resume_next_);
+        slots = resume_.slots - resume_.chains[resume_next_].offset;
+        pos = advance(resume_.used, resume_.slots, layout_.size);
+    }
     // At most a ring's worth: a used descriptor (AVAIL == USED) never looks available.
     while (slots < layout_.size) {
         // acquire: as pop's load of a chain head.
@@ -220,6 +231,27 @@ uint16_t PackedRing::available_chains() const {
         ++chains;
     }
     return chains;
+}
+
+// One descriptor of a chain (the `slots`-th): a buffer, or the one indirect table.
+PopStatus PackedRing::add_desc(uint64_t addr, uint32_t len, uint16_t flags, uint32_t slots,
+                               ChainSegments& segments) {
+    if ((flags & PackedDesc::kFlagIndirect) != 0) {
+        // virtio 1.2 §2.8.19: the driver MUST NOT set INDIRECT without VIRTIO_F_INDIRECT_DESC
+        if (!indirect_allowed_) {
+            return PopStatus::indirect_not_negotiated;
+        }
+        // virtio 1.2 §2.8.19: no INDIRECT descriptor in a list linked by NEXT (with NEXT...
+        if ((flags & PackedDesc::kFlagNext) != 0) {
+            return PopStatus::indirect_with_next;
+        }
+        // ...nor at the end of one)
+        if (slots != 1) {
+            return PopStatus::indirect_in_chain;
+        }
+        return add_indirect(addr, len, segments);
+    }
+    return segments.add(addr, len, (flags & PackedDesc::kFlagWrite) != 0);
 }
 
 PopStatus PackedRing::add_indirect(uint64_t addr, uint32_t len, ChainSegments& segments) {
@@ -276,6 +308,9 @@ void PackedRing::rewind(RingPosition to) {
     if (back > layout_.size) [[unlikely]] {
         return;
     }
+    if (inflight_.active()) [[unlikely]] {
+        rewind_tracked(back);
+    }
     avail_ = target;
     given_back_ = static_cast<uint16_t>(std::min<uint32_t>(given_back_ + back, layout_.size));
 }
@@ -305,15 +340,25 @@ void PackedRing::add_used(uint16_t id, uint16_t slots, uint32_t len) {
     used_ = advance(used_, slots, layout_.size);
     ++staged_;
     staged_slots_ += slots;
+    if (inflight_.active()) [[unlikely]] {
+        add_used_tracked(id, slots);
+    }
 }
 
 void PackedRing::publish_used() {
     if (staged_ == 0) {
         return;
     }
+    const bool tracked = inflight_.active();
+    if (tracked) [[unlikely]] {
+        inflight_.prepare_publish(used_);  // vhost-user.rst: the region's used_idx goes first
+    }
     // release: every id, len and flags store of the burst is visible before the head's flags,
     // so a driver polling the head sees the whole burst at once (§2.8.9 multi-buffer order).
     store_release(layout_.desc[batch_head_.index].flags, batch_head_flags_);
+    if (tracked) [[unlikely]] {
+        inflight_.published();
+    }
     published_used_ = used_;
     unsignalled_slots_ = std::min<uint32_t>(unsignalled_slots_ + staged_slots_, 2u * 32768u);
     staged_ = 0;
@@ -362,6 +407,11 @@ void PackedRing::disable_notifications() {
 }
 
 bool PackedRing::enable_notifications() {
+    // Resubmitted chains never handed out (or only given back) are work already there.
+    if (resume_pending() && slots_between(resume_.used, avail_, layout_.size) + given_back_ <
+                                resume_.slots) [[unlikely]] {
+        return true;
+    }
     // The first slot we have never popped: given-back chains are not new work, or a packet too
     // big for the posted buffers would spin the caller forever (Linux 6.18 livelock).
     const PackedPosition fresh = advance(avail_, given_back_, layout_.size);
@@ -381,6 +431,105 @@ bool PackedRing::enable_notifications() {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     // acquire: if it is available, the caller pops it next (pop loads it again with acquire).
     return is_available(load_acquire(layout_.desc[fresh.index].flags), fresh.wrap);
+}
+
+PopStatus PackedRing::pop_resumed(std::span<iovec>* out, PoppedChain& chain) {
+    const PackedResume::Chain& c = resume_.chains[resume_next_];
+    // virtio 1.2 §2.8.16: as pop (recovery keeps the window within a ring)
+    if (slots_between(used_, avail_, layout_.size) + c.num > layout_.size) {
+        return PopStatus::too_many_in_flight;
+    }
+    if (out != nullptr) {
+        ChainSegments segments(*out, *memory_, &region_hint_);
+        for (uint32_t k = 0; k < c.num; ++k) {
+            // Our private copy, made at recovery: checked as the ring descriptors were.
+            const PackedResume::Desc& d = resume_.descs[c.first + k];
+            // virtio 1.2 §2.8.6: NEXT on every descriptor of the list but the last
+            if (((d.flags & PackedDesc::kFlagNext) != 0) != (k + 1 < c.num)) {
+                return PopStatus::resumed_chain_invalid;
+            }
+            const PopStatus s = add_desc(d.addr, d.len, d.flags, k + 1, segments);
+            if (s != PopStatus::ok) [[unlikely]] {
+                if (s == PopStatus::too_many_segments) {
+                    given_back_ = std::max(given_back_, c.num);  // seen, as note_chain_seen
+                }
+                return s;
+            }
+        }
+        segments.finish(chain);
+    } else {
+        chain = PoppedChain{};
+    }
+    // Still in flight, with its counter: nothing to take.
+    avail_ = advance(avail_, c.num, layout_.size);
+    given_back_ = static_cast<uint16_t>(given_back_ - std::min(c.num, given_back_));
+    ++resume_next_;
+    chain.id = c.id;
+    chain.slots = c.num;
+    return PopStatus::ok;
+}
+
+PopStatus PackedRing::take_tracked(uint16_t slots, uint16_t id) {
+    switch (inflight_.take(layout_.desc, avail_, slots, id)) {
+        case PackedInflight::TakeResult::ok:
+            return PopStatus::ok;
+        case PackedInflight::TakeResult::id_in_flight:
+            return PopStatus::id_in_flight;
+        case PackedInflight::TakeResult::no_free_entry:
+            return PopStatus::too_many_in_flight;
+    }
+    return PopStatus::too_many_in_flight;  // unreachable; fail closed
+}
+
+void PackedRing::rewind_tracked(uint32_t back) {
+    uint32_t taken = back;  // slots of chains taken by us, not resubmitted ones
+    if (window_open_) {
+        // Offsets from the window's start; within two rings while it is open (completions
+        // trail the window, pops lead completions by at most a ring).
+        const uint32_t window = resume_.slots;
+        const uint32_t cur = slots_between(resume_.used, avail_, layout_.size);
+        const uint32_t target = cur - std::min(back, cur);
+        taken = (cur > window ? cur - window : 0) - (target > window ? target - window : 0);
+        // Resubmitted chains stay in flight; they are handed out again from `target` on.
+        while (resume_next_ > 0 && resume_.chains[resume_next_ - 1].offset >= target) {
+            --resume_next_;
+        }
+    }
+    inflight_.give_back(taken);
+}
+
+void PackedRing::add_used_tracked(uint16_t id, uint16_t slots) {
+    inflight_.add_used(id);
+    if (window_open_) {
+        // Once as many slots were completed as the window holds, no rewind reaches into it:
+        // the chains after a rewind target are never completed.
+        window_used_ += slots;
+        window_open_ = window_used_ < resume_.slots;
+    }
+}
+
+void PackedRing::track_inflight(PackedInflight tracker, PackedResume resume) {
+    inflight_ = std::move(tracker);
+    resume_ = std::move(resume);
+    resume_next_ = 0;
+    window_used_ = 0;
+    window_open_ = !resume_.chains.empty();
+    if (resume_.from_base) {
+        return;  // a fresh region: the vring base said where the ring is
+    }
+    // The region's used position, and avail at the window's start (with an empty window, the
+    // dead back end had taken nothing it did not complete: avail = used).
+    const PackedPosition used = resume_.used;
+    avail_ = used;
+    given_back_ = 0;
+    used_ = used;
+    published_used_ = used;
+    batch_head_ = used;
+    staged_ = 0;
+    staged_slots_ = 0;
+    signalled_ = used;
+    unsignalled_slots_ = 0;
+    signalled_valid_ = false;
 }
 
 uint32_t PackedRing::vring_base() const {

@@ -15,6 +15,12 @@
 //   enable/disable_notifications  write the device event suppression area.
 //
 // The size need not be a power of two; positions are (index, wrap) pairs.
+//
+// Inflight tracking (INFLIGHT_SHMFD, track_inflight): every chain popped is
+// recorded in a PackedInflight, and the chains a previous back end took and
+// never completed are handed out first, from the copies recovery made: they
+// take the positions [used, used + their slots) of a resume window, the
+// ring's avail side reads no slot there, and new chains start after it.
 #pragma once
 
 #include <sys/uio.h>
@@ -23,6 +29,7 @@
 #include <span>
 
 #include "virtio/guest_memory.hpp"
+#include "virtio/inflight/packed_inflight.hpp"
 #include "virtio/ring/device_ring.hpp"
 #include "virtio/ring/packed_layout.hpp"
 
@@ -65,6 +72,12 @@ public:
     void add_used(uint16_t id, uint16_t slots, uint32_t len);
     void publish_used();
 
+    // Cold, at start after restore_vring_base: from here on every chain is
+    // recorded in `tracker`, and `resume` (recover()'s) is handed out first.
+    // Unless the region was fresh, its positions replace the vring base's.
+    void track_inflight(PackedInflight tracker, PackedResume resume);
+    const PackedInflight& inflight() const { return inflight_; }
+
     bool should_notify();
     void disable_notifications();
     bool enable_notifications();
@@ -80,6 +93,14 @@ public:
 
 private:
     PopStatus add_indirect(uint64_t addr, uint32_t len, ChainSegments& segments);
+    PopStatus add_desc(uint64_t addr, uint32_t len, uint16_t flags, uint32_t slots,
+                       ChainSegments& segments);
+    // Inflight helpers (only while tracking or resuming).
+    bool resume_pending() const { return resume_next_ < resume_.chains.size(); }
+    PopStatus pop_resumed(std::span<iovec>* out, PoppedChain& chain);
+    PopStatus take_tracked(uint16_t slots, uint16_t id);
+    void rewind_tracked(uint32_t back);
+    void add_used_tracked(uint16_t id, uint16_t slots);
     void note_chain_seen(PackedPosition head, uint16_t flags, uint32_t slots_so_far);
 
     PackedRingLayout layout_{};
@@ -100,6 +121,12 @@ private:
     uint32_t unsignalled_slots_ = 0;  // slots published since then (capped)
     bool signalled_valid_ = false;
     uint16_t device_flags_shadow_ = 0xffff;  // last flags we stored in the device area
+
+    PackedInflight inflight_;
+    PackedResume resume_;       // window [resume_.used, + resume_.slots), oldest chain first
+    size_t resume_next_ = 0;    // next chain of the window to hand out
+    bool window_open_ = false;  // a rewind may still reach into the window
+    uint32_t window_used_ = 0;  // slots completed since the start, while open
 };
 
 static_assert(DeviceRing<PackedRing>);

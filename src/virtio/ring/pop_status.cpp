@@ -26,6 +26,10 @@ const char* to_string(PopStatus s) {
             return "chained descriptor not marked available for this wrap";
         case PopStatus::too_many_in_flight:
             return "more descriptors in flight than the queue size";
+        case PopStatus::id_in_flight:
+            return "buffer id already in flight";
+        case PopStatus::resumed_chain_invalid:
+            return "resubmitted chain's NEXT flags disagree with its length";
         case PopStatus::indirect_not_negotiated:
             return "INDIRECT flag without INDIRECT_DESC";
         case PopStatus::indirect_nested:

@@ -21,6 +21,8 @@ enum class PopStatus : uint8_t {
     id_out_of_range,           // packed: buffer id >= queue size
     descriptor_not_available,  // packed: a chained descriptor's AVAIL/USED bits are stale
     too_many_in_flight,        // packed: more slots available than the driver got back
+    id_in_flight,              // packed, inflight tracking: a buffer id already in flight
+    resumed_chain_invalid,     // packed: a resubmitted chain's NEXT flags disagree with its length
     indirect_not_negotiated,   // INDIRECT without VIRTIO_F_INDIRECT_DESC
     indirect_nested,           // INDIRECT inside an indirect table
     indirect_with_next,        // INDIRECT together with NEXT

@@ -143,6 +143,7 @@ void SplitDeviceRing::track_inflight(SplitInflight tracker, std::vector<uint16_t
     inflight_ = tracker;
     resume_ = std::move(resume);
     resume_start_ = ring_.last_avail_idx();
+    resume_used_ = 0;
 }
 
 bool SplitDeviceRing::in_resume_window(uint16_t at) const {

@@ -52,6 +52,7 @@ public:
         ring_.add_used(id, len);
         if (inflight_.active()) [[unlikely]] {
             inflight_.add_used(id);
+            close_resume_window_once_used();
         }
     }
     void publish_used() {
@@ -77,6 +78,15 @@ private:
     bool in_resume_window(uint16_t at) const;
     uint16_t resumed_head(uint16_t at, uint16_t head) const;
     void mark_taken(uint16_t at, uint16_t head);
+    // Once as many chains were completed as were resumed, no rewind reaches
+    // back into the window (the chains after a rewind target are never
+    // completed): the window closes before the free-running avail index
+    // comes round to its positions again, 65536 pops on.
+    void close_resume_window_once_used() {
+        if (!resume_.empty() && ++resume_used_ >= resume_.size()) {
+            resume_.clear();  // keeps its storage: no free on the hot path
+        }
+    }
 
     SplitRing ring_;
     const GuestMemoryMap* memory_ = nullptr;
@@ -86,6 +96,7 @@ private:
     SplitInflight inflight_;
     std::vector<uint16_t> resume_;  // heads to hand out again, oldest first
     uint16_t resume_start_ = 0;     // avail position of resume_[0]
+    uint32_t resume_used_ = 0;      // chains completed since track_inflight, while resuming
 };
 
 static_assert(DeviceRing<SplitDeviceRing>);

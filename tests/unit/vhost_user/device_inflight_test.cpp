@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "unit/vhost_user/device_harness.hpp"
@@ -230,15 +231,101 @@ TEST_F(DeviceInflightTest, get_while_a_ring_runs_breaks_the_device) {
     expect_broken(get(ask()), MessageError::ring_running);
 }
 
-TEST_F(DeviceInflightTest, get_with_packed_rings_breaks_the_device) {
-    DeviceHarness p;
-    p.negotiate_packed();
-    auto r = p.send(RequestBuilder(Request::get_inflight_fd).payload(ask()));
-    EXPECT_EQ(r.result.error, MessageError::inflight_with_packed_ring);
-    EXPECT_TRUE(p.device->is_broken());
+TEST_F(DeviceInflightTest, get_with_a_split_queue_size_of_100_breaks_the_device) {
+    // virtio 1.2 §2.7: split queue sizes are powers of two.
+    expect_broken(get(ask(kQueues, 100)), MessageError::inflight_queue_size_invalid);
 }
 
-TEST_F(DeviceInflightTest, packed_rings_after_a_buffer_was_given_are_refused) {
+// ---- packed rings -------------------------------------------------------------------
+
+class DevicePackedInflightTest : public DeviceInflightTest {
+protected:
+    void SetUp() override {
+        h.negotiate_packed();
+        h.set_mem_table(mem);
+    }
+    static virtio::QueueRegionPacked* queue(uint8_t* host, uint16_t size, uint32_t q) {
+        return reinterpret_cast<virtio::QueueRegionPacked*>(
+            host + q * virtio::packed_inflight_queue_bytes(size));
+    }
+    // A front end reconnecting with `b` to a new device and starting ring 1.
+    std::unique_ptr<DeviceHarness> reconnect(const Buffer& b, uint16_t size = kQueueSize) {
+        auto next = std::make_unique<DeviceHarness>();
+        next->negotiate_packed();
+        next->set_mem_table(mem);
+        auto sr = next->send(RequestBuilder(Request::set_inflight_fd, test::kNeedReply)
+                                 .payload(InflightDescription{b.size, 0, kQueues, size, 0})
+                                 .fd(b.fd.get()));
+        EXPECT_EQ(sr.u64(), 0u);
+        next->start_ring(mem, 1, size, kFreshBase);
+        return next;
+    }
+    static constexpr uint32_t kFreshBase = 0x80008000;
+};
+
+TEST_F(DevicePackedInflightTest, get_makes_packed_regions_of_any_queue_size_up_to_32768) {
+    // virtio 1.2 §2.8: a packed queue size need not be a power of two.
+    auto r = get(ask(kQueues, 100));
+    ASSERT_EQ(r.result.error, MessageError::ok);
+    Buffer b = take_buffer(r);
+    EXPECT_EQ(b.size, kQueues * virtio::packed_inflight_queue_bytes(100));
+    for (uint32_t q = 0; q < kQueues; ++q) {
+        virtio::QueueRegionPacked* region = queue(b.host, 100, q);
+        EXPECT_EQ(region->version, 1) << q;
+        EXPECT_EQ(region->desc_num, 100) << q;
+        EXPECT_EQ(region->used_wrap_counter, 1) << q;
+        EXPECT_EQ(virtio::packed_inflight_descs(region)[99].next, 100) << q;
+    }
+    ::munmap(b.host, b.size);
+}
+
+TEST_F(DevicePackedInflightTest, get_with_a_queue_size_above_32768_breaks_the_device) {
+    expect_broken(get(ask(kQueues, 32769)), MessageError::inflight_queue_size_invalid);
+}
+
+TEST_F(DevicePackedInflightTest, a_new_device_resumes_the_region_and_starts_where_it_says) {
+    auto r = get(ask());
+    Buffer b = take_buffer(r);
+    h.start_ring(mem, 1, kQueueSize, kFreshBase);
+    ASSERT_TRUE(h.device->queue_ready(1));
+    QueueSnapshot s = h.observer.last_snapshot(1);
+    ASSERT_TRUE(s.packed_inflight.active());
+    EXPECT_TRUE(s.packed_resume.chains.empty());
+    EXPECT_TRUE(s.packed_resume.from_base) << "a fresh buffer: the base says where the ring is";
+
+    // The first back end had used 5 slots and took chain 9 (one descriptor, entry 0).
+    virtio::QueueRegionPacked* q1 = queue(b.host, kQueueSize, 1);
+    q1->used_idx = q1->old_used_idx = 5;
+    q1->free_head = q1->old_free_head = 1;
+    virtio::packed_inflight_descs(q1)[0] = {1, 0, 1, 0, 1, 7, 9, 0x80, 64, 0x1000};
+
+    auto next = reconnect(b);
+    ASSERT_TRUE(next->device->queue_ready(1));
+    s = next->observer.last_snapshot(1);
+    ASSERT_TRUE(s.packed_inflight.active());
+    ASSERT_EQ(s.packed_resume.chains.size(), 1u);
+    EXPECT_EQ(s.packed_resume.chains[0].id, 9);
+    EXPECT_EQ(s.packed_resume.used, (virtio::PackedPosition{5, true}));
+    EXPECT_EQ(s.packed_resume.slots, 1u);
+    EXPECT_EQ(s.packed_resume.descs[0].addr, 0x1000u);
+    EXPECT_NE(s.inflight_mapping, nullptr);
+    ::munmap(b.host, b.size);
+}
+
+TEST_F(DevicePackedInflightTest, a_hostile_region_breaks_the_device_with_its_exact_error) {
+    auto r = get(ask());
+    Buffer b = take_buffer(r);
+    queue(b.host, kQueueSize, 1)->free_head = 300;
+    auto next = reconnect(b);
+    EXPECT_FALSE(next->device->queue_ready(1));
+    EXPECT_TRUE(next->device->is_broken());
+    EXPECT_EQ(next->device->broken_reason(),
+              "vring 1: inflight region does not recover for this ring (inflight region "
+              "free_head beyond desc_num)");
+    ::munmap(b.host, b.size);
+}
+
+TEST_F(DeviceInflightTest, a_split_buffer_then_packed_features_are_refused) {
     DeviceHarness p;
     p.send(RequestBuilder(Request::set_protocol_features).payload(kDefaultProtocolFeatures.bits()));
     ASSERT_EQ(p.send(RequestBuilder(Request::get_inflight_fd).payload(ask())).result.error,
@@ -246,7 +333,7 @@ TEST_F(DeviceInflightTest, packed_rings_after_a_buffer_was_given_are_refused) {
     auto r = p.send(
         RequestBuilder(Request::set_features, test::kNeedReply)
             .payload(p.device->offered_features().without(virtio::Feature::vhost_log_all).bits()));
-    EXPECT_EQ(r.result.error, MessageError::inflight_with_packed_ring);
+    EXPECT_EQ(r.result.error, MessageError::inflight_ring_format_mismatch);
     EXPECT_EQ(r.u64(), 1u);
     EXPECT_FALSE(p.device->negotiated_features().has(virtio::Feature::ring_packed));
 }

@@ -248,5 +248,42 @@ TEST(SplitDeviceRingInflight, a_rewound_chain_is_no_longer_in_flight_but_a_resum
     EXPECT_EQ(again.id, a.id);
 }
 
+TEST(SplitDeviceRingInflight, resumed_heads_are_handed_out_once_even_when_the_avail_index_wraps) {
+    RingHarness<SplitModel> h(8, false);
+    Region r(8);
+    std::vector<uint16_t> resume;
+    SplitInflight first(r.header(), 8);
+    ASSERT_EQ(first.recover(0, &resume), InflightError::ok);
+    h.device.track_inflight(first, resume);
+    h.post(0, 2);
+    PoppedChain a;
+    PoppedChain b;
+    ASSERT_EQ(h.pop(a), PopStatus::ok);
+    ASSERT_EQ(h.pop(b), PopStatus::ok);
+    // Death with both in flight; the next ring resumes them and completes them.
+    SplitInflight second(r.header(), 8);
+    ASSERT_EQ(second.recover(0, &resume), InflightError::ok);
+    ASSERT_EQ(resume.size(), 2u);
+    h.device = SplitModel::make_device(*h.driver, h.config);
+    h.device.track_inflight(second, resume);
+    ASSERT_EQ(h.pop_and_complete_all(), 2u);
+    ASSERT_EQ(h.reclaim_all().size(), 2u);
+    // The free-running avail index comes round to the resumed positions again: what is popped
+    // there is what the driver put there, not the resumed heads a second time.
+    uint32_t popped = 0;
+    while (popped < 65536 + 8) {
+        h.post(0, 3);
+        PoppedChain chain;
+        while (h.pop(chain) == PopStatus::ok) {
+            const uint16_t at = static_cast<uint16_t>(h.device.split().last_avail_idx() - 1);
+            ASSERT_EQ(chain.id, h.driver->layout().avail->ring[at % 8]) << "at avail " << at;
+            h.complete(chain);
+            ++popped;
+        }
+        h.device.publish_used();
+        ASSERT_EQ(h.reclaim_all().size(), 3u);  // throws on a used id not in flight
+    }
+}
+
 }  // namespace
 }  // namespace vnet::virtio
