@@ -206,7 +206,7 @@ private:
     RunOnOwner run_on_owner_;
     Logger log_;                                         // control thread only
     std::unique_ptr<packet::QueueCounters[]> counters_;  // one per ring
-    Announcement announcement_;  // queue pair 0's owner
+    Announcement announcement_;                          // queue pair 0's owner
     std::vector<QueuePair> pairs_;
     uint32_t generation_counter_ = 0;  // control thread (inside run_sync)
     // Control thread: rings the device has handed to the dataplane (between
