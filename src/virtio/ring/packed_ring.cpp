@@ -519,8 +519,11 @@ void PackedRing::track_inflight(PackedInflight tracker, PackedResume resume) {
     }
     // The region's used position, and avail at the window's start (with an empty window, the
     // dead back end had taken nothing it did not complete: avail = used).
-    const PackedPosition used = resume_.used;
-    avail_ = used;
+    reset_positions(resume_.used, resume_.used);
+}
+
+void PackedRing::reset_positions(PackedPosition avail, PackedPosition used) {
+    avail_ = avail;
     given_back_ = 0;
     used_ = used;
     published_used_ = used;
@@ -571,18 +574,7 @@ BaseError PackedRing::restore_vring_base(uint32_t num) {
     if (const BaseError e = validate_packed_vring_base(num, layout_.size); e != BaseError::ok) {
         return e;
     }
-    const PackedPosition avail = base_avail(num);
-    const PackedPosition used = base_used(num);
-    avail_ = avail;
-    given_back_ = 0;
-    used_ = used;
-    published_used_ = used;
-    batch_head_ = used;
-    staged_ = 0;
-    staged_slots_ = 0;
-    signalled_ = used;
-    unsignalled_slots_ = 0;
-    signalled_valid_ = false;
+    reset_positions(base_avail(num), base_used(num));
     device_flags_shadow_ = 0xffff;
     return BaseError::ok;
 }

@@ -92,6 +92,9 @@ public:
     BaseError restore_vring_base(uint32_t num);
 
 private:
+    // The ring stands at `avail` taken and `used` completed, nothing staged
+    // or signalled since (a vring base, or a recovered inflight region).
+    void reset_positions(PackedPosition avail, PackedPosition used);
     PopStatus add_indirect(uint64_t addr, uint32_t len, ChainSegments& segments);
     PopStatus add_desc(uint64_t addr, uint32_t len, uint16_t flags, uint32_t slots,
                        ChainSegments& segments);
