@@ -89,12 +89,13 @@ struct SwitchConfig {
 };
 
 struct DatapathConfig {
-    uint16_t tx_batch = 64;  // 0..64; 0 is the per-packet mode (no batching at all)
-    bool tx_peek = true;     // hold a TX batch for one submission while the ring has more
-    bool gro = true;         // merge a TX batch's TCP segments into GSO frames (tap destinations)
-    bool gro_udp = false;    // ... and UDP datagrams into USO frames (needs Linux >= 6.2)
-    uint32_t rx_frames = 0;  // guest RX coalescing: frames per used-index publish (0: per batch)
-    uint32_t rx_usecs = 0;   // ... or at most this long after the first held frame
+    uint16_t tx_batch = 64;   // 0..64; 0 is the per-packet mode (no batching at all)
+    bool tx_peek = true;      // hold a TX batch for one submission while the ring has more
+    bool gro = true;          // merge a TX batch's TCP segments into GSO frames (tap destinations)
+    bool gro_udp = false;     // ... and UDP datagrams into USO frames (needs Linux >= 6.2)
+    uint32_t rx_frames = 0;   // guest RX coalescing: frames per used-index publish (0: per batch)
+    uint32_t rx_usecs = 0;    // ... or at most this long after the first held frame
+    bool adaptive_rx = true;  // switch ports: defer a guest's call while a stream fills its ring
     io::BatchMode submit = io::BatchMode::io_uring;
     uint32_t weight_packets = 256;
     uint32_t weight_bytes = 0x80000;

@@ -45,6 +45,7 @@ void Daemon::open_switch(const SwitchConfig& sc) {
     o.burst = config_.datapath.tx_batch;
     o.weight_packets = config_.datapath.weight_packets;
     o.hold_ns = uint64_t{sc.destination_hold_us} * 1000;
+    o.adaptive_rx = config_.datapath.adaptive_rx;
     const SwitchId id = next_switch_id_;
     const size_t w = placement_.worker_for_switch(boot_connections_, id);
     dataplane::Worker& worker = *workers_[w];

@@ -545,6 +545,11 @@ constexpr std::array kOptions = {
     VNET_DATAPATH_UINT(rx_usecs, "0..100000",
                        "guest RX coalescing: publish at the latest this long after the first held "
                        "frame (ethtool -C rx-usecs)"),
+    VNET_DATAPATH_BOOL(adaptive_rx,
+                       "switch ports (split rings): publish every burst to a guest at once but "
+                       "defer its call while the switch's sources keep sending and the guest "
+                       "still has over a quarter of its RX ring posted, at most 100 us (ethtool "
+                       "-C adaptive-rx); a lone frame is still called at once"),
     OptionSpec{"submit",
                OptionScope::datapath,
                std::nullopt,

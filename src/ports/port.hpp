@@ -66,6 +66,13 @@ public:
     // Publishes held frames now (and notifies if the guest wants it).
     // Between turns only, never inside a burst.
     virtual void publish_held_rx(uint16_t /*queue*/) {}
+    // adaptive_rx: publish every burst at once but defer the guest's call
+    // while it still has plenty of buffers posted (NetRxQueue). The owner
+    // makes deferred calls with flush_rx_call when its sources run dry, or
+    // once rx_call_deadline (steady_clock ns; 0: none deferred) has passed.
+    virtual void set_adaptive_rx(uint16_t /*queue*/, bool /*on*/) {}
+    virtual uint64_t rx_call_deadline(uint16_t /*queue*/) const { return 0; }
+    virtual void flush_rx_call(uint16_t /*queue*/) {}
 
     // ---- events ----------------------------------------------------------------
     virtual WaitSpec receive_wait(uint16_t queue) const = 0;

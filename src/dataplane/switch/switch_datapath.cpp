@@ -48,6 +48,7 @@ SwitchDatapath::SwitchDatapath(std::string name, const SwitchDatapathOptions& op
     : name_(std::move(name)), options_(options), core_(options.core) {
     options_.burst = std::clamp<uint16_t>(options_.burst, 1, packet::kMaxBurstPackets);
     options_.weight_packets = std::max<uint32_t>(options_.weight_packets, 1);
+    pending_calls_.reserve(kMaxSwitchMembers);
 }
 
 SwitchDatapath::~SwitchDatapath() = default;
@@ -63,6 +64,7 @@ uint16_t SwitchDatapath::attach(ports::Port& port, MemberConfig config) {
     }
     const uint16_t member = core_.add_member(std::move(config));
     members_[member] = Member{&port, sink};
+    port.set_adaptive_rx(kEgressQueue, options_.adaptive_rx);
     for (uint16_t q = 0; q < port.queue_count(); ++q) {
         if (ports::BurstSource* source = port.capabilities(q).burst_source) {
             auto in = std::make_unique<Ingress>();
@@ -114,6 +116,9 @@ bool SwitchDatapath::detach(const ports::Port& port) {
     }
     std::erase_if(ingress_,
                   [&](const std::unique_ptr<Ingress>& in) { return in->member == member; });
+    // A call it is owed is made now; off the switch, nothing defers them.
+    std::erase(pending_calls_, member);
+    it->port->set_adaptive_rx(kEgressQueue, false);
     core_.remove_member(member);
     *it = Member{};
     return true;
@@ -133,7 +138,29 @@ TurnResult SwitchDatapath::run_turn() {
             total.wait = PathWait::destination;  // a burst held for a full destination
         }
     }
+    if (!pending_calls_.empty()) {
+        // No source ran out of budget: none has more right now, so nothing
+        // is gained by letting the guests sleep on.
+        make_deferred_calls(total.wait != PathWait::none, now);
+    }
     return total;
+}
+
+void SwitchDatapath::make_deferred_calls(bool all, uint64_t now) {
+    for (size_t i = 0; i < pending_calls_.size();) {
+        Member& m = members_[pending_calls_[i]];
+        const uint64_t due = m.port->rx_call_deadline(kEgressQueue);
+        if (due != 0 && !all && now < due) {
+            ++i;
+            continue;
+        }
+        if (due != 0) {
+            m.port->flush_rx_call(kEgressQueue);
+        }
+        m.call_pending = false;
+        pending_calls_[i] = pending_calls_.back();
+        pending_calls_.pop_back();
+    }
 }
 
 TurnResult SwitchDatapath::ingress_turn(Ingress& in, uint64_t now) {
@@ -173,6 +200,9 @@ TurnResult SwitchDatapath::ingress_turn(Ingress& in, uint64_t now) {
         if (in.source->receive_burst(in.queue, in.burst, options_.burst) == 0) {
             turn.wait = PathWait::source;
             return turn;
+        }
+        for (uint16_t i = 0; i < in.burst.count; ++i) {
+            __builtin_prefetch(in.burst.packet_iovecs(i)[0].iov_base);
         }
         core_.classify(in.member, in.burst, now, in.plan);
         if (!deliver(in, now, turn)) {
@@ -227,6 +257,10 @@ bool SwitchDatapath::deliver_group(Ingress& in, EgressGroup& group, uint64_t now
             if (sent != 0) {
                 m.stalled = false;
                 m.refusing = false;
+                if (!m.call_pending) {
+                    m.call_pending = true;
+                    pending_calls_.push_back(group.member);
+                }
             }
             if (sent != out_.count && !m.refusing) {
                 m.refusing = true;
@@ -327,6 +361,7 @@ void SwitchDatapath::finish(Ingress& in) {
 }
 
 bool SwitchDatapath::prepare_sleep(const std::function<void(const ports::WaitSpec&)>& want) {
+    make_deferred_calls(true, 0);  // no guest sleeps on a call we owe it
     for (auto& in : ingress_) {
         if (in->holding || in->last_wait == PathWait::none) {
             return false;
@@ -342,6 +377,10 @@ bool SwitchDatapath::prepare_sleep(const std::function<void(const ports::WaitSpe
 }
 
 void SwitchDatapath::on_guest_fault(uintptr_t address) {
+    for (uint16_t member : pending_calls_) {
+        members_[member].call_pending = false;  // each port's queue restarts or stops
+    }
+    pending_calls_.clear();
     for (auto& in : ingress_) {
         in->burst.clear();
         in->holding = false;

@@ -23,6 +23,13 @@
 // try, not hold_ns of spinning. A merely slow guest (descheduled for a few
 // milliseconds) is never stalled: it keeps pacing its sources.
 // Cross-connects (ForwardPath) keep their lossless backpressure.
+//
+// adaptive_rx: a guest's call is deferred while the switch's sources keep
+// sending and the guest has room (NetRxQueue::set_adaptive_calls); the
+// round that finds every source dry, or a deferral's deadline, makes it.
+// On one CPU shared by the guests this is what keeps a receiver asleep
+// until its ring is nearly full, instead of waking it (and stopping the
+// sender) once per burst.
 #pragma once
 
 #include <array>
@@ -54,6 +61,8 @@ struct SwitchDatapathOptions {
     uint32_t weight_packets = 256;              // per ingress queue per turn
     uint64_t hold_ns = kDefaultHoldNs;
     uint64_t stall_ns = kDefaultStallNs;
+    // Guests' calls deferred while the sources keep sending (adaptive_rx).
+    bool adaptive_rx = true;
     uint64_t (*clock)() = steady_clock_ns;  // injected by tests
 };
 
@@ -101,6 +110,8 @@ private:
         // A hold ran out after it had refused for stall_ns: its groups get
         // one try each and no hold until it takes a frame again.
         bool stalled = false;
+        // It took frames since its last call: it is in pending_calls_.
+        bool call_pending = false;
     };
     struct Ingress {
         ports::Port* port;
@@ -125,12 +136,16 @@ private:
     // Drops what `group` still holds as `reason` (switch and destination counters).
     void drop_group(EgressGroup& group, packet::DropReason reason);
     void finish(Ingress& in);
+    // Makes the members' deferred calls that are due: all of them when the
+    // sources ran dry (`all`), else those past their deadline.
+    void make_deferred_calls(bool all, uint64_t now);
 
     std::string name_;
     SwitchDatapathOptions options_;
     SwitchCore core_;
     std::array<Member, kMaxSwitchMembers> members_{};
     std::vector<std::unique_ptr<Ingress>> ingress_;
+    std::vector<uint16_t> pending_calls_;  // members with call_pending (reserved: no allocation)
     // One destination's burst at a time, and its rewritten first bytes:
     // virtio-net header (<= 12), two MACs, a tag.
     packet::PacketBurst out_;

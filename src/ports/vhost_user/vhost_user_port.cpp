@@ -212,6 +212,27 @@ uint16_t VhostUserPort::transmit_burst(uint16_t queue, const packet::PacketBurst
     return sent;
 }
 
+void VhostUserPort::set_adaptive_rx(uint16_t queue, bool on) {
+    if (queue >= queue_pairs_) {
+        return;
+    }
+    QueuePair& p = pairs_[queue];
+    if (p.rx.set_adaptive_calls(on)) {
+        notify_guest(p.rx_end.call_fd, tx_counters(queue));
+    }
+}
+
+uint64_t VhostUserPort::rx_call_deadline(uint16_t queue) const {
+    return pairs_[queue].rx.call_deadline();
+}
+
+void VhostUserPort::flush_rx_call(uint16_t queue) {
+    QueuePair& p = pairs_[queue];
+    if (p.rx.take_deferred_call()) {
+        notify_guest(p.rx_end.call_fd, tx_counters(queue));
+    }
+}
+
 // ---- waiting ----------------------------------------------------------------------
 
 WaitSpec VhostUserPort::receive_wait(uint16_t queue) const {

@@ -93,6 +93,9 @@ public:
     void set_rx_coalescing(uint16_t queue, uint32_t frames, uint32_t usecs) override;
     uint64_t rx_held_deadline(uint16_t queue) const override;
     void publish_held_rx(uint16_t queue) override;
+    void set_adaptive_rx(uint16_t queue, bool on) override;
+    uint64_t rx_call_deadline(uint16_t queue) const override;
+    void flush_rx_call(uint16_t queue) override;
 
     WaitSpec receive_wait(uint16_t queue) const override;
     WaitSpec transmit_wait(uint16_t queue) const override;

@@ -1,6 +1,7 @@
 #include "virtio/net/net_rx_queue.hpp"
 
 #include <algorithm>
+#include <type_traits>
 #include <utility>
 
 #include "virtio/ring_layout.hpp"
@@ -42,6 +43,7 @@ void NetRxQueue::start(AnyDeviceRing ring, const NetQueueConfig& config) {
     held_packets_ = 0;
     burst_bytes_ = 0;
     held_deadline_ = 0;
+    call_deadline_ = 0;
     window_ = RxWindow{};
 }
 
@@ -198,7 +200,17 @@ bool NetRxQueue::publish(R& ring) {
         config_.log.mark_ring();
     }
     pending_used_ = 0;
-    const bool notify = config_.calls_wanted && ring.should_notify();
+    bool notify = false;
+    if (should_defer_call(ring)) {
+        if (call_deadline_ == 0) {
+            call_deadline_ = now_ns_() + kMaxCallDeferNs;  // one clock read per deferral
+        }
+    } else {
+        // should_notify compares with the used index of the last call it
+        // answered, so a deferred call is covered by this one.
+        notify = config_.calls_wanted && ring.should_notify();
+        call_deadline_ = 0;
+    }
     // Counted when the guest can see them: a burst is one publish.
     counters_->count_burst(burst_packets_, burst_bytes_);
     burst_packets_ = 0;
@@ -208,10 +220,39 @@ bool NetRxQueue::publish(R& ring) {
     return notify;
 }
 
+template <typename R>
+bool NetRxQueue::should_defer_call(const R& ring) const {
+    if constexpr (std::is_same_v<R, SplitDeviceRing>) {
+        // parked_avail_ is what the guest still has posted after this burst:
+        // with a quarter of its ring or less left it must run soon, or the
+        // next bursts find no room.
+        return coalescing_.adaptive_calls && config_.calls_wanted && !starved_ &&
+               parked_avail_ > ring.size() / 4;
+    } else {
+        return false;
+    }
+}
+
+bool NetRxQueue::set_adaptive_calls(bool on) {
+    coalescing_.adaptive_calls = on;
+    return !on && take_deferred_call();
+}
+
+bool NetRxQueue::take_deferred_call() {
+    if (call_deadline_ == 0) {
+        return false;
+    }
+    call_deadline_ = 0;
+    if (!running_ || !config_.calls_wanted) {
+        return false;
+    }
+    return std::visit([](auto& ring) { return ring.should_notify(); }, ring_);
+}
+
 bool NetRxQueue::set_coalescing(uint32_t frames, uint32_t usecs) {
     // More frames than a ring holds could never be pending: the count is a
     // u16 (config validation keeps it far lower anyway).
-    coalescing_ = Coalescing{std::min(frames, kMaxQueueSize), usecs};
+    coalescing_ = Coalescing{std::min(frames, kMaxQueueSize), usecs, coalescing_.adaptive_calls};
     // Turned off: nothing may stay held without a deadline.
     return frames == 0 && publish_held();
 }
@@ -254,7 +295,12 @@ bool NetRxQueue::finish() {
             // Frames held for rx_frames / rx_usecs: published before the ring
             // stops; a restart begins at the guest's used index and would
             // reuse their buffers.
-            const bool notify = pending_used_ != 0 && publish(ring);
+            bool notify = pending_used_ != 0 && publish(ring);
+            if (call_deadline_ != 0) {
+                // The ring stops: no later round would make the deferred call.
+                call_deadline_ = 0;
+                notify = (config_.calls_wanted && ring.should_notify()) || notify;
+            }
             if (config_.log.active()) [[unlikely]] {
                 config_.log.mark_ring();  // the ring as we leave it, whatever wrote it last
             }
@@ -264,6 +310,7 @@ bool NetRxQueue::finish() {
 }
 
 void NetRxQueue::abandon() {
+    call_deadline_ = 0;
     if (burst_packets_ != 0) {
         counters_->count_drop(DropReason::no_destination, burst_packets_);
         burst_packets_ = 0;

@@ -34,6 +34,10 @@ public:
     // Chains popped per window refill: one visit of the ring for up to this
     // many packets (non-mergeable) or buffers (mergeable).
     static constexpr uint16_t kRefillChains = 32;
+    // adaptive_rx: the longest a call is deferred. A stream keeps the guest
+    // asleep at most this long beyond its first frame (a NIC's adaptive
+    // interrupt moderation stays in the same tens of microseconds).
+    static constexpr uint64_t kMaxCallDeferNs = 100000;
 
     NetRxQueue(packet::QueueCounters& counters, Clock now_ns)
         : counters_(&counters), now_ns_(now_ns) {}
@@ -67,6 +71,20 @@ public:
     // rx_frames / rx_usecs (frames = 0: off). Returns whether to notify
     // (turning coalescing off publishes what was held).
     bool set_coalescing(uint32_t frames, uint32_t usecs);
+
+    // adaptive_rx: every burst is published at once (a polling guest sees
+    // it), but the call is deferred while the guest still has more than a
+    // quarter of its ring posted, for at most kMaxCallDeferNs: the owner
+    // makes it when its sources run dry (take_deferred_call), so a guest
+    // woken under a stream of bursts finds a nearly full ring instead of
+    // one burst, and one that gets a lone frame is woken at once. Split
+    // rings only (a packed ring has no count of posted buffers). Returns
+    // whether to notify (turning it off makes a deferred call).
+    bool set_adaptive_calls(bool on);
+    // When a deferred call is due (Clock ns); 0: none deferred.
+    uint64_t call_deadline() const { return running_ ? call_deadline_ : 0; }
+    // Makes the deferred call now, if the guest (still) wants it.
+    bool take_deferred_call();
     // When held frames must be published (Clock ns); 0: nothing held.
     uint64_t held_deadline() const { return running_ ? held_deadline_ : 0; }
     // Publishes held frames. Returns whether to notify.
@@ -97,11 +115,14 @@ private:
     struct Coalescing {
         uint32_t frames = 0;
         uint32_t usecs = 0;
+        bool adaptive_calls = false;
     };
     bool grow_window(uint32_t need_bytes);
     template <typename R>
     bool refill_window(R& ring);
     bool should_hold_publish(uint16_t avail_left);
+    template <typename R>
+    bool should_defer_call(const R& ring) const;
     template <typename R>
     bool publish(R& ring);
     void fail(RingFault fault);
@@ -127,6 +148,8 @@ private:
     // When the held frames must be published; 0: nothing held,
     // kHeldUntilRoundEnd: rx_usecs = 0.
     uint64_t held_deadline_ = 0;
+    // adaptive_rx: when the deferred call is due; 0: none deferred.
+    uint64_t call_deadline_ = 0;
     RxWindow window_;
 };
 

@@ -66,12 +66,31 @@ public:
             --room;
             ++n;
         }
+        if (n != 0) {
+            defer_call();
+        }
         return n;
     }
     ports::WaitSpec receive_wait(uint16_t) const override { return {}; }
     ports::WaitSpec transmit_wait(uint16_t) const override { return {}; }
     packet::QueueCounters& rx_counters(uint16_t) override { return rx; }
     packet::QueueCounters& tx_counters(uint16_t) override { return tx; }
+
+    // adaptive_rx as a guest's RX queue does it: every burst that brought
+    // frames defers the call, due kCallDeferNs after the first.
+    static constexpr uint64_t kCallDeferNs = 100;
+    void set_adaptive_rx(uint16_t, bool on) override {
+        adaptive = on;
+        if (!on) {
+            flush_rx_call(0);
+        }
+    }
+    uint64_t rx_call_deadline(uint16_t) const override { return call_due; }
+    void flush_rx_call(uint16_t) override {
+        calls += call_due != 0 ? 1 : 0;
+        call_due = 0;
+    }
+    void defer_call();
 
     std::deque<std::vector<uint8_t>> pending;
     std::deque<std::vector<uint8_t>> in_flight;
@@ -80,12 +99,23 @@ public:
     uint64_t completed = 0;
     bool ready = true;
     uint32_t generation = 0;
+    bool adaptive = false;
+    uint64_t call_due = 0;  // a deferred call's deadline; 0: none
+    uint64_t calls = 0;     // calls made
     packet::QueueCounters rx, tx;
 };
 
 uint64_t g_now = 0;
 uint64_t test_clock() {
     return g_now;
+}
+
+void SwitchTestPort::defer_call() {
+    if (!adaptive) {
+        ++calls;
+    } else if (call_due == 0) {
+        call_due = g_now + kCallDeferNs;
+    }
 }
 
 struct Rig {
@@ -318,6 +348,93 @@ TEST(SwitchDatapath, a_port_detached_at_run_time_gets_nothing_more) {
     r[0].queue(frame(kBroadcast, mac(1)));
     r.sw->run_turn();
     EXPECT_EQ(r[2].received.size(), 1u);
+}
+
+// adaptive_rx: a guest is called when the switch's sources run dry, or at
+// its deferral's deadline under a stream that does not.
+TEST(SwitchDatapath, a_guest_fed_by_a_stream_is_called_once_the_sources_run_dry) {
+    SwitchDatapathOptions o;
+    o.weight_packets = 64;
+    Rig r(2, o);
+    r.attach(0);
+    r.attach(1);
+    EXPECT_TRUE(r[1].adaptive);
+    for (int i = 0; i < 100; ++i) {
+        r[0].queue(frame(kBroadcast, mac(1)));
+    }
+    TurnResult t = r.sw->run_turn();  // out of budget: the source has more
+    EXPECT_EQ(t.packets, 64u);
+    EXPECT_EQ(t.wait, PathWait::none);
+    EXPECT_EQ(r[1].calls, 0u);
+    EXPECT_EQ(r[1].call_due, 1u + SwitchTestPort::kCallDeferNs);
+    t = r.sw->run_turn();  // the last 36, then the source is dry
+    EXPECT_EQ(t.packets, 36u);
+    EXPECT_EQ(t.wait, PathWait::source);
+    EXPECT_EQ(r[1].calls, 1u);
+    EXPECT_EQ(r[1].call_due, 0u);
+    EXPECT_EQ(r[1].received.size(), 100u);
+    EXPECT_EQ(r[0].calls, 0u);  // it was sent nothing
+}
+
+TEST(SwitchDatapath, a_deferred_call_is_made_at_its_deadline_while_the_stream_goes_on) {
+    SwitchDatapathOptions o;
+    o.burst = 8;
+    o.weight_packets = 8;
+    Rig r(2, o);
+    r.attach(0);
+    r.attach(1);
+    for (int i = 0; i < 100; ++i) {
+        r[0].queue(frame(kBroadcast, mac(1)));
+    }
+    r.sw->run_turn();
+    g_now += SwitchTestPort::kCallDeferNs - 1;
+    r.sw->run_turn();
+    EXPECT_EQ(r[1].calls, 0u);  // not due yet, and the source has more
+    g_now += 1;
+    EXPECT_EQ(r.sw->run_turn().wait, PathWait::none);
+    EXPECT_EQ(r[1].calls, 1u);  // due: made although the source still has more
+    r.sw->run_turn();
+    EXPECT_EQ(r[1].call_due, g_now + SwitchTestPort::kCallDeferNs);  // a new deferral
+}
+
+TEST(SwitchDatapath, owed_calls_are_made_before_the_worker_sleeps_and_when_a_port_leaves) {
+    SwitchDatapathOptions o;
+    o.burst = 4;
+    o.weight_packets = 4;
+    Rig r(3, o);
+    for (size_t i = 0; i < 3; ++i) {
+        r.attach(i);
+    }
+    for (int i = 0; i < 10; ++i) {
+        r[0].queue(frame(kBroadcast, mac(1)));
+    }
+    r.sw->run_turn();
+    EXPECT_EQ(r[1].calls + r[2].calls, 0u);
+    EXPECT_FALSE(r.sw->prepare_sleep([](const ports::WaitSpec&) {}));  // work is left
+    EXPECT_EQ(r[1].calls, 1u);
+    EXPECT_EQ(r[2].calls, 1u);
+    r.sw->run_turn();
+    EXPECT_TRUE(r.sw->detach(r[2]));
+    EXPECT_FALSE(r[2].adaptive);  // off the switch nothing would make its calls
+    EXPECT_EQ(r[2].calls, 2u);
+    EXPECT_EQ(r[1].calls, 1u);  // still deferred: the source has more
+}
+
+TEST(SwitchDatapath, without_adaptive_rx_every_burst_calls) {
+    SwitchDatapathOptions o;
+    o.adaptive_rx = false;
+    o.burst = 4;
+    o.weight_packets = 4;
+    Rig r(2, o);
+    r.attach(0);
+    r.attach(1);
+    EXPECT_FALSE(r[1].adaptive);
+    for (int i = 0; i < 8; ++i) {
+        r[0].queue(frame(kBroadcast, mac(1)));
+    }
+    r.sw->run_turn();
+    r.sw->run_turn();
+    EXPECT_EQ(r[1].calls, 2u);
 }
 
 TEST(SwitchDatapath, attaching_a_port_twice_is_refused) {

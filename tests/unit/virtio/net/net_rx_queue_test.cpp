@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "unit/virtio/net/net_queue_harness.hpp"
@@ -249,6 +250,89 @@ TYPED_TEST(NetRxQueueTest, publishes_held_frames_at_finish_and_drops_them_when_m
     EXPECT_FALSE(h.queue.flush());
     h.queue.abandon();  // the memory went away before finish could run
     EXPECT_EQ(h.drops(DropReason::no_destination), 1u);
+}
+
+// adaptive_rx: published at once, called later. Split rings only: a
+// packed ring has no count of posted buffers, so it never defers (the
+// call_deadline checks below), whatever its own call decision is.
+TYPED_TEST(NetRxQueueTest, adaptive_calls_publish_at_once_and_defer_the_call_while_room_is_left) {
+    constexpr bool split = std::is_same_v<TypeParam, test::SplitModel>;
+    typename TestFixture::Harness h(16, true, test::version_1_config());  // EVENT_IDX
+    EXPECT_FALSE(h.queue.set_adaptive_calls(true));
+    h.ring.post(0, 16, 0, 1);
+    ASSERT_TRUE(h.deliver(60, 64));
+    const bool called = h.queue.flush();
+    EXPECT_EQ(called, !split);
+    // The guest sees the frame whether or not it is called.
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0}));
+    EXPECT_EQ(h.queue.call_deadline(), split ? 5000u + NetRxQueue::kMaxCallDeferNs : 0u);
+    g_now_ns = 9000;
+    ASSERT_TRUE(h.deliver(60, 64));
+    h.queue.flush();
+    // The first deferred frame's deadline, not the latest's.
+    EXPECT_EQ(h.queue.call_deadline(), split ? 5000u + NetRxQueue::kMaxCallDeferNs : 0u);
+    if constexpr (split) {
+        // One call covers both publishes (the guest's first call is always made).
+        EXPECT_TRUE(h.queue.take_deferred_call());
+    }
+    EXPECT_EQ(h.queue.call_deadline(), 0u);
+    EXPECT_FALSE(h.queue.take_deferred_call());  // made once
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{1}));
+}
+
+TYPED_TEST(NetRxQueueTest, adaptive_calls_call_at_once_when_a_quarter_of_the_ring_or_less_is_left) {
+    constexpr bool split = std::is_same_v<TypeParam, test::SplitModel>;
+    typename TestFixture::Harness h(16, true, test::version_1_config());
+    h.queue.set_adaptive_calls(true);
+    h.ring.post(0, 6, 0, 1);  // 6 buffers of a 16-entry ring
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_EQ(h.queue.flush(), !split);  // 5 left, more than 4: deferred
+    ASSERT_TRUE(h.deliver(60, 64));
+    const bool called = h.queue.flush();
+    if constexpr (split) {
+        EXPECT_TRUE(called);  // 4 left: the guest must run soon; one call for both
+    }
+    EXPECT_EQ(h.queue.call_deadline(), 0u);
+    EXPECT_FALSE(h.queue.take_deferred_call());
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0, 1}));
+}
+
+TYPED_TEST(NetRxQueueTest, adaptive_calls_ask_only_for_calls_the_guest_wants) {
+    typename TestFixture::Harness h(16, true, test::version_1_config());
+    h.ring.post(0, 16, 0, 1);
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_TRUE(h.queue.flush());  // the first call, before adaptive calls are on
+    h.queue.set_adaptive_calls(true);
+    h.ring.driver->disable_interrupts();
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.queue.flush());
+    EXPECT_FALSE(h.queue.take_deferred_call());  // published, but the guest wants no call
+    h.queue.set_calls_wanted(false);             // no call fd: nothing is deferred
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.queue.flush());
+    EXPECT_EQ(h.queue.call_deadline(), 0u);
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0, 1, 2}));
+}
+
+TYPED_TEST(NetRxQueueTest, adaptive_calls_turned_off_or_stopped_make_the_deferred_call) {
+    constexpr bool split = std::is_same_v<TypeParam, test::SplitModel>;
+    typename TestFixture::Harness h(16, true, test::version_1_config());
+    h.queue.set_adaptive_calls(true);
+    h.ring.post(0, 16, 0, 1);
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_EQ(h.queue.flush(), !split);
+    EXPECT_EQ(h.queue.set_adaptive_calls(false), split);
+    EXPECT_EQ(h.queue.call_deadline(), 0u);
+
+    h.queue.set_adaptive_calls(true);
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0}));
+    h.ring.driver->enable_interrupts();  // wants a call at the next used entry
+    ASSERT_TRUE(h.deliver(60, 64));
+    const bool called = h.queue.flush();
+    EXPECT_EQ(h.queue.call_deadline(), (split ? 5000u + NetRxQueue::kMaxCallDeferNs : 0u));
+    // The ring stops: no later round would make a deferred call.
+    EXPECT_EQ(h.queue.finish(), split && !called);
+    EXPECT_EQ(h.queue.call_deadline(), 0u);
 }
 
 }  // namespace
