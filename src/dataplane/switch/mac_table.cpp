@@ -70,16 +70,15 @@ void MacTable::learn(const packet::MacAddress& mac, uint16_t vlan, uint16_t memb
     counters_.learned.add(1);
 }
 
-std::optional<uint16_t> MacTable::lookup(const packet::MacAddress& mac, uint16_t vlan,
-                                         uint64_t now) {
+uint16_t MacTable::lookup(const packet::MacAddress& mac, uint16_t vlan, uint64_t now) {
     const size_t i = find(key_of(mac, vlan));
     if (!slots_[i].used) {
-        return std::nullopt;
+        return kUnknown;
     }
     if (expired(slots_[i], now)) {
         erase_at(i);
         counters_.aged.add(1);
-        return std::nullopt;
+        return kUnknown;
     }
     return slots_[i].member;
 }

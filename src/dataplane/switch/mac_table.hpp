@@ -27,8 +27,12 @@ public:
 
     // `mac` was seen as a source on `member`'s `vlan` at `now`.
     void learn(const packet::MacAddress& mac, uint16_t vlan, uint16_t member, uint64_t now);
-    // The member `mac` was last seen on in `vlan`; nullopt if unknown or expired.
-    std::optional<uint16_t> lookup(const packet::MacAddress& mac, uint16_t vlan, uint64_t now);
+    // lookup's answer for a MAC that is unknown or expired.
+    static constexpr uint16_t kUnknown = UINT16_MAX;
+    // The member `mac` was last seen on in `vlan`, or kUnknown. A plain
+    // value, not an optional: GCC 12 returns std::optional<uint16_t>
+    // through the stack, a store-forwarding stall per packet.
+    uint16_t lookup(const packet::MacAddress& mac, uint16_t vlan, uint64_t now);
     // Forgets every expired entry.
     void age(uint64_t now);
     // Forgets the entries of `member` (a port left the switch); not counted as aged.

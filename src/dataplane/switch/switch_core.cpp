@@ -135,13 +135,13 @@ void SwitchCore::classify(uint16_t ingress, const packet::PacketBurst& burst, ui
         const auto index = static_cast<uint8_t>(i);
         if (is_group_address(frame->destination)) {
             flood(plan, ingress, index);
-        } else if (std::optional<uint16_t> to =
-                       table_.lookup(frame->destination, verdict.vlan, now_ns)) {
+        } else if (const uint16_t to = table_.lookup(frame->destination, verdict.vlan, now_ns);
+                   to != MacTable::kUnknown) {
             // A frame for a MAC behind its own port goes nowhere (no hairpin).
             Egress e =
-                *to == ingress ? Egress::none : members_[*to].config.vlans.egress(verdict.vlan);
+                to == ingress ? Egress::none : members_[to].config.vlans.egress(verdict.vlan);
             if (e != Egress::none) {
-                send(plan, *to, index, e == Egress::tagged);
+                send(plan, to, index, e == Egress::tagged);
             }
         } else {
             flood(plan, ingress, index);

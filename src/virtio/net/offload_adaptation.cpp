@@ -58,7 +58,12 @@ ReceiverOffloads receiver_offloads(FeatureSet negotiated) {
 
 const DeliveryPlan& OffloadAdaptation::plan(std::span<const iovec> packet, uint32_t packet_len,
                                             uint32_t sender_header_size) {
-    plan_ = DeliveryPlan{};
+    // Copied from a constant, not built as a temporary: GCC assembles
+    // `DeliveryPlan{}` on the stack with overlapping stores and reads it
+    // back at once, a store-forwarding stall that was most of this
+    // function's time per packet on the switch path.
+    static constexpr DeliveryPlan kFreshPlan{};
+    plan_ = kFreshPlan;
     plan_.sender_header_size = sender_header_size;
     // The first 10 bytes are the header proper; num_buffers (12) means
     // nothing on TX, and a longer tap header (hash report) is skipped.
