@@ -277,8 +277,8 @@ namespace {
         }
         const bool writable = (d0.flags & VirtqDesc::kFlagWrite) != 0;
         chain.head = head;
-        chain.readable_segments = writable ? 0 : static_cast<uint16_t>(segments);
-        chain.writable_segments = writable ? static_cast<uint16_t>(segments) : 0;
+        chain.readable_segments = writable ? 0 : static_cast<uint32_t>(segments);
+        chain.writable_segments = writable ? static_cast<uint32_t>(segments) : 0;
         chain.readable_bytes = writable ? 0 : d0.len;
         chain.writable_bytes = writable ? d0.len : 0;
         return ChainError::ok;
@@ -301,8 +301,8 @@ namespace {
         s.readable_bytes = s.total_bytes;
     }
     chain.head = head;
-    chain.readable_segments = static_cast<uint16_t>(s.readable_segments);
-    chain.writable_segments = static_cast<uint16_t>(s.segments - s.readable_segments);
+    chain.readable_segments = static_cast<uint32_t>(s.readable_segments);
+    chain.writable_segments = static_cast<uint32_t>(s.segments - s.readable_segments);
     chain.readable_bytes = static_cast<uint32_t>(s.readable_bytes);
     chain.writable_bytes = static_cast<uint32_t>(s.total_bytes - s.readable_bytes);
     return ChainError::ok;

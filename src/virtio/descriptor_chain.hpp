@@ -39,8 +39,11 @@ const char* to_string(ChainError e);
 // [readable_segments, readable_segments + writable_segments) are writable.
 struct DescriptorChain {
     uint16_t head = 0;
-    uint16_t readable_segments = 0;
-    uint16_t writable_segments = 0;
+    // 32-bit though a chain has at most 1024 segments: a caller copying the
+    // two into 16-bit fields (PoppedChain) gets them merged by GCC into one
+    // load across two 16-bit stores, a store-forwarding stall per packet.
+    uint32_t readable_segments = 0;
+    uint32_t writable_segments = 0;
     uint32_t readable_bytes = 0;
     uint32_t writable_bytes = 0;
 

@@ -89,8 +89,8 @@ PopStatus SplitDeviceRing::pop(std::span<iovec> out, PoppedChain& chain) {
     }
     chain.id = head;
     chain.slots = 1;
-    chain.readable_segments = walked.readable_segments;
-    chain.writable_segments = walked.writable_segments;
+    chain.readable_segments = static_cast<uint16_t>(walked.readable_segments);
+    chain.writable_segments = static_cast<uint16_t>(walked.writable_segments);
     chain.readable_bytes = walked.readable_bytes;
     chain.writable_bytes = walked.writable_bytes;
     return PopStatus::ok;
