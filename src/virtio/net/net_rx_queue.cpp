@@ -89,7 +89,10 @@ void NetRxQueue::commit_buffer(uint32_t len) {
 }
 
 bool NetRxQueue::grow_window(uint32_t need_bytes) {
-    uint64_t have = window_.unlent_bytes(window_.first_unlent());
+    // Without MRG_RXBUF any unlent head takes the packet (a too-small one
+    // is counted at commit), so no bytes are counted at all.
+    uint64_t have =
+        config_.mergeable ? window_.unlent_bytes(window_.first_unlent(), need_bytes) : 0;
     auto covered = [&] { return config_.mergeable ? have >= need_bytes : window_.has_unlent(); };
     while (!covered()) {
         if (window_.full()) {
@@ -104,7 +107,9 @@ bool NetRxQueue::grow_window(uint32_t need_bytes) {
             // or the next chain needs more iovecs than the window has left.
             return false;
         }
-        have += window_.unlent_bytes(before);
+        if (config_.mergeable) {
+            have += window_.unlent_bytes(before, need_bytes - have);
+        }
     }
     return true;
 }

@@ -58,10 +58,12 @@ public:
         iovecs_used_ = static_cast<uint16_t>(iovecs_used_ + chain.writable_segments);
     }
 
-    // Bytes of the heads from `first` on, not yet holding a packet.
-    uint64_t unlent_bytes(uint16_t first) const {
+    // Bytes of the heads from `first` on, not yet holding a packet, counted
+    // only until they reach `enough`: a packet looks at the one or two
+    // heads it needs, not at every head of a 256-chain window.
+    uint64_t unlent_bytes(uint16_t first, uint64_t enough) const {
         uint64_t have = 0;
-        for (uint16_t i = first; i < count_; ++i) {
+        for (uint16_t i = first; i < count_ && have < enough; ++i) {
             have += heads_[i].bytes;
         }
         return have;
