@@ -201,9 +201,6 @@ TurnResult SwitchDatapath::ingress_turn(Ingress& in, uint64_t now) {
             turn.wait = PathWait::source;
             return turn;
         }
-        for (uint16_t i = 0; i < in.burst.count; ++i) {
-            __builtin_prefetch(in.burst.packet_iovecs(i)[0].iov_base);
-        }
         core_.classify(in.member, in.burst, now, in.plan);
         if (!deliver(in, now, turn)) {
             in.holding = true;
