@@ -34,7 +34,7 @@ int slice_iovecs(std::span<const iovec> src, size_t offset, size_t length, std::
     return length == 0 ? static_cast<int>(written) : -1;
 }
 
-size_t gather_prefix(std::span<const iovec> src, void* dst, size_t length) {
+size_t gather_prefix_pieces(std::span<const iovec> src, void* dst, size_t length) {
     auto* out = static_cast<uint8_t*>(dst);
     size_t copied = 0;
     for (const iovec& piece : src) {
@@ -50,7 +50,8 @@ size_t gather_prefix(std::span<const iovec> src, void* dst, size_t length) {
     return copied;
 }
 
-size_t scatter_at(std::span<const iovec> dst, size_t offset, const void* src, size_t length) {
+size_t scatter_at_pieces(std::span<const iovec> dst, size_t offset, const void* src,
+                         size_t length) {
     const auto* in = static_cast<const uint8_t*>(src);
     size_t copied = 0;
     for (const iovec& piece : dst) {
@@ -69,7 +70,7 @@ size_t scatter_at(std::span<const iovec> dst, size_t offset, const void* src, si
     return copied;
 }
 
-size_t copy_iovecs(std::span<const iovec> dst, std::span<const iovec> src, size_t length) {
+size_t copy_iovecs_pieces(std::span<const iovec> dst, std::span<const iovec> src, size_t length) {
     size_t di = 0, doff = 0, si = 0, soff = 0, copied = 0;
     while (copied < length && di < dst.size() && si < src.size()) {
         const size_t n =

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 namespace vnet::packet {
@@ -21,19 +22,51 @@ size_t total_length(std::span<const iovec> iovs);
 // offset + length or `dst` has too little room.
 int slice_iovecs(std::span<const iovec> src, size_t offset, size_t length, std::span<iovec> dst);
 
+// The walks over any number of pieces behind the three copies below.
+size_t gather_prefix_pieces(std::span<const iovec> src, void* dst, size_t length);
+size_t scatter_at_pieces(std::span<const iovec> dst, size_t offset, const void* src, size_t length);
+size_t copy_iovecs_pieces(std::span<const iovec> dst, std::span<const iovec> src, size_t length);
+
+// Each copy handles the common case inline: all of it in the first piece (a
+// guest's buffer is usually one descriptor), so a header-sized copy of a
+// constant size is a few moves, not a loop around a memcpy call. Zero
+// lengths take the walk, which never hands memcpy the null base an empty
+// piece may have.
+
 // Copies up to `length` leading bytes of the concatenation of `src` into
 // `dst`; returns how many were copied (fewer when `src` is shorter). Used to
 // take a private copy of headers that may be split across iovecs anywhere.
-size_t gather_prefix(std::span<const iovec> src, void* dst, size_t length);
+inline size_t gather_prefix(std::span<const iovec> src, void* dst, size_t length) {
+    if (!src.empty() && length != 0 && length <= src[0].iov_len) {
+        std::memcpy(dst, src[0].iov_base, length);
+        return length;
+    }
+    return gather_prefix_pieces(src, dst, length);
+}
 
 // Copies `length` bytes at `src` to byte `offset` of the concatenation of
 // `dst` (e.g. a header field in a buffer a guest split over tiny
 // descriptors); returns how many were copied (fewer when `dst` ends first).
-size_t scatter_at(std::span<const iovec> dst, size_t offset, const void* src, size_t length);
+inline size_t scatter_at(std::span<const iovec> dst, size_t offset, const void* src,
+                         size_t length) {
+    if (!dst.empty() && length != 0 && length <= dst[0].iov_len &&
+        offset <= dst[0].iov_len - length) {
+        std::memcpy(static_cast<uint8_t*>(dst[0].iov_base) + offset, src, length);
+        return length;
+    }
+    return scatter_at_pieces(dst, offset, src, length);
+}
 
 // Copies the first `length` bytes of the concatenation of `src` into the
 // buffer `dst` describes; returns how many were copied (fewer when either
 // ends first).
-size_t copy_iovecs(std::span<const iovec> dst, std::span<const iovec> src, size_t length);
+inline size_t copy_iovecs(std::span<const iovec> dst, std::span<const iovec> src, size_t length) {
+    if (!dst.empty() && !src.empty() && length != 0 && length <= dst[0].iov_len &&
+        length <= src[0].iov_len) {
+        std::memcpy(dst[0].iov_base, src[0].iov_base, length);
+        return length;
+    }
+    return copy_iovecs_pieces(dst, src, length);
+}
 
 }  // namespace vnet::packet
