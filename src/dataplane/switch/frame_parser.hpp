@@ -21,6 +21,12 @@ struct L2Frame {
     uint16_t tci = 0;  // the 802.1Q tag control information (PCP, DEI, VID), if tagged
 };
 
+// Same addresses and tag: frames the switch decides alike.
+inline bool same_addresses(const L2Frame& a, const L2Frame& b) {
+    return a.destination == b.destination && a.source == b.source && a.tagged == b.tagged &&
+           a.tci == b.tci;
+}
+
 // `iovecs` hold `len` bytes of packet (a shorter chain is what counts):
 // `header_size` bytes of virtio-net header, then the frame. nullopt when the
 // frame is shorter than its Ethernet header (and tag, if it says it has one).

@@ -44,7 +44,7 @@ size_t MacTable::find(uint64_t key) const {
     return i;
 }
 
-void MacTable::learn(const packet::MacAddress& mac, uint16_t vlan, uint16_t member, uint64_t now) {
+bool MacTable::learn(const packet::MacAddress& mac, uint16_t vlan, uint16_t member, uint64_t now) {
     const uint64_t key = key_of(mac, vlan);
     size_t i = find(key);
     if (slots_[i].used && expired(slots_[i], now)) {
@@ -59,15 +59,16 @@ void MacTable::learn(const packet::MacAddress& mac, uint16_t vlan, uint16_t memb
             counters_.moved.add(1);
         }
         s.last_seen = now;
-        return;
+        return true;
     }
     if (size_ >= max_entries_) {
         counters_.table_full.add(1);
-        return;
+        return false;
     }
     s = Slot{key, now, member, true};
     ++size_;
     counters_.learned.add(1);
+    return true;
 }
 
 uint16_t MacTable::lookup(const packet::MacAddress& mac, uint16_t vlan, uint64_t now) {

@@ -25,8 +25,9 @@ public:
     // `counters` receives learned, moved, aged and table_full.
     MacTable(uint32_t max_entries, uint64_t aging_ns, SwitchCounters& counters);
 
-    // `mac` was seen as a source on `member`'s `vlan` at `now`.
-    void learn(const packet::MacAddress& mac, uint16_t vlan, uint16_t member, uint64_t now);
+    // `mac` was seen as a source on `member`'s `vlan` at `now`. False when
+    // a full table had no room for it (counted as table_full).
+    bool learn(const packet::MacAddress& mac, uint16_t vlan, uint16_t member, uint64_t now);
     // lookup's answer for a MAC that is unknown or expired.
     static constexpr uint16_t kUnknown = UINT16_MAX;
     // The member `mac` was last seen on in `vlan`, or kUnknown. A plain

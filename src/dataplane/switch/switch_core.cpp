@@ -47,8 +47,8 @@ void SwitchCore::remove_member(uint16_t member) {
     table_.forget_member(member);
 }
 
-bool SwitchCore::admit(uint16_t ingress, const L2Frame& frame, uint64_t now,
-                       PacketVerdict& verdict) {
+bool SwitchCore::admit(uint16_t ingress, const L2Frame& frame, uint64_t now, PacketVerdict& verdict,
+                       bool* learned) {
     const MemberConfig& config = members_[ingress].config;
     std::optional<uint16_t> vid;
     if (frame.tagged) {
@@ -69,11 +69,28 @@ bool SwitchCore::admit(uint16_t ingress, const L2Frame& frame, uint64_t now,
         counters_.count_drop(packet::DropReason::spoofed);
         return false;
     }
-    table_.learn(frame.source, *vlan, ingress, now);
+    *learned = table_.learn(frame.source, *vlan, ingress, now);
     verdict.vlan = *vlan;
     verdict.tagged = frame.tagged;
     verdict.tci = frame.tci;
     return true;
+}
+
+SwitchCore::Route SwitchCore::route(uint16_t ingress, const L2Frame& frame, uint16_t vlan,
+                                    uint64_t now) {
+    if (is_group_address(frame.destination)) {
+        return Route{Route::Kind::flood};
+    }
+    const uint16_t to = table_.lookup(frame.destination, vlan, now);
+    if (to == MacTable::kUnknown) {
+        return Route{Route::Kind::flood};
+    }
+    // A frame for a MAC behind its own port goes nowhere (no hairpin).
+    const Egress e = to == ingress ? Egress::none : members_[to].config.vlans.egress(vlan);
+    if (e == Egress::none) {
+        return Route{};
+    }
+    return Route{Route::Kind::unicast, e == Egress::tagged, to};
 }
 
 void SwitchCore::send(BurstPlan& plan, uint16_t member, uint8_t packet, bool tagged) {
@@ -120,31 +137,46 @@ void SwitchCore::classify(uint16_t ingress, const packet::PacketBurst& burst, ui
         counters_.count_drop(packet::DropReason::no_destination, burst.count);
         return;
     }
+    // A run of frames with the same addresses and tag (one flow's burst)
+    // is decided once. Admission depends only on the ingress, the source and
+    // the tag; learning the same source again at the same time changes
+    // nothing; so the lookup, which only learning could change, gives the
+    // same answer. A source a full table refused is decided again each time,
+    // so table_full still counts every frame.
+    Decision last;
+    bool have_last = false;
     for (uint16_t i = 0; i < burst.count; ++i) {
         PacketVerdict& verdict = plan.packets[i];
-        verdict = PacketVerdict{};
         const std::optional<L2Frame> frame =
             parse_l2_frame(burst.packet_iovecs(i), burst.packets[i].len, burst.header_size);
         if (!frame) {
+            verdict = PacketVerdict{};
             counters_.count_drop(packet::DropReason::packet_too_short);
+            have_last = false;
             continue;
         }
-        if (!admit(ingress, *frame, now_ns, verdict)) {
-            continue;
+        if (!have_last || !same_addresses(*frame, last.frame)) {
+            verdict = PacketVerdict{};
+            bool learned = false;
+            if (!admit(ingress, *frame, now_ns, verdict, &learned)) {
+                have_last = false;
+                continue;
+            }
+            last = Decision{*frame, verdict, route(ingress, *frame, verdict.vlan, now_ns)};
+            have_last = learned;
+        } else {
+            verdict = last.verdict;
         }
         const auto index = static_cast<uint8_t>(i);
-        if (is_group_address(frame->destination)) {
-            flood(plan, ingress, index);
-        } else if (const uint16_t to = table_.lookup(frame->destination, verdict.vlan, now_ns);
-                   to != MacTable::kUnknown) {
-            // A frame for a MAC behind its own port goes nowhere (no hairpin).
-            Egress e =
-                to == ingress ? Egress::none : members_[to].config.vlans.egress(verdict.vlan);
-            if (e != Egress::none) {
-                send(plan, to, index, e == Egress::tagged);
-            }
-        } else {
-            flood(plan, ingress, index);
+        switch (last.route.kind) {
+            case Route::Kind::flood:
+                flood(plan, ingress, index);
+                break;
+            case Route::Kind::unicast:
+                send(plan, last.route.to, index, last.route.tagged);
+                break;
+            case Route::Kind::none:
+                break;
         }
         if (!verdict.forwarded) {
             counters_.count_drop(packet::DropReason::no_destination);

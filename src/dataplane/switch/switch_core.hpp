@@ -112,9 +112,23 @@ private:
         MemberConfig config;
         bool active = false;
     };
-    // Steps 2-5 for one frame: its VLAN into `verdict`, its source learned;
-    // false when it is dropped (counted).
-    bool admit(uint16_t ingress, const L2Frame& frame, uint64_t now, PacketVerdict& verdict);
+    // Where an admitted frame goes: decided from its destination and VLAN.
+    struct Route {
+        enum class Kind : uint8_t { flood, unicast, none } kind = Kind::none;
+        bool tagged = false;  // unicast: leaves with a tag
+        uint16_t to = 0;      // unicast: the member
+    };
+    // The decision for one frame, kept for the next one of the burst.
+    struct Decision {
+        L2Frame frame;
+        PacketVerdict verdict;
+        Route route;
+    };
+    // Steps 2-5 for one frame: its VLAN into `verdict`, its source learned
+    // (*learned: it is in the table now); false when it is dropped (counted).
+    bool admit(uint16_t ingress, const L2Frame& frame, uint64_t now, PacketVerdict& verdict,
+               bool* learned);
+    Route route(uint16_t ingress, const L2Frame& frame, uint16_t vlan, uint64_t now);
     void send(BurstPlan& plan, uint16_t member, uint8_t packet, bool tagged);
     void flood(BurstPlan& plan, uint16_t ingress, uint8_t packet);
 

@@ -135,6 +135,53 @@ TEST(SwitchCore, a_burst_is_grouped_per_destination_in_burst_order) {
     EXPECT_EQ(s.plan->groups[1].count, 1u);
 }
 
+TEST(SwitchCore, a_run_of_one_flow_is_decided_once_and_counted_per_frame) {
+    Switch s(3);
+    FrameBurst b;
+    for (int i = 0; i < 4; ++i) {
+        b.add(frame(mac(9), mac(1)));
+    }
+    s.send(1, b);
+    for (uint8_t i = 0; i < 4; ++i) {
+        EXPECT_EQ(s.destinations(i), (Dest{{0, false}, {2, false}})) << int{i};
+    }
+    auto c = s.core.counters().snapshot();
+    EXPECT_EQ(c.flooded, 4u);
+    EXPECT_EQ(c.learned, 1u);
+    EXPECT_EQ(s.core.mac_table().size(), 1u);
+}
+
+TEST(SwitchCore, a_frame_after_a_different_one_is_decided_again) {
+    Switch s(3);
+    FrameBurst b;
+    b.add(frame(mac(2), mac(1)));  // mac(2) unknown: flooded; mac(1) learned on 0
+    b.add(frame(mac(1), mac(2)));  // mac(2) learned on 0; mac(1) is behind 0: nowhere
+    b.add(frame(mac(2), mac(1)));  // as the first, but mac(2) is now behind 0: nowhere
+    s.send(0, b);
+    EXPECT_EQ(s.destinations(0), (Dest{{1, false}, {2, false}}));
+    EXPECT_TRUE(s.destinations(1).empty());
+    EXPECT_TRUE(s.destinations(2).empty());
+    EXPECT_EQ(s.drops(DropReason::no_destination), 2u);
+    EXPECT_EQ(s.core.counters().snapshot().flooded, 1u);
+}
+
+TEST(SwitchCore, a_run_from_a_source_a_full_table_refused_counts_every_frame) {
+    Switch s(2, table_size(1));
+    FrameBurst b;
+    b.add(frame(kBroadcast, mac(1)));  // takes the one entry
+    for (int i = 0; i < 3; ++i) {
+        b.add(frame(kBroadcast, mac(2)));
+    }
+    s.send(0, b);
+    auto c = s.core.counters().snapshot();
+    EXPECT_EQ(c.learned, 1u);
+    EXPECT_EQ(c.table_full, 3u);
+    EXPECT_EQ(c.flooded, 4u);
+    for (uint8_t i = 0; i < 4; ++i) {
+        EXPECT_EQ(s.destinations(i), (Dest{{1, false}})) << int{i};
+    }
+}
+
 TEST(SwitchCore, a_mac_moving_to_another_port_is_followed_and_counted) {
     Switch s(3);
     FrameBurst a;
