@@ -13,7 +13,8 @@ size_t total_length(std::span<const iovec> iovs) {
     return total;
 }
 
-int slice_iovecs(std::span<const iovec> src, size_t offset, size_t length, std::span<iovec> dst) {
+int slice_iovecs_pieces(std::span<const iovec> src, size_t offset, size_t length,
+                        std::span<iovec> dst) {
     size_t written = 0;
     for (const iovec& piece : src) {
         if (length == 0) {

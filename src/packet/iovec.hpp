@@ -16,16 +16,27 @@ namespace vnet::packet {
 // The sum of the iovecs' lengths.
 size_t total_length(std::span<const iovec> iovs);
 
-// Writes to `dst` the iovecs that cover bytes [offset, offset + length) of
-// the concatenation of `src`, skipping empty pieces. Returns how many were
-// written, or -1 (nothing usable in `dst`) when `src` is shorter than
-// offset + length or `dst` has too little room.
-int slice_iovecs(std::span<const iovec> src, size_t offset, size_t length, std::span<iovec> dst);
-
-// The walks over any number of pieces behind the three copies below.
+// The walks over any number of pieces behind the inline functions below.
+int slice_iovecs_pieces(std::span<const iovec> src, size_t offset, size_t length,
+                        std::span<iovec> dst);
 size_t gather_prefix_pieces(std::span<const iovec> src, void* dst, size_t length);
 size_t scatter_at_pieces(std::span<const iovec> dst, size_t offset, const void* src, size_t length);
 size_t copy_iovecs_pieces(std::span<const iovec> dst, std::span<const iovec> src, size_t length);
+
+// Writes to `dst` the iovecs that cover bytes [offset, offset + length) of
+// the concatenation of `src`, skipping empty pieces. Returns how many were
+// written, or -1 (nothing usable in `dst`) when `src` is shorter than
+// offset + length or `dst` has too little room. The range inside the first
+// piece is the common case, inline.
+inline int slice_iovecs(std::span<const iovec> src, size_t offset, size_t length,
+                        std::span<iovec> dst) {
+    if (!src.empty() && !dst.empty() && length != 0 && length <= src[0].iov_len &&
+        offset <= src[0].iov_len - length) {
+        dst[0] = iovec{static_cast<uint8_t*>(src[0].iov_base) + offset, length};
+        return 1;
+    }
+    return slice_iovecs_pieces(src, offset, length, dst);
+}
 
 // Each copy handles the common case inline: all of it in the first piece (a
 // guest's buffer is usually one descriptor), so a header-sized copy of a
@@ -61,10 +72,9 @@ inline size_t scatter_at(std::span<const iovec> dst, size_t offset, const void* 
 // buffer `dst` describes; returns how many were copied (fewer when either
 // ends first).
 inline size_t copy_iovecs(std::span<const iovec> dst, std::span<const iovec> src, size_t length) {
-    if (!dst.empty() && !src.empty() && length != 0 && length <= dst[0].iov_len &&
-        length <= src[0].iov_len) {
-        std::memcpy(dst[0].iov_base, src[0].iov_base, length);
-        return length;
+    if (!dst.empty() && length != 0 && length <= dst[0].iov_len) {
+        // One destination piece (a guest's RX buffer): a gather.
+        return gather_prefix(src, dst[0].iov_base, length);
     }
     return copy_iovecs_pieces(dst, src, length);
 }
