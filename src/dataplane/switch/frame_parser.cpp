@@ -40,6 +40,9 @@ std::optional<L2Frame> parse_l2_frame(std::span<const iovec> iovecs, uint32_t le
     if (tagged) {
         frame.tagged = true;
         frame.tci = packet::load_be16(eth + packet::kEthTypeOffset + 2);
+        frame.ethertype = packet::load_be16(eth + packet::kEthTypeOffset + packet::kVlanTagLen);
+    } else {
+        frame.ethertype = packet::load_be16(eth + packet::kEthTypeOffset);
     }
     return result;
 }

@@ -18,13 +18,14 @@ struct L2Frame {
     packet::MacAddress destination{};
     packet::MacAddress source{};
     bool tagged = false;
-    uint16_t tci = 0;  // the 802.1Q tag control information (PCP, DEI, VID), if tagged
+    uint16_t tci = 0;        // the 802.1Q tag control information (PCP, DEI, VID), if tagged
+    uint16_t ethertype = 0;  // the type after the tag, if any
 };
 
-// Same addresses and tag: frames the switch decides alike.
-inline bool same_addresses(const L2Frame& a, const L2Frame& b) {
+// The same Ethernet header: frames the switch decides and sends alike.
+inline bool same_l2_header(const L2Frame& a, const L2Frame& b) {
     return a.destination == b.destination && a.source == b.source && a.tagged == b.tagged &&
-           a.tci == b.tci;
+           a.tci == b.tci && a.ethertype == b.ethertype;
 }
 
 // `iovecs` hold `len` bytes of packet (a shorter chain is what counts):

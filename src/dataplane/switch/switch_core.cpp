@@ -73,6 +73,9 @@ bool SwitchCore::admit(uint16_t ingress, const L2Frame& frame, uint64_t now, Pac
     verdict.vlan = *vlan;
     verdict.tagged = frame.tagged;
     verdict.tci = frame.tci;
+    verdict.ethertype = frame.ethertype;
+    verdict.destination = frame.destination;
+    verdict.source = frame.source;
     return true;
 }
 
@@ -137,8 +140,8 @@ void SwitchCore::classify(uint16_t ingress, const packet::PacketBurst& burst, ui
         counters_.count_drop(packet::DropReason::no_destination, burst.count);
         return;
     }
-    // A run of frames with the same addresses and tag (one flow's burst)
-    // is decided once. Admission depends only on the ingress, the source and
+    // A run of frames with the same Ethernet header (one flow's burst) is
+    // decided once. Admission depends only on the ingress, the source and
     // the tag; learning the same source again at the same time changes
     // nothing; so the lookup, which only learning could change, gives the
     // same answer. A source a full table refused is decided again each time,
@@ -155,7 +158,7 @@ void SwitchCore::classify(uint16_t ingress, const packet::PacketBurst& burst, ui
             have_last = false;
             continue;
         }
-        if (!have_last || !same_addresses(*frame, last.frame)) {
+        if (!have_last || !same_l2_header(*frame, last.frame)) {
             verdict = PacketVerdict{};
             bool learned = false;
             if (!admit(ingress, *frame, now_ns, verdict, &learned)) {

@@ -58,6 +58,13 @@ struct PacketVerdict {
     bool tagged = false;     // it arrived with an 802.1Q tag (a priority tag too)
     bool flooded = false;    // sent to every member of the VLAN, not looked up
     bool forwarded = false;  // it has at least one destination
+    // The Ethernet header as classified, which is what leaves: the sender
+    // may rewrite its buffer after the decision (a held burst waits up to
+    // destination_hold_us), and a source MAC or a tag it then writes must
+    // not get past anti-spoofing or VLAN membership.
+    uint16_t ethertype = 0;  // after the tag, if any
+    packet::MacAddress destination{};
+    packet::MacAddress source{};
 };
 
 struct EgressEntry {

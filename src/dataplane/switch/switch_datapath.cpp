@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <stdexcept>
 
 #include "packet/byte_order.hpp"
@@ -16,6 +17,7 @@ namespace {
 // every guest runs (a multiqueue guest reads all its RX queues).
 constexpr uint16_t kEgressQueue = 0;
 constexpr size_t kMacsLen = 2 * 6;
+constexpr size_t kL2HeaderLen = kMacsLen + 2;  // and the ethertype; an 802.1Q tag comes between
 
 // A frame whose tag changes also moves what its virtio-net header points
 // into (virtio 1.2 §5.1.6.2: csum_start and hdr_len count from the frame's
@@ -294,36 +296,33 @@ uint16_t SwitchDatapath::build_group(const Ingress& in, const EgressGroup& group
         const PacketVerdict& v = in.plan.packets[entry.packet];
         const std::span<const iovec> iov = in.burst.packet_iovecs(entry.packet);
         std::span<iovec> room = out_.free_iovecs();
-        const bool keep =
-            v.tagged == entry.tagged && (!v.tagged || (v.tci & kVlanIdMask) == v.vlan);
-        if (keep) {
-            if (room.size() < iov.size()) {
-                break;  // the rest goes in the next burst
-            }
-            std::copy(iov.begin(), iov.end(), room.begin());
-            out_entry_[out_.count] = e;
-            out_.push(static_cast<uint16_t>(iov.size()), p.len, p.token);
-            continue;
+        if (room.size() < 2) {
+            break;  // the rest goes in the next burst
         }
+        // One line per frame: the virtio-net header (read from the sender
+        // once, here), then the Ethernet header as classify saw it, tagged
+        // as this destination takes it; the payload stays where it is.
         const uint32_t in_tag = v.tagged ? packet::kVlanTagLen : 0;
         const uint32_t out_tag = entry.tagged ? packet::kVlanTagLen : 0;
-        const uint32_t cut = header + kMacsLen + in_tag;  // classify checked p.len > cut
-        if (room.size() < 2) {
-            break;
-        }
+        const uint32_t cut = header + kL2HeaderLen + in_tag;  // classify checked p.len >= cut
         uint8_t* line = scratch_[out_.count].data();
-        if (packet::gather_prefix(iov, line, header + kMacsLen) != header + kMacsLen) {
+        if (packet::gather_prefix(iov, line, header) != header) {
             continue;  // unreachable: the parser read these bytes
         }
+        uint8_t* eth = line + header;
+        std::memcpy(eth, v.destination.data(), v.destination.size());
+        std::memcpy(eth + 6, v.source.data(), v.source.size());
+        uint8_t* type = eth + kMacsLen;
         if (entry.tagged) {
-            uint8_t* tag = line + header + kMacsLen;
-            packet::store_be16(tag, packet::kEtherTypeVlan);
+            packet::store_be16(type, packet::kEtherTypeVlan);
             // A priority tag keeps its priority; an added tag has none.
             const uint16_t pcp = v.tagged ? static_cast<uint16_t>(v.tci & ~kVlanIdMask) : 0;
-            packet::store_be16(tag + 2, static_cast<uint16_t>(pcp | v.vlan));
+            packet::store_be16(type + 2, static_cast<uint16_t>(pcp | v.vlan));
+            type += packet::kVlanTagLen;
         }
+        packet::store_be16(type, v.ethertype);
         shift_header_offsets(line, header, static_cast<int>(out_tag) - static_cast<int>(in_tag));
-        room[0] = iovec{line, header + kMacsLen + out_tag};
+        room[0] = iovec{line, header + kL2HeaderLen + out_tag};
         const int rest = packet::slice_iovecs(iov, cut, p.len - cut, room.subspan(1));
         if (rest < 0) {
             if (packet::total_length(iov) < p.len) {

@@ -146,8 +146,9 @@ private:
     std::array<Member, kMaxSwitchMembers> members_{};
     std::vector<std::unique_ptr<Ingress>> ingress_;
     std::vector<uint16_t> pending_calls_;  // members with call_pending (reserved: no allocation)
-    // One destination's burst at a time, and its rewritten first bytes:
-    // virtio-net header (<= 12), two MACs, a tag.
+    // One destination's burst at a time, and each frame's first bytes as
+    // sent: virtio-net header (<= 12), the classified Ethernet header (14),
+    // a tag (4).
     packet::PacketBurst out_;
     std::array<uint16_t, packet::kMaxBurstPackets> out_entry_{};  // out_ packet -> group entry
     std::array<std::array<uint8_t, 32>, packet::kMaxBurstPackets> scratch_{};

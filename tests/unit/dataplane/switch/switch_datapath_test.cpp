@@ -245,6 +245,53 @@ TEST(SwitchDatapath, a_full_destination_is_held_then_dropped_while_others_receiv
     EXPECT_EQ(r[0].received.size(), 1u);
 }
 
+// The sender owns its buffer while a burst is held: what it writes there
+// after the decision must not reach the destination as a header.
+TEST(SwitchDatapath, a_held_frame_leaves_with_the_source_mac_anti_spoofing_admitted) {
+    Rig r(2);
+    MemberConfig only_mac1;
+    only_mac1.allowed_macs = {mac(1)};
+    r.attach(0, only_mac1);
+    r.attach(1);
+    r[1].room = 0;
+    r[0].queue(frame(kBroadcast, mac(1)));
+    r.sw->run_turn();
+    ASSERT_EQ(r[0].in_flight.size(), 1u);
+    std::vector<uint8_t>& held = r[0].in_flight.back();
+    const packet::MacAddress spoofed = mac(9);
+    std::copy(spoofed.begin(), spoofed.end(), held.begin() + kHeader + 6);
+    r[1].room = SIZE_MAX;
+    r.sw->run_turn();
+    ASSERT_EQ(r[1].received.size(), 1u);
+    EXPECT_EQ(r[1].received[0], frame(kBroadcast, mac(1)));
+    EXPECT_EQ(r.drops(DropReason::spoofed), 0u);
+}
+
+TEST(SwitchDatapath, a_tag_written_into_a_held_frame_does_not_leave_its_vlan) {
+    Rig r(2);
+    r.attach(0, access(100));
+    r.attach(1, trunk(100));
+    r[1].room = 0;
+    const std::vector<uint8_t> sent = frame(kBroadcast, mac(1));
+    r[0].queue(sent);
+    r.sw->run_turn();
+    ASSERT_EQ(r[0].in_flight.size(), 1u);
+    // The ethertype becomes an 802.1Q tag for VLAN 200, as if the sender
+    // had sent a tagged frame, which its access port would have dropped.
+    std::vector<uint8_t>& held = r[0].in_flight.back();
+    packet::store_be16(&held[kHeader + 12], packet::kEtherTypeVlan);
+    packet::store_be16(&held[kHeader + 14], 200);
+    r[1].room = SIZE_MAX;
+    r.sw->run_turn();
+    ASSERT_EQ(r[1].received.size(), 1u);
+    std::vector<uint8_t> want = frame(kBroadcast, mac(1), 100);
+    // The payload is the sender's to change; only the headers are the switch's.
+    std::copy(held.begin() + kHeader + 14, held.end(), want.begin() + kHeader + 18);
+    EXPECT_EQ(r[1].received[0], want);
+    EXPECT_EQ(packet::load_be16(&r[1].received[0][kHeader + 16]),
+              packet::load_be16(&sent[kHeader + 12]));  // the classified ethertype
+}
+
 TEST(SwitchDatapath, a_slow_destination_is_held_for_at_every_burst) {
     SwitchDatapathOptions hold_1us;
     hold_1us.hold_ns = 1000;
