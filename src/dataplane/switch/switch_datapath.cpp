@@ -7,6 +7,7 @@
 
 #include "packet/byte_order.hpp"
 #include "packet/iovec.hpp"
+#include "packet/wire.hpp"
 #include "virtio/net_header.hpp"
 
 namespace vnet::dataplane::switching {
@@ -16,8 +17,6 @@ namespace {
 // The destination's queue a switch hands frames to: queue pair 0, the one
 // every guest runs (a multiqueue guest reads all its RX queues).
 constexpr uint16_t kEgressQueue = 0;
-constexpr size_t kMacsLen = 2 * 6;
-constexpr size_t kL2HeaderLen = kMacsLen + 2;  // and the ethertype; an 802.1Q tag comes between
 
 // A frame whose tag changes also moves what its virtio-net header points
 // into (virtio 1.2 §5.1.6.2: csum_start and hdr_len count from the frame's
@@ -304,15 +303,16 @@ uint16_t SwitchDatapath::build_group(const Ingress& in, const EgressGroup& group
         // as this destination takes it; the payload stays where it is.
         const uint32_t in_tag = v.tagged ? packet::kVlanTagLen : 0;
         const uint32_t out_tag = entry.tagged ? packet::kVlanTagLen : 0;
-        const uint32_t cut = header + kL2HeaderLen + in_tag;  // classify checked p.len >= cut
+        const uint32_t cut =
+            header + packet::kEthHeaderLen + in_tag;  // classify checked p.len >= cut
         uint8_t* line = scratch_[out_.count].data();
         if (packet::gather_prefix(iov, line, header) != header) {
             continue;  // unreachable: the parser read these bytes
         }
         uint8_t* eth = line + header;
-        std::memcpy(eth, v.destination.data(), v.destination.size());
-        std::memcpy(eth + 6, v.source.data(), v.source.size());
-        uint8_t* type = eth + kMacsLen;
+        std::memcpy(eth + packet::kEthDstOffset, v.destination.data(), v.destination.size());
+        std::memcpy(eth + packet::kEthSrcOffset, v.source.data(), v.source.size());
+        uint8_t* type = eth + packet::kEthTypeOffset;  // then the tag, if it leaves with one
         if (entry.tagged) {
             packet::store_be16(type, packet::kEtherTypeVlan);
             // A priority tag keeps its priority; an added tag has none.
@@ -322,7 +322,7 @@ uint16_t SwitchDatapath::build_group(const Ingress& in, const EgressGroup& group
         }
         packet::store_be16(type, v.ethertype);
         shift_header_offsets(line, header, static_cast<int>(out_tag) - static_cast<int>(in_tag));
-        room[0] = iovec{line, header + kL2HeaderLen + out_tag};
+        room[0] = iovec{line, header + packet::kEthHeaderLen + out_tag};
         const int rest = packet::slice_iovecs(iov, cut, p.len - cut, room.subspan(1));
         if (rest < 0) {
             if (packet::total_length(iov) < p.len) {
