@@ -372,13 +372,13 @@ void Daemon::add_switch_methods() {
                 s->worker->run_sync([&] {
                     const uint64_t now = dataplane::switching::steady_clock_ns();
                     const auto& sw = *s->datapath;
-                    sw.core().mac_table().for_each([&](const auto& e) {
+                    sw.core().mac_table().for_each(now, [&](const auto& e) {
                         const ports::Port* p = sw.member_port(e.member);
                         out.push_back({{"switch", s->name},
                                        {"vlan", e.vlan},
                                        {"mac", dataplane::switching::to_string(e.mac)},
                                        {"port", p == nullptr ? "" : p->name()},
-                                       {"age_s", (now - e.last_seen) / 1000000000ull}});
+                                       {"age_s", e.age_ns / 1000000000ull}});
                     });
                 });
             }

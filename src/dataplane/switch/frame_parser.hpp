@@ -7,9 +7,9 @@
 #include <sys/uio.h>
 
 #include <cstdint>
-#include <optional>
 #include <span>
 
+#include "dataplane/switch/mac_address.hpp"
 #include "packet/wire.hpp"
 
 namespace vnet::dataplane::switching {
@@ -24,14 +24,18 @@ struct L2Frame {
 
 // The same Ethernet header: frames the switch decides and sends alike.
 inline bool same_l2_header(const L2Frame& a, const L2Frame& b) {
-    return a.destination == b.destination && a.source == b.source && a.tagged == b.tagged &&
-           a.tci == b.tci && a.ethertype == b.ethertype;
+    return same_address(a.destination, b.destination) && same_address(a.source, b.source) &&
+           a.tagged == b.tagged && a.tci == b.tci && a.ethertype == b.ethertype;
 }
 
 // `iovecs` hold `len` bytes of packet (a shorter chain is what counts):
-// `header_size` bytes of virtio-net header, then the frame. nullopt when the
-// frame is shorter than its Ethernet header (and tag, if it says it has one).
-std::optional<L2Frame> parse_l2_frame(std::span<const iovec> iovecs, uint32_t len,
-                                      uint16_t header_size);
+// `header_size` bytes of virtio-net header, then the frame, parsed into
+// `frame`. False (and `frame` unspecified) when the frame is shorter than
+// its Ethernet header (and tag, if it says it has one). An out parameter,
+// not a returned optional: the switch parses a burst into an array, and a
+// frame assembled elsewhere from 6-, 2- and 1-byte stores and copied in as
+// 16-byte loads is a store-forwarding stall per packet.
+bool parse_l2_frame(std::span<const iovec> iovecs, uint32_t len, uint16_t header_size,
+                    L2Frame& frame);
 
 }  // namespace vnet::dataplane::switching

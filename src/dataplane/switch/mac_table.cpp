@@ -2,11 +2,17 @@
 
 #include <algorithm>
 #include <bit>
+#include <stdexcept>
+#include <string>
 
 namespace vnet::dataplane::switching {
 
 MacTable::MacTable(uint32_t max_entries, uint64_t aging_ns, SwitchCounters& counters)
     : max_entries_(max_entries), aging_ns_(aging_ns), counters_(counters) {
+    if (aging_ns == 0 || aging_ns > kMaxAgingNs) {
+        throw std::invalid_argument("MAC aging time of " + std::to_string(aging_ns) +
+                                    " ns is outside 1.." + std::to_string(kMaxAgingNs));
+    }
     // At most half full: linear probes stay short.
     const size_t slots = std::bit_ceil(std::max<size_t>(16, size_t{max_entries} * 2));
     slots_.resize(slots);
@@ -14,66 +20,42 @@ MacTable::MacTable(uint32_t max_entries, uint64_t aging_ns, SwitchCounters& coun
     shift_ = 64 - static_cast<unsigned>(std::countr_zero(slots));
 }
 
-uint64_t MacTable::key_of(const packet::MacAddress& mac, uint16_t vlan) {
-    uint64_t k = 0;
-    for (uint8_t b : mac) {
-        k = k << 8 | b;
-    }
-    return k | uint64_t{vlan} << 48;
-}
-
-packet::MacAddress MacTable::mac_of(uint64_t key) {
-    packet::MacAddress mac;
-    for (int i = 5; i >= 0; --i) {
-        mac[static_cast<size_t>(i)] = static_cast<uint8_t>(key);
-        key >>= 8;
-    }
-    return mac;
-}
-
-size_t MacTable::home(uint64_t key) const {
-    // Fibonacci hashing: the top bits of the product mix every key bit.
-    return static_cast<size_t>((key * 0x9e3779b97f4a7c15ull) >> shift_);
-}
-
-size_t MacTable::find(uint64_t key) const {
+size_t MacTable::find(Key key) const {
     size_t i = home(key);
-    while (slots_[i].used && slots_[i].key != key) {
+    while (slots_[i].key != kFree && slots_[i].key != key) {
         i = (i + 1) & mask_;
     }
     return i;
 }
 
-bool MacTable::learn(const packet::MacAddress& mac, uint16_t vlan, uint16_t member, uint64_t now) {
-    const uint64_t key = key_of(mac, vlan);
+bool MacTable::learn(Key key, uint16_t member, uint64_t now) {
     size_t i = find(key);
-    if (slots_[i].used && expired(slots_[i], now)) {
+    if (slots_[i].key != kFree && expired(slots_[i], now)) {
         erase_at(i);
         counters_.aged.add(1);
         i = find(key);
     }
     Slot& s = slots_[i];
-    if (s.used) {
-        if (s.member != member) {
-            s.member = member;
+    if (s.key != kFree) {
+        if (member_of(s) != member) {
             counters_.moved.add(1);
         }
-        s.last_seen = now;
+        s.seen = seen_word(member, now);
         return true;
     }
     if (size_ >= max_entries_) {
         counters_.table_full.add(1);
         return false;
     }
-    s = Slot{key, now, member, true};
+    s = Slot{key, seen_word(member, now)};
     ++size_;
     counters_.learned.add(1);
     return true;
 }
 
-uint16_t MacTable::lookup(const packet::MacAddress& mac, uint16_t vlan, uint64_t now) {
-    const size_t i = find(key_of(mac, vlan));
-    if (!slots_[i].used) {
+uint16_t MacTable::lookup(Key key, uint64_t now) {
+    const size_t i = find(key);
+    if (slots_[i].key == kFree) {
         return kUnknown;
     }
     if (expired(slots_[i], now)) {
@@ -81,12 +63,12 @@ uint16_t MacTable::lookup(const packet::MacAddress& mac, uint16_t vlan, uint64_t
         counters_.aged.add(1);
         return kUnknown;
     }
-    return slots_[i].member;
+    return member_of(slots_[i]);
 }
 
 void MacTable::age(uint64_t now) {
     for (size_t i = 0; i < slots_.size();) {
-        if (slots_[i].used && expired(slots_[i], now)) {
+        if (slots_[i].key != kFree && expired(slots_[i], now)) {
             erase_at(i);
             counters_.aged.add(1);
             continue;  // erase_at may have shifted another entry into slot i
@@ -97,7 +79,7 @@ void MacTable::age(uint64_t now) {
 
 void MacTable::forget_member(uint16_t member) {
     for (size_t i = 0; i < slots_.size();) {
-        if (slots_[i].used && slots_[i].member == member) {
+        if (slots_[i].key != kFree && member_of(slots_[i]) == member) {
             erase_at(i);
             continue;
         }
@@ -111,10 +93,10 @@ void MacTable::erase_at(size_t i) {
     --size_;
     size_t j = i;
     for (;;) {
-        slots_[i].used = false;
+        slots_[i].key = kFree;
         for (;;) {
             j = (j + 1) & mask_;
-            if (!slots_[j].used) {
+            if (slots_[j].key == kFree) {
                 return;
             }
             const size_t k = home(slots_[j].key);

@@ -47,49 +47,68 @@ void SwitchCore::remove_member(uint16_t member) {
     table_.forget_member(member);
 }
 
-bool SwitchCore::admit(uint16_t ingress, const L2Frame& frame, uint64_t now, PacketVerdict& verdict,
-                       bool* learned) {
-    const MemberConfig& config = members_[ingress].config;
-    std::optional<uint16_t> vid;
-    if (frame.tagged) {
-        vid = static_cast<uint16_t>(frame.tci & kVlanIdMask);
+void SwitchCore::parse_burst(uint16_t ingress, const packet::PacketBurst& burst) {
+    const VlanMembership& vlans = members_[ingress].config.vlans;
+    const ParsedFrame* previous = nullptr;
+    for (uint16_t i = 0; i < burst.count; ++i) {
+        ParsedFrame& p = parsed_[i];
+        p.parsed = parse_l2_frame(burst.packet_iovecs(i), burst.packets[i].len, burst.header_size,
+                                  p.frame);
+        if (!p.parsed) {
+            previous = nullptr;
+            continue;
+        }
+        p.repeat = previous != nullptr && same_l2_header(p.frame, previous->frame);
+        if (p.repeat) {
+            p.vlan = previous->vlan;
+            p.source_key = previous->source_key;
+            p.destination_key = previous->destination_key;
+        } else {
+            p.vlan = vlans.ingress_vlan(p.frame.tagged ? p.frame.tci & kVlanIdMask : 0);
+            if (p.vlan != VlanMembership::kNotCarried) {
+                p.source_key = MacTable::key_of(p.frame.source, p.vlan);
+                p.destination_key = MacTable::key_of(p.frame.destination, p.vlan);
+                table_.prefetch(p.source_key);
+                if (!is_group_address(p.frame.destination)) {
+                    table_.prefetch(p.destination_key);
+                }
+            }
+        }
+        previous = &p;
     }
-    std::optional<uint16_t> vlan = config.vlans.ingress_vlan(vid);
-    if (!vlan) {
+}
+
+bool SwitchCore::admit(uint16_t ingress, const ParsedFrame& p, uint64_t now, bool* learned) {
+    const MemberConfig& config = members_[ingress].config;
+    const MacAddress& source = p.frame.source;
+    if (p.vlan == VlanMembership::kNotCarried) {
         counters_.count_drop(packet::DropReason::vlan_not_allowed);
         return false;
     }
-    if (is_group_address(frame.source) || is_zero_address(frame.source)) {
+    if (is_group_address(source) || is_zero_address(source)) {
         counters_.count_drop(packet::DropReason::invalid_source_mac);
         return false;
     }
     if (!config.allowed_macs.empty() &&
-        std::find(config.allowed_macs.begin(), config.allowed_macs.end(), frame.source) ==
-            config.allowed_macs.end()) {
+        std::none_of(config.allowed_macs.begin(), config.allowed_macs.end(),
+                     [&](const MacAddress& m) { return same_address(m, source); })) {
         counters_.count_drop(packet::DropReason::spoofed);
         return false;
     }
-    *learned = table_.learn(frame.source, *vlan, ingress, now);
-    verdict.vlan = *vlan;
-    verdict.tagged = frame.tagged;
-    verdict.tci = frame.tci;
-    verdict.ethertype = frame.ethertype;
-    verdict.destination = frame.destination;
-    verdict.source = frame.source;
+    *learned = table_.learn(p.source_key, ingress, now);
     return true;
 }
 
-SwitchCore::Route SwitchCore::route(uint16_t ingress, const L2Frame& frame, uint16_t vlan,
-                                    uint64_t now) {
-    if (is_group_address(frame.destination)) {
+SwitchCore::Route SwitchCore::route(uint16_t ingress, const ParsedFrame& p, uint64_t now) {
+    if (is_group_address(p.frame.destination)) {
         return Route{Route::Kind::flood};
     }
-    const uint16_t to = table_.lookup(frame.destination, vlan, now);
+    const uint16_t to = table_.lookup(p.destination_key, now);
     if (to == MacTable::kUnknown) {
         return Route{Route::Kind::flood};
     }
     // A frame for a MAC behind its own port goes nowhere (no hairpin).
-    const Egress e = to == ingress ? Egress::none : members_[to].config.vlans.egress(vlan);
+    const Egress e = to == ingress ? Egress::none : members_[to].config.vlans.egress(p.vlan);
     if (e == Egress::none) {
         return Route{};
     }
@@ -146,37 +165,45 @@ void SwitchCore::classify(uint16_t ingress, const packet::PacketBurst& burst, ui
     // nothing; so the lookup, which only learning could change, gives the
     // same answer. A source a full table refused is decided again each time,
     // so table_full still counts every frame.
-    Decision last;
+    parse_burst(ingress, burst);
+    Route last;
     bool have_last = false;
     for (uint16_t i = 0; i < burst.count; ++i) {
         PacketVerdict& verdict = plan.packets[i];
-        const std::optional<L2Frame> frame =
-            parse_l2_frame(burst.packet_iovecs(i), burst.packets[i].len, burst.header_size);
-        if (!frame) {
+        const ParsedFrame& p = parsed_[i];
+        if (!p.parsed) {
             verdict = PacketVerdict{};
             counters_.count_drop(packet::DropReason::packet_too_short);
             have_last = false;
             continue;
         }
-        if (!have_last || !same_l2_header(*frame, last.frame)) {
-            verdict = PacketVerdict{};
+        if (!have_last || !p.repeat) {
             bool learned = false;
-            if (!admit(ingress, *frame, now_ns, verdict, &learned)) {
+            if (!admit(ingress, p, now_ns, &learned)) {
+                verdict = PacketVerdict{};
                 have_last = false;
                 continue;
             }
-            last = Decision{*frame, verdict, route(ingress, *frame, verdict.vlan, now_ns)};
+            last = route(ingress, p, now_ns);
             have_last = learned;
-        } else {
-            verdict = last.verdict;
         }
+        // Field by field from the parsed frame, written long ago: a verdict
+        // copied whole from one just written stalls on store forwarding.
+        verdict.vlan = p.vlan;
+        verdict.tci = p.frame.tci;
+        verdict.tagged = p.frame.tagged;
+        verdict.flooded = false;
+        verdict.forwarded = false;
+        verdict.ethertype = p.frame.ethertype;
+        verdict.destination = p.frame.destination;
+        verdict.source = p.frame.source;
         const auto index = static_cast<uint8_t>(i);
-        switch (last.route.kind) {
+        switch (last.kind) {
             case Route::Kind::flood:
                 flood(plan, ingress, index);
                 break;
             case Route::Kind::unicast:
-                send(plan, last.route.to, index, last.route.tagged);
+                send(plan, last.to, index, last.tagged);
                 break;
             case Route::Kind::none:
                 break;

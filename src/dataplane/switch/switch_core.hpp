@@ -22,6 +22,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,7 @@ inline constexpr uint32_t kDefaultMacTableSize = 8192;
 // Ports per switch: a bound so that a burst's plan is a fixed array (each
 // ingress queue keeps its own while a destination is full).
 inline constexpr uint16_t kMaxSwitchMembers = 64;
+static_assert(kMaxSwitchMembers <= MacTable::kMaxMembers, "the MAC table numbers every member");
 
 struct SwitchOptions {
     uint32_t mac_aging_s = kDefaultMacAgingSeconds;
@@ -125,17 +127,27 @@ private:
         bool tagged = false;  // unicast: leaves with a tag
         uint16_t to = 0;      // unicast: the member
     };
-    // The decision for one frame, kept for the next one of the burst.
-    struct Decision {
+    // One frame of the burst as the first pass leaves it.
+    struct ParsedFrame {
         L2Frame frame;
-        PacketVerdict verdict;
-        Route route;
+        bool parsed = false;  // false: too short to switch
+        bool repeat = false;  // the same Ethernet header as the frame before it
+        // The VLAN it travels in (VlanMembership::kNotCarried: the ingress
+        // member does not carry it) and its addresses' table keys there.
+        uint16_t vlan = 0;
+        MacTable::Key source_key = 0;
+        MacTable::Key destination_key = 0;
     };
-    // Steps 2-5 for one frame: its VLAN into `verdict`, its source learned
-    // (*learned: it is in the table now); false when it is dropped (counted).
-    bool admit(uint16_t ingress, const L2Frame& frame, uint64_t now, PacketVerdict& verdict,
-               bool* learned);
-    Route route(uint16_t ingress, const L2Frame& frame, uint16_t vlan, uint64_t now);
+    // The first pass: parses the burst into parsed_, finds each header's
+    // VLAN and table keys, and starts fetching the table slots the keys
+    // live in. A burst from many sources (a switch that learned thousands
+    // of MACs) then waits for its cache misses together, not one frame
+    // after another.
+    void parse_burst(uint16_t ingress, const packet::PacketBurst& burst);
+    // Steps 2-5 for one frame: its source learned (*learned: it is in the
+    // table now); false when it is dropped (counted).
+    bool admit(uint16_t ingress, const ParsedFrame& p, uint64_t now, bool* learned);
+    Route route(uint16_t ingress, const ParsedFrame& p, uint64_t now);
     void send(BurstPlan& plan, uint16_t member, uint8_t packet, bool tagged);
     void flood(BurstPlan& plan, uint16_t ingress, uint8_t packet);
 
@@ -145,6 +157,8 @@ private:
     std::vector<Member> members_;
     std::vector<uint16_t> active_;  // ids of active members, in id order (flood order)
     uint64_t next_sweep_ns_ = 0;
+    // The burst being classified, after the first pass.
+    std::array<ParsedFrame, packet::kMaxBurstPackets> parsed_{};
 };
 
 }  // namespace vnet::dataplane::switching

@@ -23,17 +23,21 @@ struct VlanMembership {
     std::optional<uint16_t> untagged = kDefaultVlan;
     std::bitset<4096> tagged;
 
-    // The VLAN a frame arriving here belongs to: `vid` is its tag's VLAN id
-    // (nullopt untagged; a priority tag, VID 0, counts as untagged).
-    // nullopt: the port does not carry it (dropped as vlan_not_allowed).
-    std::optional<uint16_t> ingress_vlan(std::optional<uint16_t> vid) const {
-        if (!vid || *vid == 0) {
-            return untagged;
+    // ingress_vlan's answer for a frame the port does not carry.
+    static constexpr uint16_t kNotCarried = UINT16_MAX;
+    // The VLAN a frame arriving here belongs to: `vid` is its tag's VLAN id,
+    // 0 when it came untagged (a priority tag, VID 0, counts as untagged).
+    // kNotCarried: the port does not carry it (dropped as vlan_not_allowed).
+    // A plain value, not an optional: GCC 12 returns std::optional<uint16_t>
+    // through the stack, a store-forwarding stall per packet.
+    uint16_t ingress_vlan(uint16_t vid) const {
+        if (vid == 0) {
+            return untagged.value_or(kNotCarried);
         }
-        if (*vid <= kMaxVlan && (tagged.test(*vid) || untagged == *vid)) {
-            return *vid;
+        if (vid <= kMaxVlan && (tagged.test(vid) || untagged == vid)) {
+            return vid;
         }
-        return std::nullopt;
+        return kNotCarried;
     }
     // How a frame of `vlan` leaves here: untagged on the port's untagged
     // VLAN, tagged on an allowed one, not at all otherwise.

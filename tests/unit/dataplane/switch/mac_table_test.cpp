@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "switch_frames.hpp"
 
 namespace vnet::dataplane::switching {
@@ -20,6 +22,45 @@ TEST(MacTable, learns_a_source_and_finds_it_on_its_vlan_only) {
     EXPECT_EQ(t.lookup(mac(1), 2, 0), MacTable::kUnknown);
     EXPECT_EQ(t.size(), 1u);
     EXPECT_EQ(c.snapshot().learned, 1u);
+}
+
+TEST(MacTable, lists_each_entry_with_its_mac_vlan_member_and_age) {
+    SwitchCounters c;
+    MacTable t(8, 300 * kSecond, c);
+    const packet::MacAddress m{0x02, 0x11, 0x22, 0x33, 0x44, 0x55};
+    t.learn(m, 4094, MacTable::kMaxMembers - 1, 5 * kSecond);
+    t.learn(mac(1), 1, 0, 6 * kSecond);
+    std::vector<MacTable::Entry> seen;
+    t.for_each(7 * kSecond + 3, [&](const MacTable::Entry& e) { seen.push_back(e); });
+    ASSERT_EQ(seen.size(), 2u);
+    if (seen[0].vlan != 4094) {
+        std::swap(seen[0], seen[1]);
+    }
+    EXPECT_EQ(seen[0].mac, m);
+    EXPECT_EQ(seen[0].vlan, 4094u);
+    EXPECT_EQ(seen[0].member, MacTable::kMaxMembers - 1);
+    EXPECT_EQ(seen[0].age_ns, 2 * kSecond + 3);
+    EXPECT_EQ(seen[1].mac, mac(1));
+    EXPECT_EQ(seen[1].vlan, 1u);
+    EXPECT_EQ(seen[1].member, 0u);
+    EXPECT_EQ(seen[1].age_ns, kSecond + 3);
+}
+
+TEST(MacTable, ages_are_exact_across_the_wrap_of_its_56_bit_clock) {
+    SwitchCounters c;
+    MacTable t(8, 300 * kSecond, c);
+    const uint64_t wrap = uint64_t{1} << 56;
+    t.learn(mac(1), 1, 3, wrap - kSecond);
+    EXPECT_EQ(t.lookup(mac(1), 1, wrap + 299 * kSecond - 1), 3u);
+    EXPECT_EQ(t.lookup(mac(1), 1, wrap + 299 * kSecond), MacTable::kUnknown);
+    EXPECT_EQ(c.snapshot().aged, 1u);
+}
+
+TEST(MacTable, an_aging_time_it_cannot_keep_is_refused) {
+    SwitchCounters c;
+    EXPECT_THROW(MacTable(8, 0, c), std::invalid_argument);
+    EXPECT_THROW(MacTable(8, MacTable::kMaxAgingNs + 1, c), std::invalid_argument);
+    EXPECT_NO_THROW(MacTable(8, MacTable::kMaxAgingNs, c));
 }
 
 TEST(MacTable, relearning_on_the_same_port_is_no_event) {

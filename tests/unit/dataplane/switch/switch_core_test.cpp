@@ -182,6 +182,58 @@ TEST(SwitchCore, a_run_from_a_source_a_full_table_refused_counts_every_frame) {
     }
 }
 
+TEST(SwitchCore, a_run_of_dropped_frames_is_decided_and_counted_frame_by_frame) {
+    SwitchCore core;
+    MemberConfig guarded;
+    guarded.allowed_macs = {mac(1)};
+    guarded.vlans.untagged = 10;
+    core.add_member(guarded);
+    core.add_member(access(10));
+    auto plan = std::make_unique<BurstPlan>();
+    FrameBurst b;
+    for (int i = 0; i < 3; ++i) {
+        b.add(frame(kBroadcast, mac(66)));  // spoofed
+    }
+    for (int i = 0; i < 2; ++i) {
+        b.add(frame(kBroadcast, mac(1), 20));  // VLAN 20 is not the port's
+    }
+    for (int i = 0; i < 2; ++i) {
+        b.add(frame(kBroadcast, mac(1)));  // allowed, after a run of refused ones
+    }
+    core.classify(0, b.burst, 0, *plan);
+    auto c = core.counters().snapshot();
+    EXPECT_EQ(c.drop(DropReason::spoofed), 3u);
+    EXPECT_EQ(c.drop(DropReason::vlan_not_allowed), 2u);
+    EXPECT_EQ(c.learned, 1u);
+    EXPECT_EQ(c.flooded, 2u);
+    ASSERT_EQ(plan->group_count, 1u);
+    EXPECT_EQ(plan->groups[0].member, 1u);
+    ASSERT_EQ(plan->groups[0].count, 2u);
+    EXPECT_EQ(plan->groups[0].entries[0].packet, 5u);
+    EXPECT_EQ(plan->groups[0].entries[1].packet, 6u);
+    EXPECT_EQ(plan->packets[6].vlan, 10u);
+    EXPECT_EQ(plan->packets[6].source, mac(1));
+}
+
+TEST(SwitchCore, a_frame_too_short_to_switch_breaks_a_run) {
+    Switch s(3);
+    FrameBurst b;
+    b.add(frame(mac(9), mac(1)));
+    b.add(std::vector<uint8_t>(test::kHeader + 13, 0));
+    b.add(frame(mac(9), mac(1)));
+    b.add(frame(mac(9), mac(1)));
+    s.send(1, b);
+    EXPECT_EQ(s.drops(DropReason::packet_too_short), 1u);
+    EXPECT_TRUE(s.destinations(1).empty());
+    for (uint8_t i : {0, 2, 3}) {
+        EXPECT_EQ(s.destinations(i), (Dest{{0, false}, {2, false}})) << int{i};
+        EXPECT_EQ(s.plan->packets[i].destination, mac(9)) << int{i};
+    }
+    auto c = s.core.counters().snapshot();
+    EXPECT_EQ(c.flooded, 3u);
+    EXPECT_EQ(c.learned, 1u);
+}
+
 TEST(SwitchCore, a_mac_moving_to_another_port_is_followed_and_counted) {
     Switch s(3);
     FrameBurst a;
