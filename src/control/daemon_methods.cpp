@@ -8,6 +8,7 @@
 #include <cstring>
 #include <system_error>
 
+#include "common/steady_clock.hpp"
 #include "control/daemon.hpp"
 #include "control/stats_report.hpp"
 #include "control/vxlan_port_builder.hpp"
@@ -370,7 +371,7 @@ void Daemon::add_switch_methods() {
             nlohmann::json out = nlohmann::json::array();
             for (SwitchEntry* s : selected(params)) {
                 s->worker->run_sync([&] {
-                    const uint64_t now = dataplane::switching::steady_clock_ns();
+                    const uint64_t now = steady_now_ns();
                     const auto& sw = *s->datapath;
                     sw.core().mac_table().for_each(now, [&](const auto& e) {
                         const ports::Port* p = sw.member_port(e.member);

@@ -117,7 +117,8 @@ public:
 private:
     void run();
     bool run_round();  // true if any path moved a packet
-    void count_busy_idle_time();
+    // Reads the round clock; the time since the last read was busy or idle.
+    void advance_clock(bool busy);
     bool may_spin();  // after an idle round: true to run another instead of sleeping
     void run_commands();
     void sleep_until_ready();
@@ -159,8 +160,9 @@ private:
     std::atomic<uint64_t> rounds_{0};
     std::atomic<uint64_t> sleeps_{0};
     // Busy/idle time: worker thread only, but the totals are read by metrics.
-    uint64_t round_started_ns_ = 0;  // 0: no round yet
-    bool last_round_worked_ = false;
+    // The round clock: steady_now_ns() as the last round ended or the
+    // worker woke (0: no round yet).
+    uint64_t clock_ns_ = 0;
     std::atomic<uint64_t> busy_ns_{0};
     std::atomic<uint64_t> idle_ns_{0};
 };

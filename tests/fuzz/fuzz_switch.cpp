@@ -116,7 +116,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     SwitchDatapathOptions o;
     o.core.mac_table_size = 4;
     o.hold_ns = 0;  // a full destination drops at once: one turn per burst
-    o.clock = fuzz_clock;
     SwitchDatapath sw("fuzz", o);
     std::array<FuzzPort, 4> ports;
     for (int i = 0; i < 4; ++i) {
@@ -140,8 +139,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         const uint64_t completed_before = ports[ingress].completed;
         ports[ingress].next = &burst;
-        sw.run_turn();
-        sw.run_turn();  // the hold (0 ns) ends: what a full port refused is dropped
+        sw.run_turn(fuzz_clock());
+        sw.run_turn(fuzz_clock());  // the hold (0 ns) ends: what a full port refused is dropped
         FUZZ_CHECK(ports[ingress].completed == completed_before + burst.count);
         FUZZ_CHECK(sw.core().mac_table().size() <= 4);
         const auto after = sw.core().counters().snapshot();

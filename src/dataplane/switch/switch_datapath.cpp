@@ -39,12 +39,6 @@ void shift_header_offsets(uint8_t* header, uint16_t header_size, int delta) {
 
 }  // namespace
 
-uint64_t steady_clock_ns() {
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                     std::chrono::steady_clock::now().time_since_epoch())
-                                     .count());
-}
-
 SwitchDatapath::SwitchDatapath(std::string name, const SwitchDatapathOptions& options)
     : name_(std::move(name)), options_(options), core_(options.core) {
     options_.burst = std::clamp<uint16_t>(options_.burst, 1, packet::kMaxBurstPackets);
@@ -125,9 +119,8 @@ bool SwitchDatapath::detach(const ports::Port& port) {
     return true;
 }
 
-TurnResult SwitchDatapath::run_turn() {
+TurnResult SwitchDatapath::run_turn(uint64_t now) {
     TurnResult total{0, 0, PathWait::source};
-    const uint64_t now = options_.clock();
     for (auto& in : ingress_) {
         TurnResult t = ingress_turn(*in, now);
         in->last_wait = t.wait;

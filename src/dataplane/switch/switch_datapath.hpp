@@ -53,8 +53,6 @@ inline constexpr uint64_t kDefaultHoldNs = 100000;
 // several milliseconds for its CPU), far below a stop a user would notice.
 inline constexpr uint64_t kDefaultStallNs = 100000000;
 
-uint64_t steady_clock_ns();
-
 struct SwitchDatapathOptions {
     SwitchOptions core;
     uint16_t burst = packet::kMaxBurstPackets;  // tx_batch (0 is taken as 1)
@@ -63,7 +61,6 @@ struct SwitchDatapathOptions {
     uint64_t stall_ns = kDefaultStallNs;
     // Guests' calls deferred while the sources keep sending (adaptive_rx).
     bool adaptive_rx = true;
-    uint64_t (*clock)() = steady_clock_ns;  // injected by tests
 };
 
 class SwitchDatapath {
@@ -87,7 +84,10 @@ public:
     bool detach(const ports::Port& port);
     bool has_member(const ports::Port& port) const;
 
-    TurnResult run_turn();
+    // `now_ns` is the worker's round clock (steady_now_ns() when the round
+    // began, one read shared by the whole round; tests pass their own):
+    // MAC learning and aging, hold deadlines, deferred calls.
+    TurnResult run_turn(uint64_t now_ns);
     // Before the worker sleeps: arms each idle source (a guest turns kicks
     // back on) and passes the fds to wait on to `want`. False: work is
     // there or a burst is held, do not sleep.

@@ -106,9 +106,6 @@ public:
 };
 
 uint64_t g_now = 0;
-uint64_t test_clock() {
-    return g_now;
-}
 
 void SwitchTestPort::defer_call() {
     if (!adaptive) {
@@ -121,7 +118,6 @@ void SwitchTestPort::defer_call() {
 struct Rig {
     explicit Rig(size_t ports, SwitchDatapathOptions o = {}) {
         g_now = 1;
-        o.clock = test_clock;
         sw = std::make_unique<SwitchDatapath>("s0", o);
         for (size_t i = 0; i < ports; ++i) {
             port.push_back(std::make_unique<SwitchTestPort>("p" + std::to_string(i)));
@@ -154,14 +150,14 @@ TEST(SwitchDatapath, broadcast_reaches_every_other_port_and_unicast_only_its_own
     }
     r[1].queue(frame(kBroadcast, mac(1)));
     r[2].queue(frame(kBroadcast, mac(2)));
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     EXPECT_EQ(r[0].received.size(), 2u);
     EXPECT_EQ(r[1].received.size(), 1u);
     EXPECT_EQ(r[2].received.size(), 1u);
     r[0].queue(frame(mac(2), mac(10)));
     r[0].queue(frame(mac(1), mac(10)));
     r[0].queue(frame(mac(2), mac(10)));
-    TurnResult t = r.sw->run_turn();
+    TurnResult t = r.sw->run_turn(g_now);
     EXPECT_EQ(t.packets, 3u);
     EXPECT_EQ(r[1].received.size(), 2u);
     EXPECT_EQ(r[2].received.size(), 3u);
@@ -182,7 +178,7 @@ TEST(SwitchDatapath, an_access_port_frame_gets_its_tag_toward_a_trunk_byte_for_b
     f[virtio::kNetHeaderFlagsOffset] = virtio::NetHeader::kFlagNeedsCsum;
     packet::store_le16(&f[virtio::kNetHeaderCsumStartOffset], 34);
     r[0].queue(f);
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     std::vector<uint8_t> want = frame(kBroadcast, mac(1), 100);
     want[virtio::kNetHeaderFlagsOffset] = virtio::NetHeader::kFlagNeedsCsum;
     packet::store_le16(&want[virtio::kNetHeaderCsumStartOffset], 38);
@@ -195,7 +191,7 @@ TEST(SwitchDatapath, a_trunk_frame_loses_its_tag_toward_an_access_port_byte_for_
     r.attach(0, access(100));
     r.attach(1, trunk(100));
     r[1].queue(frame(kBroadcast, mac(1), 100));
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     ASSERT_EQ(r[0].received.size(), 1u);
     EXPECT_EQ(r[0].received[0], frame(kBroadcast, mac(1)));
 }
@@ -206,7 +202,7 @@ TEST(SwitchDatapath, a_tagged_frame_between_trunks_passes_unchanged) {
     r.attach(1, trunk(7));
     std::vector<uint8_t> f = frame(kBroadcast, mac(1), 0xa007);  // PCP 5 kept
     r[0].queue(f);
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     ASSERT_EQ(r[1].received.size(), 1u);
     EXPECT_EQ(r[1].received[0], f);
 }
@@ -222,26 +218,26 @@ TEST(SwitchDatapath, a_full_destination_is_held_then_dropped_while_others_receiv
     for (int i = 0; i < 4; ++i) {
         r[0].queue(frame(kBroadcast, mac(1)));
     }
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     EXPECT_EQ(r[1].received.size(), 4u);
     EXPECT_EQ(r[2].received.size(), 1u);
     EXPECT_EQ(r[0].completed, 0u);  // held for port 2
     // Within the hold, room appears: nothing is lost.
     g_now += 500;
     r[2].room = 1;
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     EXPECT_EQ(r[2].received.size(), 2u);
     EXPECT_EQ(r[0].completed, 0u);
     // The hold ends: the rest is dropped, the source completed.
     g_now += 1000;
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     EXPECT_EQ(r[2].received.size(), 2u);
     EXPECT_EQ(r[0].completed, 4u);
     EXPECT_EQ(r.drops(DropReason::destination_full), 2u);
     EXPECT_EQ(r[2].tx.drops[static_cast<size_t>(DropReason::destination_full)].get(), 2u);
     // Traffic from another port is never blocked by the stalled one.
     r[1].queue(frame(mac(1), mac(3)));
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     EXPECT_EQ(r[0].received.size(), 1u);
 }
 
@@ -255,13 +251,13 @@ TEST(SwitchDatapath, a_held_frame_leaves_with_the_source_mac_anti_spoofing_admit
     r.attach(1);
     r[1].room = 0;
     r[0].queue(frame(kBroadcast, mac(1)));
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     ASSERT_EQ(r[0].in_flight.size(), 1u);
     std::vector<uint8_t>& held = r[0].in_flight.back();
     const packet::MacAddress spoofed = mac(9);
     std::copy(spoofed.begin(), spoofed.end(), held.begin() + kHeader + 6);
     r[1].room = SIZE_MAX;
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     ASSERT_EQ(r[1].received.size(), 1u);
     EXPECT_EQ(r[1].received[0], frame(kBroadcast, mac(1)));
     EXPECT_EQ(r.drops(DropReason::spoofed), 0u);
@@ -274,7 +270,7 @@ TEST(SwitchDatapath, a_tag_written_into_a_held_frame_does_not_leave_its_vlan) {
     r[1].room = 0;
     const std::vector<uint8_t> sent = frame(kBroadcast, mac(1));
     r[0].queue(sent);
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     ASSERT_EQ(r[0].in_flight.size(), 1u);
     // The ethertype becomes an 802.1Q tag for VLAN 200, as if the sender
     // had sent a tagged frame, which its access port would have dropped.
@@ -282,7 +278,7 @@ TEST(SwitchDatapath, a_tag_written_into_a_held_frame_does_not_leave_its_vlan) {
     packet::store_be16(&held[kHeader + 12], packet::kEtherTypeVlan);
     packet::store_be16(&held[kHeader + 14], 200);
     r[1].room = SIZE_MAX;
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     ASSERT_EQ(r[1].received.size(), 1u);
     std::vector<uint8_t> want = frame(kBroadcast, mac(1), 100);
     // The payload is the sender's to change; only the headers are the switch's.
@@ -303,19 +299,19 @@ TEST(SwitchDatapath, a_slow_destination_is_held_for_at_every_burst) {
     r[2].room = 0;  // a guest descheduled for a few holds, short of stall_ns
     for (uint64_t i = 1; i <= 3; ++i) {
         r[0].queue(frame(kBroadcast, mac(1)));
-        r.sw->run_turn();
+        r.sw->run_turn(g_now);
         EXPECT_EQ(r[0].completed, i - 1);  // each burst is held again
         g_now += 2000;
-        r.sw->run_turn();
+        r.sw->run_turn(g_now);
         EXPECT_EQ(r[0].completed, i);
     }
     EXPECT_EQ(r.drops(DropReason::destination_full), 3u);
     // It takes frames again within stall_ns: nothing more is lost.
     r[0].queue(frame(kBroadcast, mac(1)));
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     EXPECT_EQ(r[0].completed, 3u);
     r[2].room = 1;
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     EXPECT_EQ(r[0].completed, 4u);
     EXPECT_EQ(r[2].received.size(), 1u);
     EXPECT_EQ(r.drops(DropReason::destination_full), 3u);
@@ -331,17 +327,17 @@ TEST(SwitchDatapath, a_destination_that_took_nothing_for_stall_ns_is_not_held_fo
     }
     r[2].room = 0;  // a guest that stopped taking RX buffers
     r[0].queue(frame(kBroadcast, mac(1)));
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     EXPECT_EQ(r[0].completed, 0u);  // held: it has refused for 0 ns
     g_now += 20000;
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     EXPECT_EQ(r[0].completed, 1u);
     EXPECT_EQ(r.drops(DropReason::destination_full), 1u);
     // Stalled: the next bursts get one try each, are dropped at once, and
     // the others still receive; nothing is held, so the worker may sleep.
     for (int i = 0; i < 3; ++i) {
         r[0].queue(frame(kBroadcast, mac(1)));
-        r.sw->run_turn();
+        r.sw->run_turn(g_now);
     }
     EXPECT_EQ(r[0].completed, 4u);
     EXPECT_EQ(r[1].received.size(), 4u);
@@ -352,11 +348,11 @@ TEST(SwitchDatapath, a_destination_that_took_nothing_for_stall_ns_is_not_held_fo
     r[2].room = 1;
     r[0].queue(frame(kBroadcast, mac(1)));
     r[0].queue(frame(kBroadcast, mac(1)));
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     EXPECT_EQ(r[2].received.size(), 1u);
     EXPECT_EQ(r[0].completed, 4u);  // the second frame is held for it
     r[2].room = 1;
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     EXPECT_EQ(r[2].received.size(), 2u);
     EXPECT_EQ(r[0].completed, 6u);
     EXPECT_EQ(r.drops(DropReason::destination_full), 4u);
@@ -368,11 +364,11 @@ TEST(SwitchDatapath, unicast_to_a_port_that_is_down_is_dropped_as_no_destination
         r.attach(i);
     }
     r[2].queue(frame(kBroadcast, mac(2)));
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     r[2].ready = false;
     r[0].queue(frame(mac(2), mac(1)));
     r[0].queue(frame(kBroadcast, mac(1)));
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     EXPECT_EQ(r.drops(DropReason::no_destination), 1u);
     EXPECT_EQ(r[1].received.size(), 2u);  // its flood copy, and the first broadcast
     EXPECT_EQ(r[0].completed, 2u);
@@ -387,13 +383,13 @@ TEST(SwitchDatapath, a_port_detached_at_run_time_gets_nothing_more) {
     EXPECT_FALSE(r.sw->detach(r[2]));
     r[0].queue(frame(kBroadcast, mac(1)));
     r[2].queue(frame(kBroadcast, mac(2)));
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     EXPECT_EQ(r[1].received.size(), 1u);
     EXPECT_TRUE(r[2].received.empty());
     EXPECT_EQ(r[2].pending.size(), 1u);  // no longer read either
     r.attach(2);
     r[0].queue(frame(kBroadcast, mac(1)));
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     EXPECT_EQ(r[2].received.size(), 1u);
 }
 
@@ -409,12 +405,12 @@ TEST(SwitchDatapath, a_guest_fed_by_a_stream_is_called_once_the_sources_run_dry)
     for (int i = 0; i < 100; ++i) {
         r[0].queue(frame(kBroadcast, mac(1)));
     }
-    TurnResult t = r.sw->run_turn();  // out of budget: the source has more
+    TurnResult t = r.sw->run_turn(g_now);  // out of budget: the source has more
     EXPECT_EQ(t.packets, 64u);
     EXPECT_EQ(t.wait, PathWait::none);
     EXPECT_EQ(r[1].calls, 0u);
     EXPECT_EQ(r[1].call_due, 1u + SwitchTestPort::kCallDeferNs);
-    t = r.sw->run_turn();  // the last 36, then the source is dry
+    t = r.sw->run_turn(g_now);  // the last 36, then the source is dry
     EXPECT_EQ(t.packets, 36u);
     EXPECT_EQ(t.wait, PathWait::source);
     EXPECT_EQ(r[1].calls, 1u);
@@ -433,14 +429,14 @@ TEST(SwitchDatapath, a_deferred_call_is_made_at_its_deadline_while_the_stream_go
     for (int i = 0; i < 100; ++i) {
         r[0].queue(frame(kBroadcast, mac(1)));
     }
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     g_now += SwitchTestPort::kCallDeferNs - 1;
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     EXPECT_EQ(r[1].calls, 0u);  // not due yet, and the source has more
     g_now += 1;
-    EXPECT_EQ(r.sw->run_turn().wait, PathWait::none);
+    EXPECT_EQ(r.sw->run_turn(g_now).wait, PathWait::none);
     EXPECT_EQ(r[1].calls, 1u);  // due: made although the source still has more
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     EXPECT_EQ(r[1].call_due, g_now + SwitchTestPort::kCallDeferNs);  // a new deferral
 }
 
@@ -455,12 +451,12 @@ TEST(SwitchDatapath, owed_calls_are_made_before_the_worker_sleeps_and_when_a_por
     for (int i = 0; i < 10; ++i) {
         r[0].queue(frame(kBroadcast, mac(1)));
     }
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     EXPECT_EQ(r[1].calls + r[2].calls, 0u);
     EXPECT_FALSE(r.sw->prepare_sleep([](const ports::WaitSpec&) {}));  // work is left
     EXPECT_EQ(r[1].calls, 1u);
     EXPECT_EQ(r[2].calls, 1u);
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
     EXPECT_TRUE(r.sw->detach(r[2]));
     EXPECT_FALSE(r[2].adaptive);  // off the switch nothing would make its calls
     EXPECT_EQ(r[2].calls, 2u);
@@ -479,8 +475,8 @@ TEST(SwitchDatapath, without_adaptive_rx_every_burst_calls) {
     for (int i = 0; i < 8; ++i) {
         r[0].queue(frame(kBroadcast, mac(1)));
     }
-    r.sw->run_turn();
-    r.sw->run_turn();
+    r.sw->run_turn(g_now);
+    r.sw->run_turn(g_now);
     EXPECT_EQ(r[1].calls, 2u);
 }
 
