@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "common/cpu_relax.hpp"
+
 namespace vnet::pktgen {
 
 using Clock = std::chrono::steady_clock;
@@ -55,14 +57,7 @@ private:
     bool closed_ = false;
 };
 
-// A short pause for spin loops (PAUSE on x86) that lets the sibling
-// hyperthread and the back end's core breathe.
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#else
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-#endif
-}
+// Spin loops pause with vnet::cpu_relax (common/cpu_relax.hpp).
+using vnet::cpu_relax;
 
 }  // namespace vnet::pktgen

@@ -4,6 +4,8 @@
 // to back. What DPDK's rte_pause() is for in its poll loops.
 #pragma once
 
+#include <atomic>
+
 namespace vnet {
 
 inline void cpu_relax() {
@@ -11,6 +13,8 @@ inline void cpu_relax() {
     __builtin_ia32_pause();
 #elif defined(__aarch64__)
     asm volatile("yield" ::: "memory");
+#else
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // at least not folded away
 #endif
 }
 
