@@ -130,9 +130,9 @@ private:
     // were taken (or dropped), false when some destination was full.
     bool deliver(Ingress& in, uint64_t now, TurnResult& turn);
     bool deliver_group(Ingress& in, EgressGroup& group, uint64_t now, TurnResult& turn);
-    // Builds the first packets of `group` into out_ (as many as its iovecs
-    // hold); returns the entry index where it stopped.
-    uint16_t build_group(const Ingress& in, const EgressGroup& group);
+    // Builds the first packets of `group` into out_ (at most `limit`, and as
+    // many as its iovecs hold); returns the entry index where it stopped.
+    uint16_t build_group(const Ingress& in, const EgressGroup& group, uint16_t limit);
     // Drops what `group` still holds as `reason` (switch and destination counters).
     void drop_group(EgressGroup& group, packet::DropReason reason);
     void finish(Ingress& in);

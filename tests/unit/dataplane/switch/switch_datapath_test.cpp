@@ -56,6 +56,7 @@ public:
         completed += done;
     }
     uint16_t transmit_burst(uint16_t, const packet::PacketBurst& burst) override {
+        offered.push_back(burst.count);
         uint16_t n = 0;
         while (n < burst.count && room > 0) {
             std::vector<uint8_t> bytes(burst.packets[n].len);
@@ -95,6 +96,7 @@ public:
     std::deque<std::vector<uint8_t>> pending;
     std::deque<std::vector<uint8_t>> in_flight;
     std::vector<std::vector<uint8_t>> received;
+    std::vector<uint16_t> offered;  // burst.count of every transmit_burst
     size_t room = SIZE_MAX;
     uint64_t completed = 0;
     bool ready = true;
@@ -239,6 +241,30 @@ TEST(SwitchDatapath, a_full_destination_is_held_then_dropped_while_others_receiv
     r[1].queue(frame(mac(1), mac(3)));
     r.sw->run_turn(g_now);
     EXPECT_EQ(r[0].received.size(), 1u);
+}
+
+TEST(SwitchDatapath, a_held_group_is_retried_with_one_frame_until_the_destination_takes_it) {
+    Rig r(2);
+    r.attach(0);
+    r.attach(1);
+    r[1].room = 0;
+    for (int i = 0; i < 4; ++i) {
+        r[0].queue(frame(kBroadcast, mac(1)));
+    }
+    r.sw->run_turn(g_now);
+    g_now += 10;
+    r.sw->run_turn(g_now);
+    r.sw->run_turn(g_now);
+    // The first try offers the whole group; the retries of the hold, one frame.
+    EXPECT_EQ(r[1].offered, (std::vector<uint16_t>{4, 1, 1}));
+    EXPECT_EQ(r[0].completed, 0u);
+    // Room appears: the probe is taken, then the rest of the group at once.
+    r[1].room = 10;
+    r.sw->run_turn(g_now);
+    EXPECT_EQ(r[1].offered, (std::vector<uint16_t>{4, 1, 1, 1, 3}));
+    EXPECT_EQ(r[1].received.size(), 4u);
+    EXPECT_EQ(r[0].completed, 4u);
+    EXPECT_EQ(r.drops(DropReason::destination_full), 0u);
 }
 
 // The sender owns its buffer while a burst is held: what it writes there
