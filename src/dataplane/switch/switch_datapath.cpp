@@ -1,7 +1,6 @@
 #include "dataplane/switch/switch_datapath.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <stdexcept>
 

@@ -84,9 +84,10 @@ public:
     bool detach(const ports::Port& port);
     bool has_member(const ports::Port& port) const;
 
-    // `now_ns` is the worker's round clock (steady_now_ns() when the round
-    // began, one read shared by the whole round; tests pass their own):
-    // MAC learning and aging, hold deadlines, deferred calls.
+    // `now_ns` is the worker's round clock (steady_now_ns() as the last
+    // round ended or the worker woke, one read shared by the whole round;
+    // tests pass their own): MAC learning and aging, hold deadlines,
+    // deferred calls.
     TurnResult run_turn(uint64_t now_ns);
     // Before the worker sleeps: arms each idle source (a guest turns kicks
     // back on) and passes the fds to wait on to `want`. False: work is
