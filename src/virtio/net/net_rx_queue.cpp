@@ -86,6 +86,11 @@ void NetRxQueue::commit_buffer(uint32_t len) {
     pending_used_ = static_cast<uint16_t>(pending_used_ + used_heads);
     ++burst_packets_;
     burst_bytes_ += len - std::min(len, config_.header_size);
+    // Coalescing holds publishes on purpose; otherwise a big frame is shown
+    // to the guest at once.
+    if (len >= kEarlyPublishBytes && coalescing_.frames == 0) [[unlikely]] {
+        std::visit([&](auto& ring) { publish_early(ring); }, ring_);
+    }
 }
 
 bool NetRxQueue::grow_window(uint32_t need_bytes) {
@@ -182,7 +187,8 @@ bool NetRxQueue::flush() {
 }
 
 // rx_frames is a minimum per publish, checked at the end of a burst: a burst
-// is never split, since publishing mid-burst would only add notifies.
+// is never split, since publishing mid-burst would only add notifies
+// (publish_early is off while coalescing).
 bool NetRxQueue::should_hold_publish(uint16_t avail_left) {
     const Coalescing& c = coalescing_;
     // A guest refills its RX ring when it sees used entries: holding while
@@ -223,6 +229,21 @@ bool NetRxQueue::publish(R& ring) {
     held_packets_ = 0;
     held_deadline_ = 0;
     return notify;
+}
+
+// Stores used->idx for the heads filled so far, and nothing else: the call
+// and the burst's counts stay with the flush, whose should_notify covers
+// every index published since the last call (split: vring_need_event
+// against the last signalled index; packed: the slots since then). So a
+// polling guest sees frames sooner and a sleeping one is woken exactly as
+// before. pending_used_ stays set, so the flush still publishes and calls.
+template <typename R>
+void NetRxQueue::publish_early(R& ring) {
+    window_.stage_used(ring, config_.log);
+    ring.publish_used();
+    if (config_.log.active()) [[unlikely]] {
+        config_.log.mark_ring();
+    }
 }
 
 template <typename R>

@@ -204,6 +204,39 @@ TYPED_TEST(NetRxQueueTest, turning_coalescing_off_publishes_what_was_held) {
     EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0}));
 }
 
+// A big frame: the guest sees it as soon as it is written; the call and
+// the counts still come once, at the flush.
+TYPED_TEST(NetRxQueueTest, shows_a_big_frame_at_once_and_calls_once_at_flush) {
+    typename TestFixture::Harness h(1024, true, test::mergeable_config());  // EVENT_IDX
+    h.ring.post(0, 60, 0, /*writable=*/16);                                 // 1 KiB chains
+    constexpr uint32_t kBig = NetRxQueue::kEarlyPublishBytes;
+    constexpr uint32_t kBigChains = kBig / 1024;
+    ASSERT_TRUE(h.deliver(kBig - 1, kBig));
+    EXPECT_TRUE(h.ring.reclaim_all().empty());  // under kEarlyPublishBytes: at the flush
+    ASSERT_TRUE(h.deliver(kBig, kBig));
+    // Both visible before the burst ends (the small one was staged first).
+    EXPECT_EQ(h.ring.reclaim_all().size(), 2 * kBigChains);
+    EXPECT_EQ(h.counters.packets.get(), 0u);
+    ASSERT_TRUE(h.deliver(100, kBig));
+    EXPECT_TRUE(h.ring.reclaim_all().empty());
+    EXPECT_TRUE(h.queue.flush());  // the one call, covering all three
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{2 * kBigChains}));
+    EXPECT_EQ(h.counters.packets.get(), 3u);
+    EXPECT_EQ(h.counters.bursts.get(), 1u);
+    EXPECT_EQ(h.counters.bytes.get(), 2 * kBig - 1 + 100 - 3 * 12);
+    EXPECT_FALSE(h.queue.flush());  // nothing new: no second call
+}
+
+TYPED_TEST(NetRxQueueTest, shows_nothing_early_while_coalescing_holds_publishes) {
+    typename TestFixture::Harness h(1024, false, test::mergeable_config());
+    h.queue.set_coalescing(8, 0);
+    h.ring.post(0, 60, 0, 16);
+    ASSERT_TRUE(h.deliver(NetRxQueue::kEarlyPublishBytes, NetRxQueue::kEarlyPublishBytes));
+    EXPECT_FALSE(h.queue.flush());
+    EXPECT_TRUE(h.ring.reclaim_all().empty());
+    EXPECT_EQ(h.counters.publishes_coalesced.get(), 1u);
+}
+
 TYPED_TEST(NetRxQueueTest, asks_for_no_call_the_guest_suppressed_or_has_no_fd_for) {
     typename TestFixture::Harness h(16, true, test::version_1_config());  // EVENT_IDX
     h.ring.post(0, 8, 0, 1);
