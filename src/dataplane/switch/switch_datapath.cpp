@@ -121,8 +121,18 @@ bool SwitchDatapath::detach(const ports::Port& port) {
 TurnResult SwitchDatapath::run_turn(uint64_t now) {
     TurnResult total{0, 0, PathWait::source};
     for (auto& in : ingress_) {
+        if (in->empty_polls >= kEmptyPollsBeforeIdle && now < in->next_poll_ns) {
+            continue;  // an idle source; its last_wait (source) stands
+        }
         TurnResult t = ingress_turn(*in, now);
         in->last_wait = t.wait;
+        if (t.packets == 0 && (t.wait == PathWait::source || t.wait == PathWait::not_ready)) {
+            in->empty_polls = static_cast<uint16_t>(
+                std::min<uint32_t>(in->empty_polls + 1u, kEmptyPollsBeforeIdle));
+            in->next_poll_ns = now + kIdlePollNs;
+        } else {
+            in->empty_polls = 0;
+        }
         total.packets += t.packets;
         total.bytes += t.bytes;
         if (t.wait == PathWait::none) {

@@ -40,6 +40,7 @@ public:
 
     void queue(std::vector<uint8_t> f) { pending.push_back(std::move(f)); }
     uint16_t receive_burst(uint16_t, packet::PacketBurst& burst, uint16_t max) override {
+        ++polls;
         uint16_t n = 0;
         while (n < max && !pending.empty()) {
             in_flight.push_back(std::move(pending.front()));
@@ -99,6 +100,7 @@ public:
     std::vector<uint16_t> offered;  // burst.count of every transmit_burst
     size_t room = SIZE_MAX;
     uint64_t completed = 0;
+    uint64_t polls = 0;  // receive_burst calls
     bool ready = true;
     uint32_t generation = 0;
     bool adaptive = false;
@@ -169,6 +171,32 @@ TEST(SwitchDatapath, broadcast_reaches_every_other_port_and_unicast_only_its_own
     auto c = r.sw->core().counters().snapshot();
     EXPECT_EQ(c.learned, 3u);
     EXPECT_EQ(c.flooded, 2u);
+}
+
+TEST(SwitchDatapath, a_source_found_empty_again_and_again_is_polled_once_per_kIdlePollNs) {
+    Rig r(2);
+    r.attach(0);
+    r.attach(1);
+    for (uint16_t i = 0; i < kEmptyPollsBeforeIdle; ++i) {
+        r.sw->run_turn(g_now);
+    }
+    EXPECT_EQ(r[0].polls, kEmptyPollsBeforeIdle);
+    r.sw->run_turn(g_now);  // idle now: not looked at until kIdlePollNs passed
+    EXPECT_EQ(r[0].polls, kEmptyPollsBeforeIdle);
+    r[0].queue(frame(mac(1), mac(10)));
+    r.sw->run_turn(g_now + kIdlePollNs - 1);
+    EXPECT_TRUE(r[1].received.empty());
+    g_now += kIdlePollNs;
+    EXPECT_EQ(r.sw->run_turn(g_now).packets, 1u);
+    EXPECT_EQ(r[1].received.size(), 1u);
+    // A turn that moves frames polls until the source is dry: twice.
+    EXPECT_EQ(r[0].polls, kEmptyPollsBeforeIdle + 2u);
+    // A source that sent is polled every round again, with no time passing.
+    r[0].queue(frame(mac(1), mac(10)));
+    EXPECT_EQ(r.sw->run_turn(g_now).packets, 1u);
+    r.sw->run_turn(g_now);
+    EXPECT_EQ(r[0].polls, kEmptyPollsBeforeIdle + 5u);
+    EXPECT_EQ(r[1].received.size(), 2u);
 }
 
 TEST(SwitchDatapath, an_access_port_frame_gets_its_tag_toward_a_trunk_byte_for_byte) {
