@@ -33,9 +33,10 @@ namespace {
         }                     \
     } while (0)
 
+constexpr uint64_t kFuzzClockStepNs = 1000;
 uint64_t g_now = 0;
 uint64_t fuzz_clock() {
-    return g_now += 1000;
+    return g_now += kFuzzClockStepNs;
 }
 
 class FuzzPort : public ports::Port, public ports::BurstSource, public ports::BurstSink {
@@ -139,7 +140,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         const uint64_t completed_before = ports[ingress].completed;
         ports[ingress].next = &burst;
-        sw.run_turn(fuzz_clock());
+        // A source found empty kEmptyPollsBeforeIdle turns in a row is
+        // looked at once per kIdlePollNs: turn until it is read, and fail
+        // if that takes longer than one idle period of the fuzz clock.
+        for (uint64_t turns = 0; ports[ingress].next != nullptr; ++turns) {
+            FUZZ_CHECK(turns <= kIdlePollNs / kFuzzClockStepNs + 1);
+            sw.run_turn(fuzz_clock());
+        }
         sw.run_turn(fuzz_clock());  // the hold (0 ns) ends: what a full port refused is dropped
         FUZZ_CHECK(ports[ingress].completed == completed_before + burst.count);
         FUZZ_CHECK(sw.core().mac_table().size() <= 4);
