@@ -2,6 +2,7 @@
 
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -57,6 +58,9 @@ OvsDpdk::OvsDpdk(BenchContext& ctx, const OvsDpdkSpec& spec) : ctx_(ctx) {
     }
     huge_mounted_ = true;
     try {
+        // A log directory given again with --log-dir still holds the last
+        // run's database, and ovsdb-tool refuses to create over it.
+        unlink((dir_ + "/conf.db").c_str());
         ProcessSpec create;
         create.name = "ovsdb-tool";
         create.argv = {"ovsdb-tool", "create", dir_ + "/conf.db", kSchema};
