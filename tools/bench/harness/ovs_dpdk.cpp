@@ -60,15 +60,16 @@ OvsDpdk::OvsDpdk(BenchContext& ctx, const OvsDpdkSpec& spec) : ctx_(ctx) {
     try {
         // A log directory given again with --log-dir still holds the last
         // run's database, and ovsdb-tool refuses to create over it.
-        unlink((dir_ + "/conf.db").c_str());
+        const std::string database = dir_ + "/conf.db";
+        unlink(database.c_str());
         ProcessSpec create;
         create.name = "ovsdb-tool";
-        create.argv = {"ovsdb-tool", "create", dir_ + "/conf.db", kSchema};
+        create.argv = {"ovsdb-tool", "create", database, kSchema};
         run_checked(create);
 
         ProcessSpec db;
         db.name = "ovsdb-server " + spec.label;
-        db.argv = {"ovsdb-server", dir_ + "/conf.db", "--remote=punix:" + db_socket_,
+        db.argv = {"ovsdb-server", database, "--remote=punix:" + db_socket_,
                    "--unixctl=" + dir_ + "/ovsdb-server.ctl",
                    "--log-file=" + dir_ + "/ovsdb-server.log"};
         db.cpu = ctx.load_cpu();
