@@ -8,8 +8,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=${VNET_FUZZ_BUILD_DIR:-$top/build-fuzz}
 
 cmake -S "$top" -B "$build" -G Ninja -DVNET_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVNET_WERROR=ON \
+      -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
       -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
-ninja -C "$build" -j"$(nproc)"
+ninja -C "$build" -j"$(nproc)" vnet_fuzz_targets
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
