@@ -14,6 +14,8 @@ packages=(
     dpdk dpdk-dev iproute2 ethtool iperf3 tcpdump busybox-static xdp-tools python3
     # test_deploy_manifests: parses deploy/kubernetes/*.yaml
     python3-yaml
+    # the tests read vnetd's stats JSON (lib/common.sh vnetd_stats)
+    jq
     # the metrics test: a real Prometheus server scrapes vnetd, curl reads the endpoint
     prometheus curl
     # vnet-bench --charts; OVS-DPDK, the switch benchmarks' peer
