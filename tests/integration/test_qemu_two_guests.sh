@@ -77,7 +77,8 @@ bash "$HERE/qemu/build_initramfs.sh" "$KVER" "$WORK/initrd.gz" 2>"$WORK/initramf
 # dropped and the exact counts below still hold.
 # A switch also drops what has no destination yet: a frame from the guest
 # that booted first, sent before the other guest's rings run. It counts that
-# as the switch's own drop (vnetctl switch list), read before vnetd stops.
+# as the switch's own drop (vnetctl switch list), read before vnetd stops
+# and after both guests have left.
 CTL=""
 if [ "${VNET_TEST_SWITCH:-0}" = 1 ]; then
     MEMBER='switch = "br0"'
@@ -144,6 +145,16 @@ done
 
 SWITCH_DROPS=0
 if [ -n "$CTL" ]; then
+    # A frame for a guest that is shutting down can still be held (a full
+    # destination waits up to 200 ms) or in flight when its QEMU exits; the
+    # switch counts its drop once it has seen the hang-up. Read the drops
+    # after both hang-ups and one hold, so that they match the final counts.
+    both_gone() {
+        [ "$("$BUILD_DIR/apps/vnetctl" --socket "$CTL" --json port list |
+            jq '[.[] | .connections // 0] | add')" = 0 ]
+    }
+    wait_for 10 "vnetd still shows a guest connected after both QEMUs exited" both_gone
+    sleep 0.3
     "$BUILD_DIR/apps/vnetctl" --socket "$CTL" --json switch list >"$WORK/switch.json" ||
         fail "vnetctl switch list"
     read -r SWITCH_DROPS SWITCH_DROP_REASONS < <(python3 -c '
