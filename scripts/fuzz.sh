@@ -14,15 +14,36 @@ ninja -C "$build" -j"$(nproc)" vnet_fuzz_targets
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-status=0
-for bin in "$build"/tests/fuzz/fuzz_*; do
+
+# fuzz_one BIN: runs one target over a scratch copy of its corpus; its exit
+# status goes to $scratch/NAME.rc, its output to $scratch/NAME.log.
+fuzz_one() {
+    local bin=$1 name corpus rc=0
     name=$(basename "$bin"); name=${name#fuzz_}
     corpus="$scratch/$name"
     mkdir -p "$corpus"
     cp -r "$top/tests/fuzz/corpus/$name/." "$corpus/" 2>/dev/null || true
-    echo "== fuzz $name for ${seconds}s"
-    if ! (cd "$scratch" && "$bin" -max_total_time="$seconds" -print_final_stats=1 \
-            -rss_limit_mb=2048 "$corpus" >"$scratch/$name.log" 2>&1); then
+    (cd "$scratch" && "$bin" -max_total_time="$seconds" -print_final_stats=1 \
+        -rss_limit_mb=2048 "$corpus" >"$scratch/$name.log" 2>&1) || rc=$?
+    echo "$rc" >"$scratch/$name.rc"
+}
+
+# Each target is one process on one CPU: as many run at once as there are
+# CPUs, so every target still gets its full time on a CPU of its own.
+targets=("$build"/tests/fuzz/fuzz_*)
+for bin in "${targets[@]}"; do
+    while (($(jobs -rp | wc -l) >= $(nproc))); do
+        wait -n || true
+    done
+    echo "== fuzz $(basename "$bin") for ${seconds}s"
+    fuzz_one "$bin" &
+done
+wait
+
+status=0
+for bin in "${targets[@]}"; do
+    name=$(basename "$bin"); name=${name#fuzz_}
+    if [ "$(cat "$scratch/$name.rc" 2>/dev/null || echo lost)" != 0 ]; then
         status=1
         tail -n 60 "$scratch/$name.log"
         echo "fuzz $name: FINDING (see above)"
