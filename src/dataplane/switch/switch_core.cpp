@@ -126,6 +126,7 @@ void SwitchCore::send(BurstPlan& plan, uint16_t member, uint8_t packet, bool tag
     EgressGroup& group = plan.groups[g - 1u];
     group.entries[group.count++] = EgressEntry{packet, tagged};
     plan.packets[packet].forwarded = true;
+    ++plan.packets[packet].copies;
 }
 
 void SwitchCore::flood(BurstPlan& plan, uint16_t ingress, uint8_t packet) {
@@ -194,6 +195,8 @@ void SwitchCore::classify(uint16_t ingress, const packet::PacketBurst& burst, ui
         verdict.tagged = p.frame.tagged;
         verdict.flooded = false;
         verdict.forwarded = false;
+        verdict.copies = 0;
+        verdict.copies_to_ports_down = 0;
         verdict.ethertype = p.frame.ethertype;
         verdict.destination = p.frame.destination;
         verdict.source = p.frame.source;

@@ -59,6 +59,10 @@ struct PacketVerdict {
     bool tagged = false;     // it arrived with an 802.1Q tag (a priority tag too)
     bool flooded = false;    // sent to every member of the VLAN, not looked up
     bool forwarded = false;  // it has at least one destination
+    // A flood's copies, and how many found their port down at delivery: when
+    // every copy did, the frame reached no port and counts as no_destination.
+    uint16_t copies = 0;
+    uint16_t copies_to_ports_down = 0;
     // The Ethernet header as classified, which is what leaves: the sender
     // may rewrite its buffer after the decision (a held burst waits up to
     // destination_hold_us), and a source MAC or a tag it then writes must

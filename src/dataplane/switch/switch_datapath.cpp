@@ -232,10 +232,13 @@ bool SwitchDatapath::deliver_group(Ingress& in, EgressGroup& group, uint64_t now
     Member& m = members_[group.member];
     if (!m.port->queue_ready(kEgressQueue)) {
         // A port that is down gets no copy of a flood (nothing is lost: the
-        // others got theirs); a frame that was for it alone is dropped.
+        // others got theirs); a frame that was for it alone is dropped, and
+        // so is a flood whose every copy found its port down (a frame held
+        // for a guest that then stopped its rings, with no other member).
         uint16_t lost = 0;
         for (uint16_t e = 0; e < group.count; ++e) {
-            lost += in.plan.packets[group.entries[e].packet].flooded ? 0 : 1;
+            PacketVerdict& v = in.plan.packets[group.entries[e].packet];
+            lost += !v.flooded || ++v.copies_to_ports_down == v.copies ? 1 : 0;
         }
         core_.counters().count_drop(packet::DropReason::no_destination, lost);
         group.count = 0;

@@ -428,6 +428,25 @@ TEST(SwitchDatapath, unicast_to_a_port_that_is_down_is_dropped_as_no_destination
     EXPECT_EQ(r[0].completed, 2u);
 }
 
+TEST(SwitchDatapath, a_held_flood_whose_only_port_went_down_counts_as_no_destination) {
+    // Two ports: a broadcast from port 0 has one copy, held while port 1's
+    // ring is full; port 1 then stops its rings (a guest powering off). The
+    // frame reached no port, so it is counted, once, not lost silently.
+    Rig r(2);
+    r.attach(0);
+    r.attach(1);
+    r[1].room = 0;
+    r[0].queue(frame(kBroadcast, mac(1)));
+    r.sw->run_turn(g_now);
+    EXPECT_EQ(r[0].completed, 0u);  // held for port 1
+    r[1].ready = false;
+    r.sw->run_turn(g_now);
+    EXPECT_EQ(r[0].completed, 1u);
+    EXPECT_EQ(r[1].received.size(), 0u);
+    EXPECT_EQ(r.drops(DropReason::no_destination), 1u);
+    EXPECT_EQ(r.drops(DropReason::destination_full), 0u);
+}
+
 TEST(SwitchDatapath, a_port_detached_at_run_time_gets_nothing_more) {
     Rig r(3);
     for (size_t i = 0; i < 3; ++i) {
