@@ -125,7 +125,6 @@ void SwitchCore::send(BurstPlan& plan, uint16_t member, uint8_t packet, bool tag
     }
     EgressGroup& group = plan.groups[g - 1u];
     group.entries[group.count++] = EgressEntry{packet, tagged};
-    plan.packets[packet].forwarded = true;
     ++plan.packets[packet].copies;
 }
 
@@ -141,7 +140,7 @@ void SwitchCore::flood(BurstPlan& plan, uint16_t ingress, uint8_t packet) {
         }
     }
     plan.packets[packet].flooded = true;
-    if (plan.packets[packet].forwarded) {
+    if (plan.packets[packet].copies != 0) {
         counters_.flooded.add(1);
     }
 }
@@ -194,7 +193,6 @@ void SwitchCore::classify(uint16_t ingress, const packet::PacketBurst& burst, ui
         verdict.tci = p.frame.tci;
         verdict.tagged = p.frame.tagged;
         verdict.flooded = false;
-        verdict.forwarded = false;
         verdict.copies = 0;
         verdict.copies_to_ports_down = 0;
         verdict.ethertype = p.frame.ethertype;
@@ -211,7 +209,7 @@ void SwitchCore::classify(uint16_t ingress, const packet::PacketBurst& burst, ui
             case Route::Kind::none:
                 break;
         }
-        if (!verdict.forwarded) {
+        if (verdict.copies == 0) {
             counters_.count_drop(packet::DropReason::no_destination);
         }
     }
