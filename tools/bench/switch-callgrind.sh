@@ -11,6 +11,8 @@
 #
 # Usage: switch-callgrind.sh BUILD_DIR PORTS MACS [FRAMES]   (PORTS >= 2)
 # Prints: ports, macs, frames sent and received, instructions, per frame sent.
+# With CALLGRIND_OUT=FILE the profile is kept there, for a per-function
+# breakdown: callgrind_annotate [--inclusive=yes] FILE
 set -euo pipefail
 
 BUILD_DIR=${1:?usage: $0 BUILD_DIR PORTS MACS [FRAMES]}
@@ -74,6 +76,9 @@ wait "$RX_PID" || true
 kill -INT "$VNETD_PID"
 wait "$VNETD_PID" || { echo "vnetd failed: $(tail -3 "$WORK/vnetd.log")" >&2; exit 1; }
 
+if [ -n "${CALLGRIND_OUT:-}" ]; then
+    cp "$WORK/callgrind.out" "$CALLGRIND_OUT"
+fi
 python3 - "$WORK" "$PORTS" "$MACS" <<'PY'
 import json, re, subprocess, sys
 work, ports, macs = sys.argv[1], sys.argv[2], sys.argv[3]
