@@ -548,7 +548,7 @@ constexpr std::array kOptions = {
     VNET_DATAPATH_BOOL(adaptive_rx,
                        "switch ports (split rings): publish every burst to a guest at once but "
                        "defer its call while the switch's sources keep sending and the guest "
-                       "still has over a quarter of its RX ring posted, at most 100 us (ethtool "
+                       "still has over an eighth of its RX ring posted, at most 100 us (ethtool "
                        "-C adaptive-rx); a lone frame is still called at once"),
     OptionSpec{"submit",
                OptionScope::datapath,

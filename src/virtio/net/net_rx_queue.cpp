@@ -250,10 +250,10 @@ template <typename R>
 bool NetRxQueue::should_defer_call(const R& ring) const {
     if constexpr (std::is_same_v<R, SplitDeviceRing>) {
         // parked_avail_ is what the guest still has posted after this burst:
-        // with a quarter of its ring or less left it must run soon, or the
+        // with an eighth of its ring or less left it must run soon, or the
         // next bursts find no room.
         return coalescing_.adaptive_calls && config_.calls_wanted && !starved_ &&
-               parked_avail_ > ring.size() / 4;
+               parked_avail_ > ring.size() / kCallMarginDivisor;
     } else {
         return false;
     }

@@ -313,17 +313,17 @@ TYPED_TEST(NetRxQueueTest, adaptive_calls_publish_at_once_and_defer_the_call_whi
     EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{1}));
 }
 
-TYPED_TEST(NetRxQueueTest, adaptive_calls_call_at_once_when_a_quarter_of_the_ring_or_less_is_left) {
+TYPED_TEST(NetRxQueueTest, adaptive_calls_call_at_once_when_an_eighth_of_the_ring_or_less_is_left) {
     constexpr bool split = std::is_same_v<TypeParam, test::SplitModel>;
     typename TestFixture::Harness h(16, true, test::version_1_config());
     h.queue.set_adaptive_calls(true);
-    h.ring.post(0, 6, 0, 1);  // 6 buffers of a 16-entry ring
+    h.ring.post(0, 4, 0, 1);  // 4 buffers of a 16-entry ring
     ASSERT_TRUE(h.deliver(60, 64));
-    EXPECT_EQ(h.queue.flush(), !split);  // 5 left, more than 4: deferred
+    EXPECT_EQ(h.queue.flush(), !split);  // 3 left, more than 16 / 8: deferred
     ASSERT_TRUE(h.deliver(60, 64));
     const bool called = h.queue.flush();
     if constexpr (split) {
-        EXPECT_TRUE(called);  // 4 left: the guest must run soon; one call for both
+        EXPECT_TRUE(called);  // 2 left: the guest must run soon; one call for both
     }
     EXPECT_EQ(h.queue.call_deadline(), 0u);
     EXPECT_FALSE(h.queue.take_deferred_call());
