@@ -139,7 +139,6 @@ void SwitchCore::flood(BurstPlan& plan, uint16_t ingress, uint8_t packet) {
             send(plan, m, packet, e == Egress::tagged);
         }
     }
-    plan.packets[packet].flooded = true;
     if (plan.packets[packet].copies != 0) {
         counters_.flooded.add(1);
     }
@@ -192,7 +191,6 @@ void SwitchCore::classify(uint16_t ingress, const packet::PacketBurst& burst, ui
         verdict.vlan = p.vlan;
         verdict.tci = p.frame.tci;
         verdict.tagged = p.frame.tagged;
-        verdict.flooded = false;
         verdict.copies = 0;
         verdict.copies_to_ports_down = 0;
         verdict.ethertype = p.frame.ethertype;

@@ -54,13 +54,12 @@ struct MemberConfig {
 
 // What classify() found for one packet of the burst.
 struct PacketVerdict {
-    uint16_t vlan = 0;     // the VLAN it travels in
-    uint16_t tci = 0;      // its tag as it arrived, when tagged
-    bool tagged = false;   // it arrived with an 802.1Q tag (a priority tag too)
-    bool flooded = false;  // sent to every member of the VLAN, not looked up
-    // Its copies (0: no destination), and how many found their port down at
-    // delivery: when every copy of a flood did, the frame reached no port
-    // and counts as no_destination.
+    uint16_t vlan = 0;    // the VLAN it travels in
+    uint16_t tci = 0;     // its tag as it arrived, when tagged
+    bool tagged = false;  // it arrived with an 802.1Q tag (a priority tag too)
+    // Its copies (0: no destination; a unicast frame has one), and how many
+    // found their port down at delivery: when every copy did, the frame
+    // reached no port and counts as no_destination.
     uint16_t copies = 0;
     uint16_t copies_to_ports_down = 0;
     // The Ethernet header as classified, which is what leaves: the sender

@@ -231,14 +231,15 @@ bool SwitchDatapath::deliver_group(Ingress& in, EgressGroup& group, uint64_t now
                                    TurnResult& turn) {
     Member& m = members_[group.member];
     if (!m.port->queue_ready(kEgressQueue)) {
-        // A port that is down gets no copy of a flood (nothing is lost: the
-        // others got theirs); a frame that was for it alone is dropped, and
-        // so is a flood whose every copy found its port down (a frame held
-        // for a guest that then stopped its rings, with no other member).
+        // A port that is down gets no copy. A frame is lost only when every
+        // copy found its port down: a unicast frame's one copy, or a flood
+        // whose other members were down too (a frame held for a guest that
+        // then stopped its rings, with no other member); otherwise the
+        // others got theirs.
         uint16_t lost = 0;
         for (uint16_t e = 0; e < group.count; ++e) {
             PacketVerdict& v = in.plan.packets[group.entries[e].packet];
-            lost += !v.flooded || ++v.copies_to_ports_down == v.copies ? 1 : 0;
+            lost += ++v.copies_to_ports_down == v.copies ? 1 : 0;
         }
         core_.counters().count_drop(packet::DropReason::no_destination, lost);
         group.count = 0;
