@@ -1,5 +1,8 @@
 #include "experiments/vm_pair.hpp"
 
+#include <string>
+#include <vector>
+
 #include "harness/interrupt.hpp"
 
 namespace vnet::bench {
@@ -39,6 +42,11 @@ VmPair::VmPair(BenchContext& ctx, SwitchSystem& system, const std::string& label
     if (spec.receiver_gso) {
         rx.extra_args.push_back("--gso");
     }
+    const std::vector<std::string> ring_args =
+        spec.queue_size != 0
+            ? std::vector<std::string>{"--queue-size", std::to_string(spec.queue_size)}
+            : std::vector<std::string>{};
+    rx.extra_args.insert(rx.extra_args.end(), ring_args.begin(), ring_args.end());
     receiver_ = std::make_unique<PktgenGuest>(ctx, rx);
     receiver_->wait_for_link();
 
@@ -55,6 +63,7 @@ VmPair::VmPair(BenchContext& ctx, SwitchSystem& system, const std::string& label
     tx.dst_mac = guest_mac(spec.to);
     tx.src_mac_count = spec.src_mac_count;
     tx.rate_pps = spec.rate_pps;
+    tx.extra_args = ring_args;
     sender_ = std::make_unique<PktgenGuest>(ctx, tx);
     sender_->wait_for_link();
 }

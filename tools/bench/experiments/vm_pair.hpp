@@ -29,7 +29,8 @@ struct VmPairSpec {
     int receiver_cpu = 0;
     uint64_t rate_pps = 0;
     uint32_t src_mac_count = 1;
-    std::string src_mac;  // the sender's (first) MAC; empty: guest_mac(from)
+    std::string src_mac;      // the sender's (first) MAC; empty: guest_mac(from)
+    uint32_t queue_size = 0;  // both guests' rings; 0: vnet-pktgen's default (256, QEMU's)
 };
 
 struct VmPairTotals {
