@@ -15,7 +15,9 @@
 #      libvirt-qemu, `vnetd --client` connects to it. The guest pings 3/3 and
 #      runs iperf3 both ways against a server in the netns.
 # Also asserted: the socket QEMU connects to in (a) is root:kvm 0660; every
-# vnetd exits 0 on SIGTERM and forwarded packets both ways in each life.
+# vnetd exits 0 on SIGTERM and forwarded packets both ways in each life; the
+# domain's <driver rx_queue_size='1024' tx_queue_size='1024'/> reached vnetd
+# as rings of 1024 in every life.
 #
 # libvirtd and virtlogd are started by the test (no systemd here) unless a
 # libvirtd already answers on qemu:///system, and stopped by PID at the end.
@@ -145,6 +147,11 @@ check_ping() {  # check_ping CASE TAG
     summary=$(guest "$1" "$2: " | grep 'packets transmitted')
     check "case $1 $2: ${summary:-no summary}" grep -qE '^3 packets transmitted, 3 packets received' <<<"$summary"
 }
+# check_rings CASE LIFE LOG: the guest's rings are the domain's 1024 entries.
+check_rings() {
+    check "case $1 vnetd $2: rings of 1024 ($(grep -o 'queue pair 0 running.*' "$3" | head -n 1))" \
+        log_has "$3" 'queue pair 0 running \(rings 0 and 1, 1024 entries\)'
+}
 # check_forwarded CASE LIFE STATS_FILE: vnetd moved packets both ways.
 check_forwarded() {
     local rx tx
@@ -182,6 +189,8 @@ check_ping a ping2
 check "case a vnetd 2: QEMU reconnected" log_has "$WORK/vnetd-a2.log" 'front end connected'
 check_forwarded a 1 "$WORK/stats-a1.json"
 check_forwarded a 2 "$WORK/stats-a2.json"
+check_rings a 1 "$WORK/vnetd-a1.log"
+check_rings a 2 "$WORK/vnetd-a2.log"
 
 # ---- (b) QEMU listens, vnetd connects ------------------------------------------
 echo "== (b) mode='server', vnetd --client"
@@ -205,6 +214,7 @@ for dir in tx rx; do
     check "case b iperf3 $dir: $rate Mbit/s received" awk -v r="$rate" 'BEGIN { exit !(r + 0 > 0) }'
 done
 check_forwarded b 1 "$WORK/stats-b.json"
+check_rings b 1 "$WORK/vnetd-b.log"
 
 if ((${#FAILS[@]})); then
     printf '  failed: %s\n' "${FAILS[@]}"
