@@ -42,10 +42,10 @@ VmPair::VmPair(BenchContext& ctx, SwitchSystem& system, const std::string& label
     if (spec.receiver_gso) {
         rx.extra_args.push_back("--gso");
     }
-    const std::vector<std::string> ring_args =
-        spec.queue_size != 0
-            ? std::vector<std::string>{"--queue-size", std::to_string(spec.queue_size)}
-            : std::vector<std::string>{};
+    std::vector<std::string> ring_args;  // the same for both guests
+    if (spec.queue_size != 0) {
+        ring_args = {"--queue-size", std::to_string(spec.queue_size)};
+    }
     rx.extra_args.insert(rx.extra_args.end(), ring_args.begin(), ring_args.end());
     receiver_ = std::make_unique<PktgenGuest>(ctx, rx);
     receiver_->wait_for_link();
