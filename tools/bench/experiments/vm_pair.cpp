@@ -1,8 +1,5 @@
 #include "experiments/vm_pair.hpp"
 
-#include <string>
-#include <vector>
-
 #include "harness/interrupt.hpp"
 
 namespace vnet::bench {
@@ -42,11 +39,7 @@ VmPair::VmPair(BenchContext& ctx, SwitchSystem& system, const std::string& label
     if (spec.receiver_gso) {
         rx.extra_args.push_back("--gso");
     }
-    std::vector<std::string> ring_args;  // the same for both guests
-    if (spec.queue_size != 0) {
-        ring_args = {"--queue-size", std::to_string(spec.queue_size)};
-    }
-    rx.extra_args.insert(rx.extra_args.end(), ring_args.begin(), ring_args.end());
+    rx.queue_size = spec.queue_size;
     receiver_ = std::make_unique<PktgenGuest>(ctx, rx);
     receiver_->wait_for_link();
 
@@ -63,7 +56,7 @@ VmPair::VmPair(BenchContext& ctx, SwitchSystem& system, const std::string& label
     tx.dst_mac = guest_mac(spec.to);
     tx.src_mac_count = spec.src_mac_count;
     tx.rate_pps = spec.rate_pps;
-    tx.extra_args = ring_args;
+    tx.queue_size = spec.queue_size;
     sender_ = std::make_unique<PktgenGuest>(ctx, tx);
     sender_->wait_for_link();
 }

@@ -47,6 +47,9 @@ PktgenGuest::PktgenGuest(BenchContext& ctx, const PktgenGuestSpec& spec) : label
     if (spec.server) {
         p.argv.push_back("--server");
     }
+    if (spec.queue_size != 0) {
+        p.argv.insert(p.argv.end(), {"--queue-size", std::to_string(spec.queue_size)});
+    }
     p.argv.insert(p.argv.end(), spec.extra_args.begin(), spec.extra_args.end());
     p.cpu = spec.cpu;
     p.idle_priority = spec.idle_priority;

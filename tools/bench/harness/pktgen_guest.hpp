@@ -29,7 +29,8 @@ struct PktgenGuestSpec {
     std::string src_mac = "02:00:00:00:00:01";
     std::string dst_mac = "02:00:00:00:00:02";
     uint32_t src_mac_count = 1;
-    uint64_t rate_pps = 0;  // 0: unpaced
+    uint64_t rate_pps = 0;    // 0: unpaced
+    uint32_t queue_size = 0;  // --queue-size; 0: pktgen's default (256)
     std::vector<std::string> extra_args;
 };
 
