@@ -3,7 +3,40 @@
 #include <algorithm>
 #include <cstring>
 
+#include "packet/streaming_copy.hpp"
+
 namespace vnet::packet {
+namespace {
+
+// The walk behind both iovec-to-iovec copies; `copy` moves one run that
+// lies inside one piece on each side.
+template <typename Copy>
+size_t copy_iovecs_with(std::span<const iovec> dst, std::span<const iovec> src, size_t length,
+                        Copy copy) {
+    size_t di = 0, doff = 0, si = 0, soff = 0, copied = 0;
+    while (copied < length && di < dst.size() && si < src.size()) {
+        const size_t n =
+            std::min({length - copied, dst[di].iov_len - doff, src[si].iov_len - soff});
+        if (n != 0) {
+            copy(static_cast<uint8_t*>(dst[di].iov_base) + doff,
+                 static_cast<const uint8_t*>(src[si].iov_base) + soff, n);
+        }
+        copied += n;
+        doff += n;
+        soff += n;
+        if (doff == dst[di].iov_len) {
+            ++di;
+            doff = 0;
+        }
+        if (soff == src[si].iov_len) {
+            ++si;
+            soff = 0;
+        }
+    }
+    return copied;
+}
+
+}  // namespace
 
 size_t total_length(std::span<const iovec> iovs) {
     size_t total = 0;
@@ -72,26 +105,14 @@ size_t scatter_at_pieces(std::span<const iovec> dst, size_t offset, const void* 
 }
 
 size_t copy_iovecs_pieces(std::span<const iovec> dst, std::span<const iovec> src, size_t length) {
-    size_t di = 0, doff = 0, si = 0, soff = 0, copied = 0;
-    while (copied < length && di < dst.size() && si < src.size()) {
-        const size_t n =
-            std::min({length - copied, dst[di].iov_len - doff, src[si].iov_len - soff});
-        if (n != 0) {
-            std::memcpy(static_cast<uint8_t*>(dst[di].iov_base) + doff,
-                        static_cast<const uint8_t*>(src[si].iov_base) + soff, n);
-        }
-        copied += n;
-        doff += n;
-        soff += n;
-        if (doff == dst[di].iov_len) {
-            ++di;
-            doff = 0;
-        }
-        if (soff == src[si].iov_len) {
-            ++si;
-            soff = 0;
-        }
-    }
+    return copy_iovecs_with(dst, src, length,
+                            [](void* d, const void* s, size_t n) { std::memcpy(d, s, n); });
+}
+
+size_t copy_iovecs_streaming(std::span<const iovec> dst, std::span<const iovec> src,
+                             size_t length) {
+    const size_t copied = copy_iovecs_with(dst, src, length, streaming_copy);
+    streaming_copy_fence();
     return copied;
 }
 

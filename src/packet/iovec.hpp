@@ -23,6 +23,11 @@ size_t gather_prefix_pieces(std::span<const iovec> src, void* dst, size_t length
 size_t scatter_at_pieces(std::span<const iovec> dst, size_t offset, const void* src, size_t length);
 size_t copy_iovecs_pieces(std::span<const iovec> dst, std::span<const iovec> src, size_t length);
 
+// copy_iovecs with streaming stores (packet/streaming_copy.hpp), fenced
+// before it returns: for a frame of kStreamingCopyMinFrame or more bound for
+// another CPU.
+size_t copy_iovecs_streaming(std::span<const iovec> dst, std::span<const iovec> src, size_t length);
+
 // Writes to `dst` the iovecs that cover bytes [offset, offset + length) of
 // the concatenation of `src`, skipping empty pieces. Returns how many were
 // written, or -1 (nothing usable in `dst`) when `src` is shorter than

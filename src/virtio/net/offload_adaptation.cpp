@@ -5,6 +5,7 @@
 
 #include "packet/byte_order.hpp"
 #include "packet/internet_checksum.hpp"
+#include "packet/streaming_copy.hpp"
 #include "packet/wire.hpp"
 
 namespace vnet::virtio {
@@ -30,6 +31,13 @@ void write_net_header(uint8_t* out, uint8_t flags, uint8_t gso_type, uint16_t hd
     store_le16(out + kNetHeaderCsumStartOffset, csum_start);
     store_le16(out + kNetHeaderCsumOffsetOffset, csum_offset);
     store_le16(out + kNetHeaderNumBuffersOffset, 1);  // NetRxQueue writes the real count
+}
+
+// A frame of tens of KB (only a GSO frame is that long) goes to the
+// receiver's CPU with streaming stores: packet/streaming_copy.hpp says why.
+size_t copy_frame(std::span<const iovec> dst, std::span<const iovec> src, size_t len,
+                  bool streaming) {
+    return streaming ? copy_iovecs_streaming(dst, src, len) : copy_iovecs(dst, src, len);
 }
 
 bool is_tcp(uint8_t gso_type) {
@@ -305,10 +313,11 @@ uint32_t OffloadAdaptation::write_whole(std::span<const iovec> packet,
         return available;  // a truncated packet: the receive queue drops and counts it
     }
     const uint32_t rx_header = receiver_.header_size;
+    const bool streaming = len >= kStreamingCopyMinFrame;
     if (plan_.sender_header_size == rx_header) {
         // The common case: one pass over the packet, then the header
         // rewritten in place.
-        copy_iovecs(buffer, packet, len);
+        copy_frame(buffer, packet, len, streaming);
     } else {
         const int src =
             slice_iovecs(packet, plan_.sender_header_size, plan_.frame_len, source_slice_);
@@ -316,8 +325,8 @@ uint32_t OffloadAdaptation::write_whole(std::span<const iovec> packet,
         if (src < 0 || dst < 0) {
             return 0;  // more pieces than a burst or an RX window holds: cannot happen
         }
-        copy_iovecs({buffer_slice_.data(), static_cast<size_t>(dst)},
-                    {source_slice_.data(), static_cast<size_t>(src)}, plan_.frame_len);
+        copy_frame({buffer_slice_.data(), static_cast<size_t>(dst)},
+                   {source_slice_.data(), static_cast<size_t>(src)}, plan_.frame_len, streaming);
     }
     scatter_at(buffer, 0, plan_.header.data(), rx_header);
     if (plan_.complete_checksum) {
