@@ -57,7 +57,7 @@ expected = {
     "vmswitch": ["idle-64", "idle-1500", "idle-64-q1024", "normal-64", "normal-1500", "beside-64",
                  "beside-1500"],
     "switchhol": ["healthy", "stalled", "stalled_vs_healthy"],
-    "switchgso": ["whole", "segmented"],
+    "switchgso": ["whole", "whole-beside", "segmented"],
     "switchscale": ["ports-2", "ports-4", "ports-8", "ports-16", "macs-100", "macs-1000",
                     "macs-10000"],
     "switchidle": ["silent", "after"],
