@@ -45,6 +45,10 @@ struct PortConfig {
     std::optional<gid_t> socket_group;
     std::optional<mode_t> socket_mode;
     std::optional<uint16_t> mtu;  // offered to the guest (VIRTIO_NET_F_MTU) / set on a tap
+    // vhost-user: whole GSO frames from other guests written into this
+    // guest's buffers with streaming stores (packet/streaming_copy.hpp);
+    // off where the guest's vCPUs share the worker's CPU.
+    bool streaming_stores = true;
     // Ingress policing of what the port sends (OVS names): kbit/s (0: off), kbit (0: 8000).
     uint32_t ingress_policing_rate = 0;
     uint32_t ingress_policing_burst = 0;

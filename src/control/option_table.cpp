@@ -268,6 +268,10 @@ constexpr std::array kOptions = {
                    p->mtu = static_cast<uint16_t>(parse_uint("mtu", t, 68, 65535));
                },
                [](const Config&, const PortConfig* p) { return optional_number(p->mtu); }},
+    VNET_PORT_BOOL(streaming_stores, PortType::vhost_user,
+                   "write whole GSO frames (16 KiB or more) from other guests into this guest's "
+                   "buffers with non-temporal stores, past the worker's cache (1.3-2x faster VM "
+                   "→ VM); `off` where this guest's vCPUs share the worker's CPU"),
     OptionSpec{"ingress_policing_rate",
                OptionScope::port,
                std::nullopt,

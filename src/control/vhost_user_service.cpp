@@ -13,6 +13,7 @@ namespace vnet::control {
 BuiltPort build_vhost_user_port(const PortConfig& config, const PortContext& context) {
     auto port = std::make_unique<ports::VhostUserPort>(
         config.name, context.config.queue_pairs_of(config), context.run_on_owner);
+    port->set_streaming_stores(config.streaming_stores);
     auto service = std::make_unique<VhostUserService>(*port, config, context);
     return {std::move(port), std::move(service)};
 }

@@ -367,6 +367,7 @@ void VhostUserPort::start_ring(uint32_t ring_index, const vhost_user::QueueSnaps
     } else {
         p.rx.start(std::move(ring), queue_config);
         p.adaptation.set_receiver(virtio::receiver_offloads(s.features));
+        p.adaptation.set_streaming_stores(streaming_stores_);
         p.partial = PartialDelivery{};
     }
 }

@@ -313,7 +313,7 @@ uint32_t OffloadAdaptation::write_whole(std::span<const iovec> packet,
         return available;  // a truncated packet: the receive queue drops and counts it
     }
     const uint32_t rx_header = receiver_.header_size;
-    const bool streaming = len >= kStreamingCopyMinFrame;
+    const bool streaming = streaming_stores_ && len >= kStreamingCopyMinFrame;
     if (plan_.sender_header_size == rx_header) {
         // The common case: one pass over the packet, then the header
         // rewritten in place.

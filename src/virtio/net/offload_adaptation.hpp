@@ -104,6 +104,9 @@ public:
                                     : static_cast<uint32_t>(sizeof(NetHeader));
     }
     const ReceiverOffloads& receiver() const { return receiver_; }
+    // Whole frames of kStreamingCopyMinFrame bytes or more are written with
+    // streaming stores (packet/streaming_copy.hpp); off: plain stores.
+    void set_streaming_stores(bool on) { streaming_stores_ = on; }
 
     // Decides how the packet (the sender's `sender_header_size`-byte header,
     // then its frame; `packet_len` bytes in `packet`) reaches the receiver.
@@ -137,6 +140,7 @@ private:
                                   uint32_t sum);
 
     ReceiverOffloads receiver_;
+    bool streaming_stores_ = true;
     DeliveryPlan plan_;
     // The sender's frame headers, copied once per packet: parsed and used as
     // the template of every segment's headers.

@@ -126,6 +126,32 @@ TEST(OptionTable, a_port_flag_applies_to_every_port_of_its_kind) {
     EXPECT_TRUE(c.ports[1].napi);  // tun needs IFF_NAPI with IFF_NAPI_FRAGS
 }
 
+TEST(OptionTable, streaming_stores_is_a_vm_port_option_on_by_default) {
+    char path[] = "/tmp/vnet_option_table_test.XXXXXX";
+    const int fd = ::mkstemp(path);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+    std::ofstream(path) << "[[port]]\nname = \"vm0\"\ntype = \"vhost-user\"\n"
+                           "socket_path = \"/tmp/vm0.sock\"\nstreaming_stores = false\n"
+                           "[[port]]\nname = \"vm1\"\ntype = \"vhost-user\"\n"
+                           "socket_path = \"/tmp/vm1.sock\"\n";
+    const Config c = load_config_file(path);
+    ::unlink(path);
+    ASSERT_EQ(c.ports.size(), 2u);
+    EXPECT_FALSE(c.ports[0].streaming_stores);
+    EXPECT_TRUE(c.ports[1].streaming_stores);
+
+    Config flags;
+    PortConfig vm;
+    vm.type = PortType::vhost_user;
+    PortConfig tap;
+    tap.type = PortType::tap;
+    flags.ports = {vm, tap};
+    apply_flag(flags, *find_option(OptionScope::port, "streaming_stores"), "off");
+    EXPECT_FALSE(flags.ports[0].streaming_stores);
+    EXPECT_TRUE(flags.ports[1].streaming_stores);  // a VM port option: the tap is left alone
+}
+
 TEST(OptionTable, flags_are_the_keys_with_dashes) {
     EXPECT_EQ(flag_of(*find_option(OptionScope::datapath, "tx_batch")), "--tx-batch");
     EXPECT_EQ(flag_of(*find_option(OptionScope::datapath, "busy_poll_us")), "--busy-poll-us");

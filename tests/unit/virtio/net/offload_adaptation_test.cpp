@@ -117,6 +117,34 @@ TEST(OffloadAdaptation, gso_frame_goes_whole_to_a_tso4_receiver_with_mergeable_b
     EXPECT_EQ(frame_of(got, 12), f.bytes);
 }
 
+// A 64 KB frame whole, in the pieces a guest really uses (4 KiB TX pieces,
+// 2 KiB mergeable RX buffers), so most runs take the streaming stores: the
+// same bytes with them and without (`streaming_stores off`), through both
+// copies (same header size, and 10 -> 12 bytes).
+TEST(OffloadAdaptation, a_64k_frame_goes_whole_the_same_with_streaming_stores_or_without) {
+    Frame f = make_frame({.payload = 64000});
+    make_partial(f);
+    for (const size_t sender_header : {size_t{12}, size_t{10}}) {
+        const auto packet = sender_packet(tso_header(f), f, sender_header);
+        std::vector<std::vector<uint8_t>> got;
+        for (const bool streaming : {true, false}) {
+            OffloadAdaptation a;
+            a.set_receiver(receiver(kTso4));
+            a.set_streaming_stores(streaming);
+            const SenderPacket p(packet, 4096);
+            a.plan(p.iovs, static_cast<uint32_t>(p.bytes.size()),
+                   static_cast<uint32_t>(sender_header));
+            FakeRx rx;
+            rx.piece = 2048;
+            ASSERT_TRUE(deliver_adapted(a, rx, p.iovs, 0).finished);
+            ASSERT_EQ(rx.packets.size(), 1u);
+            EXPECT_EQ(frame_of(rx.packets[0], 12), f.bytes) << "streaming " << streaming;
+            got.push_back(rx.packets[0]);
+        }
+        EXPECT_EQ(got[0], got[1]) << "sender header " << sender_header;
+    }
+}
+
 TEST(OffloadAdaptation, whole_frame_header_is_translated_from_10_to_12_bytes_and_back) {
     Frame f = make_frame({.payload = 100});
     const auto packet10 = sender_packet({}, f, 10);
