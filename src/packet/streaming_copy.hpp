@@ -15,8 +15,8 @@
 
 namespace vnet::packet {
 
-// Frames at least this long are copied with streaming stores (only GSO
-// frames are: a single frame is at most the MTU, 9000 bytes here).
+// Frames at least this long are copied with streaming stores: GSO frames,
+// and single frames only where a port's MTU is above 16 KiB.
 inline constexpr size_t kStreamingCopyMinFrame = 16 * 1024;
 
 // Copies `n` bytes from `src` to `dst` (not overlapping). The stores are
