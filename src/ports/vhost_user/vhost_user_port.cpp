@@ -212,6 +212,12 @@ uint16_t VhostUserPort::transmit_burst(uint16_t queue, const packet::PacketBurst
     return sent;
 }
 
+void VhostUserPort::set_streaming_stores(bool on) {
+    for (QueuePair& p : pairs_) {
+        p.adaptation.set_streaming_stores(on);
+    }
+}
+
 void VhostUserPort::set_adaptive_rx(uint16_t queue, bool on) {
     if (queue >= queue_pairs_) {
         return;
@@ -367,7 +373,6 @@ void VhostUserPort::start_ring(uint32_t ring_index, const vhost_user::QueueSnaps
     } else {
         p.rx.start(std::move(ring), queue_config);
         p.adaptation.set_receiver(virtio::receiver_offloads(s.features));
-        p.adaptation.set_streaming_stores(streaming_stores_);
         p.partial = PartialDelivery{};
     }
 }

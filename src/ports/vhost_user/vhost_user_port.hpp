@@ -71,8 +71,9 @@ public:
     void set_features_handler(FeaturesHandler handler) { on_features_ = std::move(handler); }
     void set_queue_pair_handler(QueuePairHandler handler) { on_queue_pair_ = std::move(handler); }
     // Whole GSO frames from other guests written with streaming stores (the
-    // `streaming_stores` option); set before the first ring starts.
-    void set_streaming_stores(bool on) { streaming_stores_ = on; }
+    // `streaming_stores` option); set before the first ring starts, while
+    // the queue pairs are still the control thread's.
+    void set_streaming_stores(bool on);
 
     uint16_t queue_count() const override { return queue_pairs_; }
     // The TX ring is a burst source, the RX ring a burst sink (a copy into
@@ -215,7 +216,6 @@ private:
     Announcement announcement_;                          // queue pair 0's owner
     std::vector<QueuePair> pairs_;
     uint32_t generation_counter_ = 0;  // control thread (inside run_sync)
-    bool streaming_stores_ = true;     // read by start_ring on the owner
     // Control thread: rings the device has handed to the dataplane (between
     // on_queue_ready and on_queue_stopped), to tell when a pair starts/stops.
     std::vector<bool> ring_running_;
