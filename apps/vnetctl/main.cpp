@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -23,6 +24,12 @@ using vnet::rpc_client::ControlClient;
 using vnet::vnetctl::TextTable;
 
 constexpr const char* kDefaultSocket = "/run/vnetd/vnetd.ctl";
+
+// vnetd takes only absolute paths (its working directory is / under
+// systemd): a path given here is the user's, relative to where vnetctl runs.
+std::string absolute_path(const std::string& path) {
+    return path.empty() ? path : std::filesystem::absolute(path).lexically_normal().string();
+}
 
 std::string text_of(const json& v) {
     if (v.is_null()) {
@@ -316,6 +323,9 @@ int main(int argc, char** argv) {
             if (!add_peer.empty()) {
                 params["peer"] = add_peer;
             }
+            if (params.contains("socket_path")) {
+                params["socket_path"] = absolute_path(params["socket_path"].get<std::string>());
+            }
             const json r = client.call("port.add", params);
             std::cout << (as_json ? r.dump(2) : "port " + add_name + " added") << "\n";
         } else if (*port_del) {
@@ -417,8 +427,9 @@ int main(int argc, char** argv) {
             }
         } else if (*upgrade) {
             const json r =
-                client.call("upgrade", upgrade_binary.empty() ? json::object()
-                                                              : json{{"binary", upgrade_binary}});
+                client.call("upgrade", upgrade_binary.empty()
+                                           ? json::object()
+                                           : json{{"binary", absolute_path(upgrade_binary)}});
             if (as_json) {
                 std::cout << r.dump(2) << "\n";
             } else {

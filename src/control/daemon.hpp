@@ -18,6 +18,7 @@
 
 #include "common/log.hpp"
 #include "control/config.hpp"
+#include "control/control_api.hpp"
 #include "control/control_queue.hpp"
 #include "control/metrics.hpp"
 #include "control/port_factory.hpp"
@@ -180,10 +181,7 @@ private:
     double seconds_running() const;
     // The control socket and its methods (daemon_methods.cpp).
     void open_control_socket();
-    void add_control_methods();
-    void add_switch_methods();
-    template <typename Change>
-    nlohmann::json apply_change(Change change);
+    friend class DaemonControl;
     // uplink.peer.add/del: the switch's vxlan port gains or loses a remote
     // VTEP. Throws std::invalid_argument (no such switch or uplink, a bad
     // address, a peer there already or not there) and then changes nothing.
@@ -195,10 +193,11 @@ private:
     void open_metrics_endpoint();
     PortEntry* entry_of(const ports::Port& port);
     // port.show (daemon_show.cpp): vnetctl show's dump of one port or all.
-    nlohmann::json show_ports(const nlohmann::json& params);
+    nlohmann::json show_ports(const std::optional<std::string>& only);
     // port.set: ingress policing at run time, on the worker of the port's
     // queue pair 0 (a command between rounds).
-    nlohmann::json set_port(const nlohmann::json& params);
+    nlohmann::json set_port_policing(const std::string& name, std::optional<uint32_t> rate,
+                                     std::optional<uint32_t> burst);
 
     Config config_;
     // The config file as last read (ports added with vnetctl are not in it).
@@ -227,6 +226,7 @@ private:
     // of the boot config. Fixed, so a switch made later lands where the
     // rule says whatever ports were added since.
     size_t boot_connections_ = 0;
+    std::unique_ptr<ControlApi> control_api_;  // daemon_methods.cpp
     rpc::MethodTable control_methods_;
     std::unique_ptr<rpc::ControlServer> control_server_;
     std::shared_ptr<MetricsCollector> metrics_;

@@ -8,13 +8,7 @@
 
 namespace vnet::control {
 
-nlohmann::json Daemon::show_ports(const nlohmann::json& params) {
-    std::optional<std::string> only;
-    if (params.is_object()) {
-        only = rpc::optional_string_param(params, "name");
-    } else if (!params.is_null() && !(params.is_array() && params.empty())) {
-        throw rpc::RpcError(rpc::ErrorCode::invalid_params, "params must be an object: {name?}");
-    }
+nlohmann::json Daemon::show_ports(const std::optional<std::string>& only) {
     if (only && entry_named(*only) == nullptr) {
         throw rpc::RpcError(rpc::ErrorCode::refused, "no port named '" + *only + "'");
     }

@@ -787,6 +787,24 @@ bool is_boolean(const OptionSpec& option) {
     return option.value_name == "on|off";
 }
 
+rpc::ParamType param_type(const OptionSpec& option) {
+    const std::string_view v = option.value_name;
+    if (is_boolean(option)) {
+        return rpc::ParamType::on_off;
+    }
+    if (v == "PATH") {
+        return rpc::ParamType::absolute_path;
+    }
+    if (v.ends_with(",...")) {
+        return rpc::ParamType::list;
+    }
+    if (v == "N" || v == "KBPS" || v == "KBIT" || v == "OCTAL" || v == "FD" ||
+        v.find("..") != std::string_view::npos) {
+        return rpc::ParamType::integer_or_text;
+    }
+    return rpc::ParamType::string;
+}
+
 void apply_flag(Config& config, const OptionSpec& option, std::string_view text) {
     if (option.scope == OptionScope::switch_) {
         throw std::invalid_argument(std::string(option.key) + " belongs in a [[switch]] table");

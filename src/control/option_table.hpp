@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "control/config.hpp"
+#include "control/rpc/param_schema.hpp"
 
 namespace vnet::control {
 
@@ -54,6 +55,11 @@ std::string flag_of(const OptionSpec& option);
 // Booleans read "on"/"off" (and true/false); for the flags of booleans
 // given without a value.
 bool is_boolean(const OptionSpec& option);
+
+// The JSON a control method takes for the option (port.add, switch.add),
+// from its value's shape: on|off, a list ("X,..."), a number ("N", a
+// range, a unit) or text; a PATH must be absolute over the control socket.
+rpc::ParamType param_type(const OptionSpec& option);
 
 // Applies a flag's value to `config`: daemon and datapath options to the
 // config, port options to every port they fit.

@@ -126,7 +126,7 @@ expect_error "port 'vm2': socket_path $WORK/vm0.sock is another port's" \
     port add vhost-user vm2 --socket-path "$WORK/vm0.sock"
 expect_error "port 'vm2': bind $WORK/missing/vm2.sock: No such file or directory" \
     port add vhost-user vm2 --socket-path "$WORK/missing/vm2.sock"
-expect_error "port 'vm2': unknown key 'bogus'" port add vhost-user vm2 --set bogus=1
+expect_error "unknown parameter 'bogus' (port.add takes name, type, peer and the [[port]] keys of the config file)" port add vhost-user vm2 --set bogus=1
 expect_error "port 'vm2': queue_pairs must be 1..128, not 0" \
     port add vhost-user vm2 --socket-path "$WORK/vm2.sock" --queue-pairs 0
 expect_error "port '$T0' is in two connections (one cross-connect per port)" \

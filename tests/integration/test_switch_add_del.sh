@@ -179,7 +179,7 @@ expect_error "switch 's3': mac_aging_s must be 1..1000000, not 'soon'" \
     switch add s3 --mac-aging-s soon
 expect_error "switch 's3': destination_hold_us must be 0..1000000, not '1000001'" \
     switch add s3 --destination-hold-us 1000001
-expect_error "switch 's3': unknown key 'vlan'" call switch.add '{"name":"s3","vlan":10}'
+expect_error "unknown parameter 'vlan' (switch.add takes name and the [[switch]] keys of the config file)" call switch.add '{"name":"s3","vlan":10}'
 expect_error "a [[switch]] has no name" call switch.add '{"name":""}'
 expect_error "no switch named 's1'" switch del s1
 expect_error "port 'c': switch 's1' is not defined (no [[switch]] of that name)" \

@@ -15,6 +15,15 @@
 #     with no vnetd (exit 1 naming it), a socket that never answers
 #     (`--timeout 1`: exit 1 after a second, saying so); vnetd keeps
 #     forwarding through all of them and exits 0;
+#   - a hostile client cannot take the daemon down or lock vnetctl out:
+#     params nested 10,000 levels and as deep as a 1 MiB line allows
+#     (~170,000 objects, 500,000 arrays), once a stack overflow, are each
+#     answered -32600; every port.add parameter of the wrong type is
+#     -32602 naming it, with the port list and vnetd's fd count unchanged;
+#     17 idle connections, then vnetctl still gets in; a client that never
+#     reads 20,000 answers is disconnected with vnetd's RSS grown by less
+#     than the documented 16 MiB bound; and vnetd then forwards M more
+#     frames, counted exactly;
 #   - a second vnetd given the same --control-socket fails to start,
 #     naming the path; one left at the default while another holds the
 #     default starts anyway, with a warning (two vnetd on a host must not
@@ -150,6 +159,90 @@ PY
 log_has "$WORK/vnetd.log" "disconnected a request line over the size limit" ||
     fail "vnetd did not log the over-long request"
 
+# --- a hostile client: nothing it sends takes vnetd down or locks vnetctl out
+FDS=$(fd_count "$VNETD_PID")
+RSS0=$(awk '/^VmRSS:/ { print $2 }' "/proc/$VNETD_PID/status")
+python3 - "$CTL" "$VNETD_PID" <<'PY' || fail "hostile control client checks"
+import json, socket, sys, time
+ctl, pid = sys.argv[1], sys.argv[2]
+def conn():
+    s = socket.socket(socket.AF_UNIX); s.connect(ctl); s.settimeout(10)
+    return s, s.makefile("rb")
+def rss_kib():
+    return int(next(l.split()[1] for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS:")))
+s, f = conn()
+def ask(obj_or_text):
+    line = obj_or_text if isinstance(obj_or_text, bytes) else json.dumps(obj_or_text).encode()
+    s.sendall(line + b"\n")
+    return json.loads(f.readline())
+# Nesting: objects crashed vnetd from ~60,000 levels, arrays from ~500,000.
+for depth, objects in ((10_000, True), (170_000, True), (10_000, False), (500_000, False)):
+    inner = (b'{"a":' * depth + b"1" + b"}" * depth) if objects else (b"[" * depth + b"]" * depth)
+    r = ask(b'{"jsonrpc":"2.0","id":1,"method":"port.list","params":{"a":' + inner + b"}}")
+    assert r == {"jsonrpc": "2.0", "id": None, "error": {"code": -32600,
+                 "message": "a request nested deeper than 32 levels"}}, (depth, objects, r)
+ports = ask({"jsonrpc": "2.0", "id": 2, "method": "port.list"})["result"]
+# Every port.add parameter of the wrong type: -32602 naming it; nothing added.
+good = {"name": "vmx", "type": "vhost-user", "socket_path": "/run/vmx.sock"}
+for key, bad, want in (
+        ("socket_path", 12, "an absolute path (a string starting with /), not an integer"),
+        ("socket_path", True, "an absolute path (a string starting with /), not a boolean"),
+        ("socket_path", "vmx.sock",
+         "an absolute path (a string starting with /), not the relative path 'vmx.sock'"),
+        ("name", 7, "a string, not an integer"),
+        ("type", None, "a string, not null"),
+        ("peer", [], "a string, not an array"),
+        ("queue_pairs", True, "a non-negative integer or a string, not a boolean"),
+        ("client", 1, 'true, false, "on" or "off", not an integer'),
+        ("trunk", {}, "a string or an array of strings and non-negative integers, not an object")):
+    r = ask({"jsonrpc": "2.0", "id": 3, "method": "port.add", "params": dict(good, **{key: bad})})
+    assert r["error"] == {"code": -32602, "message": f"parameter '{key}' must be {want}"}, r
+r = ask({"jsonrpc": "2.0", "id": 4, "method": "port.set",
+         "params": {"name": "vm0", "ingress_policing_rate": "100"}})
+assert r["error"]["code"] == -32602, r
+assert ask({"jsonrpc": "2.0", "id": 5, "method": "port.list"})["result"] == ports
+s.close()
+# 17 idle connections (16 slots and root's one), then vnetctl's turn.
+idle = [conn() for _ in range(17)]
+time.sleep(0.2)
+v, vf = conn()
+v.sendall(b'{"jsonrpc":"2.0","id":6,"method":"version"}\n')
+assert json.loads(vf.readline())["id"] == 6, "locked out by idle connections"
+v.close()
+for c, _ in idle:
+    c.close()
+# A client that never reads its answers: cut off, RSS bounded.
+before = rss_kib()
+n, _ = conn()
+n.settimeout(30)
+request = b'{"jsonrpc":"2.0","id":7,"method":"stats"}\n'
+try:
+    for _ in range(20_000):
+        n.sendall(request)
+except (BrokenPipeError, ConnectionResetError, socket.timeout):
+    pass
+grown = rss_kib() - before
+assert grown < 16 * 1024, f"vnetd grew by {grown} KiB for a client that never reads"
+print(f"a client that never read: vnetd grew by {grown} KiB")
+n.close()
+PY
+log_has "$WORK/vnetd.log" "disconnected a client that does not read its answers" ||
+    fail "vnetd did not log the client that never read"
+fds_back() { [ "$(fd_count "$VNETD_PID")" = "$FDS" ]; }
+wait_until 5 fds_back
+check_equal "vnetd fds" "before=$FDS" "after-hostile-client=$(fd_count "$VNETD_PID")"
+echo "vnetd RSS $RSS0 KiB before the hostile client, $(awk '/^VmRSS:/ { print $2 }' "/proc/$VNETD_PID/status") KiB after"
+M=2000
+stop_pid "$PKTGEN_PID" INT || true  # its N frames are in; the port takes one front end
+"$PKTGEN" --socket-path "$SOCK" --tx --count "$M" --rate 5000 --size 64 --stats-interval 0 \
+    --connect-timeout 10 >"$WORK/pktgen2.log" 2>&1 || fail "a second front end after the hostile client"
+more_sent() {
+    ctl --json stats >"$WORK/live.json" || return 1
+    [ "$(sum_stats "$WORK/live.json" vm0 rx)" = $((N + M)) ]
+}
+wait_until 20 more_sent || fail "after the hostile client: vm0 rx $(sum_stats "$WORK/live.json" vm0 rx), expected $((N + M))"
+ok "hostile client: -32600 for deep nesting, -32602 per wrong type, vnetctl in past 17 idle, RSS bounded, $M more frames forwarded"
+
 # --- a second vnetd: the same explicit path fails, the default only warns
 out=$(timeout 10 "$VNETD" --null --socket-path "$WORK/vm2.sock" --control-socket "$CTL" 2>&1) &&
     fail "a second vnetd took $CTL: $out"
@@ -171,9 +264,8 @@ else
     echo "a vnetd on this host holds /run/vnetd/vnetd.ctl: default-path case not run"
 fi
 
-stop_pid "$PKTGEN_PID" INT || true
 stop_pid "$VNETD_PID" TERM || fail "vnetd exit status $? on SIGTERM"
 [ ! -e "$CTL" ] || fail "the control socket outlived vnetd"
 final=$(sum_stats "$STATS" "$TAP" tx)
-[ "$final" = "$N" ] || fail "final stats $TAP tx $final, expected $N"
-pass "control socket: ports, stats = kernel = stats file ($N), errors exact"
+[ "$final" = $((N + M)) ] || fail "final stats $TAP tx $final, expected $((N + M))"
+pass "control socket: ports, stats = kernel = stats file ($N + $M), errors exact, hostile client held off"

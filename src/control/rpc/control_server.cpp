@@ -10,6 +10,10 @@
 
 namespace vnet::control::rpc {
 
+// An output buffer keeps its memory between answers up to this; past it, a
+// drained buffer gives the memory back.
+constexpr size_t kKeptOutputCapacity = 64 * 1024;
+
 ControlServer::ControlServer(io::Reactor& reactor, ControlServerOptions options,
                              const MethodTable& methods)
     : reactor_(reactor),
@@ -26,6 +30,7 @@ ControlServer::ControlServer(io::Reactor& reactor, ControlServerOptions options,
 
 ControlServer::~ControlServer() {
     reactor_.cancel(reap_timer_);
+    reactor_.cancel(sweep_timer_);
     for (auto& c : clients_) {
         reactor_.unwatch(c->fd.get());
     }
@@ -37,6 +42,36 @@ void ControlServer::hand_over_listener() {
         reactor_.unwatch(listener_.fd());
         listener_.hand_over();
     }
+}
+
+namespace {
+
+bool peer_is_root(int fd) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    return ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == 0;
+}
+
+}  // namespace
+
+bool ControlServer::make_room(bool root) {
+    const size_t open = static_cast<size_t>(
+        std::count_if(clients_.begin(), clients_.end(), [](const auto& c) { return !c->closing; }));
+    if (open < options_.max_clients ||
+        (root && open < options_.max_clients + options_.root_reserved_clients)) {
+        return true;
+    }
+    Client* longest_idle = nullptr;
+    for (const auto& c : clients_) {
+        if (c->idle() && (longest_idle == nullptr || c->last_active < longest_idle->last_active)) {
+            longest_idle = c.get();
+        }
+    }
+    if (longest_idle == nullptr) {
+        return false;
+    }
+    close_later(*longest_idle, "the longest-idle control client, to make room for a new one");
+    return true;
 }
 
 void ControlServer::on_listen_ready() {
@@ -51,15 +86,20 @@ void ControlServer::on_listen_ready() {
             }
             return;
         }
-        if (clients_.size() >= options_.max_clients) {
-            log_->warn("refused a control client: {} already connected", options_.max_clients);
+        const bool root = peer_is_root(fd.get());
+        if (!make_room(root)) {
+            log_->warn("refused a control client: {} already connected, none of them idle",
+                       options_.max_clients);
             continue;  // `fd` closes: the client sees EOF
         }
         auto client = std::make_unique<Client>();
         client->fd = std::move(fd);
+        client->root = root;
+        client->last_active = Clock::now();
         Client* c = client.get();
         clients_.push_back(std::move(client));
         reactor_.watch(c->fd.get(), EPOLLIN, [this, c](uint32_t ev) { on_client_ready(*c, ev); });
+        arm_sweep();
     }
 }
 
@@ -94,20 +134,34 @@ void ControlServer::read_requests(Client& client) {
             }
             return;
         }
+        if (client.input.empty()) {
+            client.line_started = Clock::now();
+        }
         client.input.append(buf, static_cast<size_t>(n));
         size_t start = 0;
         for (size_t nl; (nl = client.input.find('\n', start)) != std::string::npos;
              start = nl + 1) {
+            // Before each request, not after the whole read: a read of tiny
+            // requests with big answers must not grow the output past the
+            // bound before it is looked at.
+            if (client.output.size() - client.output_head > options_.max_pending_output) {
+                close_later(client, "a client that does not read its answers");
+                return;
+            }
             std::string_view line(client.input.data() + start, nl - start);
             if (line.find_first_not_of(" \t\r") == std::string_view::npos) {
                 continue;  // blank lines are not requests
             }
+            client.last_active = Clock::now();
             if (auto response = methods_.handle_line(line)) {
                 client.output += *response;
                 client.output += '\n';
             }
         }
-        client.input.erase(0, start);
+        if (start != 0) {
+            client.input.erase(0, start);
+            client.line_started = Clock::now();  // what is left is a new line
+        }
         if (client.input.size() > options_.max_line_bytes) {
             close_later(client, "a request line over the size limit");
             return;
@@ -139,6 +193,9 @@ void ControlServer::flush(Client& client) {
     if (client.output_head == client.output.size()) {
         client.output.clear();
         client.output_head = 0;
+        if (client.output.capacity() > kKeptOutputCapacity) {
+            client.output.shrink_to_fit();  // one big answer must not stay resident
+        }
         if (client.input_done) {
             close_later(client, nullptr);
         } else {
@@ -171,6 +228,40 @@ void ControlServer::close_later(Client& client, const char* why) {
 
 void ControlServer::reap() {
     std::erase_if(clients_, [](const auto& c) { return c->closing; });
+}
+
+size_t ControlServer::pending_output_bytes() const {
+    size_t total = 0;
+    for (const auto& c : clients_) {
+        total += c->output.size() - c->output_head;
+    }
+    return total;
+}
+
+void ControlServer::arm_sweep() {
+    if (sweep_timer_ == 0) {
+        sweep_timer_ = reactor_.schedule(std::chrono::seconds(1), [this] {
+            sweep_timer_ = 0;
+            sweep();
+        });
+    }
+}
+
+void ControlServer::sweep() {
+    const Clock::time_point now = Clock::now();
+    for (const auto& c : clients_) {
+        if (c->closing) {
+            continue;
+        }
+        if (!c->input.empty() && now - c->line_started > options_.request_timeout) {
+            close_later(*c, "a request line left unfinished past the request timeout");
+        } else if (c->idle() && now - c->last_active > options_.idle_timeout) {
+            close_later(*c, "an idle control client, past the idle timeout");
+        }
+    }
+    if (std::any_of(clients_.begin(), clients_.end(), [](const auto& c) { return !c->closing; })) {
+        arm_sweep();
+    }
 }
 
 }  // namespace vnet::control::rpc

@@ -16,10 +16,35 @@ bool valid_id(const json& id) {
     return id.is_string() || id.is_number() || id.is_null();
 }
 
+// Parses `line` with its nesting bounded: nlohmann's parser is iterative,
+// and the callback discards any object or array that would open past
+// `max_depth` (its contents are still scanned, never built), so neither
+// parsing nor anything done with the result recurses past the bound.
+// Sets *too_deep when it discarded something.
+json parse_bounded(std::string_view line, int max_depth, bool* too_deep) {
+    *too_deep = false;
+    const json::parser_callback_t bound = [max_depth, too_deep](int depth,
+                                                                json::parse_event_t event, json&) {
+        if ((event == json::parse_event_t::object_start ||
+             event == json::parse_event_t::array_start) &&
+            depth >= max_depth) {
+            *too_deep = true;
+            return false;
+        }
+        return true;
+    };
+    return json::parse(line, bound, /*allow_exceptions=*/false);
+}
+
+const json& no_params() {
+    static const json empty = json::object();
+    return empty;
+}
+
 }  // namespace
 
-void MethodTable::add(std::string name, std::string help, Handler handler) {
-    methods_[std::move(name)] = Method{std::move(help), std::move(handler)};
+void MethodTable::add(std::string name, std::string help, ParamSchema params, Handler handler) {
+    methods_[std::move(name)] = Method{std::move(help), std::move(params), std::move(handler)};
 }
 
 json MethodTable::describe() const {
@@ -49,27 +74,29 @@ std::optional<json> MethodTable::handle_request(const json& request) const {
         return error_response(id, ErrorCode::invalid_request, "\"method\" must be a string");
     }
     const std::string& name = it->get_ref<const std::string&>();
-    json params = json::object();
+    const json* params = &no_params();
     if (auto p = request.find("params"); p != request.end()) {
         if (!p->is_object() && !p->is_array()) {
             return error_response(id, ErrorCode::invalid_request,
                                   "\"params\" must be an object or an array");
         }
-        params = *p;
+        params = &*p;
     }
     json response;
-    if (name == "help") {
-        response = json{{"jsonrpc", "2.0"}, {"id", id}, {"result", describe()}};
-    } else if (auto m = methods_.find(name); m == methods_.end()) {
-        response = error_response(id, ErrorCode::method_not_found, "no method '" + name + "'");
-    } else {
-        try {
-            response = json{{"jsonrpc", "2.0"}, {"id", id}, {"result", m->second.handler(params)}};
-        } catch (const RpcError& e) {
-            response = error_response(id, e.code, e.what());
-        } catch (const std::exception& e) {
-            response = error_response(id, ErrorCode::internal_error, e.what());
+    try {
+        if (name == "help") {
+            ParamSchema{}.check(name, *params);
+            response = json{{"jsonrpc", "2.0"}, {"id", id}, {"result", describe()}};
+        } else if (auto m = methods_.find(name); m == methods_.end()) {
+            response = error_response(id, ErrorCode::method_not_found, "no method '" + name + "'");
+        } else {
+            m->second.params.check(name, *params);
+            response = json{{"jsonrpc", "2.0"}, {"id", id}, {"result", m->second.handler(*params)}};
         }
+    } catch (const RpcError& e) {
+        response = error_response(id, e.code, e.what());
+    } catch (const std::exception& e) {
+        response = error_response(id, ErrorCode::internal_error, e.what());
     }
     if (!has_id) {
         return std::nullopt;  // a notification: done, never answered
@@ -78,7 +105,14 @@ std::optional<json> MethodTable::handle_request(const json& request) const {
 }
 
 std::optional<std::string> MethodTable::handle_line(std::string_view line) const {
-    json request = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    bool too_deep = false;
+    const json request = parse_bounded(line, kMaxDepth, &too_deep);
+    if (too_deep) {
+        return error_response(
+                   nullptr, ErrorCode::invalid_request,
+                   "a request nested deeper than " + std::to_string(kMaxDepth) + " levels")
+            .dump();
+    }
     if (request.is_discarded()) {
         return error_response(nullptr, ErrorCode::parse_error, "not a JSON text").dump();
     }
@@ -88,6 +122,11 @@ std::optional<std::string> MethodTable::handle_line(std::string_view line) const
     }
     if (request.empty()) {
         return error_response(nullptr, ErrorCode::invalid_request, "an empty batch").dump();
+    }
+    if (request.size() > kMaxBatch) {
+        return error_response(nullptr, ErrorCode::invalid_request,
+                              "a batch of more than " + std::to_string(kMaxBatch) + " requests")
+            .dump();
     }
     json responses = json::array();
     for (const json& r : request) {

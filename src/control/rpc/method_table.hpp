@@ -7,6 +7,13 @@
 // A handler returns the result or throws RpcError; anything else it throws
 // becomes an internal error naming what went wrong. A handler runs on the
 // control thread, like every other control-plane change.
+//
+// A line is hostile input, and nothing in it may cost more than its length:
+// it is parsed without recursion and refused (-32600) past kMaxDepth levels
+// of nesting, so that nothing after the parser (the schema check, the
+// handlers, dump()) ever recurses deeper than that; params reach a handler
+// by reference, never copied; and a handler is called only with params
+// that fit its ParamSchema.
 #pragma once
 
 #include <cstdint>
@@ -14,34 +21,30 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 
+#include "control/rpc/param_schema.hpp"
+#include "control/rpc/rpc_error.hpp"
+
 namespace vnet::control::rpc {
-
-// The spec's codes, and the one application code vnetd uses for a request
-// that is well formed but cannot be done (unknown port, duplicate name...).
-enum class ErrorCode : int {
-    parse_error = -32700,
-    invalid_request = -32600,
-    method_not_found = -32601,
-    invalid_params = -32602,
-    internal_error = -32603,
-    refused = -32000,
-};
-
-struct RpcError : std::runtime_error {
-    RpcError(ErrorCode c, const std::string& message) : std::runtime_error(message), code(c) {}
-    ErrorCode code;
-};
 
 class MethodTable {
 public:
     using Handler = std::function<nlohmann::json(const nlohmann::json& params)>;
 
-    // `help` is what `vnetctl` and the "help" method show.
-    void add(std::string name, std::string help, Handler handler);
+    // Objects and arrays nested deeper than this are refused: the deepest
+    // request vnetd takes (a batch holding a call whose params hold a list)
+    // is 4 levels.
+    static constexpr int kMaxDepth = 32;
+    // Requests in one batch: each may have an answer as big as the stats,
+    // and the control server can bound a client's unread answers only
+    // between lines.
+    static constexpr size_t kMaxBatch = 64;
+
+    // `help` is what `vnetctl` and the "help" method show; `params` is what
+    // the handler takes.
+    void add(std::string name, std::string help, ParamSchema params, Handler handler);
 
     // The response line (no trailing newline) for one request line, or
     // nothing if it held only notifications.
@@ -53,6 +56,7 @@ public:
 private:
     struct Method {
         std::string help;
+        ParamSchema params;
         Handler handler;
     };
 

@@ -8,9 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "io/epoll_reactor.hpp"
 #include "io/unix_address.hpp"
@@ -39,7 +41,8 @@ UniqueFd connect_to(const std::string& path) {
 class ControlServerTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        methods.add("echo", "", [](const json& p) { return p; });
+        methods.add("echo", "", ParamSchema({{"v", ParamType::any}}),
+                    [](const json& p) { return p.value("v", json()); });
         options.path = temp_path();
     }
     // Runs the loop until `fd` has a full line (or EOF), and returns it.
@@ -99,10 +102,10 @@ TEST_F(ControlServerTest, answers_each_line_even_when_it_arrives_in_pieces) {
     send_text(c.get(), R"({"jsonrpc":"2.0","id":1,"met)");
     reactor.run_once(5ms);
     send_text(c.get(),
-              "hod\":\"echo\",\"params\":[1]}\n\n{\"jsonrpc\":\"2.0\",\"id\":2,"
-              "\"method\":\"echo\",\"params\":[2]}\n");
-    EXPECT_EQ(json::parse(answer_line(c.get()))["result"], json({1}));
-    EXPECT_EQ(json::parse(answer_line(c.get()))["result"], json({2}));
+              "hod\":\"echo\",\"params\":{\"v\":1}}\n\n{\"jsonrpc\":\"2.0\",\"id\":2,"
+              "\"method\":\"echo\",\"params\":{\"v\":2}}\n");
+    EXPECT_EQ(json::parse(answer_line(c.get()))["result"], 1);
+    EXPECT_EQ(json::parse(answer_line(c.get()))["result"], 2);
 }
 
 TEST_F(ControlServerTest, bad_json_is_answered_and_the_connection_stays_usable) {
@@ -125,11 +128,15 @@ TEST_F(ControlServerTest, a_line_over_the_limit_disconnects_that_client_only) {
     EXPECT_EQ(json::parse(answer_line(good.get()))["id"], 1);
 }
 
-TEST_F(ControlServerTest, clients_over_the_limit_see_eof) {
+TEST_F(ControlServerTest, when_no_client_is_idle_one_over_the_limit_sees_eof) {
     options.max_clients = 2;
+    options.root_reserved_clients = 0;
     ControlServer server(reactor, options, methods);
     UniqueFd a = connect_to(options.path);
     UniqueFd b = connect_to(options.path);
+    // Both mid-request: neither may be closed to make room.
+    send_text(a.get(), "{\"jsonrpc\"");
+    send_text(b.get(), "{\"jsonrpc\"");
     for (int i = 0; i < 10; ++i) {
         reactor.run_once(5ms);
     }
@@ -137,9 +144,53 @@ TEST_F(ControlServerTest, clients_over_the_limit_see_eof) {
     EXPECT_TRUE(eof_within(third.get(), 2000ms));
     EXPECT_EQ(server.client_count(), 2u);
     a.reset();
-    send_text(b.get(), "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"echo\"}\n");
+    send_text(b.get(), ":\"2.0\",\"id\":9,\"method\":\"echo\"}\n");
     EXPECT_EQ(json::parse(answer_line(b.get()))["id"], 9);
     EXPECT_EQ(server.client_count(), 1u) << "a closed client is reaped";
+}
+
+TEST_F(ControlServerTest, idle_clients_cannot_lock_a_new_one_out) {
+    // 17 idle connections against 16 slots (one kept for root): the
+    // newest still gets in, and so does the one after it; the oldest idle
+    // ones made room.
+    ControlServer server(reactor, options, methods);
+    std::vector<UniqueFd> idle;
+    for (int i = 0; i < 17; ++i) {
+        idle.push_back(connect_to(options.path));
+        reactor.run_once(1ms);
+    }
+    UniqueFd late = connect_to(options.path);
+    send_text(late.get(), "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"echo\"}\n");
+    EXPECT_EQ(json::parse(answer_line(late.get()))["id"], 5);
+    EXPECT_TRUE(eof_within(idle[0].get(), 2000ms)) << "the longest idle made room";
+    EXPECT_EQ(server.client_count(), 17u) << "16 and root's reserved slot";
+}
+
+TEST_F(ControlServerTest, root_gets_its_reserved_slot_when_every_other_is_busy) {
+    ASSERT_EQ(::geteuid(), 0u) << "the unit tests run as root (CI does)";
+    options.max_clients = 2;
+    ControlServer server(reactor, options, methods);
+    UniqueFd a = connect_to(options.path);
+    UniqueFd b = connect_to(options.path);
+    send_text(a.get(), "{");
+    send_text(b.get(), "{");
+    reactor.run_once(5ms);
+    UniqueFd root = connect_to(options.path);
+    send_text(root.get(), "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"echo\"}\n");
+    EXPECT_EQ(json::parse(answer_line(root.get()))["id"], 7);
+    EXPECT_EQ(server.client_count(), 3u);
+}
+
+TEST_F(ControlServerTest, idle_and_unfinished_clients_are_closed_after_their_timeouts) {
+    options.idle_timeout = 50ms;
+    options.request_timeout = 50ms;
+    ControlServer server(reactor, options, methods);
+    UniqueFd idle = connect_to(options.path);
+    UniqueFd slow = connect_to(options.path);
+    send_text(slow.get(), "{\"jsonrpc\":");  // and never the rest
+    EXPECT_TRUE(eof_within(idle.get(), 3000ms));
+    EXPECT_TRUE(eof_within(slow.get(), 3000ms));
+    EXPECT_EQ(server.client_count(), 0u);
 }
 
 TEST_F(ControlServerTest, a_client_that_shuts_down_its_side_still_gets_its_answers) {
@@ -152,22 +203,34 @@ TEST_F(ControlServerTest, a_client_that_shuts_down_its_side_still_gets_its_answe
     EXPECT_EQ(server.client_count(), 0u);
 }
 
-TEST_F(ControlServerTest, a_client_that_never_reads_is_dropped_at_the_output_limit) {
-    options.max_pending_output = 64 * 1024;
+TEST_F(ControlServerTest, a_client_that_never_reads_is_dropped_with_its_output_bounded) {
+    // Small requests with big answers, many to a read: the bound holds
+    // between any two requests, not only after the whole read.
+    constexpr size_t kAnswer = 100 * 1024;
+    methods.add("big", "", ParamSchema{},
+                [](const json&) { return json(std::string(kAnswer, 'y')); });
+    options.max_pending_output = 256 * 1024;
     ControlServer server(reactor, options, methods);
     UniqueFd c = connect_to(options.path);
-    const std::string big = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"echo\",\"params\":[\"" +
-                            std::string(60000, 'y') + "\"]}\n";
+    std::string requests;
+    for (int i = 0; i < 1000; ++i) {
+        requests += "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"big\"}\n";
+    }
+    size_t sent = 0;
+    size_t most_pending = 0;
     bool dropped = false;
-    for (int i = 0; i < 200 && !dropped; ++i) {
-        if (::send(c.get(), big.data(), big.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0 &&
-            errno == EPIPE) {
-            dropped = true;
+    for (int i = 0; i < 2000 && !dropped; ++i) {
+        if (sent < requests.size()) {
+            const ssize_t n = ::send(c.get(), requests.data() + sent, requests.size() - sent,
+                                     MSG_NOSIGNAL | MSG_DONTWAIT);
+            sent += n > 0 ? static_cast<size_t>(n) : 0;
         }
         reactor.run_once(1ms);
-        dropped = dropped || server.client_count() == 0;
+        most_pending = std::max(most_pending, server.pending_output_bytes());
+        dropped = server.client_count() == 0;
     }
     EXPECT_TRUE(dropped);
+    EXPECT_LE(most_pending, options.max_pending_output + kAnswer + 64);
 }
 
 }  // namespace

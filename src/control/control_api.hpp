@@ -1,0 +1,54 @@
+// ControlApi: what the control socket's methods ask of a running vnetd.
+//
+// control_methods.cpp owns the wire side (each method's name, help,
+// parameter schema and the decoding of its params); the daemon implements
+// this interface with the effects. The split keeps every byte of a request
+// on one side of a typed call, so the whole request path (socket line ->
+// method table -> schema -> decoding) runs in a unit test or a fuzzer
+// against a recording ControlApi, with nothing performed.
+//
+// Every call runs on the control thread. A call that cannot be done throws
+// (std::invalid_argument or std::runtime_error naming why, or an RpcError
+// with its own code) and then has changed nothing.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace vnet::control {
+
+// KEY = text, as the option table's rows parse it (what a flag would say).
+using Settings = std::vector<std::pair<std::string, std::string>>;
+
+class ControlApi {
+public:
+    virtual ~ControlApi() = default;
+
+    virtual nlohmann::json stats() = 0;
+    virtual nlohmann::json list_ports() = 0;
+    // `only`: one port by name; none: every port.
+    virtual nlohmann::json show_ports(const std::optional<std::string>& only) = 0;
+    // `settings` are a [[port]] table's keys but name and type; `peer`
+    // (empty: none) is a port to cross-connect to.
+    virtual void add_port(const std::string& name, const std::string& type, const std::string& peer,
+                          const Settings& settings) = 0;
+    virtual void remove_port(const std::string& name) = 0;
+    // Ingress policing at run time; the port's policing as it now is.
+    virtual nlohmann::json set_port_policing(const std::string& name, std::optional<uint32_t> rate,
+                                             std::optional<uint32_t> burst) = 0;
+    virtual nlohmann::json reload() = 0;
+    // `binary`: empty for ours, as it is on disk now.
+    virtual nlohmann::json upgrade(const std::string& binary) = 0;
+    virtual void add_switch(const std::string& name, const Settings& settings) = 0;
+    virtual void remove_switch(const std::string& name) = 0;
+    virtual void change_uplink_peer(const std::string& switch_name, const std::string& address,
+                                    bool add) = 0;
+    virtual nlohmann::json list_switches(const std::optional<std::string>& only) = 0;
+    virtual nlohmann::json list_macs(const std::optional<std::string>& only) = 0;
+};
+
+}  // namespace vnet::control

@@ -1,0 +1,15 @@
+// The control socket's methods (what vnetctl, vnetd-cni and any JSON-RPC
+// client can ask): each method's name, help and parameter schema, and the
+// decoding of its params into a typed ControlApi call. A request reaches
+// `api` only once it fits the schema; what `api` refuses comes back as
+// -32000 with its reason.
+#pragma once
+
+#include "control/control_api.hpp"
+#include "control/rpc/method_table.hpp"
+
+namespace vnet::control {
+
+void add_control_methods(rpc::MethodTable& table, ControlApi& api);
+
+}  // namespace vnet::control

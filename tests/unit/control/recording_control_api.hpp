@@ -1,0 +1,69 @@
+// RecordingControlApi: a ControlApi that does nothing but write down each
+// call it gets, as one line of text. The control methods' unit tests and
+// the control fuzz target run the whole request path against it, so what a
+// request would have done is visible and nothing is performed. port.add
+// and switch.add parse their settings through the real option table into
+// a scratch config, as the daemon does, so the value parsers run too.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "control/config.hpp"
+#include "control/control_api.hpp"
+
+namespace vnet::control {
+
+class RecordingControlApi final : public ControlApi {
+public:
+    std::vector<std::string> calls;
+
+    nlohmann::json stats() override { return record("stats"); }
+    nlohmann::json list_ports() override { return record("list_ports"); }
+    nlohmann::json show_ports(const std::optional<std::string>& only) override {
+        return record("show_ports " + only.value_or("*"));
+    }
+    void add_port(const std::string& name, const std::string& type, const std::string& peer,
+                  const Settings& settings) override {
+        Config scratch;
+        port_from_settings(name, type, settings, scratch);  // throws as the daemon's would
+        std::string line = "add_port " + name + " " + type + " peer=" + peer;
+        for (const auto& [key, text] : settings) {
+            line += " " + key + "=" + text;
+        }
+        record(line);
+    }
+    void remove_port(const std::string& name) override { record("remove_port " + name); }
+    nlohmann::json set_port_policing(const std::string& name, std::optional<uint32_t> rate,
+                                     std::optional<uint32_t> burst) override {
+        return record("set_port_policing " + name + " " + (rate ? std::to_string(*rate) : "-") +
+                      " " + (burst ? std::to_string(*burst) : "-"));
+    }
+    nlohmann::json reload() override { return record("reload"); }
+    nlohmann::json upgrade(const std::string& binary) override {
+        return record("upgrade " + binary);
+    }
+    void add_switch(const std::string& name, const Settings& settings) override {
+        switch_from_settings(name, settings);
+        record("add_switch " + name);
+    }
+    void remove_switch(const std::string& name) override { record("remove_switch " + name); }
+    void change_uplink_peer(const std::string& switch_name, const std::string& address,
+                            bool add) override {
+        record(std::string(add ? "add" : "del") + "_uplink_peer " + switch_name + " " + address);
+    }
+    nlohmann::json list_switches(const std::optional<std::string>& only) override {
+        return record("list_switches " + only.value_or("*"));
+    }
+    nlohmann::json list_macs(const std::optional<std::string>& only) override {
+        return record("list_macs " + only.value_or("*"));
+    }
+
+private:
+    nlohmann::json record(std::string line) {
+        calls.push_back(std::move(line));
+        return nlohmann::json::array();
+    }
+};
+
+}  // namespace vnet::control
