@@ -14,23 +14,45 @@ jobs=$(nproc)
 lines_only=(-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
             -DCMAKE_C_FLAGS_DEBUG=-g1 -DCMAKE_CXX_FLAGS_DEBUG=-g1)
 
+# phase NAME: starts timing NAME (and ends the phase before it); the times
+# are printed at the end, and on the way out of a failed run too.
+phase_names=()
+phase_starts=()
+phase() {
+    phase_names+=("$1")
+    phase_starts+=("$(date +%s)")
+    echo "== $1"
+}
+print_phases() {
+    local end i next
+    end=$(date +%s)
+    echo "== time per phase (s)"
+    for i in "${!phase_names[@]}"; do
+        next=${phase_starts[$((i + 1))]:-$end}
+        printf '%6d  %s\n' $((next - phase_starts[i])) "${phase_names[$i]}"
+    done
+    printf '%6d  total\n' $((end - ${phase_starts[0]:-$end}))
+}
+trap print_phases EXIT
+
+phase "install dependencies"
 bash scripts/install-deps.sh
 
-echo "== build (release, -Werror)"
+phase "build (release, -Werror)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVNET_WERROR=ON "${lines_only[@]}" >/dev/null
 ninja -C build -j"$jobs"
 
-echo "== build (ASan+UBSan)"
+phase "build (ASan+UBSan)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DVNET_SANITIZE=ON -DVNET_BENCH=OFF -DVNET_WERROR=ON "${lines_only[@]}" >/dev/null
 ninja -C build-asan -j"$jobs"
 
-echo "== unit tests under ASan+UBSan"
+phase "unit tests under ASan+UBSan"
 ASAN_OPTIONS=detect_leaks=1 ./build-asan/tests/vnet_unit_tests --gtest_brief=1
 
-echo "== fuzz (${VNET_FUZZ_SECONDS:-60}s per target)"
+phase "fuzz (${VNET_FUZZ_SECONDS:-60}s per target)"
 bash scripts/fuzz.sh "${VNET_FUZZ_SECONDS:-60}"
 
-echo "== unit and integration tests"
+phase "unit and integration tests"
 (cd build && ctest --output-on-failure --timeout 900)
 
 # The same integration scripts against the sanitized binaries: ASan exits
@@ -38,6 +60,6 @@ echo "== unit and integration tests"
 # how vnetd exited, so a finding fails the test. vnet-bench and its smoke test
 # are not built there (VNET_BENCH=OFF): they measure speed, which a Debug+ASan
 # build does not have.
-echo "== integration tests under ASan+UBSan"
+phase "integration tests under ASan+UBSan"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 \
     ctest --output-on-failure --timeout 900 -L integration)

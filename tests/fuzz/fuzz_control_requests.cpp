@@ -13,19 +13,13 @@
 #include <string_view>
 
 #include "control/control_methods.hpp"
+#include "fuzz_check.hpp"
 #include "unit/control/recording_control_api.hpp"
 
 using namespace vnet::control;
 using nlohmann::json;
 
 namespace {
-
-#define FUZZ_CHECK(cond)      \
-    do {                      \
-        if (!(cond)) {        \
-            __builtin_trap(); \
-        }                     \
-    } while (0)
 
 bool known_code(const json& code) {
     if (!code.is_number_integer()) {

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <memory>
 
+#include "fuzz_check.hpp"
 #include "virtio/descriptor_chain.hpp"
 #include "virtio/guest_memory.hpp"
 #include "virtio/split_ring.hpp"
@@ -35,13 +36,6 @@ namespace {
 constexpr size_t kHeaderBytes = 16;
 constexpr size_t kMaxIov = 64;
 constexpr uint64_t kHoleBytes = 0x1000;
-
-#define FUZZ_CHECK(cond)      \
-    do {                      \
-        if (!(cond)) {        \
-            __builtin_trap(); \
-        }                     \
-    } while (0)
 
 uint16_t le16(const uint8_t* p) {
     return static_cast<uint16_t>(p[0] | (p[1] << 8));

@@ -23,6 +23,7 @@
 
 #include "../unit/gro/coalesce_checks.hpp"
 #include "../unit/gro/segment_factory.hpp"
+#include "fuzz_check.hpp"
 #include "gro/burst_coalescer.hpp"
 #include "packet/wire.hpp"
 
@@ -30,13 +31,6 @@ using namespace vnet;
 using namespace vnet::gro::testing;
 
 namespace {
-
-#define FUZZ_CHECK(cond)      \
-    do {                      \
-        if (!(cond)) {        \
-            __builtin_trap(); \
-        }                     \
-    } while (0)
 
 class Input {
 public:

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "../unit/virtio/net/offload_frames.hpp"
+#include "fuzz_check.hpp"
 #include "virtio/net/offload_adaptation.hpp"
 
 using namespace vnet;
@@ -32,13 +33,6 @@ using namespace vnet::virtio;
 using namespace vnet::virtio::test;
 
 namespace {
-
-#define FUZZ_CHECK(cond)      \
-    do {                      \
-        if (!(cond)) {        \
-            __builtin_trap(); \
-        }                     \
-    } while (0)
 
 struct Rx {
     size_t buffer_bytes = 0;

@@ -27,6 +27,7 @@
 #include <memory>
 #include <vector>
 
+#include "fuzz_check.hpp"
 #include "virtio/guest_memory.hpp"
 #include "virtio/ring/packed_ring.hpp"
 
@@ -38,13 +39,6 @@ constexpr size_t kHeaderBytes = 24;
 constexpr size_t kOps = 16;
 constexpr size_t kMaxIov = 64;
 constexpr uint64_t kHoleBytes = 0x1000;
-
-#define FUZZ_CHECK(cond)      \
-    do {                      \
-        if (!(cond)) {        \
-            __builtin_trap(); \
-        }                     \
-    } while (0)
 
 uint16_t le16(const uint8_t* p) {
     return static_cast<uint16_t>(p[0] | (p[1] << 8));

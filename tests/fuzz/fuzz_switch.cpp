@@ -19,19 +19,13 @@
 #include <vector>
 
 #include "dataplane/switch/switch_datapath.hpp"
+#include "fuzz_check.hpp"
 #include "packet/iovec.hpp"
 
 using namespace vnet;
 using namespace vnet::dataplane::switching;
 
 namespace {
-
-#define FUZZ_CHECK(cond)      \
-    do {                      \
-        if (!(cond)) {        \
-            __builtin_trap(); \
-        }                     \
-    } while (0)
 
 constexpr uint64_t kFuzzClockStepNs = 1000;
 uint64_t g_now = 0;

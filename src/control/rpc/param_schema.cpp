@@ -63,6 +63,23 @@ bool fits(const json& value, ParamType type) {
     throw RpcError(ErrorCode::invalid_params, message);
 }
 
+// "unknown parameter 'x' (port.set takes name, ...)"
+std::string unknown_parameter(std::string_view method, const std::string& name,
+                              const std::vector<ParamSpec>& named, std::string_view takes_note) {
+    std::string message = "unknown parameter '" + name + "' (" + std::string(method) + " takes ";
+    if (!takes_note.empty()) {
+        message += takes_note;
+    } else if (named.empty()) {
+        message += "none";
+    } else {
+        for (size_t i = 0; i < named.size(); ++i) {
+            message += i == 0 ? "" : ", ";
+            message += named[i].name;
+        }
+    }
+    return message + ")";
+}
+
 }  // namespace
 
 std::string_view describe(ParamType type) {
@@ -118,7 +135,8 @@ void ParamSchema::check(std::string_view method, const json& params) const {
     // Unknown names first: a misspelt name ("port" for "name") is the
     // mistake to report, not the required name it left out.
     if (params.is_object()) {
-        for (const auto& [name, value] : params.items()) {
+        for (const auto& item : params.items()) {
+            const std::string& name = item.key();
             const bool declared = std::any_of(named.begin(), named.end(),
                                               [&](const ParamSpec& s) { return s.name == name; });
             if (declared) {
@@ -126,21 +144,9 @@ void ParamSchema::check(std::string_view method, const json& params) const {
             }
             const std::optional<ParamType> type = extra != nullptr ? extra(name) : std::nullopt;
             if (!type) {
-                std::string message = "unknown parameter '" + name + "' (" + std::string(method);
-                if (!takes_note.empty()) {
-                    message += " takes " + std::string(takes_note);
-                } else if (named.empty()) {
-                    message += " takes none";
-                } else {
-                    message += " takes ";
-                    for (size_t i = 0; i < named.size(); ++i) {
-                        message += i == 0 ? "" : ", ";
-                        message += named[i].name;
-                    }
-                }
-                invalid(message + ")");
+                invalid(unknown_parameter(method, name, named, takes_note));
             }
-            check_param(name, value, *type);
+            check_param(name, item.value(), *type);
         }
     }
     for (const ParamSpec& spec : named) {
