@@ -8,6 +8,8 @@
 // SET_FEATURES without LOG_ALL turns it off again if the migration failed.
 // A change restarts the ready rings (as a new memory table does), so a
 // worker never marks a log that is being replaced.
+#include <fcntl.h>
+
 #include "vhost_user/device.hpp"
 #include "vhost_user/memory_region.hpp"
 #include "virtio/ring/packed_layout.hpp"
@@ -37,6 +39,18 @@ uint64_t highest_guest_address(const virtio::GuestMemoryMap& memory) {
 MessageError VhostUserDevice::handle_set_log_base(Message& m, Message&) {
     LogBase base;
     m.read_payload(base);
+    // Hostile-input rule 4: a log the front end could shrink would fault
+    // every mark (and lose it). QEMU seals its own, so the rule is the
+    // inflight buffer's: F_SEAL_SHRINK, or no log. A file that cannot be
+    // sealed (F_GET_SEALS fails; anything but a memfd) cannot promise it.
+    // Seals are never removed, so the answer holds for the log's life.
+    const int seals = ::fcntl(m.fds[0].get(), F_GET_SEALS);
+    if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
+        log_->warn("dirty log fd refused: {}",
+                   seals < 0 ? "it cannot be sealed, so nothing keeps it from shrinking"
+                             : "its seals lack F_SEAL_SHRINK");
+        return MessageError::log_not_sealed_against_shrink;
+    }
     // Hostile-input rule 4 (CVE-2020-10722): the area must lie inside the
     // fd, offset + size computed without wrapping; the same checks as for
     // guest memory, since a bad log is as dangerous to write as bad memory.

@@ -98,6 +98,8 @@ const char* to_string(MessageError e) {
             return "inflight region does not recover for this ring";
         case MessageError::log_smaller_than_memory:
             return "dirty log does not cover all guest memory";
+        case MessageError::log_not_sealed_against_shrink:
+            return "dirty log fd is not sealed against shrinking (F_SEAL_SHRINK)";
         case MessageError::status_out_of_range:
             return "device status above 0xff";
         case MessageError::mtu_out_of_range:

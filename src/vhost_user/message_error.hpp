@@ -51,6 +51,7 @@ enum class MessageError : uint8_t {
     mem_region_not_found,
     // Dirty log.
     log_smaller_than_memory,
+    log_not_sealed_against_shrink,  // no F_SEAL_SHRINK, or an fd that cannot be sealed
     // Inflight buffer (INFLIGHT_SHMFD).
     inflight_num_queues_invalid,  // 0, or more queues than the device has
     inflight_queue_size_invalid,  // split: not a power of two in 1..32768; packed: not in 1..32768

@@ -36,7 +36,7 @@ protected:
 
     DeviceHarness h;
     GuestMemory mem;
-    UniqueFd log_fd = test::make_memfd(4096);
+    UniqueFd log_fd = test::make_sealed_memfd(4096);
 };
 
 TEST_F(DeviceLogTest, set_log_base_maps_the_log_and_replies_with_an_empty_set_log_base) {
@@ -107,7 +107,7 @@ TEST_F(DeviceLogTest, packed_rings_mark_the_descriptor_ring_and_the_device_event
 }
 
 TEST_F(DeviceLogTest, a_log_fd_smaller_than_the_log_breaks_the_device) {
-    UniqueFd small = test::make_memfd(16);
+    UniqueFd small = test::make_sealed_memfd(16);
     auto r = set_log_base(kLogBytes, 0, small.get());
     EXPECT_EQ(r.result.error, MessageError::mem_region_beyond_file);
     EXPECT_TRUE(r.result.disconnect) << "the front end waits for a reply it cannot get";
@@ -116,9 +116,10 @@ TEST_F(DeviceLogTest, a_log_fd_smaller_than_the_log_breaks_the_device) {
 }
 
 TEST_F(DeviceLogTest, a_log_fd_that_is_not_memory_breaks_the_device) {
+    // Only a memfd can be sealed: anything else is refused as unsealable.
     UniqueFd event = test::make_eventfd();
     auto r = set_log_base(kLogBytes, 0, event.get());
-    EXPECT_EQ(r.result.error, MessageError::mem_region_not_a_file);
+    EXPECT_EQ(r.result.error, MessageError::log_not_sealed_against_shrink);
     EXPECT_TRUE(h.device->is_broken());
 }
 
@@ -133,6 +134,53 @@ TEST_F(DeviceLogTest, a_log_that_does_not_cover_guest_memory_breaks_the_device) 
     EXPECT_EQ(r.result.error, MessageError::log_smaller_than_memory);
     EXPECT_TRUE(h.device->is_broken());
     EXPECT_EQ(h.device->dirty_log(), nullptr);
+}
+
+// A front end that could shrink the log would make every mark a SIGBUS
+// (hostile-input rule 4): the log must be sealed against shrinking, as
+// QEMU seals its own. A refusal leaves the log the device had; SET_LOG_BASE
+// has its own reply, so the refusal cannot be told and the device breaks.
+class DeviceLogSealTest : public DeviceLogTest {
+protected:
+    void SetUp() override {
+        DeviceLogTest::SetUp();
+        h.start_ring(mem, 0);
+        ASSERT_EQ(set_log_base(kLogBytes, 0, log_fd.get()).result.error, MessageError::ok);
+        ASSERT_EQ(set_features(with_log_all()).u64(), 0u);
+        before = h.device->dirty_log();
+    }
+    void expect_refused(const test::Reply& r) {
+        EXPECT_EQ(r.result.error, MessageError::log_not_sealed_against_shrink);
+        EXPECT_STREQ(to_string(r.result.error),
+                     "dirty log fd is not sealed against shrinking (F_SEAL_SHRINK)");
+        EXPECT_EQ(h.device->dirty_log(), before) << "the log in use stays";
+        EXPECT_EQ(h.observer.last_snapshot(0).dirty_log.get(), before);
+        EXPECT_TRUE(r.result.disconnect);
+        EXPECT_TRUE(h.device->is_broken());
+    }
+    const virtio::DirtyLog* before = nullptr;
+};
+
+TEST_F(DeviceLogSealTest, an_unsealed_log_fd_is_refused_with_the_log_in_use_kept) {
+    UniqueFd unsealed = test::make_memfd(4096);  // no MFD_ALLOW_SEALING: F_SEAL_SEAL alone
+    expect_refused(set_log_base(kLogBytes, 0, unsealed.get()));
+}
+
+TEST_F(DeviceLogSealTest, a_log_fd_sealed_without_f_seal_shrink_is_refused) {
+    UniqueFd grow_only = test::make_sealed_memfd(4096, F_SEAL_GROW | F_SEAL_SEAL);
+    ASSERT_TRUE(grow_only);
+    expect_refused(set_log_base(kLogBytes, 0, grow_only.get()));
+}
+
+TEST_F(DeviceLogSealTest, a_log_file_that_cannot_be_sealed_is_refused) {
+    // A plain file: F_GET_SEALS fails (EINVAL) on most file systems, or
+    // reports F_SEAL_SEAL alone on tmpfs; neither keeps it from shrinking.
+    char path[] = "/tmp/vnet-log-XXXXXX";
+    UniqueFd file(::mkstemp(path));
+    ASSERT_TRUE(file);
+    ::unlink(path);
+    ASSERT_EQ(::ftruncate(file.get(), 4096), 0);
+    expect_refused(set_log_base(kLogBytes, 0, file.get()));
 }
 
 TEST_F(DeviceLogTest, set_log_base_without_its_fd_is_refused) {

@@ -35,6 +35,17 @@ inline UniqueFd make_memfd(uint64_t size, unsigned extra_flags = 0) {
     return fd;
 }
 
+// A memfd as QEMU makes its dirty log: sized, then sealed with `seals`
+// (QEMU: F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL).
+inline UniqueFd make_sealed_memfd(uint64_t size,
+                                  int seals = F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) {
+    UniqueFd fd = make_memfd(size, MFD_ALLOW_SEALING);
+    if (fd && ::fcntl(fd.get(), F_ADD_SEALS, seals) != 0) {
+        fd.reset();
+    }
+    return fd;
+}
+
 inline UniqueFd make_eventfd() {
     return UniqueFd(::eventfd(0, EFD_CLOEXEC));
 }

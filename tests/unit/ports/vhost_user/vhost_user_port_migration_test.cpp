@@ -34,7 +34,7 @@ struct LoggingGuest {
     static constexpr size_t kLogBytes = 32;  // the harness's 1 MiB: 256 pages
     GuestRxHarness guest{[](uint16_t, const std::function<void()>& work) { work(); },
                          GuestRxHarness::kRingSize, /*ring_enable=*/true};
-    UniqueFd log_fd = vhost_user::test::make_memfd(4096);
+    UniqueFd log_fd = vhost_user::test::make_sealed_memfd(4096);
     uint8_t* log = static_cast<uint8_t*>(
         ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, log_fd.get(), 0));
     ~LoggingGuest() { ::munmap(log, 4096); }
