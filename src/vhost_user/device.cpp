@@ -245,12 +245,12 @@ QueueSnapshot VhostUserDevice::queue_snapshot(uint32_t queue_index) const {
     if (q.inflight.active()) {
         s.inflight = q.inflight;
         s.inflight_resume = q.inflight_resume;
-        s.inflight_mapping = inflight_->mapping;
+        s.inflight_mapping = {inflight_->mapping, inflight_->base, inflight_->size};
     }
     if (q.packed_inflight.active()) {
         s.packed_inflight = q.packed_inflight;
         s.packed_resume = q.packed_resume;
-        s.inflight_mapping = inflight_->mapping;
+        s.inflight_mapping = {inflight_->mapping, inflight_->base, inflight_->size};
     }
     return s;
 }

@@ -65,6 +65,17 @@ using MacAddress = packet::MacAddress;
 // Which layout a queue uses: VIRTIO_F_RING_PACKED negotiated or not.
 enum class RingFormat : uint8_t { split, packed };
 
+// A mapping of a front-end fd, kept alive by `owner`, with where it lies:
+// a SIGBUS address is matched against it to say which mapping faulted.
+struct MappedArea {
+    std::shared_ptr<const void> owner;
+    const uint8_t* base = nullptr;
+    uint64_t size = 0;
+    bool holds(uintptr_t address) const {
+        return address - reinterpret_cast<uintptr_t>(base) < size;
+    }
+};
+
 struct QueueSnapshot {
     uint32_t index = 0;  // virtqueue index: 2*pair is RX (to the guest), 2*pair+1 is TX
     RingFormat format = RingFormat::split;
@@ -88,12 +99,12 @@ struct QueueSnapshot {
     // used index, where they start (SplitDeviceRing::track_inflight).
     // Packed: the chains with their descriptors, and the region's positions
     // (PackedRing::track_inflight). `inflight_mapping` keeps the buffer
-    // mapped. Inactive otherwise.
+    // mapped and says where it lies. Inactive otherwise.
     virtio::SplitInflight inflight;
     std::vector<uint16_t> inflight_resume;
     virtio::PackedInflight packed_inflight;
     virtio::PackedResume packed_resume;
-    std::shared_ptr<const void> inflight_mapping;
+    MappedArea inflight_mapping;
 };
 
 class QueueObserver {

@@ -264,29 +264,60 @@ packet::QueueCounters& VhostUserPort::tx_counters(uint16_t queue) {
     return counters_[2u * queue];  // the guest's RX ring
 }
 
-void VhostUserPort::on_guest_fault(uint16_t queue, uintptr_t address) {
-    QueuePair& p = pairs_[queue];
-    for (uint32_t ring_index : {2u * queue, 2u * queue + 1}) {
-        RingEnd& e = end_of(ring_index);
-        const bool running = is_tx(ring_index) ? p.tx.running() : p.rx.running();
-        if (!running || !e.memory) {
-            continue;
-        }
+const virtio::RingFault* VhostUserPort::mapping_fault_at(const RingEnd& e, uintptr_t address) {
+    static constexpr virtio::RingFault kMemory{
+        "guest memory", "access faulted (SIGBUS): the front end shrank a memory region"};
+    static constexpr virtio::RingFault kLog{
+        "dirty log", "access faulted (SIGBUS): the front end shrank the log"};
+    static constexpr virtio::RingFault kInflight{
+        "inflight region", "access faulted (SIGBUS): the front end shrank the inflight buffer"};
+    if (e.memory) {
         for (const virtio::GuestRegion& region : e.memory->regions()) {
-            auto start = reinterpret_cast<uintptr_t>(region.host_addr);
-            if (address - start < region.size) {
-                e.memory_lost = true;
-                if (is_tx(ring_index)) {
-                    p.tx.stop();
-                } else {
-                    p.rx.stop();
-                }
-                report_fault(ring_index, {"guest memory",
-                                          "access faulted (SIGBUS): the front end "
-                                          "shrank a memory region"});
-                break;
+            if (address - reinterpret_cast<uintptr_t>(region.host_addr) < region.size) {
+                return &kMemory;
             }
         }
+    }
+    if (e.dirty_log && e.dirty_log->holds(address)) {
+        return &kLog;
+    }
+    if (e.inflight_mapping.holds(address)) {
+        return &kInflight;
+    }
+    return nullptr;
+}
+
+// A fault in any mapping either ring of the pair holds stops both rings:
+// they share the guest's memory and the dirty log, and a ring left running
+// beside a lost log would write the guest without marking it (a migration
+// that silently copies stale pages). Other pairs of the device, on other
+// workers, stop when the report breaks the device; until then any mark
+// they make on a lost page faults and stops them the same way, so no bit
+// is lost without the device breaking.
+void VhostUserPort::on_guest_fault(uint16_t queue, uintptr_t address) {
+    QueuePair& p = pairs_[queue];
+    const virtio::RingFault* fault = nullptr;
+    for (uint32_t ring_index : {2u * queue, 2u * queue + 1}) {
+        const bool running = is_tx(ring_index) ? p.tx.running() : p.rx.running();
+        if (running && fault == nullptr) {
+            fault = mapping_fault_at(end_of(ring_index), address);
+        }
+    }
+    if (fault == nullptr) {
+        return;  // another port's mapping
+    }
+    for (uint32_t ring_index : {2u * queue, 2u * queue + 1}) {
+        const bool tx = is_tx(ring_index);
+        if (!(tx ? p.tx.running() : p.rx.running())) {
+            continue;
+        }
+        end_of(ring_index).memory_lost = true;
+        if (tx) {
+            p.tx.stop();
+        } else {
+            p.rx.stop();
+        }
+        report_fault(ring_index, *fault);
     }
 }
 

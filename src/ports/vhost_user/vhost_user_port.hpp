@@ -149,11 +149,13 @@ private:
         std::shared_ptr<const virtio::GuestMemoryMap> memory;
         // Set while the front end migrates the guest (VHOST_F_LOG_ALL).
         std::shared_ptr<const virtio::DirtyLog> dirty_log;
-        std::shared_ptr<const void> inflight_mapping;  // INFLIGHT_SHMFD: the buffer the ring marks
+        vhost_user::MappedArea inflight_mapping;  // INFLIGHT_SHMFD: the buffer the ring marks
         int kick_fd = -1;
         int call_fd = -1;
-        // A guest access faulted (the front end shrank its memory): nothing
-        // may touch this ring's memory again, not even to finish up.
+        // An access to one of the ring's mappings faulted (the front end
+        // shrank its memory, log or inflight buffer): nothing may touch the
+        // ring's memory again, not even to finish up, since a write there
+        // could no longer be marked or tracked.
         bool memory_lost = false;
         uint32_t generation = 0;  // bumped each time the ring (re)starts
     };
@@ -206,6 +208,9 @@ private:
 
     // A queue stopped itself on a broken ring rule: tell the control thread.
     void report_fault(uint32_t ring_index, const virtio::RingFault& fault);
+    // Which of the mappings ring end `e` holds contains `address`, named as
+    // the fault the device breaks with; null if none does.
+    static const virtio::RingFault* mapping_fault_at(const RingEnd& e, uintptr_t address);
     // on_queue_ready's work on the owner: the queue starts over on the ring.
     void start_ring(uint32_t ring_index, const vhost_user::QueueSnapshot& s);
 

@@ -34,6 +34,12 @@ public:
     // The highest guest-physical address + 1 the log covers.
     uint64_t covered_bytes() const { return size_bytes_ * 8 * kPageSize; }
     uint64_t pages_beyond() const { return pages_beyond_.load(std::memory_order_relaxed); }
+    // Whether `address` lies in the bitmap: a SIGBUS there means the front
+    // end shrank the log under us (VhostUserPort::on_guest_fault).
+    bool holds(uintptr_t address) const {
+        return address - reinterpret_cast<uintptr_t>(bitmap_) < size_bytes_;
+    }
+    const uint8_t* bitmap() const { return bitmap_; }
 
 private:
     uint8_t* bitmap_;

@@ -159,7 +159,7 @@ TEST_F(DeviceInflightTest, get_then_set_on_a_new_device_resumes_what_the_first_h
     ASSERT_TRUE(s.inflight.active());
     EXPECT_EQ(s.inflight_resume, (std::vector<uint16_t>{9, 4}));
     EXPECT_EQ(s.last_avail_idx, 3) << "the resumed heads stand at the used index";
-    EXPECT_NE(s.inflight_mapping, nullptr);
+    EXPECT_NE(s.inflight_mapping.owner, nullptr);
     ::munmap(b.host, b.size);
 }
 
@@ -308,7 +308,7 @@ TEST_F(DevicePackedInflightTest, a_new_device_resumes_the_region_and_starts_wher
     EXPECT_EQ(s.packed_resume.used, (virtio::PackedPosition{5, true}));
     EXPECT_EQ(s.packed_resume.slots, 1u);
     EXPECT_EQ(s.packed_resume.descs[0].addr, 0x1000u);
-    EXPECT_NE(s.inflight_mapping, nullptr);
+    EXPECT_NE(s.inflight_mapping.owner, nullptr);
     ::munmap(b.host, b.size);
 }
 
