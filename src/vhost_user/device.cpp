@@ -194,6 +194,13 @@ DispatchResult VhostUserDevice::apply_reply_policy(const RequestSpec* spec, cons
         set_ack(1);
         return result;
     }
+    if (own_reply && spec->refused_with_empty_reply) {
+        // The request's own way to say no (GET_CONFIG): the front end learns
+        // it failed and stays in step, so the connection goes on.
+        reply.header = {request.header.request, kReplyFlags, 0};
+        result.has_reply = true;
+        return result;
+    }
     // The front end cannot learn that this failed (no ack, or it waits for a
     // reply we cannot give): carrying on would desynchronise it.
     mark_broken(std::string(name) + " refused (" + to_string(error) +

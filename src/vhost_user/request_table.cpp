@@ -75,7 +75,7 @@ struct RequestTableBuilder {
             unsupported(Request::set_vring_endian, "SET_VRING_ENDIAN", false, PF::cross_endian),
             // Offered with an MTU: how a front end reads it (virtio_net_config.mtu).
             {Request::get_config, "GET_CONFIG", &D::handle_get_config, FdRule::none,
-             PayloadRule::device_config, 0, true, PF::config},
+             PayloadRule::device_config, 0, true, PF::config, /*refused_with_empty_reply=*/true},
             unsupported(Request::set_config, "SET_CONFIG", false, PF::config),
             unsupported(Request::create_crypto_session, "CREATE_CRYPTO_SESSION", true,
                         PF::crypto_session),

@@ -44,6 +44,10 @@ struct RequestSpec {
     uint32_t payload_size;  // for PayloadRule::exact
     bool has_reply;         // the request has its own reply (REPLY_ACK does not apply)
     std::optional<ProtocolFeature> needs;
+    // A refusal is answered with a zero-length payload instead of breaking
+    // the device (vhost-user.rst GET_CONFIG: "uses zero length of payload
+    // to indicate an error").
+    bool refused_with_empty_reply = false;
 };
 
 // The entry for `id`, or nullptr if id is not a known request.

@@ -76,22 +76,45 @@ TEST(VhostUserConfigSpace, reads_a_field_alone_as_virtio_user_does) {
     EXPECT_EQ(packet::load_le16(r.msg->payload.data() + sizeof(DeviceConfigHeader)), 9000);
 }
 
-TEST(VhostUserConfigSpace, refuses_a_range_past_the_config_space_and_breaks_the_device) {
-    DeviceHarness h(jumbo_config());
-    h.negotiate(with_config(h));
-    auto r = h.send(get_config(kMaxConfigSize - 1, 2));
+// vhost-user.rst GET_CONFIG: "vhost-user back-end uses zero length of
+// payload to indicate an error" (libvhost-user and DPDK reply with
+// header.size 0): the front end is told no, and the connection goes on.
+void expect_zero_length_refusal(DeviceHarness& h, const test::Reply& r) {
     EXPECT_EQ(r.result.error, MessageError::config_range_invalid);
-    // GET_CONFIG has its own reply: a refusal cannot be told, so the
-    // connection goes (the dispatcher's rule for every such request).
-    EXPECT_TRUE(r.result.disconnect);
-    EXPECT_TRUE(h.device->is_broken());
+    ASSERT_TRUE(r.result.has_reply);
+    EXPECT_EQ(r.msg->header.request, static_cast<uint32_t>(Request::get_config));
+    EXPECT_EQ(r.msg->header.flags, 0x5u);
+    EXPECT_EQ(r.msg->header.size, 0u);
+    EXPECT_FALSE(r.result.disconnect);
+    EXPECT_FALSE(h.device->is_broken());
+    // The next message is answered.
+    auto next = h.send(get_config(kNetConfigMtuOffset, 2));
+    EXPECT_EQ(next.result.error, MessageError::ok);
+    ASSERT_EQ(next.msg->header.size, sizeof(DeviceConfigHeader) + 2);
+    EXPECT_EQ(packet::load_le16(next.msg->payload.data() + sizeof(DeviceConfigHeader)), 9000);
 }
 
-TEST(VhostUserConfigSpace, refuses_a_size_that_wraps_the_offset) {
+TEST(VhostUserConfigSpace, answers_a_range_past_the_config_space_with_a_zero_length_reply) {
     DeviceHarness h(jumbo_config());
     h.negotiate(with_config(h));
-    auto r = h.send(get_config(0xffffffffu, 0).size(sizeof(DeviceConfigHeader)));
-    EXPECT_EQ(r.result.error, MessageError::config_range_invalid);
+    expect_zero_length_refusal(h, h.send(get_config(kMaxConfigSize - 1, 2)));
+}
+
+TEST(VhostUserConfigSpace, answers_a_size_past_256_bytes_with_a_zero_length_reply) {
+    DeviceHarness h(jumbo_config());
+    h.negotiate(with_config(h));
+    // The payload carries the 300 bytes, as a front end asking for them sends it.
+    std::array<uint8_t, sizeof(DeviceConfigHeader) + 300> request{};
+    const DeviceConfigHeader header{0, 300, 0};
+    std::memcpy(request.data(), &header, sizeof header);
+    expect_zero_length_refusal(h, h.send(RequestBuilder(Request::get_config).payload(request)));
+}
+
+TEST(VhostUserConfigSpace, answers_a_size_that_wraps_the_offset_with_a_zero_length_reply) {
+    DeviceHarness h(jumbo_config());
+    h.negotiate(with_config(h));
+    expect_zero_length_refusal(h,
+                               h.send(get_config(0xffffffffu, 0).size(sizeof(DeviceConfigHeader))));
 }
 
 TEST(VhostUserConfigSpace, refuses_a_payload_shorter_than_its_header_says) {
