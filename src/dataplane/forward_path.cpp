@@ -70,7 +70,8 @@ ForwardPath::ForwardPath(ports::Port& source, uint16_t source_queue, ports::Port
 }
 
 TurnResult ForwardPath::run_turn() {
-    if (!source_.queue_ready(source_queue_) || !destination_.queue_ready(destination_queue_)) {
+    if (!source_.source_ready(source_queue_) ||
+        !destination_.destination_ready(destination_queue_)) {
         return TurnResult{0, 0, PathWait::not_ready};
     }
     return style_ == Style::push ? push_turn() : fill_turn();
@@ -241,7 +242,7 @@ void ForwardPath::on_guest_fault(uintptr_t address) {
 void ForwardPath::abandon_pending() {
     if (pending_.count != 0 && burst_source_ != nullptr &&
         source_.queue_generation(source_queue_) == pending_generation_ &&
-        source_.queue_ready(source_queue_)) {
+        source_.source_ready(source_queue_)) {
         source_.rx_counters(source_queue_)
             .count_drop(packet::DropReason::no_destination, pending_.count);
         burst_source_->complete_burst(source_queue_, pending_, pending_.count);

@@ -50,6 +50,11 @@ public:
     // False while e.g. no guest is connected or its rings are not started:
     // the worker then neither polls nor feeds the queue.
     virtual bool queue_ready(uint16_t queue) const = 0;
+    // Each direction on its own: a path from this queue needs it ready as a
+    // source, a path into it as a destination. A guest starts each ring on
+    // its own kick (vhost-user.rst), so one may run without the other.
+    virtual bool source_ready(uint16_t queue) const { return queue_ready(queue); }
+    virtual bool destination_ready(uint16_t queue) const { return queue_ready(queue); }
     // Changes whenever the queue restarts (e.g. a guest reconnected): packets
     // a path still holds from an older generation are stale and dropped.
     virtual uint32_t queue_generation(uint16_t) const { return 0; }

@@ -92,7 +92,7 @@ bool SwitchDatapath::detach(const ports::Port& port) {
     for (auto& in : ingress_) {
         if (in->member == member) {
             // Its own burst, held for a full destination: given back to it.
-            if (in->burst.count != 0 && in->port->queue_ready(in->queue)) {
+            if (in->burst.count != 0 && in->port->source_ready(in->queue)) {
                 for (uint16_t g = 0; g < in->plan.group_count; ++g) {
                     drop_group(in->plan.groups[g], packet::DropReason::no_destination);
                 }
@@ -168,7 +168,7 @@ void SwitchDatapath::make_deferred_calls(bool all, uint64_t now) {
 
 TurnResult SwitchDatapath::ingress_turn(Ingress& in, uint64_t now) {
     TurnResult turn;
-    if (!in.port->queue_ready(in.queue)) {
+    if (!in.port->source_ready(in.queue)) {
         turn.wait = PathWait::not_ready;
         return turn;
     }
@@ -230,7 +230,7 @@ bool SwitchDatapath::deliver(Ingress& in, uint64_t now, TurnResult& turn) {
 bool SwitchDatapath::deliver_group(Ingress& in, EgressGroup& group, uint64_t now,
                                    TurnResult& turn) {
     Member& m = members_[group.member];
-    if (!m.port->queue_ready(kEgressQueue)) {
+    if (!m.port->destination_ready(kEgressQueue)) {
         // A port that is down gets no copy. A frame is lost only when every
         // copy found its port down: a unicast frame's one copy, or a flood
         // whose other members were down too (a frame held for a guest that

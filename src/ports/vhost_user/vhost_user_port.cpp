@@ -59,6 +59,14 @@ bool VhostUserPort::queue_ready(uint16_t queue) const {
     return queue < queue_pairs_ && pairs_[queue].tx.running() && pairs_[queue].rx.running();
 }
 
+bool VhostUserPort::source_ready(uint16_t queue) const {
+    return queue < queue_pairs_ && pairs_[queue].tx.running();
+}
+
+bool VhostUserPort::destination_ready(uint16_t queue) const {
+    return queue < queue_pairs_ && pairs_[queue].rx.running();
+}
+
 uint32_t VhostUserPort::queue_generation(uint16_t queue) const {
     return pairs_[queue].tx_end.generation;
 }
@@ -345,13 +353,15 @@ void VhostUserPort::on_queue_ready(vhost_user::VhostUserDevice& device, uint32_t
     }
     const auto pair = static_cast<uint16_t>(queue_index / 2);
     const uint32_t other = queue_index ^ 1u;
+    const bool pair_was_idle = !ring_running_[queue_index] && !ring_running_[other];
     ring_running_[queue_index] = true;
+    if (pair_was_idle && on_queue_pair_) {
+        // Each ring is served on its own kick, so the pair runs once either
+        // ring is picked up: whatever serves the other end of it (a tap
+        // queue, which takes the TX ring's frames) must be there first.
+        on_queue_pair_(pair, true);
+    }
     if (ring_running_[other]) {
-        // The pair runs once this ring is picked up: whatever serves the
-        // other end of it (a tap queue) must be there first.
-        if (on_queue_pair_) {
-            on_queue_pair_(pair, true);
-        }
         const uint16_t entries =
             s.format == vhost_user::RingFormat::packed ? s.packed_layout.size : s.layout.size;
         log_->info("queue pair {} running (rings {} and {}, {} entries)", pair, queue_index & ~1u,
@@ -424,6 +434,7 @@ uint32_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
                                              ? packet::DropReason::queue_disabled
                                              : packet::DropReason::no_destination;
     const bool pair_was_running = ring_running_[queue_index] && ring_running_[queue_index ^ 1u];
+    const bool pair_now_idle = ring_running_[queue_index] && !ring_running_[queue_index ^ 1u];
     ring_running_[queue_index] = false;
     on_owner(queue_index, [&] {
         QueuePair& p = pair_of(queue_index);
@@ -462,11 +473,11 @@ uint32_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
         e.kick_fd = -1;
         e.call_fd = -1;
     });
+    const auto pair = static_cast<uint16_t>(queue_index / 2);
+    if (pair_now_idle && on_queue_pair_) {
+        on_queue_pair_(pair, false);  // the worker let go of both rings
+    }
     if (pair_was_running) {
-        const auto pair = static_cast<uint16_t>(queue_index / 2);
-        if (on_queue_pair_) {
-            on_queue_pair_(pair, false);  // the worker let go of it above
-        }
         log_->info(
             "queue pair {} stopped (ring {}{})", pair, queue_index,
             held_drop == packet::DropReason::queue_disabled ? " disabled by the front end" : "");

@@ -53,10 +53,11 @@ public:
     // the negotiated features (to set a tap's offloads and header size).
     using FeaturesHandler = std::function<void(virtio::FeatureSet negotiated)>;
     // Called on the control thread when queue pair `queue` is about to run
-    // (both rings ready: before the worker picks them up) or has stopped
-    // (after the worker let go): a multiqueue tap attaches or detaches the
-    // tap queue of that number, so the kernel steers frames only to queue
-    // pairs the guest enabled (ethtool -L).
+    // (its first ring ready: before the worker picks it up; each ring is
+    // served on its own kick) or has stopped (both rings, after the worker
+    // let go): a multiqueue tap attaches or detaches the tap queue of that
+    // number, so the kernel steers frames only to queue pairs the guest
+    // enabled (ethtool -L), and a TX ring never writes a detached queue.
     using QueuePairHandler = std::function<void(uint16_t queue, bool running)>;
 
     // Runs `work` on the thread that owns queue pair `queue` and returns once
@@ -85,6 +86,10 @@ public:
     // above tell whoever follows it.
     bool has_front_end() const override { return true; }
     bool queue_ready(uint16_t queue) const override;
+    // The guest's TX ring feeds paths from the port, its RX ring paths into
+    // it; each is served once it runs, whatever the other does.
+    bool source_ready(uint16_t queue) const override;
+    bool destination_ready(uint16_t queue) const override;
 
     uint16_t receive_burst(uint16_t queue, packet::PacketBurst& burst, uint16_t max) override;
     void complete_burst(uint16_t queue, const packet::PacketBurst& burst, uint16_t done) override;

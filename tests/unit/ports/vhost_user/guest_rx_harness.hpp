@@ -64,7 +64,7 @@ public:
     // inline when the test itself is the owning thread.
     explicit GuestRxHarness(
         RunOnOwner run_on_owner = [](uint16_t, const std::function<void()>& work) { work(); },
-        uint16_t tx_ring_size = kRingSize, bool ring_enable = false)
+        uint16_t tx_ring_size = kRingSize, bool ring_enable = false, bool start_rx_ring = true)
         : port("vm", 1, std::move(run_on_owner)), tx_ring_size_(tx_ring_size) {
         for (uint32_t q : {0u, 1u}) {
             rings_[q].emplace(ring_layout(q), false);
@@ -88,13 +88,17 @@ public:
                  .payload(t)
                  .size(vhost_user::memory_table_payload_size(1))
                  .fd(mem.fd.get()));
-        start_ring(0);
+        if (start_rx_ring) {
+            start_ring(0);
+        }
         start_ring(1);
         send(vhost_user::test::RequestBuilder(vhost_user::Request::set_vring_call)
                  .payload(uint64_t{0})
                  .fd(call.get()));
         if (ring_enable) {
-            set_ring_enabled(0, true);
+            if (start_rx_ring) {
+                set_ring_enabled(0, true);
+            }
             set_ring_enabled(1, true);
         }
     }
@@ -114,7 +118,7 @@ public:
     vhost_user::DispatchResult send(vhost_user::test::RequestBuilder&& r) { return send(r); }
 
     // NUM, BASE, ADDR, KICK: what a front end sends to (re)start ring `q`
-    // (0: RX, 1: TX; the port serves queue pair 0 only with both running).
+    // (0: RX, 1: TX; each is served once it runs, whether or not the other does).
     void start_ring(uint32_t q, uint32_t base = 0) {
         send(vhost_user::test::RequestBuilder(vhost_user::Request::set_vring_num)
                  .payload(vhost_user::VringState{q, q == 1 ? tx_ring_size_ : kRingSize}));
