@@ -13,6 +13,7 @@
 #include "packet/iovec.hpp"
 #include "packet/rarp_announcement.hpp"
 #include "vhost_user/device.hpp"
+#include "vhost_user/vring_base_text.hpp"
 
 namespace vnet::ports {
 
@@ -331,6 +332,17 @@ void VhostUserPort::on_guest_fault(uint16_t queue, uintptr_t address) {
 
 // ---- control thread ---------------------------------------------------------------
 
+namespace {
+
+// The device's ring format; a stopped ring's snapshot no longer says it.
+vhost_user::RingFormat ring_format(const vhost_user::VhostUserDevice& device) {
+    return device.negotiated_features().has(virtio::Feature::ring_packed)
+               ? vhost_user::RingFormat::packed
+               : vhost_user::RingFormat::split;
+}
+
+}  // namespace
+
 void VhostUserPort::report_fault(uint32_t ring_index, const virtio::RingFault& fault) {
     if (on_ring_error_) {
         on_ring_error_(ring_index, std::string(fault.what) + ": " + fault.detail);
@@ -487,9 +499,9 @@ uint32_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
         // that restarts the ring from last_avail sends them. A front end
         // that stops right after its last burst (testpmd on SIGINT) counts
         // them as sent, so say how many there were.
-        log_->info(
-            "ring {} stopped at avail index {}: {} packet(s) the guest queued were not taken",
-            queue_index, last_avail, untaken);
+        log_->info("ring {} stopped at {}: {} packet(s) the guest queued were not taken",
+                   queue_index, vhost_user::describe_vring_base(ring_format(device), last_avail),
+                   untaken);
     }
     return last_avail;
 }

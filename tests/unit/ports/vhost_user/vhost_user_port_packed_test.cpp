@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 #include <sys/eventfd.h>
 
+#include <spdlog/sinks/ostream_sink.h>
+
 #include <optional>
+#include <sstream>
 #include <vector>
 
 #include "frontend/driver_packed_ring.hpp"
@@ -143,6 +146,32 @@ TEST_F(PackedPort, unused_rx_buffers_are_rewound_and_used_next_burst_in_order) {
     EXPECT_EQ(done[1].cookie, 22u);
     // Given-back buffers are not new work: the path may sleep.
     EXPECT_TRUE(port.arm_transmit_wait(0));
+}
+
+// A packed ring's vring base packs two positions and two wrap counters
+// (vhost-user.rst): the log line says them apart, not as one number.
+TEST_F(PackedPort, the_stop_log_line_gives_each_index_with_its_wrap_counter) {
+    for (uint32_t i = 0; i < 3; ++i) {
+        ASSERT_TRUE(rings[1]->add_buffer(kFrameGpa, kFrameLen, frontend::BufferAccess::device_reads,
+                                         10 + i));
+    }
+    rings[1]->publish();
+    packet::PacketBurst burst;
+    ASSERT_EQ(port.receive_burst(0, burst, 2), 2);
+    port.complete_burst(0, burst, 2);
+
+    std::ostringstream lines;
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(lines);
+    const Logger logger = make_logger("vm");
+    logger->sinks().push_back(sink);
+    send(vt::RequestBuilder(vhost_user::Request::get_vring_base)
+             .payload(vhost_user::VringState{1, 0}));
+    logger->sinks().pop_back();
+
+    EXPECT_NE(lines.str().find("ring 1 stopped at avail index 2 wrap 1, used index 2 wrap 1: 1 "
+                               "packet(s) the guest queued were not taken"),
+              std::string::npos)
+        << lines.str();
 }
 
 }  // namespace
