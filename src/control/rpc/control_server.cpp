@@ -94,7 +94,6 @@ void ControlServer::on_listen_ready() {
         }
         auto client = std::make_unique<Client>();
         client->fd = std::move(fd);
-        client->root = root;
         client->last_active = Clock::now();
         Client* c = client.get();
         clients_.push_back(std::move(client));

@@ -71,7 +71,6 @@ private:
     using Clock = std::chrono::steady_clock;
     struct Client {
         UniqueFd fd;
-        bool root = false;
         std::string input;
         std::string output;
         size_t output_head = 0;
