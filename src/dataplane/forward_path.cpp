@@ -182,9 +182,9 @@ uint16_t ForwardPath::transmit_pending() {
     return g.coalescer.source_packets(frames);
 }
 
-// tx_peek off: the seed's "rx-frames 64 without MSG_MORE" row. Ring work
-// stays batched, but each packet is submitted as soon as it is taken, so the
-// destination never holds a batch.
+// tx_peek off: ring work stays batched, but each packet is submitted as
+// soon as it is taken, so the destination never holds a batch (vhost_net's
+// batching without MSG_MORE, which seed004 compares against).
 uint16_t ForwardPath::transmit_one_by_one() {
     packet::PacketBurst& one = *single_;
     uint16_t sent = 0;

@@ -265,8 +265,9 @@ bool Worker::may_spin() {
             // the idle gap still counts from this round.
             // Gaps count from the end of a round to the end of the one that
             // found work (its length included): the spin budget is tuned
-            // to that. Measured from rounds' starts they came out shorter,
-            // the worker slept sooner and the idle layout lost ~10 %.
+            // to that: counted from rounds' starts they would come out
+            // shorter and the worker would sleep too soon under a steady
+            // sender (docs/BENCHMARKS.md, "Where the defaults come from").
             return adaptive_.keep_spinning(clock_ns_) && !destination_full_;
         case WorkerMode::event:
             break;

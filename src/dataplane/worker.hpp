@@ -44,10 +44,11 @@
 
 namespace vnet::dataplane {
 
-// The issue-9 profile of VM -> VM in event mode: ~7.6 k sleeps a second at a
-// third busy, so the worker slept ~90 us on average between bursts while the
-// sender waited; a 200 us ceiling covers that gap with room, and bounds what
-// one packet after silence costs: 200 us of spin (0.02 % of a CPU at 1 pps).
+// The adaptive spin's ceiling. It must cover the gap between two bursts of a
+// steady VM -> VM sender, which an event-mode worker would sleep through
+// while the sender waits (a gap of ~90 us on average: docs/BENCHMARKS.md,
+// "Where the defaults come from"), with room; and it bounds what one packet
+// after silence costs: 200 us of spin (0.02 % of a CPU at 1 pps).
 inline constexpr uint32_t kDefaultAdaptiveSpinUs = 200;
 
 enum class WorkerMode : uint8_t { event, poll, adaptive };

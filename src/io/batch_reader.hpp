@@ -4,10 +4,9 @@
 //
 // Each tun read consumes exactly one ptr_ring entry (tun_ring_recv, §3.2), so
 // a burst is N reads whatever the mechanism. An io_uring variant (N unlinked
-// READV SQEs with RWF_NOWAIT per io_uring_enter) was measured against this
-// loop with tools/bench/micro/tap_io_bench read, draining 50k queued
-// 64 B frames on this 2-vCPU VM under load: 3.6-4.2 us/packet against
-// 4.3-6.0 us for readv, i.e. it saves the syscall entry. It is not offered
+// READV SQEs with RWF_NOWAIT per io_uring_enter) saves the syscall entry
+// per packet (tools/bench/micro/tap_io_bench read prices it against this
+// loop; docs/BENCHMARKS.md has the figures). It is not offered
 // yet because it cannot keep the burst contiguous: SQEs issued together
 // complete packet, EAGAIN, packet when a frame arrives mid-batch, leaving a
 // hole in the run of guest buffers, and IOSQE_IO_LINK cannot prevent that

@@ -69,8 +69,8 @@ size_t BatchWriter::submit(int fd, const packet::PacketBurst& burst, std::span<i
 
 // Unlinked SQEs: io_uring issues each inline, in submission order, within
 // one io_uring_enter. (A linked chain, which stops at the first packet that
-// would block, runs every packet after the first as task work instead: on
-// this machine that cost more than the syscalls it saved; docs/BENCHMARKS.md.)
+// would block, runs every packet after the first as task work instead, which
+// costs more than the syscalls it saves; see batch_writer.hpp.)
 //
 // A tap with its default sndbuf (INT_MAX) never answers EAGAIN, so in
 // practice every packet is written. When one would block (ENOBUFS/ENOMEM

@@ -3,13 +3,11 @@
 //
 //   io_uring: one io_uring_enter for up to ring_depth WRITEV operations (a
 //             plain WRITE for a packet of one iovec, which spares the kernel
-//             the iovec import: -13.5 % CPU per 64 B write with XDP_DROP). It
-//             saves the syscall entry per packet, not tun's per-packet work:
-//             each SQE is still one tun_get_user (§3.1). So it pays where
-//             syscalls are dear: +0.4% on the reference machine (2.34 vs 2.33
-//             Mpps, reference/peer-baselines.md), +19% on this 2-vCPU VM
-//             under load (tools/bench/micro/tap_io_bench write, 64 B, batch 64: 0.30 vs
-//             0.25 Mpps; tools/bench/peers/tap_write_limit: 0.28 vs 0.23).
+//             the iovec import). It saves the syscall entry per packet, not
+//             tun's per-packet work: each SQE is still one tun_get_user
+//             (§3.1). So it pays where syscalls are dear (a VM under load)
+//             and costs nothing where they are cheap (tools/bench/micro/
+//             tap_io_bench write prices it; docs/BENCHMARKS.md).
 //   writev:   one writev() per packet; always available.
 //
 // The fd must support IOCB_NOWAIT (tun, sockets, pipes do): each SQE carries
@@ -31,7 +29,8 @@
 // are reported as failed for good rather than sent out of order (a tap at
 // its default sndbuf never blocks; see submit_uring). An IOSQE_IO_LINK
 // chain would avoid that but runs each packet as task work: slower than the
-// syscalls it saves (docs/BENCHMARKS.md).
+// syscalls it saves (tap_io_bench write --how io_uring against
+// io_uring-unlinked prices the chain).
 // The datapath neither allocates, locks nor logs per packet here.
 #pragma once
 

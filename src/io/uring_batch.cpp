@@ -34,8 +34,9 @@ bool is_transient_enter_error(int ret) {
 // guest packet was just written by another CPU, so its lines are cache
 // misses; taken together here they overlap, while inside the kernel each
 // is taken alone, one write after the other, behind the previous packet's
-// tun work. Measured: without this pass (once GRO stopped copying every
-// header) vnetd spent ~12 % more CPU per 64 B packet.
+// tun work. Nothing else touches the headers before tun does (GRO decides
+// from a few bytes read in place), so without this pass every miss is
+// paid alone (docs/BENCHMARKS.md, "Where the defaults come from").
 inline void warm_packets(const packet::PacketBurst& burst, size_t first, size_t n) {
     unsigned sink = 0;
     for (size_t i = first; i < first + n; ++i) {

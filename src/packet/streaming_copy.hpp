@@ -6,8 +6,8 @@
 // for ownership, often from the receiver's cache, where its last frame in
 // those buffers left them) only to overwrite it, and the frame then evicts
 // the worker's own working set; streaming stores write whole lines to memory
-// without either. On the test machine this made the VM -> VM GSO row 1.3-2x
-// faster (docs/BENCHMARKS.md, thirteenth run). Small frames keep plain stores:
+// without either, which is where the VM -> VM GSO row's speed comes from
+// (docs/BENCHMARKS.md, "GSO, whole frames"). Small frames keep plain stores:
 // they are cheaper to hand over through the cache than through memory.
 #pragma once
 

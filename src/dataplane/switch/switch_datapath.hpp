@@ -54,9 +54,10 @@ inline constexpr uint64_t kDefaultHoldNs = 100000;
 inline constexpr uint64_t kDefaultStallNs = 100000000;
 // A source found empty this many polls in a row is idle: it is looked at
 // once per kIdlePollNs, not every round. Each poll of a silent guest's
-// ring costs a few cache lines (its queue state, its avail index); with
-// 14 silent guests on a switch they were a third of a busy worker's time
-// (switchscale's 16-port row). A guest that starts sending waits at most
+// ring costs a few cache lines (its queue state, its avail index), so on a
+// switch with many silent guests polling them every round would take much
+// of a busy worker's time (docs/BENCHMARKS.md, "Where the defaults come
+// from"). A guest that starts sending waits at most
 // this long more for its first burst; one that keeps sending is never idle.
 inline constexpr uint16_t kEmptyPollsBeforeIdle = 16;
 inline constexpr uint64_t kIdlePollNs = 4000;

@@ -33,8 +33,9 @@ struct TapOptions {
     // is one more queue of the device (up to 256, one fd per guest queue pair).
     bool multi_queue = false;
     // IFF_NAPI: per-queue NAPI + GRO on the write path. Off by default: with
-    // one packet per write it loses pps here (1.47 vs 2.33 Mpps,
-    // reference/peer-baselines.md). Fails if TUNGETFEATURES does not offer it.
+    // one packet per write each write schedules its own NAPI poll, which
+    // loses pps (docs/BENCHMARKS.md, seed000). Fails if TUNGETFEATURES does
+    // not offer it.
     bool napi = false;
     // IFF_NAPI_FRAGS (needs napi): "very much test only" upstream; avoid.
     bool napi_frags = false;
