@@ -12,7 +12,10 @@
 # Usage: switch-callgrind.sh BUILD_DIR PORTS MACS [FRAMES]   (PORTS >= 2)
 # Prints: ports, macs, frames sent and received, instructions, per frame sent.
 # With CALLGRIND_OUT=FILE the profile is kept there, for a per-function
-# breakdown: callgrind_annotate [--inclusive=yes] FILE
+# breakdown: callgrind_annotate [--inclusive=yes] FILE. With
+# CALLGRIND_CSV=FILE the row is also appended to that CSV (the header first
+# when the file is new): the summary of a series of runs, as
+# docs/bench/switch-callgrind-*.csv.
 set -euo pipefail
 
 BUILD_DIR=${1:?usage: $0 BUILD_DIR PORTS MACS [FRAMES]}
@@ -79,9 +82,9 @@ wait "$VNETD_PID" || { echo "vnetd failed: $(tail -3 "$WORK/vnetd.log")" >&2; ex
 if [ -n "${CALLGRIND_OUT:-}" ]; then
     cp "$WORK/callgrind.out" "$CALLGRIND_OUT"
 fi
-python3 - "$WORK" "$PORTS" "$MACS" <<'PY'
-import json, re, subprocess, sys
-work, ports, macs = sys.argv[1], sys.argv[2], sys.argv[3]
+python3 - "$WORK" "$PORTS" "$MACS" "${CALLGRIND_CSV:-}" <<'PY'
+import csv, json, os, re, subprocess, sys
+work, ports, macs, csv_path = sys.argv[1:5]
 def last_json(path):
     return [json.loads(l) for l in open(path) if l.startswith("{")][-1]
 sent = last_json(f"{work}/tx.out")["tx-packets"]
@@ -91,4 +94,12 @@ report = subprocess.run(["callgrind_annotate", f"{work}/callgrind.out"],
 instructions = int(re.search(r"([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", report)[1].replace(",", ""))
 print(f"ports {ports} macs {macs}: sent {sent} received {received} "
       f"instructions {instructions} per frame sent {instructions / sent:.0f}")
+if csv_path:
+    new = not os.path.exists(csv_path) or os.path.getsize(csv_path) == 0
+    with open(csv_path, "a", newline="") as f:
+        w = csv.writer(f)
+        if new:
+            w.writerow(["ports", "macs", "frames_sent", "frames_received", "instructions",
+                        "instructions_per_frame"])
+        w.writerow([ports, macs, sent, received, instructions, f"{instructions / sent:.0f}"])
 PY

@@ -1,7 +1,7 @@
 #!/bin/bash
 # vnet-cni-attach: how long attaching a pod takes, and detaching it (issue 11's
 # benchmark): vnetd-cni against Debian's bridge plugin in the same run.
-# Not a CI test: it writes raw samples and a table for docs/BENCHMARKS.md.
+# Not a CI test: it writes raw samples and a summary for docs/BENCHMARKS.md.
 #
 # Three systems, each one pod (a netns made here) attached and detached
 # ATTACH_CYCLES times, with host-local IPAM (its own dataDir in the work dir,
@@ -41,35 +41,27 @@
 #   with the plugin under `strace -f --seccomp-bpf -ttt -T` (only the calls
 #   strace_phases.py needs stop it): OUT_DIR/strace/SYSTEM-VERB-N.txt, and
 #   OUT_DIR/phases.md, where an ADD's and a DEL's time goes (median of K).
-# Writes OUT_DIR/samples.csv (system,cycle,verb,us), OUT_DIR/summary.md
-# (the table), OUT_DIR/vnetd.log.
+# Writes OUT_DIR/samples.csv (system,cycle,verb,us), OUT_DIR/summary.csv
+# and summary.md (the table), OUT_DIR/run.json (what ran: ../lib.sh),
+# OUT_DIR/vnetd.log.
 set -u
 
-BUILD_DIR=$(cd "${1:?usage: $0 BUILD_DIR OUT_DIR}" && pwd)
-OUT=${2:?usage: $0 BUILD_DIR OUT_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-CNI="$BUILD_DIR/apps/vnetd-cni"
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../lib.sh
+. "$HERE/../lib.sh"
+bench_init vnet-cni-attach "$@"
 PLUGINS=/usr/lib/cni
 CYCLES=${ATTACH_CYCLES:-200}
 WARMUP=${ATTACH_WARMUP:-5}
 STRACE=${ATTACH_STRACE:-0}
 STRACE_CALLS=execve,clone,clone3,socket,sendto,recvfrom,sendmsg,recvmsg,fsync,exit_group
 
-# shellcheck source=../../../tests/integration/lib/common.sh
-. "$HERE/../../../tests/integration/lib/common.sh"
-[ "$(id -u)" = 0 ] || fail "needs root"
-for bin in "$VNETD" "$VNETCTL" "$CNI" "$PLUGINS/bridge" "$PLUGINS/host-local"; do
-    [ -x "$bin" ] || fail "$bin not there (scripts/install-deps.sh installs containernetworking-plugins)"
-done
-[ "$STRACE" = 0 ] || command -v strace >/dev/null || fail "ATTACH_STRACE needs strace (apt install strace)"
-mkdir -p "$OUT" || fail "cannot make $OUT"
-OUT=$(cd "$OUT" && pwd)
+bench_need "$CNI"
+[ -x "$PLUGINS/bridge" ] && [ -x "$PLUGINS/host-local" ] ||
+    fail "no $PLUGINS/bridge or host-local (scripts/install-deps.sh installs containernetworking-plugins)"
+[ "$STRACE" = 0 ] || bench_need_command strace "ATTACH_STRACE needs it: apt install strace"
 
-work_dir vnet-cni-attach
-CTL="$WORK/vnetd.ctl"
-ctl() { "$VNETCTL" --socket "$CTL" "$@"; }
+bench_work
 fail_log "$OUT/vnetd.log" 30
 fail_log "$OUT/failures.log" 20
 : >"$OUT/failures.log"
@@ -114,13 +106,7 @@ cp "$WORK/tap.json" "$WORK/floor.json"
 SOCK="$WORK/s/${CONTAINER:0:12}/net1" # where vnetd-cni puts the pod's vhost-user socket
 
 # ---- vnetd with switch s0 -----------------------------------------------------
-cat >"$WORK/vnetd.toml" <<TOML
-[daemon]
-control_socket = "$CTL"
-TOML
-bg_start --log "$OUT/vnetd.log" "$VNETD" --config "$WORK/vnetd.toml"
-VNETD_PID=$BG_PID
-wait_for 10 "vnetd did not open its control socket" test -S "$CTL"
+bench_vnetd "$OUT/vnetd.log"
 ctl switch add s0 >/dev/null || fail "switch add s0"
 
 port_count() { ctl --json port list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
@@ -255,7 +241,7 @@ echo "ADDs that returned before the carrier (LOWER_UP): $LOWER_UP_LATE"
 
 # ---- the table ----------------------------------------------------------------------
 python3 - "$OUT/samples.csv" "${FAILS[tap]}" "${FAILS[vhostuser]}" "${FAILS[bridge]}" \
-    "${FAILS[floor]}" <<'EOF' | tee "$OUT/summary.md"
+    "${FAILS[floor]}" "$OUT/summary.csv" <<'EOF' | tee "$OUT/summary.md"
 import csv, math, statistics, sys
 names = {"tap": "vnetd-cni tap (s0)", "vhostuser": "vnetd-cni vhostuser (s0)",
          "bridge": "Debian bridge + veth", "floor": "exec floor (/bin/true)"}
@@ -273,12 +259,20 @@ b_add, b_del = cell("bridge", "ADD"), cell("bridge", "DEL")
 print("| system | cycles | ADD median ms | ADD p99 ms | DEL median ms | DEL p99 ms "
       "| ADD / bridge (median, p99) | DEL / bridge (median, p99) | failures |")
 print("|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+summary = csv.writer(open(sys.argv[6], "w", newline=""))
+summary.writerow(["system", "cycles", "add_median_ms", "add_p99_ms", "del_median_ms", "del_p99_ms",
+                  "add_vs_bridge_median", "add_vs_bridge_p99", "del_vs_bridge_median",
+                  "del_vs_bridge_p99", "failures"])
 for s in ["tap", "vhostuser", "bridge", "floor"]:
     a, d = cell(s, "ADD"), cell(s, "DEL")
     print(f"| {names[s]} | {len(ms.get((s, 'ADD'), []))} | {a[0]:.2f} | {a[1]:.2f} | {d[0]:.2f} "
           f"| {d[1]:.2f} | {a[0] / b_add[0]:.2f}x, {a[1] / b_add[1]:.2f}x "
           f"| {d[0] / b_del[0]:.2f}x, {d[1] / b_del[1]:.2f}x | {fails[s]} |")
+    summary.writerow([s, len(ms.get((s, "ADD"), []))] + [f"{x:.2f}" for x in (
+        a[0], a[1], d[0], d[1], a[0] / b_add[0], a[1] / b_add[1], d[0] / b_del[0], d[1] / b_del[1])]
+        + [fails[s]])
 EOF
+bench_done "$OUT/summary.csv" "$OUT/summary.md" "$OUT/samples.csv"
 TOTAL_FAILS=$((FAILS[tap] + FAILS[vhostuser] + FAILS[bridge] + FAILS[floor]))
 [ "$TOTAL_FAILS" = 0 ] || fail "$TOTAL_FAILS failed calls: $OUT/failures.log"
 pass "cni attach bench: $OUT/samples.csv, $OUT/summary.md"

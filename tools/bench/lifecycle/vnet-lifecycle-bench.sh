@@ -65,13 +65,13 @@
 #   BENCH_SHAPES ("client server"), BENCH_KINDS ("restart migrate"),
 #   BENCH_SYSTEMS ("vnetd testpmd"), BENCH_TABLE_ONLY=1 (only rebuild the
 #   table from OUT_DIR/results.csv)
-# Writes OUT_DIR/results.csv (one row per run), OUT_DIR/lifecycle.md (the
-# table: medians, min-max, verified runs) and OUT_DIR/runs/ (each run's
-# logs; the prober's replies trimmed to the migration's seconds).
+# Writes OUT_DIR/results.csv (one row per run), OUT_DIR/summary.csv and
+# lifecycle.md (the table: medians, min-max, verified runs), OUT_DIR/run.json
+# (what ran: ../lib.sh) and OUT_DIR/runs/ (each run's raw logs; the prober's
+# replies trimmed to the migration's seconds).
 set -u
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-TI=$(cd "$HERE/../../../tests/integration" && pwd)
 
 # ---- a child run: --one KIND SYSTEM SHAPE REP BUILD_DIR OUT_DIR -------------------
 if [ "${1:-}" = --one ]; then
@@ -79,28 +79,25 @@ if [ "${1:-}" = --one ]; then
     KIND=$2 SYSTEM=$3 SHAPE=$4 REP=$5
     shift 5
 fi
-BUILD_DIR=$(cd "${1:?usage: $0 BUILD_DIR OUT_DIR}" && pwd)
-OUT=${2:?usage: $0 BUILD_DIR OUT_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
+# A child run, or only the table again, belongs to a run.json already written.
+if [ -n "${ONE:-}" ] || [ "${BENCH_TABLE_ONLY:-}" = 1 ]; then export BENCH_CHILD=1; fi
+# shellcheck source=../lib.sh
+. "$HERE/../lib.sh"
+bench_init vnet-lifecycle-bench "$@"
+TI=$BENCH_TI
 TESTPMD=$(command -v dpdk-testpmd || true)
 REPEAT=${BENCH_REPEAT:-3}
 DATA_KIB=${BENCH_DATA_KIB:-8192}
 
-# shellcheck source=../../../tests/integration/lib/common.sh
-. "$TI/lib/common.sh"
 qemu_guest_prerequisites
-command -v nstat >/dev/null || fail "nstat not found (Debian package iproute2)"
-for bin in "$VNETD" "$VNETCTL" "$TESTPMD"; do
-    [ -x "$bin" ] || fail "${bin:-dpdk-testpmd} not found"
-done
-mkdir -p "$OUT/runs" || fail "cannot make $OUT"
-OUT=$(cd "$OUT" && pwd)
+bench_need_command nstat "Debian package iproute2"
+bench_need_command dpdk-testpmd "Debian package dpdk"
+mkdir -p "$OUT/runs" || fail "cannot make $OUT/runs"
 CSV="$OUT/results.csv"
 
-# write_table: OUT_DIR/lifecycle.md from OUT_DIR/results.csv.
+# write_table: OUT_DIR/lifecycle.md and summary.csv from OUT_DIR/results.csv.
 write_table() {
-    python3 - "$CSV" >"$OUT/lifecycle.md" <<'PY'
+    python3 - "$CSV" "$OUT/summary.csv" >"$OUT/lifecycle.md" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 def value(r, field):
@@ -126,6 +123,8 @@ labels = [("restart", "client", "value_ms", "restart stall, QEMU server=on + bac
 print("cells: median (min-max), verified runs / runs (all runs in results.csv)\n")
 print("| measurement | vnetd | DPDK testpmd (net_vhost) | vnetd / testpmd |")
 print("|---|---|---|---|")
+summary = csv.writer(open(sys.argv[2], "w", newline=""))
+summary.writerow(["kind", "shape", "measure", "vnetd_median_ms", "testpmd_median_ms", "vnetd_vs_testpmd"])
 for kind, shape, field, label in labels:
     v, vt = cell(kind, shape, "vnetd", field)
     t, tt = cell(kind, shape, "testpmd", field)
@@ -133,6 +132,8 @@ for kind, shape, field, label in labels:
         continue
     ratio = f"{v / t:.2f}×" if v is not None and t else "—"
     print(f"| {label} | {vt} | {tt} | {ratio} |")
+    summary.writerow([kind, shape, field, "" if v is None else f"{v:.0f}", "" if t is None else f"{t:.0f}",
+                      f"{v / t:.2f}" if v is not None and t else ""])
 PY
     cat "$OUT/lifecycle.md"
 }
@@ -176,6 +177,7 @@ if [ -z "${ONE:-}" ]; then
         done
     done
     write_table
+    bench_done "$OUT/summary.csv" "$OUT/lifecycle.md" "$CSV" "$OUT/environment.txt"
     exit 0
 fi
 

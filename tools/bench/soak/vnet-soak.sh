@@ -26,46 +26,31 @@
 #   SOAK_SECONDS (3600) SOAK_PERIOD (3) SOAK_SAMPLE (60) SOAK_SLOTS (4)
 #   SOAK_RATE (2000: 500 us gaps, longer than the adaptive spin ceiling, so vnetd
 #   sleeps between frames and the soak does not take a CPU for an hour)
-# Writes OUT_DIR/soak.csv, OUT_DIR/soak.svg (gnuplot), OUT_DIR/soak.txt (the
-# verdict and an ASCII plot), and keeps the logs in OUT_DIR.
+# Writes OUT_DIR/soak.csv (every sample), OUT_DIR/summary.csv (baseline,
+# end and maximum of each measure), OUT_DIR/soak.svg (gnuplot),
+# OUT_DIR/soak.txt (the verdict and an ASCII plot), OUT_DIR/run.json (what
+# ran: ../lib.sh), and keeps the logs in OUT_DIR.
 set -u
 
-BUILD_DIR=$(cd "${1:?usage: $0 BUILD_DIR OUT_DIR}" && pwd)
-OUT=${2:?usage: $0 BUILD_DIR OUT_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../lib.sh
+. "$HERE/../lib.sh"
+bench_init vnet-soak "$@"
 SECONDS_TOTAL=${SOAK_SECONDS:-3600}
 PERIOD=${SOAK_PERIOD:-3}
 SAMPLE=${SOAK_SAMPLE:-60}
 SLOTS=${SOAK_SLOTS:-4}
 RATE=${SOAK_RATE:-2000}
 
-# shellcheck source=../../../tests/integration/lib/common.sh
-. "$HERE/../../../tests/integration/lib/common.sh"
-[ "$(id -u)" = 0 ] || fail "needs root"
-for bin in "$VNETD" "$VNETCTL" "$PKTGEN"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
-command -v gnuplot >/dev/null || fail "gnuplot is needed for the plot (apt install gnuplot-nox)"
-mkdir -p "$OUT" || fail "cannot make $OUT"
-OUT=$(cd "$OUT" && pwd)
+bench_need "$PKTGEN"
+bench_need_command gnuplot "for the plot: apt install gnuplot-nox"
 
-work_dir vnet-soak
-CTL="$WORK/vnetd.ctl"
-ctl() { "$VNETCTL" --socket "$CTL" "$@"; }
+bench_work
 NS=$(ns_name soak)
 netns_new "$NS"
 fail_log "$OUT/vnetd.log" 30
 
-cat >"$WORK/vnetd.toml" <<TOML
-[daemon]
-control_socket = "$CTL"
-TOML
-bg_start --log "$OUT/vnetd.log" "$VNETD" --config "$WORK/vnetd.toml"
-VNETD_PID=$BG_PID
-wait_for 10 "vnetd did not open its control socket" test -S "$CTL"
+bench_vnetd "$OUT/vnetd.log"
 ctl switch add soak >/dev/null || fail "switch add soak"
 
 # The steady pair: the receiver first, so nothing is sent before it listens.
@@ -190,12 +175,16 @@ exec 2>&3 3>&-
 
 # ---- the verdict and the plot --------------------------------------------------------
 
-python3 - "$OUT/soak.csv" "$SECONDS_TOTAL" "$PERIOD" <<'EOF' | tee "$OUT/soak.txt"
+python3 - "$OUT/soak.csv" "$SECONDS_TOTAL" "$PERIOD" "$OUT/summary.csv" <<'EOF' | tee "$OUT/soak.txt"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 first = rows[1]  # the baseline after the warm-up
 last = rows[-1]
 def n(r, k): return int(r[k])
+summary = csv.writer(open(sys.argv[4], "w", newline=""))
+summary.writerow(["measure", "baseline", "end", "max"])
+for k in ("rss_kib", "fds", "threads", "ports", "steps", "steady_rx_frames"):
+    summary.writerow([k, n(first, k), n(last, k), max(n(r, k) for r in rows)])
 print(f"soak: {sys.argv[2]} s, one step every {sys.argv[3]} s, {n(last, 'steps')} steps, "
       f"{len(rows)} samples")
 print(f"rss: {n(first, 'rss_kib')} KiB at the baseline, {n(last, 'rss_kib')} KiB at the end, "
@@ -225,4 +214,5 @@ plot "$OUT/soak.csv" every ::1 using (\$1/60):(\$2/1024) with lines title "RSS M
      "" every ::1 using (\$1/60):3 axes x1y2 with lines title "fds"
 GP
 cat "$OUT/soak-ascii.txt" >>"$OUT/soak.txt"
+bench_done "$OUT/summary.csv" "$OUT/soak.txt" "$OUT/soak.csv" "$OUT/soak.svg"
 pass "soak done: $OUT/soak.csv, $OUT/soak.svg, $OUT/soak.txt"

@@ -25,28 +25,21 @@
 #     vmgso          --gso frames of 64 KB (mss 1398) to a GUEST_TSO4 receiver, Gbit/s
 # Usage: tools/bench/vxlan/vnet-vxlan-bench.sh BUILD_DIR OUT_DIR   (as root)
 #   BENCH_SECONDS (5) BENCH_REPEAT (3)
-# Writes OUT_DIR/vxlan.csv (every sample), OUT_DIR/vxlan.md (the table) and the logs.
+# Writes OUT_DIR/vxlan.csv (every sample), OUT_DIR/summary.csv and vxlan.md
+# (the medians and ratios), OUT_DIR/drops.txt, OUT_DIR/run.json (what ran:
+# ../lib.sh) and the logs.
 set -u
 
-BUILD_DIR=$(cd "${1:?usage: $0 BUILD_DIR OUT_DIR}" && pwd)
-OUT=${2:?usage: $0 BUILD_DIR OUT_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../lib.sh
+. "$HERE/../lib.sh"
+bench_init vnet-vxlan-bench "$@"
 S=${BENCH_SECONDS:-5}
 REPEAT=${BENCH_REPEAT:-3}
 
-# shellcheck source=../../../tests/integration/lib/common.sh
-. "$HERE/../../../tests/integration/lib/common.sh"
-[ "$(id -u)" = 0 ] || fail "needs root"
-for bin in "$VNETD" "$VNETCTL" "$PKTGEN"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
-command -v iperf3 >/dev/null || fail "iperf3 not found"
-mkdir -p "$OUT" || fail "cannot make $OUT"
-OUT=$(cd "$OUT" && pwd)
-work_dir vnet-vxlan-bench
+bench_need "$PKTGEN"
+bench_need_command iperf3 "apt install iperf3"
+bench_work
 
 # ---- hosts and underlay -----------------------------------------------------------
 HA=$(ns_name bxa)
@@ -208,7 +201,7 @@ cat "$OUT/drops.txt"
 stop_pid "$VNETD_a" || fail "vnetd on hA exit $?"
 stop_pid "$VNETD_b" || fail "vnetd on hB exit $?"
 
-python3 - "$CSV" "$S" "$REPEAT" >"$OUT/vxlan.md" <<'PY'
+python3 - "$CSV" "$S" "$REPEAT" "$OUT/summary.csv" >"$OUT/vxlan.md" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 def med(row, system):
@@ -223,6 +216,8 @@ labels = {"udp64": "pod → pod, UDP 64-byte frames (iperf3 -u -l 22 -b 0)",
 print(f"{sys.argv[3]} runs of {sys.argv[2]} s each, medians (all samples in vxlan.csv)\n")
 print("| row | vnetd | kernel (veth + bridge + vxlan) | vnetd / kernel |")
 print("|---|---|---|---|")
+summary = csv.writer(open(sys.argv[4], "w", newline=""))
+summary.writerow(["row", "unit", "vnetd_median", "kernel_median", "vnetd_vs_kernel"])
 for key, label in labels.items():
     v, vs, unit = med(key, "vnetd")
     k, ks, _ = med(key, "kernel")
@@ -230,5 +225,8 @@ for key, label in labels.items():
     kt = f"{k:g} {unit}" if k is not None else ("no vhost-user back end in the kernel here" if key.startswith("vm") else "n/a")
     ratio = f"{v / k:.2f}×" if v is not None and k else "—"
     print(f"| {label} | {vt} | {kt} | {ratio} |")
+    summary.writerow([key, unit, "" if v is None else f"{v:g}", "" if k is None else f"{k:g}",
+                      f"{v / k:.2f}" if v is not None and k else ""])
 PY
 cat "$OUT/vxlan.md"
+bench_done "$OUT/summary.csv" "$OUT/vxlan.md" "$CSV" "$OUT/drops.txt"
