@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
@@ -16,7 +17,7 @@ BenchOptions parse_options(int argc, char** argv) {
         "and its peers (DPDK testpmd, a naive forwarder, the kernel), in one run, as root.\n"
         "Each experiment makes and removes its own namespaces, taps and processes; vnetd or "
         "the forwarder under test runs on one CPU, the traffic source/sink on the other."};
-    bool quick = false, full = false;
+    bool quick = false, full = false, list = false;
     std::string only;
     auto* q = app.add_flag("--quick", quick,
                            "about a minute: 1 repeat, ~1 s points, a subset of rows (default)");
@@ -42,8 +43,17 @@ BenchOptions parse_options(int argc, char** argv) {
     app.add_option("--dut-cpu", o.dut_cpu, "CPU of vnetd / the forwarder (default: the last)");
     app.add_option("--load-cpu", o.load_cpu, "CPU of the traffic source/sink (default: 0)");
     app.add_flag("-v,--verbose", o.verbose, "print every command as it runs");
+    app.add_flag("--list", list,
+                 "print each experiment's id and what it measures, one a line, and exit "
+                 "(tools/bench/run --list adds the shell benches)");
     try {
         app.parse(argc, argv);
+        if (list) {
+            for (const Experiment& e : experiments()) {
+                std::printf("%-12s %s\n", e.id, e.summary);
+            }
+            std::exit(0);
+        }
         o.mode = full ? RunMode::full : RunMode::quick;
         std::stringstream ss(only);
         std::string id;

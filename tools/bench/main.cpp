@@ -6,6 +6,11 @@
 //
 //   vnet-bench [--quick|--full] [--only seed004,...] [--json F] [--charts D]
 //              [--repeat N] [--seconds S] [--build-dir DIR] [--verbose]
+//   vnet-bench --list
+//
+// tools/bench/run is the one entry point over these experiments and the
+// shell benches (lifecycle/, cni/, vxlan/, soak/), the callgrind script
+// and the micro-benchmarks.
 #include <unistd.h>
 
 #include <cstdio>
