@@ -49,7 +49,9 @@ bench_init() {
     OUT=$(cd "$OUT" && pwd)
     VNETD="$BUILD_DIR/apps/vnetd"
     VNETCTL="$BUILD_DIR/apps/vnetctl"
+    # shellcheck disable=SC2034 # for the benches that source this
     PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
+    # shellcheck disable=SC2034
     CNI="$BUILD_DIR/apps/vnetd-cni"
     bench_need "$VNETD" "$VNETCTL"
     # The parent run's command line, not a child run's (lifecycle's --one).
@@ -79,6 +81,7 @@ bench_work() {
 bench_vnetd() {
     printf '[daemon]\ncontrol_socket = "%s"\n%s' "$CTL" "${2:-}" >"$WORK/vnetd.toml"
     bg_start --log "$1" "$VNETD" --config "$WORK/vnetd.toml"
+    # shellcheck disable=SC2034 # for the benches that source this
     VNETD_PID=$BG_PID
     wait_for 10 "vnetd did not open its control socket" test -S "$CTL"
 }
@@ -86,9 +89,9 @@ bench_vnetd() {
 ctl() { "$VNETCTL" --socket "$CTL" "$@"; }
 
 # bench_done FILE...: see the header.
-bench_done() { _bench_run_json done "$@"; }
+bench_done() { _bench_run_json finish "$@"; }
 
-# _bench_run_json start|done [FILE...]: write or complete OUT_DIR/run.json.
+# _bench_run_json start|finish [FILE...]: write or complete OUT_DIR/run.json.
 _bench_run_json() {
     local phase=$1
     shift

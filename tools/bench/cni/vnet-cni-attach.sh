@@ -57,8 +57,9 @@ STRACE=${ATTACH_STRACE:-0}
 STRACE_CALLS=execve,clone,clone3,socket,sendto,recvfrom,sendmsg,recvmsg,fsync,exit_group
 
 bench_need "$CNI"
-[ -x "$PLUGINS/bridge" ] && [ -x "$PLUGINS/host-local" ] ||
-    fail "no $PLUGINS/bridge or host-local (scripts/install-deps.sh installs containernetworking-plugins)"
+for bin in "$PLUGINS/bridge" "$PLUGINS/host-local"; do
+    [ -x "$bin" ] || fail "$bin not there (scripts/install-deps.sh installs containernetworking-plugins)"
+done
 [ "$STRACE" = 0 ] || bench_need_command strace "ATTACH_STRACE needs it: apt install strace"
 
 bench_work
