@@ -79,8 +79,7 @@ command -v nstat >/dev/null || skip "nstat not found (Debian package iproute2)"
 work_dir vnet-qemu-restart
 T0=$(date +%s.%N)
 echo "== guest kernel $KVER"
-bash "$HERE/qemu/build_initramfs.sh" "$KVER" "$WORK/initrd.gz" 2>"$WORK/initramfs.err" ||
-    fail "initramfs: $(cat "$WORK/initramfs.err")"
+guest_initramfs
 
 # shellcheck source=lib/qemu_stream.sh
 . "$HERE/lib/qemu_stream.sh"
@@ -90,16 +89,15 @@ bash "$HERE/qemu/build_initramfs.sh" "$KVER" "$WORK/initrd.gz" 2>"$WORK/initramf
 # D (WORK/L: the shape's files), VNETD_PID, QEMU_PID (timeout's; QEMU is
 # its child), RECEIVER_PID, SENDER_PID.
 
-# start_vnetd LIFE ARG...: vnetd in NS (its tap is born there), log
+# start_shape_vnetd LIFE ARG...: vnetd in NS (its tap is born there), log
 # D-vnetd-LIFE.log; VNETD_PID. Without GRO each frame the guest sends is one
 # write to the tap, so the tap's count can be set against the guest's.
-start_vnetd() {
+start_shape_vnetd() {
     local life=$1
     shift
-    bg_start --log "$D-vnetd-$life.log" ip netns exec "$NS" "$VNETD" --socket-path "$SOCK" \
+    start_vnetd "$D-vnetd-$life.log" --netns "$NS" --socket-path "$SOCK" \
         --tap "$TAP" --persist on --gro off --stats-file "$D-stats.json" --control-socket "$D-ctl.sock" \
         --log-level debug "$@"
-    VNETD_PID=$BG_PID
 }
 
 started_vnetd() { # started_vnetd LOG PORT_LINE: the tap opened and the port's line is there
@@ -111,61 +109,10 @@ started_vnetd() { # started_vnetd LOG PORT_LINE: the tap opened and the port's l
 # reconnects) or "client" (QEMU listens, vnetd --client); INDEX (0, 1)
 # picks the shape's subnet.
 run_shape() {
-    L=$1
     local role=$3
-    NS=$(ns_name vnet-rst "$L")
-    TAP=$(link_name vnrst "$L")
-    D="$WORK/$L"
-    SOCK="$D.sock"
-    local net=10.82.$((VT_ID % 125 * 2 + $2))
-    HOST_IP=$net.1
-    GUEST_IP=$net.2
-    local client_arg=() port_line chardev
-    if [ "$role" = server ]; then
-        port_line="port vm0: listening on $SOCK"
-        chardev="reconnect=1"
-    else
-        client_arg=(--client)
-        port_line="port vm0: connecting to $SOCK"
-        chardev="server=on,wait=off"
-    fi
-    for f in vnetd-1.log vnetd-2.log qemu.log console.txt receiver.out sender.out; do
-        fail_log "$D-$f" 25
-    done
-    echo "== ($L) vnetd $role, QEMU -chardev socket,$chardev; netns $NS, tap $TAP, host $HOST_IP, guest $GUEST_IP"
-    netns_new "$NS"
+    shape_begin "$1" "$2" "$role" vnet-rst vnrst 10.82 vnetd-1.log vnetd-2.log
     on_exit ip -n "$NS" link del "$TAP"
-    ip -n "$NS" link set lo up
-
-    # The receiver listens on any address: the tap that gets HOST_IP does not
-    # exist yet, and the guest connects as soon as it answers a ping.
-    bg_start --out "$D-receiver.out" --err "$D-receiver.err" \
-        ip netns exec "$NS" python3 -u "$HERE/lib/stream_receiver.py" 0.0.0.0 5300 $((QEMU_TIMEOUT - 20))
-    RECEIVER_PID=$BG_PID
-    wait_for 10 "($L) the receiver did not listen" log_has "$D-receiver.out" '^listening'
-    # The first vnetd, and QEMU: whoever connects starts after the listener.
-    if [ "$role" = server ]; then
-        start_vnetd 1
-        wait_for 10 "($L) vnetd did not listen" log_has "$D-vnetd-1.log" "$port_line"
-        start_qemu "$chardev"
-    else
-        start_qemu "$chardev"
-        guest_wait 20 "QEMU did not listen on $SOCK" test -S "$SOCK"
-        start_vnetd 1 "${client_arg[@]}"
-    fi
-    guest_wait 20 "the front end did not connect to the first vnetd" \
-        log_has "$D-vnetd-1.log" "front end connected"
-    guest_wait 10 "vnetd did not open tap $TAP" log_has "$D-vnetd-1.log" "\[tap '$TAP'\] opened"
-    ip -n "$NS" addr add "$HOST_IP/24" dev "$TAP" || fail "($L) ip addr add"
-    ip -n "$NS" link set "$TAP" up || fail "($L) ip link set $TAP up"
-
-    # Both streams run (paced) before the kill.
-    guest_wait "$BOOT_WAIT" "the guest's stream did not start" streams_past $((8 * CHUNK)) -1
-    bg_start --out "$D-sender.out" --err "$D-sender.err" \
-        ip netns exec "$NS" python3 -u "$HERE/lib/stream_sender.py" "$GUEST_IP" 5301 $((DATA_KIB * 1024)) \
-        $((QEMU_TIMEOUT - 40))
-    SENDER_PID=$BG_PID
-    guest_wait 30 "the stream into the guest did not start" streams_past $((8 * CHUNK)) $((8 * CHUNK))
+    shape_guest_up "$D-vnetd-1.log" start_shape_vnetd 1
     local qemu_before
     qemu_before=$(qemu_identity)
 
@@ -178,7 +125,7 @@ run_shape() {
     { wait "$VNETD_PID"; } 2>/dev/null
     t_dead=$(_vt_now_us)
     forget "$VNETD_PID"
-    start_vnetd 2 "${client_arg[@]}"
+    start_shape_vnetd 2 "${ROLE_ARGS[@]}"
     t_started=$(_vt_now_us)
     local restart_ms
     restart_ms=$(awk -v a="$t_dead" -v b="$t_started" 'BEGIN { printf "%.1f", (b - a) / 1000 }')
@@ -192,8 +139,8 @@ run_shape() {
     fi
     check "($L) the new vnetd started within ${RESTART_FAIL_MS} ms of the old one's death (${restart_ms} ms)" \
         test $((t_started - t_dead)) -le $((RESTART_FAIL_MS * 1000))
-    guest_wait "$START_WAIT" "the restarted vnetd did not start (tap opened, '$port_line')" \
-        started_vnetd "$D-vnetd-2.log" "$port_line"
+    guest_wait "$START_WAIT" "the restarted vnetd did not start (tap opened, '$PORT_LINE')" \
+        started_vnetd "$D-vnetd-2.log" "$PORT_LINE"
     local busy_wait
     busy_wait=$(grep -oE "released after [0-9]+ ms" "$D-vnetd-2.log" | grep -oE '[0-9]+')
     if log_has "$D-vnetd-2.log" "attached elsewhere \(EBUSY\): waiting up to 5 s"; then
@@ -205,7 +152,7 @@ run_shape() {
     # the rings again: from its log (ms), against the old one's reaping.
     local t_tap t_port t_conn t_rings
     t_tap=$(log_time_us "$D-vnetd-2.log" "\[tap '$TAP'\] opened")
-    t_port=$(log_time_us "$D-vnetd-2.log" "$port_line")
+    t_port=$(log_time_us "$D-vnetd-2.log" "$PORT_LINE")
     t_conn=$(log_time_us "$D-vnetd-2.log" "front end connected")
     check "($L) QEMU after the restart is the one from before ($qemu_before, now $(qemu_identity))" \
         test "$(qemu_identity)" = "$qemu_before"
@@ -214,21 +161,7 @@ run_shape() {
     guest_wait "$RESUME_WAIT" "the streams did not resume after the restart" \
         streams_past $((rx_at_kill + 16 * CHUNK)) $((tx_at_kill + 16 * CHUNK))
     t_rings=$(log_time_us "$D-vnetd-2.log" "queue pair 0 running")
-    kill -USR1 "$RECEIVER_PID" "$SENDER_PID"
-    wait_until "$STREAM_WAIT" log_has "$D-receiver.out" '^(done|error)' ||
-        fail_now "the stream from the guest did not end"
-    wait_until "$STREAM_WAIT" log_has "$D-sender.out" '^(done|error)' ||
-        fail_now "the stream into the guest did not end"
-    local qemu_at_end
-    qemu_at_end=$(qemu_identity)
-    wait_until 30 exited "$QEMU_PID" || fail_now "the guest did not power off"
-    stop_pid "$QEMU_PID" TERM 5
-    local qemu_rc=$?
-    console_text
-    stop_pid "$RECEIVER_PID" TERM 5
-    local receiver_rc=$?
-    stop_pid "$SENDER_PID" TERM 5
-    local sender_rc=$?
+    finish_streams
 
     local tap_rx tap_tx tap_tx_dropped netns_tcp
     tap_rx=$(link_stat "$NS" "$TAP" rx_packets)
@@ -241,9 +174,9 @@ run_shape() {
     local vnetd_rc=$?
 
     # ---- the checks -----------------------------------------------------------------------
-    check "($L) QEMU at the streams' end is the one from before the kill ($qemu_before, then $qemu_at_end)" \
-        test "$qemu_at_end" = "$qemu_before"
-    check_streams_verified "$qemu_rc" "$receiver_rc" "$sender_rc"
+    check "($L) QEMU at the streams' end is the one from before the kill ($qemu_before, then $QEMU_AT_END)" \
+        test "$QEMU_AT_END" = "$qemu_before"
+    check_streams_verified "$QEMU_RC" "$RECEIVER_RC" "$SENDER_RC"
     check "($L) guest -> host: bytes after the restart (${RECV_SIZE:-0} > $rx_at_kill at the kill)" \
         test "${RECV_SIZE:-0}" -gt "$rx_at_kill"
 
@@ -256,16 +189,12 @@ run_shape() {
     check "($L) the final vnetd exited 0 on SIGTERM (is $vnetd_rc)" test "$vnetd_rc" = 0
 
     # ---- for the notes -----------------------------------------------------------------------
-    local t_kill_s stall_ms stall_from pacing_ms
-    t_kill_s=$(awk -v t="$t_kill" 'BEGIN { printf "%.6f", t / 1e6 }')
-    read -r stall_ms stall_from pacing_ms < <(awk -v tk="$t_kill_s" '
-        $1 == "gap-ms" && $6 > tk && $2 > s { s = $2; from = $4 }
-        $1 == "gap-ms" && $6 <= tk && $2 > p { p = $2 }
-        END { printf "%d %.3f %d\n", s, from - tk, p }' "$D-receiver.out")
+    local stall_ms stall_from pacing_ms
+    read -r stall_ms stall_from pacing_ms < <(stall_after "$t_kill")
     local guest_tx guest_rx
     guest_tx=$(guest 'eth0 tx_packets ')
     guest_rx=$(guest 'eth0 rx_packets ')
-    note "($L) vnetd $role, QEMU $chardev:"
+    note "($L) vnetd $role, QEMU $CHARDEV:"
     note "  restart: the new vnetd forked ${restart_ms} ms after the old one was reaped; then (ms after" \
         "the reaping, vnetd's log) tap opened $(ms_since "$t_dead" "$t_tap"), port line" \
         "$(ms_since "$t_dead" "$t_port"), front end connected $(ms_since "$t_dead" "$t_conn")," \

@@ -37,7 +37,6 @@ BUILD_DIR=${1:?usage: $0 BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 VNETD="$BUILD_DIR/apps/vnetd"
 VNETCTL="$BUILD_DIR/apps/vnetctl"
-QEMU=$(command -v qemu-system-x86_64 || true)
 DATA_KIB=${VNET_QEMU_DATA_KIB:-8192}
 # shellcheck disable=SC2034 # GUEST_MB and MAC: lib/qemu_stream.sh start_qemu
 GUEST_MB=192
@@ -51,23 +50,13 @@ STREAM_WAIT=60
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
-[ "$(id -u)" = 0 ] || skip "needs root (network namespaces, taps)"
-[ -n "$QEMU" ] || skip "qemu-system-x86_64 not found (Debian package qemu-system-x86)"
-command -v iperf3 >/dev/null || skip "iperf3 not found (the initramfs takes it)"
-[ -x /bin/busybox ] || skip "/bin/busybox not found (Debian package busybox-static)"
-command -v python3 >/dev/null || skip "python3 not found"
-[ -c /dev/net/tun ] || skip "/dev/net/tun missing"
-
-guest_kernel
-for bin in "$VNETD" "$VNETCTL"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+qemu_guest_prerequisites
+need_built "$VNETD" "$VNETCTL"
 
 work_dir vnet-upgrade
 T0=$(date +%s.%N)
 echo "== guest kernel $KVER"
-bash "$HERE/qemu/build_initramfs.sh" "$KVER" "$WORK/initrd.gz" 2>"$WORK/initramfs.err" ||
-    fail "initramfs: $(cat "$WORK/initramfs.err")"
+guest_initramfs
 
 # shellcheck source=lib/qemu_stream.sh
 . "$HERE/lib/qemu_stream.sh"
@@ -84,18 +73,17 @@ BAD_OPTION_REASON=$("$VNETD" --tap vnupg-none --null --tx-batch 65 2>&1 >/dev/nu
 # Set by run_shape: L, NS, TAP, SOCK, CTL, D, VNETD_PID (the old vnetd),
 # NEW_PID, QEMU_PID, RECEIVER_PID, SENDER_PID.
 
-# start_vnetd ARG...: vnetd in NS (its tap is born there, not persistent:
-# only the hand-over keeps it), log D-vnetd.log, which the new vnetd of the
-# upgrade writes too (it inherits the old one's stderr); VNETD_PID.
-start_vnetd() {
-    bg_start --log "$D-vnetd.log" ip netns exec "$NS" "$VNETD" --socket-path "$SOCK" \
+# start_shape_vnetd ARG...: vnetd in NS (its tap is born there, not
+# persistent: only the hand-over keeps it), log D-vnetd.log, which the new
+# vnetd of the upgrade writes too (it inherits the old one's stderr);
+# VNETD_PID.
+start_shape_vnetd() {
+    start_vnetd "$D-vnetd.log" --netns "$NS" --socket-path "$SOCK" \
         --tap "$TAP" --gro off --stats-file "$D-stats.json" --control-socket "$CTL" \
         --log-level debug "$@"
-    VNETD_PID=$BG_PID
 }
 
-vnetctl() { "$VNETCTL" --socket "$CTL" "$@"; }
-control_answers() { vnetctl port list >/dev/null; }
+control_answers() { ctl port list >/dev/null; }
 tap_ifindex() { ip netns exec "$NS" cat "/sys/class/net/$TAP/ifindex" 2>/dev/null || echo gone; }
 children_of() { cat /proc/"$1"/task/*/children 2>/dev/null | tr -s ' \n' ' ' | sed 's/ $//'; }
 
@@ -105,7 +93,7 @@ failed_upgrade() {
     local what=$1 expected=$2 rc=0 ifindex_before rx_before
     shift 2
     ifindex_before=$(tap_ifindex)
-    vnetctl upgrade "$@" >"$D-upgrade-$what.out" 2>"$D-upgrade-$what.err" || rc=$?
+    ctl upgrade "$@" >"$D-upgrade-$what.out" 2>"$D-upgrade-$what.err" || rc=$?
     check "($L) a failed upgrade ($what): vnetctl exits 1 (is $rc)" test "$rc" = 1
     check "($L) a failed upgrade ($what): the error is exactly '$expected' (is '$(cat "$D-upgrade-$what.err")')" \
         test "$(cat "$D-upgrade-$what.err")" = "$expected"
@@ -124,56 +112,10 @@ failed_upgrade() {
 # reconnects; upgraded by vnetctl) or "client" (QEMU listens, vnetd
 # --client; upgraded by SIGUSR2); INDEX (0, 1) picks the shape's subnet.
 run_shape() {
-    L=$1
     local role=$3
-    NS=$(ns_name vnet-upg "$L")
-    TAP=$(link_name vnupg "$L")
-    D="$WORK/$L"
-    SOCK="$D.sock"
+    shape_begin "$1" "$2" "$role" vnet-upg vnupg 10.83 vnetd.log
     CTL="$D-ctl.sock"
-    local net=10.83.$((VT_ID % 125 * 2 + $2))
-    HOST_IP=$net.1
-    GUEST_IP=$net.2
-    local client_arg=() port_line chardev
-    if [ "$role" = server ]; then
-        port_line="port vm0: listening on $SOCK"
-        chardev="reconnect=1"
-    else
-        client_arg=(--client)
-        port_line="port vm0: connecting to $SOCK"
-        chardev="server=on,wait=off"
-    fi
-    for f in vnetd.log qemu.log console.txt receiver.out sender.out; do
-        fail_log "$D-$f" 25
-    done
-    echo "== ($L) vnetd $role, QEMU -chardev socket,$chardev; netns $NS, tap $TAP, host $HOST_IP, guest $GUEST_IP"
-    netns_new "$NS"
-    ip -n "$NS" link set lo up
-
-    bg_start --out "$D-receiver.out" --err "$D-receiver.err" \
-        ip netns exec "$NS" python3 -u "$HERE/lib/stream_receiver.py" 0.0.0.0 5300 $((QEMU_TIMEOUT - 20))
-    RECEIVER_PID=$BG_PID
-    wait_for 10 "($L) the receiver did not listen" log_has "$D-receiver.out" '^listening'
-    if [ "$role" = server ]; then
-        start_vnetd
-        wait_for 10 "($L) vnetd did not listen" log_has "$D-vnetd.log" "$port_line"
-        start_qemu "$chardev"
-    else
-        start_qemu "$chardev"
-        guest_wait 20 "QEMU did not listen on $SOCK" test -S "$SOCK"
-        start_vnetd "${client_arg[@]}"
-    fi
-    guest_wait 20 "the front end did not connect to vnetd" log_has "$D-vnetd.log" "front end connected"
-    guest_wait 10 "vnetd did not open tap $TAP" log_has "$D-vnetd.log" "\[tap '$TAP'\] opened"
-    ip -n "$NS" addr add "$HOST_IP/24" dev "$TAP" || fail "($L) ip addr add"
-    ip -n "$NS" link set "$TAP" up || fail "($L) ip link set $TAP up"
-
-    guest_wait "$BOOT_WAIT" "the guest's stream did not start" streams_past $((8 * CHUNK)) -1
-    bg_start --out "$D-sender.out" --err "$D-sender.err" \
-        ip netns exec "$NS" python3 -u "$HERE/lib/stream_sender.py" "$GUEST_IP" 5301 $((DATA_KIB * 1024)) \
-        $((QEMU_TIMEOUT - 40))
-    SENDER_PID=$BG_PID
-    guest_wait 30 "the stream into the guest did not start" streams_past $((8 * CHUNK)) $((8 * CHUNK))
+    shape_guest_up "$D-vnetd.log" start_shape_vnetd
     local qemu_before ifindex_before sock_inode_before
     qemu_before=$(qemu_identity)
     ifindex_before=$(tap_ifindex)
@@ -194,7 +136,7 @@ run_shape() {
     tx_at=$(progress_bytes "$D-sender.out")
     t_upgrade=$(_vt_now_us)
     if [ "$role" = server ]; then
-        vnetctl upgrade >"$D-upgrade.out" 2>&1 || fail_now "vnetctl upgrade: $(cat "$D-upgrade.out")"
+        ctl upgrade >"$D-upgrade.out" 2>&1 || fail_now "vnetctl upgrade: $(cat "$D-upgrade.out")"
         echo "($L) $(cat "$D-upgrade.out")"
         check "($L) vnetctl upgrade says who took over" \
             grep -qE "^upgraded: pid [0-9]+ \\($VNETD\\) took over in [0-9]+ ms$" "$D-upgrade.out"
@@ -226,21 +168,7 @@ run_shape() {
     # ---- the streams move again, then finish unpaced ---------------------------------
     guest_wait "$RESUME_WAIT" "the streams did not resume after the upgrade" \
         streams_past $((rx_at + 16 * CHUNK)) $((tx_at + 16 * CHUNK))
-    kill -USR1 "$RECEIVER_PID" "$SENDER_PID"
-    wait_until "$STREAM_WAIT" log_has "$D-receiver.out" '^(done|error)' ||
-        fail_now "the stream from the guest did not end"
-    wait_until "$STREAM_WAIT" log_has "$D-sender.out" '^(done|error)' ||
-        fail_now "the stream into the guest did not end"
-    local qemu_at_end
-    qemu_at_end=$(qemu_identity)
-    wait_until 30 exited "$QEMU_PID" || fail_now "the guest did not power off"
-    stop_pid "$QEMU_PID" TERM 5
-    local qemu_rc=$?
-    console_text
-    stop_pid "$RECEIVER_PID" TERM 5
-    local receiver_rc=$?
-    stop_pid "$SENDER_PID" TERM 5
-    local sender_rc=$?
+    finish_streams
 
     # The new vnetd is not this script's child: it is stopped and waited
     # for by its pid, and its final report must be in the log.
@@ -249,9 +177,9 @@ run_shape() {
     check "($L) the new vnetd wrote its final report (the old one's is the first)" \
         log_count "$D-vnetd.log" "final stats after" 2
 
-    check "($L) QEMU at the streams' end is the one from before the upgrade ($qemu_before, then $qemu_at_end)" \
-        test "$qemu_at_end" = "$qemu_before"
-    check_streams_verified "$qemu_rc" "$receiver_rc" "$sender_rc"
+    check "($L) QEMU at the streams' end is the one from before the upgrade ($qemu_before, then $QEMU_AT_END)" \
+        test "$QEMU_AT_END" = "$qemu_before"
+    check_streams_verified "$QEMU_RC" "$RECEIVER_RC" "$SENDER_RC"
     check "($L) guest -> host: bytes after the upgrade (${RECV_SIZE:-0} > $rx_at)" test "${RECV_SIZE:-0}" -gt "$rx_at"
     [ -s "$D-stats.json" ] || fail "($L) the new vnetd wrote no $D-stats.json"
     local vm_rx vm_tx vtap_rx vtap_tx
@@ -262,7 +190,7 @@ run_shape() {
 
     local stall_ms stall_from pacing_ms
     read -r stall_ms stall_from pacing_ms < <(stall_after "$t_upgrade")
-    note "($L) vnetd $role, QEMU $chardev, upgrade by $([ "$role" = server ] && echo "vnetctl upgrade" || echo SIGUSR2):"
+    note "($L) vnetd $role, QEMU $CHARDEV, upgrade by $([ "$role" = server ] && echo "vnetctl upgrade" || echo SIGUSR2):"
     note "  hand-over: old pid $VNETD_PID -> new pid $NEW_PID in $handover_ms (vnetd's figure: start of the" \
         "new binary to the old one's release); old exit status $old_rc"
     note "  STALL: ${stall_ms} ms, the longest gap between received chunks since the upgrade" \

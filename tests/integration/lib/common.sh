@@ -34,15 +34,20 @@
 #                   link_name PREFIX [SUFFIX] (fails above 15 characters)
 #   netns, links    netns_new NAME [--ipv6], netns_del NAME,
 #                   link_stat NS DEV FIELD, fd_count PID
-#   vnetd, pktgen   vnetd_stats FILE PORT.DIR.FIELD..., pktgen_value FILE KEY
+#   vnetd, pktgen   need_built FILE..., start_vnetd LOG [--netns NS] ARG...
+#                   (VNETD_PID), ctl ARG... (vnetctl on CTL),
+#                   wait_control [SECS], vnetd_stats FILE PORT.DIR.FIELD...,
+#                   pktgen_value FILE KEY
 #   DPDK            NCPU, LAST_CPU, dpdk_eal NAME LCORES (sets EAL_ARGS)
-#   QEMU guests     guest_kernel (sets KERNEL, KVER), qemu_guest_prerequisites
+#   QEMU guests     guest_kernel (sets KERNEL, KVER), qemu_guest_prerequisites,
+#                   guest_initramfs, guest_command [opts] (sets GUEST_CMD)
 #
 # Processes: every process is stopped by its PID only, and only those this
 # test started and registered (bg_start, track). Nothing is killed by name.
 
 [ -n "${_VT_COMMON_LOADED:-}" ] && return 0
 _VT_COMMON_LOADED=1
+_VT_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 VT_ID=$$
 
@@ -400,6 +405,44 @@ fd_count() {
 
 # ---- vnetd and vnet-pktgen -------------------------------------------------------
 
+# need_built FILE...: every FILE is there and executable (a program of the
+# build under test), or the test fails "FILE not built".
+need_built() {
+    local f
+    for f in "$@"; do
+        [ -x "$f" ] || fail "$f not built"
+    done
+}
+
+# start_vnetd LOG [--netns NS] [--] ARG...: vnetd (VNETD) with ARG... in the
+# background, in network namespace NS when given, its stdout and stderr in
+# LOG, tracked (SIGTERM at exit); VNETD_PID is its pid. ARG... should give
+# it a control socket of this test's own, --control-socket "$CTL" or
+# control_socket in its --config (or --control-socket "" for none): the
+# default, /run/vnetd/vnetd.ctl, is the host's, and two tests run at once
+# would share it.
+start_vnetd() {
+    local log=$1 ns=()
+    shift
+    if [ "${1:-}" = --netns ]; then
+        ns=(ip netns exec "$2")
+        shift 2
+    fi
+    [ "${1:-}" = -- ] && shift
+    bg_start --log "$log" "${ns[@]}" "$VNETD" "$@"
+    VNETD_PID=$BG_PID
+}
+
+# ctl ARG...: vnetctl (VNETCTL) against this test's vnetd, at its control
+# socket CTL.
+ctl() { "$VNETCTL" --socket "$CTL" "$@"; }
+
+# wait_control [SECONDS]: wait (default 10 s) until vnetd has made its
+# control socket CTL, or fail "vnetd did not open its control socket".
+wait_control() {
+    wait_for "${1:-10}" "vnetd did not open its control socket" test -S "$CTL"
+}
+
 # vnetd_stats FILE PORT.DIR.FIELD[.QUEUE]...: the values, space-separated,
 # from a vnetd stats JSON (queue QUEUE, default 0; FIELD "drops" is the sum
 # of every reason, "gro_frames"/"gro_segments" the user-space GRO counters).
@@ -480,4 +523,68 @@ qemu_guest_prerequisites() {
     command -v python3 >/dev/null || skip "python3 not found"
     [ -c /dev/net/tun ] || skip "/dev/net/tun missing"
     guest_kernel
+}
+
+# guest_initramfs: the test guest's initramfs (qemu/build_initramfs.sh for
+# KVER: busybox, iperf3, virtio modules, qemu/guest_init.sh) as
+# WORK/initrd.gz, or fail with the builder's errors (WORK/initramfs.err).
+guest_initramfs() {
+    bash "$_VT_LIB/../qemu/build_initramfs.sh" "$KVER" "$WORK/initrd.gz" 2>"$WORK/initramfs.err" ||
+        fail "initramfs: $(cat "$WORK/initramfs.err")"
+}
+
+# The virtio-net offloads a test guest's NIC offers by default: what a
+# Linux guest with a vhost-user back end normally negotiates.
+GUEST_NET_OFFLOADS=mrg_rxbuf=on,csum=on,guest_csum=on,gso=on,host_tso4=on,guest_tso4=on
+
+# guest_command [--mb MB] [--mem-opts OPTS] [--smp N] [--append TEXT]
+#               [--console FILE] [--socket PATH] [--chardev-opts OPTS]
+#               [--queues N] [--mac MAC] [--net-opts OPTS] [--offloads LIST]
+#               [-- QEMU_ARG...]
+# GUEST_CMD becomes the QEMU command line of a test guest (QEMU, KERNEL and
+# WORK/initrd.gz, see qemu_guest_prerequisites and guest_initramfs): TCG,
+# MB MiB (default 512; -m takes OPTS after it, e.g. ",slots=4,maxmem=1G")
+# all on one shared memfd (vnetd maps it), SMP N CPUs (default 1), no
+# default devices, the kernel command line "console=ttyS0 quiet panic=-1
+# ipv6.disable=1 TEXT" (TEXT: the vnet_* keys of qemu/guest_init.sh), the
+# serial console into FILE, no reboot (a reboot ends QEMU), and one
+# virtio-net-pci NIC (MAC; its offloads LIST, default GUEST_NET_OFFLOADS,
+# "" for none; OPTS more properties after them, e.g. ",packed=on") on a
+# vhost-user netdev at PATH (N queue pairs, mq=on, when N > 1) with chardev
+# options OPTS (e.g. ",reconnect=1"); QEMU_ARG... last (e.g. -qmp). vectors=0:
+# QEMU 7.2 TCG + vhost-user + MSI-X segfaults (peer-baselines.md).
+# Run it as: bg_start --log LOG timeout -k 5 SECS "${GUEST_CMD[@]}".
+guest_command() {
+    local mb=512 mem_opts="" smp=1 append="" console="" sock="" chardev_opts="" queues=1 mac=""
+    local net_opts="" offloads=$GUEST_NET_OFFLOADS
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --mb) mb=$2; shift 2 ;;
+            --mem-opts) mem_opts=$2; shift 2 ;;
+            --smp) smp=$2; shift 2 ;;
+            --append) append=$2; shift 2 ;;
+            --console) console=$2; shift 2 ;;
+            --socket) sock=$2; shift 2 ;;
+            --chardev-opts) chardev_opts=$2; shift 2 ;;
+            --queues) queues=$2; shift 2 ;;
+            --mac) mac=$2; shift 2 ;;
+            --net-opts) net_opts=$2; shift 2 ;;
+            --offloads) offloads=$2; shift 2 ;;
+            --) shift; break ;;
+            *) fail "guest_command: unknown option $1" ;;
+        esac
+    done
+    local netdev="type=vhost-user,id=net0,chardev=chr0" device="virtio-net-pci,netdev=net0,mac=$mac"
+    if [ "$queues" -gt 1 ]; then
+        netdev+=",queues=$queues"
+        device+=",mq=on"
+    fi
+    device+=",vectors=0${offloads:+,$offloads}$net_opts"
+    GUEST_CMD=("$QEMU" -accel tcg -m "${mb}M$mem_opts" -smp "$smp" -nodefaults -no-user-config
+        -kernel "$KERNEL" -initrd "$WORK/initrd.gz"
+        -append "console=ttyS0 quiet panic=-1 ipv6.disable=1 $append"
+        -display none -monitor none -serial "file:$console" -no-reboot
+        -object "memory-backend-memfd,id=mem,size=${mb}M,share=on" -numa node,memdev=mem
+        -chardev "socket,id=chr0,path=$sock$chardev_opts"
+        -netdev "$netdev" -device "$device" "$@")
 }

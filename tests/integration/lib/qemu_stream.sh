@@ -3,9 +3,11 @@
 # vnetd goes away and comes back (test_qemu_restart.sh: SIGKILL and a
 # restart; test_upgrade_in_place.sh: an upgrade in place) or across a
 # VXLAN tunnel (test_vxlan_qemu.sh). Sourced after
-# common.sh and guest_kernel; the test sets QEMU, QEMU_TIMEOUT, GUEST_MB,
-# MAC, DATA_KIB, WORK and, per shape, L, D, SOCK, HOST_IP, GUEST_IP, and
-# QEMU_PID is set here.
+# common.sh, qemu_guest_prerequisites and guest_initramfs; the test sets
+# QEMU_TIMEOUT, GUEST_MB, MAC, DATA_KIB, CHUNK, STREAM_WAIT (and BOOT_WAIT
+# for shape_guest_up) and, per guest, L, D, SOCK, HOST_IP, GUEST_IP (or
+# has shape_begin set them); QEMU_PID, RECEIVER_PID, SENDER_PID are set
+# here.
 # shellcheck shell=bash
 
 FAILS=()
@@ -17,19 +19,14 @@ check() { # check DESCRIPTION COMMAND...
 SUMMARY=()
 note() { SUMMARY+=("$*"); }
 
-# start_qemu CHARDEV_OPTIONS: the guest, its vhost-user chardev at SOCK with
-# CHARDEV_OPTIONS and QEMU_NET_OPTIONS (optional, more virtio-net-pci
-# properties, e.g. ",host_mtu=1450"); QEMU_PID. vectors=0: QEMU 7.2 TCG +
-# vhost-user + MSI-X segfaults (peer-baselines.md).
+# start_qemu CHARDEV_OPTIONS: the guest (guest_command), its vhost-user
+# chardev at SOCK with CHARDEV_OPTIONS and QEMU_NET_OPTIONS (optional, more
+# virtio-net-pci properties, e.g. ",host_mtu=1450"); QEMU_PID.
 start_qemu() {
-    bg_start --log "$D-qemu.log" timeout -k 5 "$QEMU_TIMEOUT" "$QEMU" -accel tcg \
-        -m "$GUEST_MB" -smp 1 -nodefaults -no-user-config -kernel "$KERNEL" -initrd "$WORK/initrd.gz" \
-        -append "console=ttyS0 quiet panic=-1 ipv6.disable=1 vnet_host=$HOST_IP vnet_guest=$GUEST_IP vnet_stream=1 vnet_data_kib=$DATA_KIB" \
-        -display none -monitor none -serial "file:$D-console.log" -no-reboot \
-        -object "memory-backend-memfd,id=mem,size=${GUEST_MB}M,share=on" -numa node,memdev=mem \
-        -chardev "socket,id=chr0,path=$SOCK,$1" \
-        -netdev type=vhost-user,id=net0,chardev=chr0 \
-        -device "virtio-net-pci,netdev=net0,mac=$MAC,vectors=0,mrg_rxbuf=on,csum=on,guest_csum=on,gso=on,host_tso4=on,guest_tso4=on${QEMU_NET_OPTIONS:-}"
+    guest_command --mb "$GUEST_MB" --console "$D-console.log" --socket "$SOCK" --chardev-opts ",$1" \
+        --mac "$MAC" --net-opts "${QEMU_NET_OPTIONS:-}" \
+        --append "vnet_host=$HOST_IP vnet_guest=$GUEST_IP vnet_stream=1 vnet_data_kib=$DATA_KIB"
+    bg_start --log "$D-qemu.log" timeout -k 5 "$QEMU_TIMEOUT" "${GUEST_CMD[@]}"
     QEMU_PID=$BG_PID
 }
 
@@ -120,6 +117,112 @@ check_streams_verified() {
         v=$(guest "eth0 $c ")
         check "($L) guest eth0 $c = 0 (is ${v:-missing})" test "$v" = 0
     done
+}
+
+# start_receiver NS: lib/stream_receiver.py in NS on port 5300 (any
+# address), until it listens; RECEIVER_PID.
+start_receiver() {
+    bg_start --out "$D-receiver.out" --err "$D-receiver.err" \
+        ip netns exec "$1" python3 -u "$_VT_LIB/stream_receiver.py" 0.0.0.0 5300 $((QEMU_TIMEOUT - 20))
+    RECEIVER_PID=$BG_PID
+    wait_for 10 "($L) the receiver did not listen" log_has "$D-receiver.out" '^listening'
+}
+
+# start_sender NS: (once the guest's stream runs) lib/stream_sender.py in
+# NS sends DATA_KIB KiB to the guest's port 5301, until it has sent 8
+# chunks (CHUNK bytes) and the guest's stream still moves; SENDER_PID.
+start_sender() {
+    bg_start --out "$D-sender.out" --err "$D-sender.err" \
+        ip netns exec "$1" python3 -u "$_VT_LIB/stream_sender.py" "$GUEST_IP" 5301 $((DATA_KIB * 1024)) \
+        $((QEMU_TIMEOUT - 40))
+    SENDER_PID=$BG_PID
+    guest_wait 30 "the stream into the guest did not start" streams_past $((8 * CHUNK)) $((8 * CHUNK))
+}
+
+# finish_streams: both ends stop pacing (SIGUSR1), both streams end (within
+# STREAM_WAIT s), the guest powers off (30 s); QEMU, the receiver and the
+# sender are reaped and the console made readable. Sets QEMU_AT_END
+# (qemu_identity before the power-off), QEMU_RC, RECEIVER_RC, SENDER_RC.
+finish_streams() {
+    kill -USR1 "$RECEIVER_PID" "$SENDER_PID"
+    wait_until "$STREAM_WAIT" log_has "$D-receiver.out" '^(done|error)' ||
+        fail_now "the stream from the guest did not end"
+    wait_until "$STREAM_WAIT" log_has "$D-sender.out" '^(done|error)' ||
+        fail_now "the stream into the guest did not end"
+    QEMU_AT_END=$(qemu_identity)
+    wait_until 30 exited "$QEMU_PID" || fail_now "the guest did not power off"
+    stop_pid "$QEMU_PID" TERM 5
+    QEMU_RC=$?
+    console_text
+    stop_pid "$RECEIVER_PID" TERM 5
+    RECEIVER_RC=$?
+    stop_pid "$SENDER_PID" TERM 5
+    SENDER_RC=$?
+}
+
+# ---- the two recovery shapes of test_qemu_restart.sh and test_upgrade_in_place.sh
+
+# shape_begin LABEL INDEX ROLE NS_PREFIX TAP_PREFIX NET16 VNETD_LOG...: one
+# shape's names, set for the helpers: L=LABEL, NS (NS_PREFIX, made, lo up),
+# TAP (TAP_PREFIX), D=WORK/LABEL (its files), SOCK=D.sock, HOST_IP and
+# GUEST_IP in NET16.X.0/24 (X from the pid and INDEX, 0 or 1); for ROLE
+# "server" (vnetd listens, QEMU reconnects) or "client" (QEMU listens, vnetd
+# --client): ROLE_ARGS (vnetd's), PORT_LINE (vnetd's log line for its
+# port), CHARDEV (QEMU's chardev options). The logs shown at a failure: the
+# VNETD_LOGs (names under D-), QEMU's, the console, the two streams.
+shape_begin() {
+    L=$1
+    local role=$3 net=$6.$((VT_ID % 125 * 2 + $2)) f
+    NS=$(ns_name "$4" "$L")
+    TAP=$(link_name "$5" "$L")
+    shift 6
+    D="$WORK/$L"
+    SOCK="$D.sock"
+    HOST_IP=$net.1
+    GUEST_IP=$net.2
+    if [ "$role" = server ]; then
+        ROLE_ARGS=()
+        PORT_LINE="port vm0: listening on $SOCK"
+        CHARDEV="reconnect=1"
+    else
+        ROLE_ARGS=(--client)
+        PORT_LINE="port vm0: connecting to $SOCK"
+        CHARDEV="server=on,wait=off"
+    fi
+    for f in "$@" qemu.log console.txt receiver.out sender.out; do
+        fail_log "$D-$f" 25
+    done
+    echo "== ($L) vnetd $role, QEMU -chardev socket,$CHARDEV; netns $NS, tap $TAP, host $HOST_IP, guest $GUEST_IP"
+    netns_new "$NS"
+}
+
+# shape_guest_up VNETD_LOG START_VNETD...: the shape running: the receiver
+# listens; vnetd (`START_VNETD... ROLE_ARGS...`, logging to VNETD_LOG) and
+# QEMU start, whichever listens first; the front end connects, vnetd opens
+# TAP, which gets HOST_IP; the guest's stream and then the sender's run,
+# paced (BOOT_WAIT s for the guest's).
+shape_guest_up() {
+    local log=$1
+    shift
+    ip -n "$NS" link set lo up
+    # The receiver listens on any address: the tap that gets HOST_IP does
+    # not exist yet, and the guest connects as soon as it answers a ping.
+    start_receiver "$NS"
+    if [ ${#ROLE_ARGS[@]} = 0 ]; then
+        "$@"
+        wait_for 10 "($L) vnetd did not listen" log_has "$log" "$PORT_LINE"
+        start_qemu "$CHARDEV"
+    else
+        start_qemu "$CHARDEV"
+        guest_wait 20 "QEMU did not listen on $SOCK" test -S "$SOCK"
+        "$@" "${ROLE_ARGS[@]}"
+    fi
+    guest_wait 20 "the front end did not connect to vnetd" log_has "$log" "front end connected"
+    guest_wait 10 "vnetd did not open tap $TAP" log_has "$log" "\[tap '$TAP'\] opened"
+    ip -n "$NS" addr add "$HOST_IP/24" dev "$TAP" || fail "($L) ip addr add"
+    ip -n "$NS" link set "$TAP" up || fail "($L) ip link set $TAP up"
+    guest_wait "$BOOT_WAIT" "the guest's stream did not start" streams_past $((8 * CHUNK)) -1
+    start_sender "$NS"
 }
 
 # stall_after T_US: "MS FROM PACING": the receiver's longest gap between two
