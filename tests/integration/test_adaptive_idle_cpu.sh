@@ -17,20 +17,15 @@
 #   VNET_TEST_FRAMES  N (default 20000)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 HERE=$(cd "$(dirname "$0")" && pwd)
 N=${VNET_TEST_FRAMES:-20000}
 WINDOW_S=5
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || skip "needs root (vhost-user sockets under the test's directory)"
-for bin in "$VNETD" "$VNETCTL" "$PKTGEN"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+need_built "$VNETD" "$VNETCTL" "$PKTGEN"
 
 work_dir adaptive-idle
 CTL="$WORK/vnetd.ctl"
@@ -69,8 +64,7 @@ ports = ["vmA", "vmB"]
 ports = ["vmC", "discard"]
 EOF
 
-bg_start --log "$WORK/vnetd.log" "$VNETD" --config "$WORK/vnetd.toml"
-VNETD_PID=$BG_PID
+start_vnetd "$WORK/vnetd.log" --config "$WORK/vnetd.toml"
 for s in a b c; do
     wait_for 10 "vnetd did not listen on $s.sock" test -S "$WORK/$s.sock"
 done

@@ -19,17 +19,13 @@
 # Usage: test_backend_conventions.sh BUILD_DIR   (as root)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || skip "needs root (socket owners)"
-for bin in "$VNETD" "$PKTGEN"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+need_built "$VNETD" "$PKTGEN"
 command -v setpriv >/dev/null || skip "setpriv not found"
 work_dir vnetd-conventions
 
@@ -72,11 +68,10 @@ bg_start --out "$WORK/watch.out" --err "$WORK/watch.err" \
 WATCH_PID=$BG_PID
 wait_for 10 "the watcher did not start" log_has "$WORK/watch.err" "^ready"
 STATS="$WORK/stats.json"
-bg_start --log "$WORK/vnetd.log" "$VNETD" --socket-path "$DIR/vm0.sock" --null \
+start_vnetd "$WORK/vnetd.log" --socket-path "$DIR/vm0.sock" --null \
     --socket-owner nobody --socket-group nogroup --socket-mode 0660 \
     --control-socket "$DIR/vnetd.ctl" --control-socket-group nogroup --control-socket-mode 0660 \
     --stats-file "$STATS"
-VNETD_PID=$BG_PID
 wait_for 10 "vnetd did not listen" log_has "$WORK/vnetd.log" "listening on"
 wait_for 10 "vnetd did not open its control socket" log_has "$WORK/vnetd.log" "control socket"
 touch "$STOP"

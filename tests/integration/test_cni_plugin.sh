@@ -15,16 +15,13 @@
 # Usage: test_cni_plugin.sh BUILD_DIR   (as root)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-CNI="$BUILD_DIR/apps/vnetd-cni"
 HERE=$(cd "$(dirname "$0")" && pwd)
 CYCLES=${VNET_TEST_CNI_CYCLES:-200}
 PLUGINS=/usr/lib/cni
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || fail "needs root (like every integration test)"
 command -v busybox >/dev/null || fail "busybox not found (scripts/install-deps.sh installs busybox-static)"
 for bin in "$VNETD" "$VNETCTL" "$CNI" "$PLUGINS/host-local" "$PLUGINS/tuning"; do
@@ -33,7 +30,6 @@ done
 
 work_dir vnet-cni
 CTL="$WORK/vnetd.ctl"
-ctl() { "$VNETCTL" --socket "$CTL" "$@"; }
 fail_log "$WORK/vnetd.log" 30
 
 NS1=$(ns_name cni a)
@@ -98,9 +94,8 @@ cat >"$WORK/vnetd.toml" <<TOML
 [daemon]
 control_socket = "$CTL"
 TOML
-bg_start --log "$WORK/vnetd.log" "$VNETD" --config "$WORK/vnetd.toml"
-VNETD_PID=$BG_PID
-wait_for 10 "vnetd did not open its control socket" test -S "$CTL"
+start_vnetd "$WORK/vnetd.log" --config "$WORK/vnetd.toml"
+wait_control
 ctl switch add s0 >/dev/null || fail "switch add s0"
 conf 1.1.0 tap | CNI_COMMAND=STATUS "$CNI" >"$WORK/out"; RC=$?
 expect_success STATUS

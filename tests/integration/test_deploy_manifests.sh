@@ -30,10 +30,6 @@
 # Usage: test_deploy_manifests.sh BUILD_DIR   (as root)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-CNI="$BUILD_DIR/apps/vnetd-cni"
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 MANIFESTS="$TOP/deploy/kubernetes"
@@ -41,6 +37,7 @@ PLUGINS=/usr/lib/cni
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || fail "needs root (like every integration test)"
 python3 -c 'import yaml' 2>/dev/null || fail "python3 has no yaml module (scripts/install-deps.sh installs python3-yaml)"
 for bin in "$VNETD" "$VNETCTL" "$CNI" "$PLUGINS/host-local"; do
@@ -143,7 +140,7 @@ echo "vnetd ${ARGS[*]}"
 bg_start --log "$WORK/vnetd.log" unshare --pid --fork --mount-proc --kill-child=SIGTERM \
     setpriv --bounding-set -all,+net_admin --inh-caps -all -- "$VNETD" "${ARGS[@]}"
 UNSHARE_PID=$BG_PID
-wait_for 10 "vnetd did not open its control socket" test -S "$CTL"
+wait_control
 VNETD_PID=$(awk '{print $1}' "/proc/$UNSHARE_PID/task/$UNSHARE_PID/children")
 [ -n "$VNETD_PID" ] || fail "no child of unshare"
 NSPID=$(awk '/^NSpid:/ {print $NF}' "/proc/$VNETD_PID/status")

@@ -24,13 +24,12 @@
 #   VNET_TEST_STREAM_MIB   S (default 64)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
 HERE=$(cd "$(dirname "$0")" && pwd)
 MIB=${VNET_TEST_STREAM_MIB:-64}
 
 # shellcheck source=lib/common.sh
 source "$HERE/lib/common.sh"
+build_programs "${1:-}"
 work_dir vnet-gro
 
 [ "$(id -u)" = 0 ] || fail "needs root"
@@ -114,9 +113,9 @@ run_case() {
 
     # --persist: the taps outlive vnetd, so the kernel's counters can be read
     # after vnetd's final stats, with nothing in flight.
-    bg_start --log "$WORK/vnetd-$gro$family.log" ip netns exec "$NS_HOST" "$VNETD" \
-        --tap "$TAP_A" --tap "$TAP_B" --persist --gro "$gro" --stats-file "$stats" --log-level info
-    local vnetd=$BG_PID
+    start_vnetd "$WORK/vnetd-$gro$family.log" --netns "$NS_HOST" --tap "$TAP_A" --tap "$TAP_B" --persist \
+        --gro "$gro" --stats-file "$stats" --control-socket "$WORK/vnetd-$gro$family.ctl" --log-level info
+    local vnetd=$VNETD_PID
     wait_for 10 "($label) vnetd did not start" log_has "$WORK/vnetd-$gro$family.log" "cross-connect"
 
     ip -n "$NS_HOST" link set "$TAP_A" netns "$ns_a" || fail "($label) move $TAP_A"

@@ -232,6 +232,7 @@ cat >"$work/vnetd.toml" <<EOF
 [daemon]
 log_level = "info"
 stats_file = "$stats"
+control_socket = "$work/vnetd.ctl"
 
 [datapath]
 worker_cpus = [$worker_cpu]

@@ -29,27 +29,22 @@
 #   VNET_TEST_RESTARTS  K (default 3)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 HERE=$(cd "$(dirname "$0")" && pwd)
 K=${VNET_TEST_RESTARTS:-3}
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || skip "needs root (like every integration test)"
-for bin in "$VNETD" "$VNETCTL" "$PKTGEN"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+need_built "$VNETD" "$VNETCTL" "$PKTGEN"
 
 work_dir vnetd-inflight
 SOCK0="$WORK/vm0.sock"
 SOCK1="$WORK/vm1.sock"
-CONTROL="$WORK/control.sock"
+CTL="$WORK/control.sock"
 cat >"$WORK/vnetd.toml" <<EOF
 [daemon]
-control_socket = "$CONTROL"
+control_socket = "$CTL"
 metrics_address = "127.0.0.1:0"
 
 [[port]]
@@ -66,9 +61,10 @@ socket_path = "$SOCK1"
 ports = ["vm0", "vm1"]
 EOF
 
-start_vnetd() {
-    bg_start --log "$1" "$VNETD" --config "$WORK/vnetd.toml"
-    VNETD_PID=$BG_PID
+# start_vnetd_both LOG: vnetd of vnetd.toml, logging to LOG, until both
+# its sockets listen; VNETD_PID.
+start_vnetd_both() {
+    start_vnetd "$1" --config "$WORK/vnetd.toml"
     wait_for 10 "vnetd did not listen: $(tail -n 2 "$1")" log_count "$1" "listening on" 2
 }
 
@@ -86,7 +82,7 @@ run_format() {
     shift 2
     RING_ARGS=("$@")
     total=0
-    start_vnetd "$WORK/$FMT-vnetd-0.log"
+    start_vnetd_both "$WORK/$FMT-vnetd-0.log"
     bg_start --out "$WORK/$FMT-pktgen-vm1.out" --err "$WORK/$FMT-pktgen-vm1.err" "$PKTGEN" \
         --socket-path "$SOCK1" "${RING_ARGS[@]}" --tx --reconnect --rate 1 --connect-timeout 20 --stats-interval 0 \
         --src-mac 02:00:00:00:00:02 --dst-mac 02:00:00:00:00:01
@@ -106,7 +102,7 @@ run_format() {
         { wait "$VNETD_PID"; } 2>/dev/null
         forget "$VNETD_PID"
         log="$WORK/$FMT-vnetd-$i.log"
-        start_vnetd "$log"
+        start_vnetd_both "$log"
         wait_for 30 "($FMT, restart $i) pktgen vm0 did not come back" has_resumed_line "$log"
         wait_for 30 "($FMT, restart $i) pktgen vm1 did not come back" \
             log_has "$log" "\[[^]]*vm1[^]]*\] vring 1: inflight"
@@ -119,11 +115,11 @@ run_format() {
         sleep 1
     done
 
-    show=$("$VNETCTL" --socket "$CONTROL" show vm0 2>&1) || fail "vnetctl show vm0: $show"
+    show=$(ctl show vm0 2>&1) || fail "vnetctl show vm0: $show"
     echo "$show" | grep -qE "inflight resumed [1-9][0-9]*" ||
         fail "vnetctl show vm0 has no 'inflight resumed N > 0': $show"
     ok "($FMT) vnetctl show vm0 reports the resumed count"
-    "$VNETCTL" --socket "$CONTROL" --json stats >"$WORK/$FMT-stats.json" || fail "vnetctl stats"
+    ctl --json stats >"$WORK/$FMT-stats.json" || fail "vnetctl stats"
     METRICS_PORT=$(sed -nE 's|.*metrics at http://127.0.0.1:([0-9]+)/metrics.*|\1|p' "$log" | tail -n 1)
     [ -n "$METRICS_PORT" ] || fail "($FMT) the last vnetd did not say where its metrics are"
     python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \

@@ -21,10 +21,6 @@
 # Usage: test_ingress_policing.sh BUILD_DIR   (as root)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 HERE=$(cd "$(dirname "$0")" && pwd)
 N=${VNET_TEST_FRAMES:-20000}
 SIZE=1000     # frame bytes: 8000 bits each
@@ -35,10 +31,9 @@ B3=40         # 5 frames
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || skip "needs root (netns, tap)"
-for bin in "$VNETD" "$VNETCTL" "$PKTGEN"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+need_built "$VNETD" "$VNETCTL" "$PKTGEN"
 
 work_dir ingress-policing
 NS=$(ns_name vpol)
@@ -46,7 +41,6 @@ netns_new "$NS"
 TAP=$(link_name vpol)
 SOCK="$WORK/vm.sock"
 CTL="$WORK/vnetd.ctl"
-ctl() { "$VNETCTL" --socket "$CTL" "$@"; }
 cat >"$WORK/vnetd.toml" <<EOF
 [daemon]
 control_socket = "$CTL"
@@ -68,9 +62,8 @@ ports = ["vm0", "tap0"]
 EOF
 
 START_US=$(_vt_now_us)
-bg_start --log "$WORK/vnetd.log" ip netns exec "$NS" "$VNETD" --config "$WORK/vnetd.toml"
-VNETD_PID=$BG_PID
-wait_for 10 "vnetd did not open its control socket" test -S "$CTL"
+start_vnetd "$WORK/vnetd.log" --netns "$NS" --config "$WORK/vnetd.toml"
+wait_control
 wait_for 10 "vnetd did not listen" test -S "$SOCK"
 ip -n "$NS" link set "$TAP" up || fail "$TAP up"
 

@@ -16,19 +16,14 @@
 # Usage: test_least_privilege.sh BUILD_DIR   (as root)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || skip "needs root (taps, setuid)"
 getent passwd nobody >/dev/null || fail "no user nobody"
 getent group nogroup >/dev/null || fail "no group nogroup"
-for bin in "$VNETD" "$VNETCTL" "$PKTGEN"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+need_built "$VNETD" "$VNETCTL" "$PKTGEN"
 
 work_dir vnetd-least-privilege
 # The sockets' directory belongs to the user vnetd becomes: it removes
@@ -69,8 +64,7 @@ name = "$TAP"
 type = "tap"
 switch = "s0"
 TOML
-bg_start --log "$WORK/vnetd.log" "$VNETD" --config "$WORK/vnetd.toml"
-VNETD_PID=$BG_PID
+start_vnetd "$WORK/vnetd.log" --config "$WORK/vnetd.toml"
 wait_for 10 "vnetd did not drop its privileges" log_has "$WORK/vnetd.log" "running as uid"
 log_has "$WORK/vnetd.log" "running as uid 65534, gid 65534, capabilities: cap_net_admin \(for ports added at run time\)" ||
     fail "(1) the log line: $(grep 'running as' "$WORK/vnetd.log")"
@@ -106,9 +100,8 @@ stop_pid "$VNETD_PID" || fail "(1) vnetd exit status $?"
 ok "(1) exit 0, sockets removed"
 
 echo "== (2) no run-time ports: no capability"
-bg_start --log "$WORK/vnetd2.log" "$VNETD" --socket-path "$RUN/vm2.sock" --tap "$TAP" \
+start_vnetd "$WORK/vnetd2.log" --socket-path "$RUN/vm2.sock" --tap "$TAP" \
     --control-socket "" --user nobody
-VNETD_PID=$BG_PID
 wait_for 10 "(2) vnetd did not drop its privileges" log_has "$WORK/vnetd2.log" "running as uid"
 log_has "$WORK/vnetd2.log" "running as uid 65534, gid 65534, no capabilities" ||
     fail "(2) the log line: $(grep 'running as' "$WORK/vnetd2.log")"

@@ -25,10 +25,6 @@
 #   VNET_TEST_FRAMES  N (default 20000, at 5000 frames/s: 4 s of traffic)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 PROMETHEUS=/usr/bin/prometheus
 HERE=$(cd "$(dirname "$0")" && pwd)
 N=${VNET_TEST_FRAMES:-20000}
@@ -37,14 +33,13 @@ QUERY='sum by (port, direction) (vnetd_port_packets_total)'
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || skip "needs root (netns, tap)"
 for tool in ip python3 curl; do
     command -v "$tool" >/dev/null || skip "$tool not found (scripts/install-deps.sh)"
 done
 [ -x "$PROMETHEUS" ] || skip "$PROMETHEUS not found (scripts/install-deps.sh installs prometheus)"
-for bin in "$VNETD" "$VNETCTL" "$PKTGEN"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+need_built "$VNETD" "$VNETCTL" "$PKTGEN"
 
 work_dir vnetd-metrics
 NS=$(ns_name vmet)
@@ -57,9 +52,8 @@ in_ns() { ip netns exec "$NS" "$@"; }
 ctl() { in_ns "$VNETCTL" --socket "$CTL" "$@"; }
 
 # --- vnetd, its endpoint on any free port of the namespace's loopback
-bg_start --log "$WORK/vnetd.log" ip netns exec "$NS" "$VNETD" --socket-path "$SOCK" --tap "$TAP" \
+start_vnetd "$WORK/vnetd.log" --netns "$NS" --socket-path "$SOCK" --tap "$TAP" \
     --control-socket "$CTL" --metrics-address 127.0.0.1:0
-VNETD_PID=$BG_PID
 wait_for 10 "vnetd did not log its metrics address" log_has "$WORK/vnetd.log" "metrics at http://"
 METRICS=$(grep -oE "http://127\.0\.0\.1:[0-9]+/metrics" "$WORK/vnetd.log" | head -n 1)
 [[ "$METRICS" =~ :[1-9][0-9]*/metrics$ ]] || fail "vnetd logged no real port: '$METRICS'"

@@ -12,17 +12,16 @@
 # Usage: test_pktgen_testpmd.sh BUILD_DIR   (as root; exit 77 = skipped)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 TESTPMD=$(command -v dpdk-testpmd || true)
 N_TX=${VNET_TEST_PACKETS:-1000000}
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || skip "needs root (DPDK EAL)"
 [ -n "$TESTPMD" ] || skip "dpdk-testpmd not found (Debian package dpdk)"
-[ -x "$PKTGEN" ] || fail "$PKTGEN not built"
+need_built "$PKTGEN"
 
 work_dir vnet-pktgen-testpmd
 

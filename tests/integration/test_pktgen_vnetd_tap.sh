@@ -64,9 +64,6 @@
 #                         rings; each pktgen report must name the format)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 HERE=$(cd "$(dirname "$0")" && pwd)
 FRAMES="$HERE/lib/pktgen_frames.py"
 N=${VNET_TEST_FRAMES:-100000}
@@ -85,13 +82,10 @@ done
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || skip "needs root (netns, tap)"
-for tool in ip python3 tcpdump timeout; do
-    command -v "$tool" >/dev/null || skip "$tool not found"
-done
-for bin in "$VNETD" "$PKTGEN"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+need_commands ip python3 tcpdump timeout
+need_built "$VNETD" "$PKTGEN"
 
 ID=$VT_ID
 work_dir vnetd-pktgen-tap
@@ -109,9 +103,8 @@ start_case() {
     SOCK="$WORK/$label.sock"
     STATS="$WORK/vnetd-$label.json"
     netns_new "$NS"
-    bg_start --log "$WORK/vnetd-$label.log" ip netns exec "$NS_HOST" "$VNETD" --socket-path "$SOCK" \
-        --tap "$TAP" --stats-file "$STATS" "${VNETD_EXTRA[@]}"
-    VNETD_PID=$BG_PID
+    start_vnetd "$WORK/vnetd-$label.log" --netns "$NS_HOST" --socket-path "$SOCK" \
+        --tap "$TAP" --stats-file "$STATS" --control-socket "$WORK/vnetd-$label.ctl" "${VNETD_EXTRA[@]}"
     wait_for 10 "($label) vnetd did not listen" log_has "$WORK/vnetd-$label.log" "listening on"
     ip -n "$NS_HOST" link set "$TAP" netns "$NS" || fail "($label) moving $TAP into $NS"
     ip -n "$NS" link set "$TAP" up || fail "($label) $TAP up in $NS"

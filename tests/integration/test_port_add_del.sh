@@ -28,20 +28,15 @@
 # Usage: test_port_add_del.sh BUILD_DIR   (as root)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 HERE=$(cd "$(dirname "$0")" && pwd)
 M=5000
 CYCLES=${VNET_TEST_CYCLES:-1000}
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || fail "needs root (netns, taps)"
-for bin in "$VNETD" "$VNETCTL" "$PKTGEN"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+need_built "$VNETD" "$VNETCTL" "$PKTGEN"
 
 work_dir vnet-port-add-del
 NS=$(ns_name vpad)
@@ -50,13 +45,11 @@ T0=$(link_name vpa0)
 T1=$(link_name vpa1)
 CTL="$WORK/vnetd.ctl"
 STATS="$WORK/stats.json"
-ctl() { "$VNETCTL" --socket "$CTL" "$@"; }
 fail_log "$WORK/vnetd.log" 30
 
-bg_start --log "$WORK/vnetd.log" ip netns exec "$NS" "$VNETD" --socket-path "$WORK/vm0.sock" \
+start_vnetd "$WORK/vnetd.log" --netns "$NS" --socket-path "$WORK/vm0.sock" \
     --tap "$T0" --control-socket "$CTL" --stats-file "$STATS"
-VNETD_PID=$BG_PID
-wait_for 10 "vnetd did not open its control socket" test -S "$CTL"
+wait_control
 ip -n "$NS" link set "$T0" up || fail "$T0 up"
 bg_start --log "$WORK/pktgen-a.log" "$PKTGEN" --socket-path "$WORK/vm0.sock" --tx --count 0 \
     --rate 2000 --size 64 --stats-interval 0 --connect-timeout 10

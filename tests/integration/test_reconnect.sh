@@ -30,9 +30,6 @@
 #   VNET_TEST_VNETD_ARGS  more vnetd args
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 HERE=$(cd "$(dirname "$0")" && pwd)
 FRAMES="$HERE/lib/pktgen_frames.py"
 M=${VNET_TEST_FRAMES:-20000}
@@ -42,13 +39,10 @@ read -r -a VNETD_EXTRA <<<"${VNET_TEST_VNETD_ARGS:-}"
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || skip "needs root (netns, tap)"
-for tool in ip python3 timeout; do
-    command -v "$tool" >/dev/null || skip "$tool not found"
-done
-for bin in "$VNETD" "$PKTGEN"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+need_commands ip python3 timeout
+need_built "$VNETD" "$PKTGEN"
 
 work_dir vnetd-reconnect
 
@@ -56,13 +50,12 @@ threads_of() { awk '/^Threads:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
 guest_maps_of() { grep -c "vnet-driver-memory" "/proc/$1/maps" 2>/dev/null; }
 resources_of() { echo "fds $(fd_count "$1") threads $(threads_of "$1") guest-mappings $(guest_maps_of "$1")"; }
 
-# start_vnetd LABEL ARGS...: vnetd in NS (its tap is born there), VNETD_PID.
-start_vnetd() {
+# start_labelled_vnetd LABEL ARGS...: vnetd in NS (its tap is born there), VNETD_PID.
+start_labelled_vnetd() {
     local label=$1
     shift
-    bg_start --log "$WORK/vnetd-$label.log" \
-        ip netns exec "$NS" "$VNETD" --tap "$TAP" --stats-file "$STATS" "${VNETD_EXTRA[@]}" "$@"
-    VNETD_PID=$BG_PID
+    start_vnetd "$WORK/vnetd-$label.log" --netns "$NS" --tap "$TAP" --stats-file "$STATS" \
+        --control-socket "$WORK/vnetd-$label.ctl" "${VNETD_EXTRA[@]}" "$@"
 }
 
 # start_pktgen LOGNAME ARGS...: PKTGEN_PID; stdout in LOGNAME.out, stderr in LOGNAME.err.
@@ -158,7 +151,7 @@ TAP=$(link_name vrc a)
 SOCK="$WORK/a.sock"
 STATS="$WORK/vnetd-a.json"
 netns_new "$NS"
-start_vnetd a --socket-path "$SOCK"
+start_labelled_vnetd a --socket-path "$SOCK"
 wait_for 10 "(a) vnetd did not listen" log_has "$WORK/vnetd-a.log" "listening on"
 ip -n "$NS" link set "$TAP" up txqueuelen 10000 || fail "(a) $TAP up"
 BASELINE=$(resources_of "$VNETD_PID")
@@ -196,7 +189,7 @@ TAP=$(link_name vrc b)
 SOCK="$WORK/b.sock"
 STATS="$WORK/vnetd-b.json"
 netns_new "$NS"
-start_vnetd b --socket-path "$SOCK" --client
+start_labelled_vnetd b --socket-path "$SOCK" --client
 wait_for 10 "(b) vnetd did not try to connect" log_has "$WORK/vnetd-b.log" "connect failed"
 ip -n "$NS" link set "$TAP" up || fail "(b) $TAP up"
 # A reconnect attempt holds a socket for a moment: take two equal samples.

@@ -22,19 +22,14 @@
 # Usage: test_reload.sh BUILD_DIR   (as root)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 HERE=$(cd "$(dirname "$0")" && pwd)
 M=3000
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || fail "needs root (netns, taps)"
-for bin in "$VNETD" "$VNETCTL" "$PKTGEN"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+need_built "$VNETD" "$VNETCTL" "$PKTGEN"
 
 work_dir vnet-reload
 NS=$(ns_name vrel)
@@ -43,7 +38,6 @@ T0=$(link_name vrl0)
 T1=$(link_name vrl1)
 CTL="$WORK/vnetd.ctl"
 CONF="$WORK/vnetd.toml"
-ctl() { "$VNETCTL" --socket "$CTL" "$@"; }
 fail_log "$WORK/vnetd.log" 30
 
 # write_config [EXTRA-DATAPATH-LINE] [SECOND-PAIR=0|1] [VM0-SOCKET]
@@ -91,9 +85,8 @@ write_config
 # A config file names its own ports: the one-pair flags beside it are refused.
 out=$("$VNETD" --config "$CONF" --tap x 2>&1) && fail "--config with --tap started: $out"
 [[ "$out" == *"--config excludes --tap"* ]] || fail "--config with --tap: '$out'"
-bg_start --log "$WORK/vnetd.log" ip netns exec "$NS" "$VNETD" --config "$CONF"
-VNETD_PID=$BG_PID
-wait_for 10 "vnetd did not open its control socket" test -S "$CTL"
+start_vnetd "$WORK/vnetd.log" --netns "$NS" --config "$CONF"
+wait_control
 [ "$(port_names)" = "vm0 $T0" ] || fail "boot ports: $(port_names)"
 ctl port add null extra >/dev/null || fail "port add null extra"
 

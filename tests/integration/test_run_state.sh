@@ -25,19 +25,14 @@
 # Usage: test_run_state.sh BUILD_DIR   (as root)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 HERE=$(cd "$(dirname "$0")" && pwd)
 VNI=4343
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || fail "needs root (like every integration test)"
-for bin in "$VNETD" "$VNETCTL" "$PKTGEN"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+need_built "$VNETD" "$VNETCTL" "$PKTGEN"
 
 work_dir vnetd-run-state
 NS=$(ns_name rst)
@@ -49,24 +44,24 @@ ip -n "$NS" link add "$UNDERLAY" type veth peer name "${UNDERLAY}p" &&
     ip -n "$NS" link set "$UNDERLAY" up && ip -n "$NS" link set "${UNDERLAY}p" up ||
     fail "underlay $UNDERLAY in $NS"
 STATE="$WORK/state.json"
-CONTROL="$WORK/control.sock"
+CTL="$WORK/control.sock"
 cat >"$WORK/vnetd.toml" <<TOML
 [daemon]
-control_socket = "$CONTROL"
+control_socket = "$CTL"
 state_file = "$STATE"
 
 [[switch]]
 name = "s0"
 TOML
-ctl() { "$VNETCTL" --socket "$CONTROL" "$@"; }
 
-start_vnetd() {
-    bg_start --log "$1" ip netns exec "$NS" "$VNETD" --config "$WORK/vnetd.toml"
-    VNETD_PID=$BG_PID
+# start_vnetd_answering LOG: vnetd of vnetd.toml in NS, logging to LOG,
+# until its control socket answers; VNETD_PID.
+start_vnetd_answering() {
+    start_vnetd "$1" --netns "$NS" --config "$WORK/vnetd.toml"
     wait_for 20 "vnetd did not open its control socket: $(tail -n 3 "$1")" ctl version
 }
 
-start_vnetd "$WORK/vnetd-0.log"
+start_vnetd_answering "$WORK/vnetd-0.log"
 log_has "$WORK/vnetd-0.log" "state file $STATE: none yet" || fail "no 'none yet' line"
 ctl switch add s1 --mac-aging-s 60 >/dev/null || fail "switch add s1"
 ctl port add vhost-user a --socket-path "$WORK/a.sock" --switch s1 --vlan 7 >/dev/null ||
@@ -117,7 +112,7 @@ kill -KILL "$VNETD_PID"
 { wait "$VNETD_PID"; } 2>/dev/null
 forget "$VNETD_PID"
 LOG="$WORK/vnetd-1.log"
-start_vnetd "$LOG"
+start_vnetd_answering "$LOG"
 ok "vnetd killed and started again"
 
 for item in "switch s1" "port a" "port b"; do
@@ -206,7 +201,7 @@ wait_until 10 test ! -e "/proc/$NEW_PID" || fail "the new vnetd did not exit on 
 # ---- a state file that does not parse ----------------------------------------
 echo '{"version": 1, "ports": [' >"$STATE"
 LOG="$WORK/vnetd-2.log"
-start_vnetd "$LOG"
+start_vnetd_answering "$LOG"
 log_has "$LOG" "state file $STATE does not parse \(not JSON\): set aside as $STATE.bad; starting without it" ||
     fail "no set-aside line: $(grep 'state file' "$LOG")"
 [ -e "$STATE.bad" ] && [ ! -e "$STATE" ] || fail "the bad file was not set aside"

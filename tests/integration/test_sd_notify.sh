@@ -16,13 +16,12 @@
 # Usage: test_sd_notify.sh BUILD_DIR   (as root, like every integration test)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
-[ -x "$VNETD" ] || fail "$VNETD not built"
+build_programs "${1:-}"
+need_built "$VNETD"
 work_dir vnetd-sd-notify
 
 READY_LINE="READY=1|STATUS=2 port(s) open: vm0 (vhost-user) null0 (null)"

@@ -21,10 +21,6 @@
 #   VNET_TEST_FRAMES  N and M (default 20000)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 TESTPMD=$(command -v dpdk-testpmd || true)
 N=${VNET_TEST_FRAMES:-20000}
 M=$N
@@ -37,14 +33,11 @@ HOLD_US=200000
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || skip "needs root (netns, tap, DPDK EAL)"
 [ -n "$TESTPMD" ] || skip "dpdk-testpmd not found (Debian package dpdk)"
-for tool in ip python3 timeout; do
-    command -v "$tool" >/dev/null || skip "$tool not found"
-done
-for bin in "$VNETD" "$VNETCTL" "$PKTGEN"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+need_commands ip python3 timeout
+need_built "$VNETD" "$VNETCTL" "$PKTGEN"
 
 work_dir vnetd-switch
 NS_HOST=$(ns_name vsw-host)
@@ -111,8 +104,7 @@ TOML
 
 # vnetd in NS_HOST (IPv6 off): the kernel sends nothing through the tap
 # before it is moved into NS_TAP (IPv6 off too), so every frame it counts is ours.
-bg_start --log "$WORK/vnetd.log" ip netns exec "$NS_HOST" "$VNETD" --config "$WORK/vnetd.toml"
-VNETD_PID=$BG_PID
+start_vnetd "$WORK/vnetd.log" --netns "$NS_HOST" --config "$WORK/vnetd.toml"
 wait_for 10 "vnetd did not listen" log_count "$WORK/vnetd.log" "listening on" 6
 ip -n "$NS_HOST" link set "$TAP" netns "$NS_TAP" || fail "moving $TAP into $NS_TAP"
 ip -n "$NS_TAP" link set "$TAP" up || fail "$TAP up in $NS_TAP"

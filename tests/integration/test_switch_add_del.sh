@@ -30,10 +30,6 @@
 #   VNET_TEST_FRAMES  N (default 20000)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 HERE=$(cd "$(dirname "$0")" && pwd)
 N=${VNET_TEST_FRAMES:-20000}
 RATE=50000
@@ -45,17 +41,15 @@ HOLD_US=200000
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || fail "needs root (like every integration test)"
-for bin in "$VNETD" "$VNETCTL" "$PKTGEN"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+need_built "$VNETD" "$VNETCTL" "$PKTGEN"
 
 work_dir vnet-switch-add-del
 CTL="$WORK/vnetd.ctl"
 MAC_A=02:00:00:00:0a:0a
 MAC_B=02:00:00:00:0b:0b
 BROADCAST=ff:ff:ff:ff:ff:ff
-ctl() { "$VNETCTL" --socket "$CTL" "$@"; }
 fail_log "$WORK/vnetd.log" 30
 
 # A config file with no port and no switch: the boot state is empty.
@@ -64,9 +58,8 @@ cat >"$WORK/vnetd.toml" <<TOML
 control_socket = "$CTL"
 metrics_address = "127.0.0.1:0"
 TOML
-bg_start --log "$WORK/vnetd.log" "$VNETD" --config "$WORK/vnetd.toml"
-VNETD_PID=$BG_PID
-wait_for 10 "vnetd did not open its control socket" test -S "$CTL"
+start_vnetd "$WORK/vnetd.log" --config "$WORK/vnetd.toml"
+wait_control
 wait_for 10 "vnetd did not log its metrics address" log_has "$WORK/vnetd.log" "metrics at http://"
 METRICS_URL=$(grep -oE "metrics at http://[0-9.:]+/metrics" "$WORK/vnetd.log" | head -n 1 | cut -d' ' -f3)
 scrape() { python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' "$METRICS_URL"; }

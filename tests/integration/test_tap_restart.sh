@@ -16,13 +16,12 @@
 # Usage: test_tap_restart.sh BUILD_DIR   (as root)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || skip "needs root (taps)"
-[ -x "$VNETD" ] || fail "$VNETD not built"
+need_built "$VNETD"
 
 work_dir vnetd-tap-restart
 TAP_A=$(link_name vrs a)
@@ -32,12 +31,12 @@ on_exit ip link del "$TAP_B"
 
 opened_both() { log_count "$1" "tap '($TAP_A|$TAP_B)'.*opened" 2; }
 
-# start LOG ARGS...: vnetd on the two taps in the background (VNETD_PID).
+# start LOG ARGS...: vnetd on the two taps in the background (VNETD_PID),
+# its control socket WORK/vnetd.ctl (the next one takes it over).
 start() {
     local log=$1
     shift
-    bg_start --log "$log" "$VNETD" --tap "$TAP_A" --tap "$TAP_B" "$@"
-    VNETD_PID=$BG_PID
+    start_vnetd "$log" --tap "$TAP_A" --tap "$TAP_B" --control-socket "$WORK/vnetd.ctl" "$@"
 }
 
 # restarts LABEL N ARGS...: N times, SIGKILL the running vnetd and start the
@@ -79,7 +78,7 @@ start "$WORK/holder.log"
 HOLDER=$VNETD_PID
 wait_for 10 "(3) the holder did not open its taps" opened_both "$WORK/holder.log"
 T0=$(date +%s%N)
-"$VNETD" --tap "$TAP_A" --tap "$TAP_B" >"$WORK/second.log" 2>&1
+"$VNETD" --tap "$TAP_A" --tap "$TAP_B" --control-socket "$WORK/second.ctl" >"$WORK/second.log" 2>&1
 RC=$?
 T1=$(date +%s%N)
 [ "$RC" = 1 ] || fail "(3) the second vnetd exited $RC, expected 1: $(tail -n 2 "$WORK/second.log")"

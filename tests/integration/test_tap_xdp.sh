@@ -30,20 +30,16 @@
 #   VNET_TEST_FRAMES   N (default 20000)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
-PROBE="$BUILD_DIR/tests/integration/tools/tap_probe"
-BPF="$BUILD_DIR/bpf"
 HERE=$(cd "$(dirname "$0")" && pwd)
 N=${VNET_TEST_FRAMES:-20000}
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
+PROBE="$BUILD_DIR/tests/integration/tools/tap_probe"
+BPF="$BUILD_DIR/bpf"
 [ "$(id -u)" = 0 ] || skip "needs root (netns, tap, BPF)"
-for tool in ip python3 tcpdump timeout; do
-    command -v "$tool" >/dev/null || skip "$tool not found"
-done
+need_commands ip python3 tcpdump timeout
 for bin in "$VNETD" "$PKTGEN" "$PROBE" "$BPF/xdp_drop.bpf.o" "$BPF/xdp_pass.bpf.o" \
     "$BPF/xdp_redirect.bpf.o"; do
     [ -e "$bin" ] || fail "$bin not built"
@@ -86,16 +82,15 @@ print(f'{x["mode"]} {x["id"]} {x["program"]}' if x else "none")
 PY
 }
 
-# start_vnetd LABEL ARGS...: vnetd in NS on TAP, its guest side at SOCK.
-start_vnetd() {
+# start_labelled_vnetd LABEL ARGS...: vnetd in NS on TAP, its guest side at SOCK.
+start_labelled_vnetd() {
     local label=$1
     shift
     SOCK="$WORK/$label.sock"
     STATS="$WORK/vnetd-$label.json"
     LOG="$WORK/vnetd-$label.log"
-    bg_start --log "$LOG" \
-        ip netns exec "$NS" "$VNETD" --socket-path "$SOCK" --tap "$TAP" --stats-file "$STATS" "$@"
-    VNETD_PID=$BG_PID
+    start_vnetd "$LOG" --netns "$NS" --socket-path "$SOCK" --tap "$TAP" --stats-file "$STATS" \
+        --control-socket "$WORK/vnetd-$label.ctl" "$@"
     wait_for 10 "($label) vnetd did not listen" log_has "$LOG" "listening on"
 }
 
@@ -157,7 +152,7 @@ case_local() {
     local label=$1 program=$2 want_mode=$3 want_rx=$4 want_dropped=$5
     shift 5
     echo "== ($label) $N frames -> vnetd -> $TAP running $program"
-    start_vnetd "$label" --tap-xdp "$BPF/$program" "$@"
+    start_labelled_vnetd "$label" --tap-xdp "$BPF/$program" "$@"
     start_capture "$label"
     snapshot
     send "$label"
@@ -189,7 +184,7 @@ case_redirect() {
     wait_for 10 "($label) tap_probe did not open $RTAP" log_has "$WORK/probe.out" "^ready"
     local rtap_tx0
     rtap_tx0=$(link_stat "$NS" "$RTAP" tx_packets)
-    start_vnetd "$label" --tap-xdp "$BPF/xdp_redirect.bpf.o:xdp" --tap-xdp-redirect "$RTAP"
+    start_labelled_vnetd "$label" --tap-xdp "$BPF/xdp_redirect.bpf.o:xdp" --tap-xdp-redirect "$RTAP"
     grep -q "redirect to $RTAP" "$LOG" || fail "($label) vnetd did not log the redirect"
     snapshot
     send "$label"
@@ -222,7 +217,7 @@ case_bad() {
     local badtap
     badtap=$(link_name vxb)
     ip netns exec "$NS" timeout 20 "$VNETD" --socket-path "$WORK/$label.sock" --tap "$badtap" \
-        "$@" >"$WORK/vnetd-$label.log" 2>&1
+        --control-socket "$WORK/vnetd-$label.ctl" "$@" >"$WORK/vnetd-$label.log" 2>&1
     local rc=$?
     local last
     last=$(tail -n 1 "$WORK/vnetd-$label.log")

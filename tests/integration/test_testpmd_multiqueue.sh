@@ -25,8 +25,6 @@
 #   VNET_TEST_EXPECT_LOG  an ERE every vnetd log must match (test_testpmd_packed.sh)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
 HERE=$(cd "$(dirname "$0")" && pwd)
 REFLECT_CHECK="$HERE/lib/afpacket_reflect_check.py"
 TESTPMD=$(command -v dpdk-testpmd || true)
@@ -36,11 +34,12 @@ VDEV_EXTRA=${VNET_TEST_VDEV_ARGS:+,$VNET_TEST_VDEV_ARGS}
 
 # shellcheck source=lib/common.sh
 source "$HERE/lib/common.sh"
+build_programs "${1:-}"
 work_dir vnetd-mq
 
 [ "$(id -u)" = 0 ] || fail "needs root (netns, tap, DPDK EAL)"
 [ -n "$TESTPMD" ] || fail "dpdk-testpmd not found (scripts/install-deps.sh installs dpdk-dev)"
-[ -x "$VNETD" ] || fail "$VNETD not built"
+need_built "$VNETD"
 
 TAP=$(link_name vmq)
 NS_HOST=$(ns_name vnetd-mq h)
@@ -83,9 +82,8 @@ start_case() {
     local label=$1 queues=$2 mode=$3
     shift 3
     SOCK="$WORK/$label.sock"
-    bg_start --log "$WORK/vnetd-$label.log" ip netns exec "$NS_HOST" "$VNETD" --tap "$TAP" \
-        --socket-path "$SOCK" --stats-file "$WORK/vnetd-$label.json" "$@"
-    VNETD_PID=$BG_PID
+    start_vnetd "$WORK/vnetd-$label.log" --netns "$NS_HOST" --tap "$TAP" \
+        --socket-path "$SOCK" --stats-file "$WORK/vnetd-$label.json" --control-socket "$WORK/vnetd-$label.ctl" "$@"
     wait_for 10 "($label) vnetd did not listen" log_has "$WORK/vnetd-$label.log" "listening on"
     ip -n "$NS_HOST" link set "$TAP" netns "$NS" || fail "($label) moving $TAP into $NS"
     ip -n "$NS" link set "$TAP" up || fail "($label) $TAP up"

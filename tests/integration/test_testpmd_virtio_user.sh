@@ -51,8 +51,6 @@
 #   VNET_TEST_EXPECT_LOG  an ERE every vnetd log must match (test_testpmd_packed.sh)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
 HERE=$(cd "$(dirname "$0")" && pwd)
 REFLECT_CHECK="$HERE/lib/afpacket_reflect_check.py"
 TESTPMD=$(command -v dpdk-testpmd || true)
@@ -63,12 +61,11 @@ read -r -a VNETD_EXTRA <<<"${VNET_TEST_VNETD_ARGS:-}"
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || skip "needs root (netns, tap, DPDK EAL)"
 [ -n "$TESTPMD" ] || skip "dpdk-testpmd not found (Debian package dpdk)"
-for tool in ip python3 taskset timeout; do
-    command -v "$tool" >/dev/null || skip "$tool not found"
-done
-[ -x "$VNETD" ] || fail "$VNETD not built"
+need_commands ip python3 taskset timeout
+need_built "$VNETD"
 
 work_dir vnetd-testpmd
 VT_FAIL_LINES=40
@@ -103,7 +100,9 @@ testpmd_fwd() {
         grep -oE "$2: +[0-9]+" | tail -n 1 | grep -oE '[0-9]+$'
 }
 
-start_vnetd() {  # LOG STATS [netns NS] -- vnetd args
+# start_pinned_vnetd LOG STATS [netns NS] -- ARG...: vnetd on the tap, pinned
+# to VNETD_CPU (taskset and its worker), its control socket beside LOG.
+start_pinned_vnetd() {
     local log=$1 stats=$2
     shift 2
     local prefix=()
@@ -113,7 +112,7 @@ start_vnetd() {  # LOG STATS [netns NS] -- vnetd args
     fi
     shift  # --
     bg_start --log "$log" "${prefix[@]}" taskset -c "$VNETD_CPU" "$VNETD" --tap "$TAP" \
-        --cpu "$VNETD_CPU" --stats-file "$stats" "${VNETD_EXTRA[@]}" "$@"
+        --cpu "$VNETD_CPU" --stats-file "$stats" --control-socket "${log%.log}.ctl" "${VNETD_EXTRA[@]}" "$@"
     VNETD_PID=$BG_PID
 }
 
@@ -175,7 +174,7 @@ NS_A=$(ns_name vnetd-vu-a)
 netns_new "$NS_A"
 netns_new "$NS_HOST"
 SOCK_A="$WORK/a.sock"
-start_vnetd "$WORK/vnetd-a.log" "$WORK/vnetd-a.json" netns "$NS_HOST" -- --socket-path "$SOCK_A"
+start_pinned_vnetd "$WORK/vnetd-a.log" "$WORK/vnetd-a.json" netns "$NS_HOST" -- --socket-path "$SOCK_A"
 wait_for 10 "(a) vnetd did not listen" log_has "$WORK/vnetd-a.log" "listening on"
 ip -n "$NS_HOST" link set "$TAP" netns "$NS_A" || fail "(a) moving $TAP into $NS_A"
 ip -n "$NS_A" link set "$TAP" up || fail "(a) $TAP up in $NS_A"
@@ -195,7 +194,7 @@ bg_start --log "$WORK/testpmd-b.log" "$TESTPMD" "${EAL_ARGS[@]}" \
     --vdev "$VDEV_BASE,path=$SOCK_B,server=1" -- "${PMD[@]}" --forward-mode=txonly --txpkts="$FRAME_SIZE"
 TESTPMD_PID=$BG_PID
 wait_for 30 "(b) testpmd did not listen on $SOCK_B" test -S "$SOCK_B"
-start_vnetd "$WORK/vnetd-b.log" "$WORK/vnetd-b.json" netns "$NS_B" -- --socket-path "$SOCK_B" --client
+start_pinned_vnetd "$WORK/vnetd-b.log" "$WORK/vnetd-b.json" netns "$NS_B" -- --socket-path "$SOCK_B" --client
 wait_for 30 "(b) testpmd did not start forwarding" log_has "$WORK/testpmd-b.log" "Port statistics"
 finish_txonly b "$NS_B"
 
@@ -203,7 +202,7 @@ echo "== (c) vnetd server; testpmd virtio-user macswap reflects $N_FRAMES frames
 NS_C=$(ns_name vnetd-vu-c)
 netns_new "$NS_C"
 SOCK_C="$WORK/c.sock"
-start_vnetd "$WORK/vnetd-c.log" "$WORK/vnetd-c.json" netns "$NS_HOST" -- --socket-path "$SOCK_C"
+start_pinned_vnetd "$WORK/vnetd-c.log" "$WORK/vnetd-c.json" netns "$NS_HOST" -- --socket-path "$SOCK_C"
 wait_for 10 "(c) vnetd did not listen" log_has "$WORK/vnetd-c.log" "listening on"
 ip -n "$NS_HOST" link set "$TAP" netns "$NS_C" || fail "(c) moving $TAP into $NS_C"
 ip -n "$NS_C" link set "$TAP" up || fail "(c) $TAP up in $NS_C"

@@ -25,9 +25,6 @@
 #   VNET_TEST_GSO_SIZE    S (default 16384)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 HERE=$(cd "$(dirname "$0")" && pwd)
 G=${VNET_TEST_GSO_FRAMES:-2000}
 S=${VNET_TEST_GSO_SIZE:-16384}
@@ -36,10 +33,9 @@ K=$(((S - 54 + MSS - 1) / MSS))
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || skip "needs root (vhost-user sockets under the test's directory)"
-for bin in "$VNETD" "$PKTGEN"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+need_built "$VNETD" "$PKTGEN"
 work_dir vnetd-vm-to-vm-gso
 
 # run_case LABEL EXPECTED_PACKETS RX_ARGS...: one vnetd, a receiver on vm1

@@ -33,19 +33,14 @@
 # Usage: test_vnetctl.sh BUILD_DIR   (as root)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 HERE=$(cd "$(dirname "$0")" && pwd)
 N=${VNET_TEST_FRAMES:-20000}  # at 5000 frames/s: 4 s with the front end attached
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || skip "needs root (netns, tap)"
-for bin in "$VNETD" "$VNETCTL" "$PKTGEN"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+need_built "$VNETD" "$VNETCTL" "$PKTGEN"
 
 work_dir vnetctl
 NS=$(ns_name vctl)
@@ -54,11 +49,9 @@ TAP=$(link_name vctl)
 SOCK="$WORK/vm.sock"
 CTL="$WORK/ctl/vnetd.ctl"
 STATS="$WORK/stats.json"
-ctl() { "$VNETCTL" --socket "$CTL" "$@"; }
 
-bg_start --log "$WORK/vnetd.log" ip netns exec "$NS" "$VNETD" --socket-path "$SOCK" --tap "$TAP" \
+start_vnetd "$WORK/vnetd.log" --netns "$NS" --socket-path "$SOCK" --tap "$TAP" \
     --control-socket "$CTL" --control-socket-group daemon --stats-file "$STATS"
-VNETD_PID=$BG_PID
 wait_for 10 "vnetd did not open its control socket" log_has "$WORK/vnetd.log" "control socket"
 ip -n "$NS" link set "$TAP" up || fail "$TAP up"
 

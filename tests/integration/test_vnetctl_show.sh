@@ -24,26 +24,20 @@
 # Usage: test_vnetctl_show.sh BUILD_DIR
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 HERE=$(cd "$(dirname "$0")" && pwd)
 RATE=1000  # gaps of 1 ms: longer than the adaptive spin, so the worker sleeps and is kicked
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 command -v python3 >/dev/null || skip "python3 not found"
-for bin in "$VNETD" "$VNETCTL" "$PKTGEN"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+need_built "$VNETD" "$VNETCTL" "$PKTGEN"
 
 work_dir vnetctl-show
 CTL="$WORK/ctl.sock"
 STATS="$WORK/stats.json"
 MAC_A=02:00:00:00:0a:0a
 MAC_B=02:00:00:00:0b:0b
-ctl() { "$VNETCTL" --socket "$CTL" "$@"; }
 
 cat >"$WORK/vnetd.toml" <<TOML
 [daemon]
@@ -64,8 +58,7 @@ socket_path = "$WORK/b.sock"
 switch = "s0"
 TOML
 
-bg_start --log "$WORK/vnetd.log" "$VNETD" --config "$WORK/vnetd.toml"
-VNETD_PID=$BG_PID
+start_vnetd "$WORK/vnetd.log" --config "$WORK/vnetd.toml"
 wait_for 10 "vnetd did not listen" log_count "$WORK/vnetd.log" "listening on" 2
 
 bg_start --out "$WORK/rx.out" --err "$WORK/rx.log" "$PKTGEN" --connect-timeout 20 \

@@ -30,10 +30,6 @@
 #   VNET_TEST_FRAMES N (default 2000)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 HERE=$(cd "$(dirname "$0")" && pwd)
 N=${VNET_TEST_FRAMES:-2000}
 RATE=20000
@@ -42,10 +38,9 @@ HOLD_US=200000  # a receiving vnet-pktgen on a busy machine may not run for a wh
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || fail "needs root (like every integration test)"
-for bin in "$VNETD" "$VNETCTL" "$PKTGEN"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+need_built "$VNETD" "$VNETCTL" "$PKTGEN"
 command -v bridge >/dev/null || fail "bridge (iproute2) not found"
 
 work_dir vnet-vxlan

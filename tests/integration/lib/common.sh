@@ -5,7 +5,13 @@
 #   HERE=$(cd "$(dirname "$0")" && pwd)
 #   # shellcheck source=lib/common.sh
 #   source "$HERE/lib/common.sh"
+#   build_programs "${1:-}"     # BUILD_DIR (the argument), VNETD, VNETCTL, ...
+#   need_built "$VNETD" ...     # or fail
 #   work_dir vnetd-foo          # WORK=/tmp/vnetd-foo.XXXXXX, removed at exit
+#
+# Every test opens so (with its own settings around it), and every vnetd
+# it starts gets a control socket of its own under WORK (start_vnetd), so
+# that tests can run side by side.
 #
 # Sourcing it installs the EXIT trap (and INT/TERM/HUP/PIPE traps that exit
 # 128+n, so the EXIT trap runs then too). Do not install traps of your own:
@@ -29,15 +35,18 @@
 #   reporting       fail MSG (FAIL: line, logs, exit 1), pass [MSG]
 #                   (PASS: line, exit 0), skip MSG (SKIP: line, exit 77),
 #                   ok MSG (an "ok:" progress line), fail_log FILE [LINES]
-#                   check_equal, check_zero, check_vnetd_bytes
+#                   check DESCRIPTION CMD... and checks_passed (checks
+#                   that let the test go on), check_equal, check_zero,
+#                   check_vnetd_bytes
 #   names           VT_ID (= the test's pid), ns_name PREFIX [SUFFIX],
 #                   link_name PREFIX [SUFFIX] (fails above 15 characters)
 #   netns, links    netns_new NAME [--ipv6], netns_del NAME,
 #                   link_stat NS DEV FIELD, fd_count PID
-#   vnetd, pktgen   need_built FILE..., start_vnetd LOG [--netns NS] ARG...
-#                   (VNETD_PID), ctl ARG... (vnetctl on CTL),
-#                   wait_control [SECS], vnetd_stats FILE PORT.DIR.FIELD...,
-#                   pktgen_value FILE KEY
+#   programs        build_programs BUILD_DIR (VNETD, VNETCTL, PKTGEN, CNI),
+#                   need_commands CMD... (or skip), need_built FILE...
+#   vnetd, pktgen   start_vnetd LOG [--netns NS] ARG... (VNETD_PID),
+#                   ctl ARG... (vnetctl on CTL), wait_control [SECS],
+#                   vnetd_stats FILE PORT.DIR.FIELD..., pktgen_value FILE KEY
 #   DPDK            NCPU, LAST_CPU, dpdk_eal NAME LCORES (sets EAL_ARGS)
 #   QEMU guests     guest_kernel (sets KERNEL, KVER), qemu_guest_prerequisites,
 #                   guest_initramfs, guest_command [opts] (sets GUEST_CMD)
@@ -301,6 +310,24 @@ skip() {
 # ok MESSAGE: one check passed (a progress line, the test goes on).
 ok() { echo "ok: $*"; }
 
+# check DESCRIPTION CMD...: a check that lets the test go on: when CMD
+# fails, DESCRIPTION joins FAILS; checks_passed, at the end, fails the test
+# if any did (a test that reports every broken check of a long run at once).
+FAILS=()
+check() {
+    local what=$1
+    shift
+    "$@" || FAILS+=("$what")
+}
+
+# checks_passed: fail ("N check(s) failed"), listing each, if a check did.
+checks_passed() {
+    if ((${#FAILS[@]})); then
+        printf '  failed: %s\n' "${FAILS[@]}"
+        fail "${#FAILS[@]} check(s) failed"
+    fi
+}
+
 # check_equal CASE NAME=VALUE...: every value must equal the first.
 check_equal() {
     local label=$1 first="" pair value
@@ -405,6 +432,28 @@ fd_count() {
 
 # ---- vnetd and vnet-pktgen -------------------------------------------------------
 
+# need_commands COMMAND...: every COMMAND is on the PATH, or the test is
+# skipped ("COMMAND not found").
+need_commands() {
+    local c
+    for c in "$@"; do
+        command -v "$c" >/dev/null || skip "$c not found"
+    done
+}
+
+# build_programs BUILD_DIR: the build under test (the test's argument; the
+# usage line and exit without it): BUILD_DIR, and its programs VNETD,
+# VNETCTL, PKTGEN (vnet-pktgen) and CNI (vnetd-cni), checked by need_built
+# where a test uses them.
+# shellcheck disable=SC2034 # for the scripts
+build_programs() {
+    BUILD_DIR=${1:?usage: $0 BUILD_DIR}
+    VNETD="$BUILD_DIR/apps/vnetd"
+    VNETCTL="$BUILD_DIR/apps/vnetctl"
+    PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
+    CNI="$BUILD_DIR/apps/vnetd-cni"
+}
+
 # need_built FILE...: every FILE is there and executable (a program of the
 # build under test), or the test fails "FILE not built".
 need_built() {
@@ -439,6 +488,7 @@ ctl() { "$VNETCTL" --socket "$CTL" "$@"; }
 
 # wait_control [SECONDS]: wait (default 10 s) until vnetd has made its
 # control socket CTL, or fail "vnetd did not open its control socket".
+# shellcheck disable=SC2120 # SECONDS is optional
 wait_control() {
     wait_for "${1:-10}" "vnetd did not open its control socket" test -S "$CTL"
 }

@@ -1,21 +1,22 @@
 # The helpers of the QEMU tests whose TCG guest (qemu/guest_init.sh
 # vnet_stream=1) streams checksummed bytes both ways through vnetd while
 # vnetd goes away and comes back (test_qemu_restart.sh: SIGKILL and a
-# restart; test_upgrade_in_place.sh: an upgrade in place) or across a
-# VXLAN tunnel (test_vxlan_qemu.sh). Sourced after
+# restart; test_upgrade_in_place.sh: an upgrade in place), across a
+# VXLAN tunnel (test_vxlan_qemu.sh) or while its memory is hot-plugged
+# (test_qemu_memory_hotplug.sh). Sourced after
 # common.sh, qemu_guest_prerequisites and guest_initramfs; the test sets
-# QEMU_TIMEOUT, GUEST_MB, MAC, DATA_KIB, CHUNK, STREAM_WAIT (and BOOT_WAIT
+# QEMU_TIMEOUT, MAC, DATA_KIB, STREAM_WAIT, maybe GUEST_MB (and BOOT_WAIT
 # for shape_guest_up) and, per guest, L, D, SOCK, HOST_IP, GUEST_IP (or
 # has shape_begin set them); QEMU_PID, RECEIVER_PID, SENDER_PID are set
 # here.
 # shellcheck shell=bash
 
-FAILS=()
-check() { # check DESCRIPTION COMMAND...
-    local what=$1
-    shift
-    "$@" || FAILS+=("$what")
-}
+# The streams' pacing (stream_sender.py, stream_receiver.py and the
+# guest's): one CHUNK of bytes every 40 ms, until SIGUSR1.
+CHUNK=16384
+# The guest's memory, MiB, unless the test sets it.
+GUEST_MB=${GUEST_MB:-192}
+
 SUMMARY=()
 note() { SUMMARY+=("$*"); }
 
@@ -26,6 +27,7 @@ start_qemu() {
     guest_command --mb "$GUEST_MB" --console "$D-console.log" --socket "$SOCK" --chardev-opts ",$1" \
         --mac "$MAC" --net-opts "${QEMU_NET_OPTIONS:-}" \
         --append "vnet_host=$HOST_IP vnet_guest=$GUEST_IP vnet_stream=1 vnet_data_kib=$DATA_KIB"
+    # shellcheck disable=SC2153 # GUEST_CMD: set by guest_command
     bg_start --log "$D-qemu.log" timeout -k 5 "$QEMU_TIMEOUT" "${GUEST_CMD[@]}"
     QEMU_PID=$BG_PID
 }
