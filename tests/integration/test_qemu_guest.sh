@@ -26,31 +26,23 @@
 # must be negotiated on both sides and vnetd must log packed rings).
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-VNETD="$BUILD_DIR/apps/vnetd"
-QEMU=$(command -v qemu-system-x86_64 || true)
 IPERF3=$(command -v iperf3 || true)
 QEMU_TIMEOUT=${VNET_QEMU_TIMEOUT:-150}
 IPERF_SECS=${VNET_QEMU_IPERF_SECS:-3}
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
-[ "$(id -u)" = 0 ] || skip "needs root (network namespaces, taps)"
-[ -n "$QEMU" ] || skip "qemu-system-x86_64 not found (Debian package qemu-system-x86)"
-[ -n "$IPERF3" ] || skip "iperf3 not found"
-[ -x /bin/busybox ] || skip "/bin/busybox not found (Debian package busybox-static)"
-command -v python3 >/dev/null || skip "python3 not found"
-[ -c /dev/net/tun ] || skip "/dev/net/tun missing"
-
-guest_kernel
-[ -x "$VNETD" ] || fail "$VNETD not built"
+build_programs "${1:-}"
+qemu_guest_prerequisites
+need_built "$VNETD"
 
 work_dir vnet-qemu-guest
 NS=$(ns_name vnet-qemu)
 TAP=$(link_name vnqemu)
 SOCK="$WORK/vhost-user.sock"
 STATS="$WORK/stats.json"
+CTL="$WORK/vnetd.ctl"
 HOST_IP=10.77.$((VT_ID % 250)).1
 GUEST_IP=10.77.$((VT_ID % 250)).2
 T0=$(date +%s.%N)
@@ -59,15 +51,13 @@ for f in vnetd.log iperf3-server.log qemu.log console.txt; do
 done
 
 echo "== guest kernel $KVER; netns $NS, tap $TAP, host $HOST_IP, guest $GUEST_IP"
-bash "$HERE/qemu/build_initramfs.sh" "$KVER" "$WORK/initrd.gz" 2>"$WORK/initramfs.log" ||
-    fail "initramfs: $(cat "$WORK/initramfs.log")"
+guest_initramfs
 
 netns_new "$NS"
 
 # ---- vnetd (server) and the tap ------------------------------------------
-bg_start --log "$WORK/vnetd.log" "$VNETD" --socket-path "$SOCK" --tap "$TAP" --stats-file "$STATS" \
-    --log-level debug
-VNETD_PID=$BG_PID
+start_vnetd "$WORK/vnetd.log" --socket-path "$SOCK" --tap "$TAP" --stats-file "$STATS" \
+    --control-socket "$CTL" --log-level debug
 wait_for 10 "vnetd did not create $SOCK" test -S "$SOCK"
 wait_for 10 "vnetd did not create tap $TAP" test -e "/sys/class/net/$TAP"
 ip link set "$TAP" netns "$NS" || fail "could not move $TAP into $NS"
@@ -87,17 +77,11 @@ wait_for 10 "iperf3 -s did not start listening" iperf_listening
 # ---- the guest -------------------------------------------------------------
 PACKED_ARG=""
 [ "${VNET_QEMU_PACKED:-0}" = 1 ] && PACKED_ARG=",packed=on"
-# vectors=0: QEMU 7.2 TCG + vhost-user + MSI-X segfaults (peer-baselines.md).
 echo "== booting the guest (timeout ${QEMU_TIMEOUT}s)"
 T_QEMU=$(date +%s.%N)
-bg_start --log "$WORK/qemu.log" timeout -k 5 "$QEMU_TIMEOUT" "$QEMU" -accel tcg -m 512 -smp 1 -nodefaults -no-user-config \
-    -kernel "$KERNEL" -initrd "$WORK/initrd.gz" \
-    -append "console=ttyS0 quiet panic=-1 ipv6.disable=1 vnet_host=$HOST_IP vnet_guest=$GUEST_IP vnet_secs=$IPERF_SECS ${VNET_QEMU_APPEND:-}" \
-    -display none -monitor none -serial "file:$WORK/console.log" -no-reboot \
-    -object memory-backend-memfd,id=mem,size=512M,share=on -numa node,memdev=mem \
-    -chardev "socket,id=chr0,path=$SOCK" \
-    -netdev type=vhost-user,id=net0,chardev=chr0 \
-    -device "virtio-net-pci,netdev=net0,mac=52:54:00:12:34:56,vectors=0,mrg_rxbuf=on,csum=on,guest_csum=on,gso=on,host_tso4=on,guest_tso4=on$PACKED_ARG"
+guest_command --console "$WORK/console.log" --socket "$SOCK" --mac 52:54:00:12:34:56 --net-opts "$PACKED_ARG" \
+    --append "vnet_host=$HOST_IP vnet_guest=$GUEST_IP vnet_secs=$IPERF_SECS ${VNET_QEMU_APPEND:-}"
+bg_start --log "$WORK/qemu.log" timeout -k 5 "$QEMU_TIMEOUT" "${GUEST_CMD[@]}"
 QEMU_PID=$BG_PID
 while running "$QEMU_PID"; do
     if ! running "$VNETD_PID"; then
@@ -123,13 +107,6 @@ VNETD_RC=$?
 
 # ---- what the guest saw ------------------------------------------------------
 guest() { sed -n "s/^VNET-GUEST $1//p" "$WORK/console.txt"; }
-
-FAILS=()
-check() {  # check DESCRIPTION COMMAND...
-    local what=$1
-    shift
-    "$@" || FAILS+=("$what")
-}
 
 grep -E '^VNET-GUEST (insmod|no eth0)' "$WORK/console.txt" && FAILS+=("guest driver setup")
 PING_SUMMARY=$(guest 'ping: ' | grep 'packets transmitted')
@@ -262,8 +239,5 @@ echo "vnetd stats (port kind dir packets bytes drops):"
 while read -r line; do echo "  $line"; done <<<"$STATS_SUMMARY"
 echo "guest eth0: rx_packets $GUEST_RX tx_packets $GUEST_TX rx_dropped $(guest 'eth0 rx_dropped ')" \
     "(not asserted: IPv6 queued on the tap in the root netns)"
-if ((${#FAILS[@]})); then
-    printf '  failed: %s\n' "${FAILS[@]}"
-    fail "${#FAILS[@]} check(s) failed"
-fi
+checks_passed
 pass

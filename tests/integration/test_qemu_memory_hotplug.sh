@@ -39,14 +39,10 @@
 # VNET_QEMU_DATA_KIB=24576 (each stream's size), VNET_KEEP_WORK=1.
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
 DATA_KIB=${VNET_QEMU_DATA_KIB:-24576}
 GUEST_MB=256
 MAC=52:54:00:12:39:01
-CHUNK=16384 # the streams' pacing: one chunk every 40 ms
 # The DIMMs: guest address, size; the memory blocks (128 MiB) they are.
 DIMM_K_ADDR=$((0x100000000))
 DIMM_K_MB=256
@@ -66,10 +62,9 @@ STREAM_WAIT=60
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 qemu_guest_prerequisites
-for bin in "$VNETD" "$VNETCTL"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+need_built "$VNETD" "$VNETCTL"
 
 work_dir vnet-qemu-memhp
 NS=$(ns_name vnet-memhp)
@@ -81,37 +76,25 @@ QMP="$WORK/qmp.sock"
 NET=10.83.$((VT_ID % 250))
 HOST_IP=$NET.1
 GUEST_IP=$NET.2
+L=memhp
+D="$WORK/vm"
 T0=$(date +%s.%N)
 fail_log "$WORK/vnetd.log" 40
 for f in qemu.log console.txt receiver.out sender.out; do
-    fail_log "$WORK/$f" 30
+    fail_log "$D-$f" 30
 done
 
 echo "== guest kernel $KVER; netns $NS, tap $TAP, host $HOST_IP, guest $GUEST_IP ($MAC)"
-bash "$HERE/qemu/build_initramfs.sh" "$KVER" "$WORK/initrd.gz" 2>"$WORK/initramfs.err" ||
-    fail "initramfs: $(cat "$WORK/initramfs.err")"
+guest_initramfs
 netns_new "$NS"
 ip -n "$NS" link set lo up
 
+# shellcheck source=lib/qemu_stream.sh
+. "$HERE/lib/qemu_stream.sh"
 qmp() { python3 "$HERE/lib/qmp.py" "$QMP" "$@"; }
-console_text() { tr -d '\r' <"$WORK/console.log" >"$WORK/console.txt" 2>/dev/null; }
-fail_now() {
-    console_text
-    fail "$@"
-}
-guest_wait() { # guest_wait SECONDS MESSAGE CMD...
-    local secs=$1 msg=$2
-    shift 2
-    wait_until "$secs" "$@" || fail_now "$msg (waited $secs s for: $*)"
-}
 console_has() {
     console_text
-    grep -qE -- "$1" "$WORK/console.txt"
-}
-progress_bytes() { awk '$1 == "progress" { b = $3 } END { print b + 0 }' "$1" 2>/dev/null || echo 0; }
-streams_past() { # streams_past R S: receiver beyond R bytes, sender beyond S
-    running "$QEMU_PID" || fail_now "QEMU exited while the streams ran"
-    [ "$(progress_bytes "$WORK/receiver.out")" -gt "$1" ] && [ "$(progress_bytes "$WORK/sender.out")" -gt "$2" ]
+    grep -qE -- "$1" "$D-console.txt"
 }
 # show_regions: "ADDR:SIZE ..." of vm0's memory regions (vnetctl show --json).
 show_regions() {
@@ -139,28 +122,18 @@ print(" ".join(d["data"].get("id", "?") for d in json.load(sys.stdin)))'
 }
 
 # ---- vnetd, the receiver, QEMU ---------------------------------------------------------
-bg_start --out "$WORK/receiver.out" --err "$WORK/receiver.err" \
-    ip netns exec "$NS" python3 -u "$HERE/lib/stream_receiver.py" 0.0.0.0 5300 $((QEMU_TIMEOUT - 20))
-RECEIVER_PID=$BG_PID
-wait_for 10 "the receiver did not listen" log_has "$WORK/receiver.out" '^listening'
-bg_start --log "$WORK/vnetd.log" ip netns exec "$NS" "$VNETD" --socket-path "$SOCK" --tap "$TAP" \
+start_receiver "$NS"
+start_vnetd "$WORK/vnetd.log" --netns "$NS" --socket-path "$SOCK" --tap "$TAP" \
     --stats-file "$STATS" --control-socket "$CTL" --log-level debug
-VNETD_PID=$BG_PID
 wait_for 10 "vnetd did not listen" log_has "$WORK/vnetd.log" "listening on $SOCK"
 # slots/maxmem: room for the DIMMs; all guest RAM on shared memfds, or vnetd
-# could not map it. vectors=0: QEMU 7.2 TCG + vhost-user + MSI-X segfaults
-# (peer-baselines.md). memhp_default_state=offline: guest_init.sh picks
-# each block's zone.
-bg_start --log "$WORK/qemu.log" timeout -k 5 "$QEMU_TIMEOUT" "$QEMU" -accel tcg \
-    -m "${GUEST_MB}M,slots=4,maxmem=1G" -smp 1 -nodefaults -no-user-config \
-    -kernel "$KERNEL" -initrd "$WORK/initrd.gz" \
-    -append "console=ttyS0 quiet panic=-1 ipv6.disable=1 memhp_default_state=offline vnet_host=$HOST_IP vnet_guest=$GUEST_IP vnet_stream=1 vnet_data_kib=$DATA_KIB vnet_online_kernel=$KERNEL_BLOCKS" \
-    -display none -monitor none -serial "file:$WORK/console.log" -no-reboot \
-    -qmp "unix:$QMP,server=on,wait=off" \
-    -object "memory-backend-memfd,id=mem,size=${GUEST_MB}M,share=on" -numa node,memdev=mem \
-    -chardev "socket,id=chr0,path=$SOCK" \
-    -netdev type=vhost-user,id=net0,chardev=chr0 \
-    -device "virtio-net-pci,netdev=net0,mac=$MAC,vectors=0,mrg_rxbuf=on,csum=on,guest_csum=on,gso=on,host_tso4=on,guest_tso4=on"
+# could not map it. memhp_default_state=offline: guest_init.sh picks each
+# block's zone.
+guest_command --mb "$GUEST_MB" --mem-opts ",slots=4,maxmem=1G" --console "$D-console.log" \
+    --socket "$SOCK" --mac "$MAC" \
+    --append "memhp_default_state=offline vnet_host=$HOST_IP vnet_guest=$GUEST_IP vnet_stream=1 vnet_data_kib=$DATA_KIB vnet_online_kernel=$KERNEL_BLOCKS" \
+    -- -qmp "unix:$QMP,server=on,wait=off"
+bg_start --log "$D-qemu.log" timeout -k 5 "$QEMU_TIMEOUT" "${GUEST_CMD[@]}"
 QEMU_PID=$BG_PID
 guest_wait 20 "the front end did not connect" log_has "$WORK/vnetd.log" "front end connected"
 guest_wait 10 "vnetd did not open tap $TAP" log_has "$WORK/vnetd.log" "\[tap '$TAP'\] opened"
@@ -169,11 +142,7 @@ ip -n "$NS" link set "$TAP" up || fail "ip link set $TAP up"
 TAP_MAC=$(ip netns exec "$NS" cat "/sys/class/net/$TAP/address")
 
 guest_wait "$BOOT_WAIT" "the guest's stream did not start" streams_past $((8 * CHUNK)) -1
-bg_start --out "$WORK/sender.out" --err "$WORK/sender.err" \
-    ip netns exec "$NS" python3 -u "$HERE/lib/stream_sender.py" "$GUEST_IP" 5301 $((DATA_KIB * 1024)) \
-    $((QEMU_TIMEOUT - 40))
-SENDER_PID=$BG_PID
-guest_wait 30 "the stream into the guest did not start" streams_past $((8 * CHUNK)) $((8 * CHUNK))
+start_sender "$NS"
 REGIONS_BOOT=$(show_regions)
 echo "streams running; vnetd's regions at boot: $REGIONS_BOOT"
 
@@ -235,10 +204,10 @@ for fd in os.listdir(f"/proc/{pid}/fd"):
 print(count)
 EOF
 }
-SENT_AT_ONLINE=$(progress_bytes "$WORK/sender.out")
+SENT_AT_ONLINE=$(progress_bytes "$D-sender.out")
 frames_in_dimm_k() {
     running "$QEMU_PID" || fail_now "QEMU exited while the streams ran"
-    [ "$(progress_bytes "$WORK/sender.out")" -gt $((SENT_AT_ONLINE + 64 * CHUNK)) ] || return 1
+    [ "$(progress_bytes "$D-sender.out")" -gt $((SENT_AT_ONLINE + 64 * CHUNK)) ] || return 1
     FRAMES_K=$(dimm_frames "$DIMM_K_MB")
     [ "${FRAMES_K:-0}" -gt 0 ]
 }
@@ -257,36 +226,19 @@ T_REMOVED=$(date +%s.%N)
 REGIONS_REMOVED=$(show_regions)
 echo "vnetd's regions after the removal: $REGIONS_REMOVED (QEMU's memory devices: $(memory_devices))"
 # vnetd forwards after the removal: the streams move on, then finish fast.
-RX_AT_DEL=$(progress_bytes "$WORK/receiver.out")
-TX_AT_DEL=$(progress_bytes "$WORK/sender.out")
+RX_AT_DEL=$(progress_bytes "$D-receiver.out")
+TX_AT_DEL=$(progress_bytes "$D-sender.out")
 guest_wait 30 "the streams did not move after the removal" \
     streams_past $((RX_AT_DEL + 4 * CHUNK)) $((TX_AT_DEL + 4 * CHUNK))
-kill -USR1 "$RECEIVER_PID" "$SENDER_PID"
-guest_wait "$STREAM_WAIT" "the stream from the guest did not end" log_has "$WORK/receiver.out" '^(done|error)'
-guest_wait "$STREAM_WAIT" "the stream into the guest did not end" log_has "$WORK/sender.out" '^(done|error)'
-guest_wait 30 "the guest did not power off" exited "$QEMU_PID"
-stop_pid "$QEMU_PID" TERM 5
-QEMU_RC=$?
-console_text
-stop_pid "$RECEIVER_PID" TERM 5
-RECEIVER_RC=$?
-stop_pid "$SENDER_PID" TERM 5
-SENDER_RC=$?
+finish_streams
 running "$VNETD_PID" || fail "vnetd exited during the test"
 stop_pid "$VNETD_PID" TERM 10
 VNETD_RC=$?
 
 # ---- the checks ---------------------------------------------------------------------------------
-FAILS=()
-check() { # check DESCRIPTION COMMAND...
-    local what=$1
-    shift
-    "$@" || FAILS+=("$what")
-}
 not() { ! "$@"; }
-guest() { sed -n "s/^VNET-GUEST $1//p" "$WORK/console.txt"; }
-receiver() { sed -n "s/^$1 //p" "$WORK/receiver.out" | tail -n 1; }
-sender() { sed -n "s/^$1 //p" "$WORK/sender.out" | tail -n 1; }
+receiver() { sed -n "s/^$1 //p" "$D-receiver.out" | tail -n 1; }
+sender() { sed -n "s/^$1 //p" "$D-sender.out" | tail -n 1; }
 has_region() { [[ " $1 " == *" $(printf %#x "$2"):$(printf %#x $(($3 << 20))) "* ]]; }
 
 check "vnetd logged '$ADD_K_LINE'" log_has "$WORK/vnetd.log" "$ADD_K_LINE"
@@ -304,9 +256,9 @@ for b in ${KERNEL_BLOCKS//,/ }; do
 done
 check "the guest onlined memory$MOVABLE_BLOCK as online_movable ($(guest "online memory$MOVABLE_BLOCK "))" \
     test "$(guest "online memory$MOVABLE_BLOCK ")" = "online_movable 0 "
-check "memory$MOVABLE_BLOCK went away in the guest" grep -q "^VNET-GUEST gone memory$MOVABLE_BLOCK\$" "$WORK/console.txt"
+check "memory$MOVABLE_BLOCK went away in the guest" grep -q "^VNET-GUEST gone memory$MOVABLE_BLOCK\$" "$D-console.txt"
 check "frames vnetd wrote are in dimm-k ($FRAMES_K)" test "${FRAMES_K:-0}" -gt 0
-check "the guest finished" grep -q '^VNET-GUEST done' "$WORK/console.txt"
+check "the guest finished" grep -q '^VNET-GUEST done' "$D-console.txt"
 check "QEMU exited 0 (is $QEMU_RC)" test "$QEMU_RC" = 0
 
 SEND_SHA=$(guest 'send-sha256 ')
@@ -314,7 +266,7 @@ SEND_SIZE=$(guest 'send-size ')
 RECV_SHA=$(receiver recv-sha256)
 RECV_SIZE=$(receiver recv-bytes)
 check "the receiver ended cleanly (exit $RECEIVER_RC)" test "$RECEIVER_RC" = 0
-check "one connection from the guest" test "$(grep -c '^accepted' "$WORK/receiver.out")" = 1
+check "one connection from the guest" test "$(grep -c '^accepted' "$D-receiver.out")" = 1
 check "the guest's stream exit status (is $(guest 'stream-rc '))" test "$(guest 'stream-rc ')" = 0
 check "bytes from the guest: received ${RECV_SIZE:-missing} = sent ${SEND_SIZE:-missing}" \
     test "$SEND_SIZE" = $((DATA_KIB * 1024)) -a "$RECV_SIZE" = "$SEND_SIZE"
@@ -354,13 +306,10 @@ echo "vnetd's regions: boot [$REGIONS_BOOT] after the adds [$REGIONS_ADDED] afte
 echo "vnetd's log:"
 grep -E 'ADD_MEM_REG|REM_MEM_REG' "$WORK/vnetd.log" | sed 's/^/  /'
 echo "guest:"
-grep -E '^VNET-GUEST (memory|online|gone)' "$WORK/console.txt" | sed 's/^/  /'
+grep -E '^VNET-GUEST (memory|online|gone)' "$D-console.txt" | sed 's/^/  /'
 echo "frames vnetd wrote into dimm-k: $FRAMES_K"
 echo "stream guest -> host: $SEND_SIZE bytes sha256 $SEND_SHA; received $RECV_SIZE sha256 $RECV_SHA"
 echo "stream host -> guest: $IN_SIZE bytes sha256 $IN_SHA; received $IN_RECV_SIZE sha256 $IN_RECV_SHA"
 echo "vnetd: vm0 rx $VM_RX tx $VM_TX packets"
-if ((${#FAILS[@]})); then
-    printf '  failed: %s\n' "${FAILS[@]}"
-    fail "${#FAILS[@]} check(s) failed"
-fi
+checks_passed
 pass

@@ -45,10 +45,7 @@
 # VNET_QEMU_DATA_KIB=16384 (the file's size), VNET_KEEP_WORK=1.
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
 DATA_KIB=${VNET_QEMU_DATA_KIB:-16384}
 GUEST_MB=192
 # Bounds (s): every QEMU's whole run; the guest's boot until its stream
@@ -60,10 +57,9 @@ STREAM_WAIT=60
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 qemu_guest_prerequisites
-for bin in "$VNETD" "$VNETCTL"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+need_built "$VNETD" "$VNETCTL"
 
 work_dir vnet-qemu-migration
 NS=$(ns_name vnet-mig)
@@ -82,8 +78,7 @@ for f in qemu-src.log qemu-dst.log console-src.txt console-dst.txt receiver.out 
 done
 
 echo "== guest kernel $KVER; netns $NS, tap $TAP, host $HOST_IP, guest $GUEST_IP ($MAC)"
-bash "$HERE/qemu/build_initramfs.sh" "$KVER" "$WORK/initrd.gz" 2>"$WORK/initramfs.err" ||
-    fail "initramfs: $(cat "$WORK/initramfs.err")"
+guest_initramfs
 netns_new "$NS"
 
 # ---- vnetd: one switch, the two guest ports and the tap ------------------------
@@ -111,8 +106,7 @@ name = "$TAP"
 type = "tap"
 switch = "s0"
 TOML
-bg_start --log "$WORK/vnetd.log" "$VNETD" --config "$CONF" --log-level debug
-VNETD_PID=$BG_PID
+start_vnetd "$WORK/vnetd.log" --config "$CONF" --log-level debug
 wait_for 10 "vnetd did not listen on both sockets" log_count "$WORK/vnetd.log" "listening on" 2
 wait_for 10 "vnetd did not create tap $TAP" test -e "/sys/class/net/$TAP"
 ip link set "$TAP" netns "$NS" || fail "could not move $TAP into $NS"
@@ -133,20 +127,14 @@ wait_for 10 "the RARP capture did not start" log_has "$WORK/rarp.out" '^ready'
 # ---- the two QEMUs -------------------------------------------------------------------
 # start_qemu ROLE [ARG...]: the same machine for both (same MAC, memory
 # shared with vnetd), port ROLE's socket, QMP at WORK/ROLE.qmp; QEMU_PID.
-# vectors=0: QEMU 7.2 TCG + vhost-user + MSI-X segfaults (peer-baselines.md).
 start_qemu() {
     local role=$1
     shift
-    bg_start --log "$WORK/qemu-$role.log" timeout -k 5 "$QEMU_TIMEOUT" "$QEMU" -accel tcg \
-        -m "$GUEST_MB" -smp 1 -nodefaults -no-user-config -kernel "$KERNEL" -initrd "$WORK/initrd.gz" \
-        -append "console=ttyS0 quiet panic=-1 ipv6.disable=1 vnet_host=$HOST_IP vnet_guest=$GUEST_IP vnet_stream=1 vnet_data_kib=$DATA_KIB" \
-        -display none -monitor none -serial "file:$WORK/console-$role.log" -no-reboot \
-        -qmp "unix:$WORK/$role.qmp,server=on,wait=off" \
-        -object "memory-backend-memfd,id=mem,size=${GUEST_MB}M,share=on" -numa node,memdev=mem \
-        -chardev "socket,id=chr0,path=$WORK/$role.sock" \
-        -netdev type=vhost-user,id=net0,chardev=chr0 \
-        -device "virtio-net-pci,netdev=net0,mac=$MAC,vectors=0,mrg_rxbuf=on,csum=on,guest_csum=on,gso=on,host_tso4=on,guest_tso4=on,guest_announce=off" \
-        "$@"
+    guest_command --mb "$GUEST_MB" --console "$WORK/console-$role.log" --socket "$WORK/$role.sock" \
+        --mac "$MAC" --net-opts ",guest_announce=off" \
+        --append "vnet_host=$HOST_IP vnet_guest=$GUEST_IP vnet_stream=1 vnet_data_kib=$DATA_KIB" \
+        -- -qmp "unix:$WORK/$role.qmp,server=on,wait=off" "$@"
+    bg_start --log "$WORK/qemu-$role.log" timeout -k 5 "$QEMU_TIMEOUT" "${GUEST_CMD[@]}"
     QEMU_PID=$BG_PID
 }
 qmp() { python3 "$HERE/lib/qmp.py" "$@"; }
@@ -272,13 +260,7 @@ stop_pid "$VNETD_PID" TERM 10
 VNETD_RC=$?
 
 # ---- the checks ---------------------------------------------------------------------------
-FAILS=()
 not() { ! "$@"; }
-check() { # check DESCRIPTION COMMAND...
-    local what=$1
-    shift
-    "$@" || FAILS+=("$what")
-}
 # guest PREFIX: the rest of the guest's lines "VNET-GUEST PREFIX...", from
 # both consoles (the source's first).
 guest() { cat "$WORK/console-src.txt" "$WORK/console-dst.txt" | sed -n "s/^VNET-GUEST $1//p"; }
@@ -377,8 +359,5 @@ echo "RARPs on the tap:"
 echo "${RARPS:-none}" | while read -r line; do echo "  $line"; done
 echo "vnetd: src rx $SRC_RX pkts $SRC_RXB B, dst rx $DST_RX pkts $DST_RXB B, tap tx $TAP_TX pkts $TAP_TXB B"
 echo "vnetd: $MAC on port $MAC_PORT"
-if ((${#FAILS[@]})); then
-    printf '  failed: %s\n' "${FAILS[@]}"
-    fail "${#FAILS[@]} check(s) failed"
-fi
+checks_passed
 pass

@@ -18,38 +18,36 @@
 # Usage: test_qemu_multiqueue.sh BUILD_DIR   (as root)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-VNETD="$BUILD_DIR/apps/vnetd"
-QEMU=$(command -v qemu-system-x86_64 || true)
 IPERF3=$(command -v iperf3 || true)
 QEMU_TIMEOUT=${VNET_QEMU_TIMEOUT:-240}
 IPERF_SECS=${VNET_QEMU_IPERF_SECS:-4}
 
 # shellcheck source=lib/common.sh
 source "$HERE/lib/common.sh"
+build_programs "${1:-}"
 work_dir vnet-qemu-mq
 
 [ "$(id -u)" = 0 ] || fail "needs root (network namespaces, taps)"
+QEMU=$(command -v qemu-system-x86_64 || true)
 [ -n "$QEMU" ] || fail "qemu-system-x86_64 not found (scripts/install-deps.sh)"
 [ -n "$IPERF3" ] || fail "iperf3 not found"
-[ -x "$VNETD" ] || fail "$VNETD not built"
+need_built "$VNETD"
 guest_kernel
 
 NS=$(ns_name vnet-qmq)
 TAP=$(link_name vnqmq)
 SOCK="$WORK/vhost-user.sock"
 STATS="$WORK/stats.json"
+CTL="$WORK/vnetd.ctl"
 HOST_IP=10.78.$(($$ % 250)).1
 GUEST_IP=10.78.$(($$ % 250)).2
 
-bash "$HERE/qemu/build_initramfs.sh" "$KVER" "$WORK/initrd.gz" 2>"$WORK/initramfs.err" ||
-    fail "initramfs: $(cat "$WORK/initramfs.err")"
+guest_initramfs
 netns_new "$NS"
 
-bg_start --log "$WORK/vnetd.log" "$VNETD" --socket-path "$SOCK" --tap "$TAP" --queue-pairs 2 \
-    --cpu 0 --cpu 1 --stats-file "$STATS"
-VNETD_PID=$BG_PID
+start_vnetd "$WORK/vnetd.log" --socket-path "$SOCK" --tap "$TAP" --queue-pairs 2 \
+    --cpu 0 --cpu 1 --stats-file "$STATS" --control-socket "$CTL"
 wait_for 10 "vnetd did not listen" log_has "$WORK/vnetd.log" "listening on"
 ip link set "$TAP" netns "$NS" || fail "could not move $TAP into $NS"
 ip -n "$NS" addr add "$HOST_IP/24" dev "$TAP" || fail "ip addr add"
@@ -62,15 +60,9 @@ done
 sleep 0.5
 
 echo "== booting a 2-CPU guest with 2 queue pairs (timeout ${QEMU_TIMEOUT}s)"
-timeout -k 5 "$QEMU_TIMEOUT" "$QEMU" -accel tcg -m 512 -smp 2 -nodefaults -no-user-config \
-    -kernel "$KERNEL" -initrd "$WORK/initrd.gz" \
-    -append "console=ttyS0 quiet panic=-1 ipv6.disable=1 vnet_host=$HOST_IP vnet_guest=$GUEST_IP vnet_secs=$IPERF_SECS vnet_mq=2" \
-    -display none -monitor none -serial "file:$WORK/console.out" -no-reboot \
-    -object memory-backend-memfd,id=mem,size=512M,share=on -numa node,memdev=mem \
-    -chardev "socket,id=chr0,path=$SOCK" \
-    -netdev type=vhost-user,id=net0,chardev=chr0,queues=2 \
-    -device virtio-net-pci,netdev=net0,mac=52:54:00:12:34:57,mq=on,vectors=0,mrg_rxbuf=on,csum=on,guest_csum=on,gso=on,host_tso4=on,guest_tso4=on \
-    </dev/null >"$WORK/qemu.log" 2>&1
+guest_command --smp 2 --console "$WORK/console.out" --socket "$SOCK" --queues 2 --mac 52:54:00:12:34:57 \
+    --append "vnet_host=$HOST_IP vnet_guest=$GUEST_IP vnet_secs=$IPERF_SECS vnet_mq=2"
+timeout -k 5 "$QEMU_TIMEOUT" "${GUEST_CMD[@]}" </dev/null >"$WORK/qemu.log" 2>&1
 QEMU_RC=$?
 tr -d '\r' <"$WORK/console.out" >"$WORK/console.txt"
 [ "$QEMU_RC" = 124 ] && fail "QEMU still running after ${QEMU_TIMEOUT}s"

@@ -50,15 +50,10 @@
 # VNET_QEMU_DATA_KIB=8192 (each stream's size), VNET_KEEP_WORK=1.
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-VNETD="$BUILD_DIR/apps/vnetd"
 DATA_KIB=${VNET_QEMU_DATA_KIB:-8192}
-# shellcheck disable=SC2034 # GUEST_MB and MAC: lib/qemu_stream.sh start_qemu
-GUEST_MB=192
-# shellcheck disable=SC2034
+# shellcheck disable=SC2034 # MAC: lib/qemu_stream.sh start_qemu
 MAC=52:54:00:12:38:01
-CHUNK=16384 # the streams' pacing: one chunk every 40 ms
 # Bounds (s): each QEMU's whole run; the boot until the streams run; the
 # restarted vnetd's start (the tap's EBUSY wait is 5 s) and the front end's
 # reconnection; the streams moving again; their end.
@@ -72,9 +67,10 @@ RESTART_FAIL_MS=250
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 qemu_guest_prerequisites
 command -v nstat >/dev/null || skip "nstat not found (Debian package iproute2)"
-[ -x "$VNETD" ] || fail "$VNETD not built"
+need_built "$VNETD"
 
 work_dir vnet-qemu-restart
 T0=$(date +%s.%N)
@@ -221,8 +217,5 @@ T_END=$(date +%s.%N)
 echo "== summary"
 awk -v t0="$T0" -v t1="$T_END" 'BEGIN { printf "time: total %.1f s\n", t1 - t0 }'
 printf '%s\n' "${SUMMARY[@]}"
-if ((${#FAILS[@]})); then
-    printf '  failed: %s\n' "${FAILS[@]}"
-    fail "${#FAILS[@]} check(s) failed"
-fi
+checks_passed
 pass "vnetd SIGKILLed under a guest's streams, restarted at once, both recovery shapes: no reboot, streams verified"

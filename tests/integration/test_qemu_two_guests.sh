@@ -29,9 +29,7 @@
 # VNET_QEMU_DATA_KIB=6144 (the file's size), VNET_KEEP_WORK=1.
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-VNETD="$BUILD_DIR/apps/vnetd"
 QEMU=$(command -v qemu-system-x86_64 || true)
 QEMU_TIMEOUT=${VNET_QEMU_TIMEOUT:-240}
 IPERF_SECS=${VNET_QEMU_IPERF_SECS:-3}
@@ -42,6 +40,7 @@ PEER_WAIT=60
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || skip "needs root"
 [ -n "$QEMU" ] || skip "qemu-system-x86_64 not found (Debian package qemu-system-x86)"
 command -v iperf3 >/dev/null || skip "iperf3 not found"
@@ -49,7 +48,7 @@ command -v iperf3 >/dev/null || skip "iperf3 not found"
 command -v python3 >/dev/null || skip "python3 not found"
 
 guest_kernel
-[ -x "$VNETD" ] || fail "$VNETD not built"
+need_built "$VNETD"
 
 work_dir vnet-qemu-two
 CONF="$WORK/vnetd.toml"
@@ -67,8 +66,7 @@ for n in 0 1; do
 done
 
 echo "== guest kernel $KVER; guests ${IPS[0]} (server), ${IPS[1]} (client)"
-bash "$HERE/qemu/build_initramfs.sh" "$KVER" "$WORK/initrd.gz" 2>"$WORK/initramfs.err" ||
-    fail "initramfs: $(cat "$WORK/initramfs.err")"
+guest_initramfs
 
 # ---- vnetd: two guest ports, joined -------------------------------------------
 # VNET_TEST_SWITCH=1: the two ports are members of one L2 learning switch
@@ -103,25 +101,18 @@ $MEMBER
 
 $JOIN
 TOML
-bg_start --log "$WORK/vnetd.log" "$VNETD" --config "$CONF" --stats-file "$STATS" --control-socket "$CTL"
-VNETD_PID=$BG_PID
+start_vnetd "$WORK/vnetd.log" --config "$CONF" --stats-file "$STATS" --control-socket "$CTL"
 wait_for 10 "vnetd did not create its sockets" test -S "$WORK/vm0.sock" -a -S "$WORK/vm1.sock"
 
 # ---- the two guests, at once ------------------------------------------------------
-# vectors=0: QEMU 7.2 TCG + vhost-user + MSI-X segfaults (peer-baselines.md).
 echo "== booting both guests (timeout ${QEMU_TIMEOUT}s)"
 T_QEMU=$(date +%s.%N)
 QEMU_PIDS=()
 for n in 0 1; do
     peer=${IPS[1 - n]}
-    bg_start --log "$WORK/qemu-$n.log" timeout -k 5 "$QEMU_TIMEOUT" "$QEMU" -accel tcg -m 384 -smp 1 \
-        -nodefaults -no-user-config -kernel "$KERNEL" -initrd "$WORK/initrd.gz" \
-        -append "console=ttyS0 quiet panic=-1 ipv6.disable=1 vnet_guest=${IPS[n]} vnet_peer=$peer vnet_role=${ROLES[n]} vnet_wait=$PEER_WAIT vnet_secs=$IPERF_SECS vnet_data_kib=$DATA_KIB" \
-        -display none -monitor none -serial "file:$WORK/console-$n.log" -no-reboot \
-        -object memory-backend-memfd,id=mem,size=384M,share=on -numa node,memdev=mem \
-        -chardev "socket,id=chr0,path=$WORK/vm$n.sock" \
-        -netdev type=vhost-user,id=net0,chardev=chr0 \
-        -device "virtio-net-pci,netdev=net0,mac=${MACS[n]},vectors=0,mrg_rxbuf=on,csum=on,guest_csum=on,gso=on,host_tso4=on,guest_tso4=on"
+    guest_command --mb 384 --console "$WORK/console-$n.log" --socket "$WORK/vm$n.sock" --mac "${MACS[n]}" \
+        --append "vnet_guest=${IPS[n]} vnet_peer=$peer vnet_role=${ROLES[n]} vnet_wait=$PEER_WAIT vnet_secs=$IPERF_SECS vnet_data_kib=$DATA_KIB"
+    bg_start --log "$WORK/qemu-$n.log" timeout -k 5 "$QEMU_TIMEOUT" "${GUEST_CMD[@]}"
     QEMU_PIDS+=("$BG_PID")
 done
 console_text() { for n in 0 1; do tr -d '\r' <"$WORK/console-$n.log" >"$WORK/console-$n.txt" 2>/dev/null; done; }
@@ -173,12 +164,6 @@ VNETD_RC=$?
 # guest N PREFIX: the rest of guest N's lines "VNET-GUEST PREFIX..."
 guest() { sed -n "s/^VNET-GUEST $2//p" "$WORK/console-$1.txt"; }
 
-FAILS=()
-check() { # check DESCRIPTION COMMAND...
-    local what=$1
-    shift
-    "$@" || FAILS+=("$what")
-}
 
 # iperf_receiver_rate N TAG: Mbit/s of the "receiver" summary line of guest
 # N's iperf3 output TAG (iperf-client or iperf-server).
@@ -269,8 +254,5 @@ done
 echo "file: sent $SEND_SIZE bytes md5 $SEND_MD5; received $RECV_SIZE bytes md5 $RECV_MD5"
 echo "vnetd: vm0 rx $RX0 pkts $RXB0 B, tx $TX0 pkts $TXB0 B; vm1 rx $RX1 pkts $RXB1 B, tx $TX1 pkts $TXB1 B"
 awk -v b="$RXB1" -v p="$RX1" 'BEGIN { if (p > 0) printf "mean frame client -> server: %d B\n", b / p }'
-if ((${#FAILS[@]})); then
-    printf '  failed: %s\n' "${FAILS[@]}"
-    fail "${#FAILS[@]} check(s) failed"
-fi
+checks_passed
 pass

@@ -33,16 +33,10 @@
 # VNET_QEMU_DATA_KIB=8192 (each stream's size), VNET_KEEP_WORK=1.
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
 DATA_KIB=${VNET_QEMU_DATA_KIB:-8192}
-# shellcheck disable=SC2034 # GUEST_MB and MAC: lib/qemu_stream.sh start_qemu
-GUEST_MB=192
-# shellcheck disable=SC2034
+# shellcheck disable=SC2034 # MAC: lib/qemu_stream.sh start_qemu
 MAC=52:54:00:12:39:01
-CHUNK=16384 # the streams' pacing: one chunk every 40 ms
 QEMU_TIMEOUT=300
 BOOT_WAIT=180
 RESUME_WAIT=30
@@ -50,6 +44,7 @@ STREAM_WAIT=60
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 qemu_guest_prerequisites
 need_built "$VNETD" "$VNETCTL"
 
@@ -208,8 +203,5 @@ T_END=$(date +%s.%N)
 echo "== summary"
 awk -v t0="$T0" -v t1="$T_END" 'BEGIN { printf "time: total %.1f s\n", t1 - t0 }'
 printf '%s\n' "${SUMMARY[@]}"
-if ((${#FAILS[@]})); then
-    printf '  failed: %s\n' "${FAILS[@]}"
-    fail "${#FAILS[@]} check(s) failed"
-fi
+checks_passed
 pass "upgrade in place under a guest's streams, both recovery shapes: old exits 0, streams verified"

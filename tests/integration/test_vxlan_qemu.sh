@@ -28,27 +28,21 @@
 # (each stream's size), VNET_KEEP_WORK=1.
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-CNI="$BUILD_DIR/apps/vnetd-cni"
 PLUGINS=/usr/lib/cni
 VNI=4343
 HOLD_US=200000
 DATA_KIB=${VNET_QEMU_DATA_KIB:-4096}
-# shellcheck disable=SC2034 # GUEST_MB and MAC: lib/qemu_stream.sh start_qemu
-GUEST_MB=192
 MAC=52:54:00:43:43:01
 # shellcheck disable=SC2034
 QEMU_NET_OPTIONS=",host_mtu=1450"
-CHUNK=16384 # the streams' pacing: one chunk every 40 ms
 QEMU_TIMEOUT=360
 BOOT_WAIT=200  # TCG boots in ~15 s on a quiet machine, far slower on a loaded one
 STREAM_WAIT=60
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 qemu_guest_prerequisites
 for bin in "$VNETD" "$VNETCTL" "$CNI" "$PLUGINS/host-local"; do
     [ -x "$bin" ] || fail "$bin not there (scripts/install-deps.sh installs containernetworking-plugins)"
@@ -57,8 +51,7 @@ command -v bridge >/dev/null || fail "bridge (iproute2) not found"
 
 work_dir vnet-vxq
 echo "== guest kernel $KVER"
-bash "$HERE/qemu/build_initramfs.sh" "$KVER" "$WORK/initrd.gz" 2>"$WORK/initramfs.err" ||
-    fail "initramfs: $(cat "$WORK/initramfs.err")"
+guest_initramfs
 # shellcheck source=lib/vxlan_hosts.sh
 . "$HERE/lib/vxlan_hosts.sh"
 # shellcheck source=lib/qemu_stream.sh
@@ -108,18 +101,11 @@ for f in qemu.log console.txt receiver.out sender.out; do
     fail_log "$D-$f" 25
 done
 ctl_a port add vhost-user vm --socket-path "$SOCK" --switch s0 >/dev/null || fail "port vm on hA"
-bg_start --out "$D-receiver.out" --err "$D-receiver.err" \
-    ip netns exec "$POD" python3 -u "$HERE/lib/stream_receiver.py" 0.0.0.0 5300 $((QEMU_TIMEOUT - 20))
-RECEIVER_PID=$BG_PID
-wait_for 10 "the receiver did not listen" log_has "$D-receiver.out" '^listening'
+start_receiver "$POD"
 start_qemu "reconnect=1"
 guest_wait 30 "the guest did not connect to vnetd on hA" log_has "$WORK/vnetd-a.log" "front end connected"
 guest_wait "$BOOT_WAIT" "the guest's stream did not start" streams_past $((8 * CHUNK)) -1
-bg_start --out "$D-sender.out" --err "$D-sender.err" \
-    ip netns exec "$POD" python3 -u "$HERE/lib/stream_sender.py" "$GUEST_IP" 5301 $((DATA_KIB * 1024)) \
-    $((QEMU_TIMEOUT - 40))
-SENDER_PID=$BG_PID
-guest_wait 30 "the stream into the guest did not start" streams_past $((8 * CHUNK)) $((8 * CHUNK))
+start_sender "$POD"
 ip netns exec "$POD" busybox ping -c 3 -W 5 "$GUEST_IP" >"$WORK/ping.out" 2>&1
 PING_RC=$?
 cat "$WORK/ping.out"
@@ -130,17 +116,7 @@ ctl_b mac list --switch s0 >"$WORK/mac-b.txt"
 check "hA's s0 learned the pod's $POD_MAC behind uplink-s0" grep -qiE "$POD_MAC +uplink-s0" "$WORK/mac-a.txt"
 check "hB's s0 learned the guest's $MAC behind uplink-s0" grep -qiE "$MAC +uplink-s0" "$WORK/mac-b.txt"
 
-kill -USR1 "$RECEIVER_PID" "$SENDER_PID"
-wait_until "$STREAM_WAIT" log_has "$D-receiver.out" '^(done|error)' || fail_now "the stream from the guest did not end"
-wait_until "$STREAM_WAIT" log_has "$D-sender.out" '^(done|error)' || fail_now "the stream into the guest did not end"
-wait_until 30 exited "$QEMU_PID" || fail_now "the guest did not power off"
-stop_pid "$QEMU_PID" TERM 5
-QEMU_RC=$?
-console_text
-stop_pid "$RECEIVER_PID" TERM 5
-RECEIVER_RC=$?
-stop_pid "$SENDER_PID" TERM 5
-SENDER_RC=$?
+finish_streams
 check_streams_verified "$QEMU_RC" "$RECEIVER_RC" "$SENDER_RC"
 GUEST_MTU=$(guest 'eth0 operstate up mtu ')
 check "the guest's eth0 has the tunnel's mtu 1450 (is ${GUEST_MTU:-missing})" test "$GUEST_MTU" = 1450
