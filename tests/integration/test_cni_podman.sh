@@ -31,11 +31,7 @@
 # shellcheck disable=SC2317 # functions run through wait_for and on_exit
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-CNI="$BUILD_DIR/apps/vnetd-cni"
 PLUGINS=/usr/lib/cni
 QEMU=$(command -v qemu-system-x86_64 || true)
 QEMU_TIMEOUT=${VNET_QEMU_TIMEOUT:-240}
@@ -43,6 +39,7 @@ PINGS=${VNET_TEST_PINGS:-3}
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || fail "needs root (like every integration test)"
 for bin in podman runc; do
     command -v "$bin" >/dev/null || fail "$bin not found (scripts/install-deps.sh installs podman and runc)"
@@ -57,7 +54,6 @@ guest_kernel
 
 work_dir vnet-podman
 CTL="$WORK/vnetd.ctl"
-ctl() { "$VNETCTL" --socket "$CTL" "$@"; }
 NETNAME=vnet-podman-$VT_ID
 CTR=vnet-podman-$VT_ID
 NET=10.87.$((VT_ID % 250))
@@ -160,24 +156,17 @@ type = "vhost-user"
 socket_path = "$WORK/vm0.sock"
 switch = "s0"
 TOML
-bg_start --log "$WORK/vnetd.log" "$VNETD" --config "$WORK/vnetd.toml"
-VNETD_PID=$BG_PID
+start_vnetd "$WORK/vnetd.log" --config "$WORK/vnetd.toml"
 wait_for 10 "vnetd did not open its sockets" test -S "$CTL" -a -S "$WORK/vm0.sock"
 port_count() { ctl --json port list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
 PORTS0=$(port_count)
 
 # ---- the guest: answers pings on s0 ------------------------------------------------
-bash "$HERE/qemu/build_initramfs.sh" "$KVER" "$WORK/initrd.gz" 2>"$WORK/initramfs.err" ||
-    fail "initramfs: $(cat "$WORK/initramfs.err")"
+guest_initramfs
 T_QEMU=$(date +%s.%N)
-# vectors=0: QEMU 7.2 TCG + vhost-user + MSI-X segfaults (peer-baselines.md).
-bg_start --log "$WORK/qemu.log" timeout -k 5 "$QEMU_TIMEOUT" "$QEMU" -accel tcg -m 384 -smp 1 \
-    -nodefaults -no-user-config -kernel "$KERNEL" -initrd "$WORK/initrd.gz" \
-    -append "console=ttyS0 quiet panic=-1 ipv6.disable=1 vnet_guest=$GUEST_IP vnet_serve=$PINGS vnet_wait=$((QEMU_TIMEOUT - 60))" \
-    -display none -monitor none -serial "file:$WORK/console.log" -no-reboot \
-    -object memory-backend-memfd,id=mem,size=384M,share=on -numa node,memdev=mem \
-    -chardev "socket,id=chr0,path=$WORK/vm0.sock" -netdev type=vhost-user,id=net0,chardev=chr0 \
-    -device virtio-net-pci,netdev=net0,mac=52:54:00:12:36:01,vectors=0
+guest_command --mb 384 --console "$WORK/console.log" --socket "$WORK/vm0.sock" --mac 52:54:00:12:36:01 \
+    --offloads "" --append "vnet_guest=$GUEST_IP vnet_serve=$PINGS vnet_wait=$((QEMU_TIMEOUT - 60))"
+bg_start --log "$WORK/qemu.log" timeout -k 5 "$QEMU_TIMEOUT" "${GUEST_CMD[@]}"
 QEMU_PID=$BG_PID
 console_text() { tr -d '\r' <"$WORK/console.log" >"$WORK/console.txt" 2>/dev/null; }
 guest_serving() { console_text; grep -q '^VNET-GUEST serving' "$WORK/console.txt"; }

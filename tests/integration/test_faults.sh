@@ -40,10 +40,6 @@
 #   VNET_TEST_STALL_S   how long (d) stalls the guest (default 60)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-VNETD="$BUILD_DIR/apps/vnetd"
-VNETCTL="$BUILD_DIR/apps/vnetctl"
-PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
 HERE=$(cd "$(dirname "$0")" && pwd)
 STALL_S=${VNET_TEST_STALL_S:-60}
 RATE=20000         # frames/s of the guests whose tap goes away, (a) and (b)
@@ -57,13 +53,10 @@ MAC_SRC=02:00:00:00:0e:01
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || skip "needs root (netns, tap)"
-for tool in ip python3 timeout; do
-    command -v "$tool" >/dev/null || skip "$tool not found"
-done
-for bin in "$VNETD" "$VNETCTL" "$PKTGEN"; do
-    [ -x "$bin" ] || fail "$bin not built"
-done
+need_commands ip python3 timeout
+need_built "$VNETD" "$VNETCTL" "$PKTGEN"
 
 work_dir vnetd-faults
 NS_HOST=$(ns_name vf-host)
@@ -82,7 +75,6 @@ TD=$(link_name vfd)
 TE=$(link_name vfe)
 CTL="$WORK/ctl.sock"
 STATS="$WORK/vnetd.json"
-ctl() { "$VNETCTL" --socket "$CTL" "$@"; }
 
 cat >"$WORK/vnetd.toml" <<TOML
 [daemon]
@@ -149,8 +141,7 @@ TOML
 
 # vnetd in NS_HOST (IPv6 off), its taps moved into namespaces of their
 # own (IPv6 off too), so every frame a tap counts is the test's.
-bg_start --log "$WORK/vnetd.log" ip netns exec "$NS_HOST" "$VNETD" --config "$WORK/vnetd.toml"
-VNETD_PID=$BG_PID
+start_vnetd "$WORK/vnetd.log" --netns "$NS_HOST" --config "$WORK/vnetd.toml"
 wait_for 10 "vnetd did not listen" log_count "$WORK/vnetd.log" "listening on" 6
 for pair in "$TA:$NS_A" "$TB:$NS_B" "$TC:$NS_C" "$TD:$NS_D" "$TE:$NS_E"; do
     ip -n "$NS_HOST" link set "${pair%%:*}" netns "${pair#*:}" || fail "moving ${pair%%:*}"

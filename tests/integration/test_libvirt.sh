@@ -27,19 +27,18 @@
 # VNET_LIBVIRT_TIMEOUT=240 (s per domain), VNET_KEEP_WORK=1.
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-VNETD="$BUILD_DIR/apps/vnetd"
 DOMAIN_TIMEOUT=${VNET_LIBVIRT_TIMEOUT:-240}
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || fail "needs root (libvirtd, network namespaces, taps)"
 for tool in libvirtd virtlogd virsh qemu-system-x86_64 iperf3; do
     command -v "$tool" >/dev/null || fail "$tool not found (scripts/install-deps.sh)"
 done
 id libvirt-qemu >/dev/null 2>&1 || fail "no user libvirt-qemu (Debian package libvirt-daemon-system)"
-[ -x "$VNETD" ] || fail "$VNETD not built"
+need_built "$VNETD"
 guest_kernel
 
 work_dir vnet-libvirt
@@ -136,8 +135,7 @@ wait_domain() {
 
 guest() { sed -n "s/^VNET-GUEST $2//p" "$WORK/console-$1.txt"; }
 
-FAILS=()
-check() {  # check DESCRIPTION COMMAND...
+check() {  # check DESCRIPTION COMMAND...: lib/common.sh's, with an ok line for each pass
     local what=$1
     shift
     if "$@"; then ok "$what"; else FAILS+=("$what"); fi
@@ -199,9 +197,8 @@ SOCK_B="$WORK/qemu/vm0.sock"
 wait_for 10 "iperf3 -s did not start listening" iperf_listening
 # QEMU waits for vnetd's connection before it starts the guest (and virsh
 # create waits for QEMU): vnetd goes first and retries until QEMU listens.
-bg_start --log "$WORK/vnetd-b.log" "$VNETD" --client --socket-path "$SOCK_B" --tap "$TAP" \
+start_vnetd "$WORK/vnetd-b.log" --client --socket-path "$SOCK_B" --tap "$TAP" \
     --control-socket "" --stats-file "$WORK/stats-b.json"
-VNETD_PID=$BG_PID
 tap_into_netns "$WORK/vnetd-b.log"
 start_domain b server "$SOCK_B" "" ""
 wait_domain b "$VNETD_PID"
@@ -216,8 +213,5 @@ done
 check_forwarded b 1 "$WORK/stats-b.json"
 check_rings b 1 "$WORK/vnetd-b.log"
 
-if ((${#FAILS[@]})); then
-    printf '  failed: %s\n' "${FAILS[@]}"
-    fail "${#FAILS[@]} check(s) failed"
-fi
+checks_passed
 pass "libvirt domains on vnetd: client mode with a vnetd restart, server mode with iperf3"

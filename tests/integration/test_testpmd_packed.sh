@@ -23,11 +23,11 @@
 #   VNET_TEST_SECONDS, VNET_TEST_FRAMES as in the scripts it runs.
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || skip "needs root (netns, tap, DPDK EAL)"
 command -v dpdk-testpmd >/dev/null || skip "dpdk-testpmd not found (Debian package dpdk)"
 
