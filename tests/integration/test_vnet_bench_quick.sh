@@ -10,17 +10,15 @@
 # Usage: test_vnet_bench_quick.sh BUILD_DIR   (as root; exit 77 = skipped)
 set -u
 
-BUILD_DIR=${1:?usage: $0 BUILD_DIR}
-BENCH="$BUILD_DIR/tools/bench/vnet-bench"
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+build_programs "${1:-}"
+BENCH="$BUILD_DIR/tools/bench/vnet-bench"
 [ "$(id -u)" = 0 ] || skip "needs root (netns, taps, XDP, DPDK)"
-for tool in ip python3; do
-    command -v "$tool" >/dev/null || skip "$tool not found"
-done
-[ -x "$BENCH" ] || fail "$BENCH not built"
+need_commands ip python3
+need_built "$BENCH"
 
 work_dir vnet-bench-test
 fail_log "$WORK/bench.out" 60
