@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "packet/queue_counter_table.hpp"
 #include "text_table.hpp"
 
 namespace vnet::vnetctl {
@@ -103,9 +104,28 @@ void print_ring(const json& r, std::ostream& out) {
     }
 }
 
-// The stats' queues: q 0 always, others only if they moved or dropped anything.
+// The counter table's rows that ask for a column, in its order.
+std::vector<const packet::QueueCounterRow*> shown_rows() {
+    std::vector<const packet::QueueCounterRow*> rows;
+    for (const packet::QueueCounterRow& row : packet::kQueueCounterRows) {
+        if (row.show_column == packet::ShowColumn::yes) {
+            rows.push_back(&row);
+        }
+    }
+    return rows;
+}
+
+// The stats' queues: q 0 always, others only if they moved or dropped
+// anything. A column per shown row of the counter table, then the drops of
+// every reason summed (each reason that dropped any listed below).
 void print_counters(const json& stats, std::ostream& out) {
-    TextTable t({"q", "dir", "packets", "bytes", "bursts", "kicks", "calls", "drops"});
+    const std::vector<const packet::QueueCounterRow*> rows = shown_rows();
+    std::vector<std::string> header{"q", "dir"};
+    for (const packet::QueueCounterRow* row : rows) {
+        header.emplace_back(row->name);
+    }
+    header.emplace_back("drops");
+    TextTable t(std::move(header));
     std::vector<std::string> drops;
     for (const json& q : stats.value("queues", json::array())) {
         for (const char* dir : {"rx", "tx"}) {
@@ -121,9 +141,13 @@ void print_counters(const json& stats, std::ostream& out) {
             if (q["queue"].get<int>() != 0 && c["packets"].get<uint64_t>() == 0 && dropped == 0) {
                 continue;
             }
-            t.add_row({num(q["queue"]), dir, num(c["packets"]), num(c["bytes"]), num(c["bursts"]),
-                       num(c.value("kicks", json())), num(c.value("calls", json())),
-                       std::to_string(dropped)});
+            std::vector<std::string> cells{num(q["queue"]), dir};
+            for (const packet::QueueCounterRow* row : rows) {
+                cells.push_back(
+                    num(c.value(json::json_pointer(std::string(row->stats_pointer)), json())));
+            }
+            cells.push_back(std::to_string(dropped));
+            t.add_row(std::move(cells));
         }
     }
     out << "  counters (rx: out of the port, tx: into it):\n";

@@ -1,9 +1,10 @@
 #include "control/metrics_families.hpp"
 
 #include <limits>
+#include <span>
 #include <string>
 
-#include "packet/queue_counters.hpp"
+#include "packet/queue_counter_table.hpp"
 
 namespace vnet::control {
 
@@ -36,14 +37,14 @@ void add_gauge(MetricFamily& family, Labels labels, double value) {
 // bursts of 2^b .. 2^(b+1)-1 packets, the last one everything above, so the
 // upper bounds are 1, 3, 7, ..., 63, +Inf and the counts are cumulative.
 // Every counted burst added its size to `packets`: that is the sum.
-ClientMetric::Histogram burst_histogram(const packet::QueueCounters& c) {
+ClientMetric::Histogram burst_histogram(std::span<const packet::Counter> buckets,
+                                        const packet::QueueCounters& c) {
     ClientMetric::Histogram h;
     uint64_t cumulative = 0;
-    for (size_t b = 0; b < packet::kBurstHistogramBuckets; ++b) {
-        cumulative += c.burst_sizes[b].get();
-        const double upper = b + 1 == packet::kBurstHistogramBuckets
-                                 ? std::numeric_limits<double>::infinity()
-                                 : static_cast<double>((uint64_t{2} << b) - 1);
+    for (size_t b = 0; b < buckets.size(); ++b) {
+        cumulative += buckets[b].get();
+        const double upper = b + 1 == buckets.size() ? std::numeric_limits<double>::infinity()
+                                                     : static_cast<double>((uint64_t{2} << b) - 1);
         h.bucket.push_back(ClientMetric::Bucket{cumulative, upper});
     }
     h.sample_count = cumulative;
@@ -51,66 +52,61 @@ ClientMetric::Histogram burst_histogram(const packet::QueueCounters& c) {
     return h;
 }
 
-// The per-queue families, filled from the same counters in one loop.
-struct QueueFamilies {
-    MetricFamily packets =
-        family("vnetd_port_packets_total", "packets (rx: out of the port, tx: into it)",
-               MetricType::Counter);
-    MetricFamily bytes = family("vnetd_port_bytes_total",
-                                "bytes, as the stats count them (rx: out of the port, tx: into it)",
-                                MetricType::Counter);
-    MetricFamily bursts =
-        family("vnetd_port_bursts_total", "bursts of one or more packets", MetricType::Counter);
-    MetricFamily burst_size =
-        family("vnetd_port_burst_size", "packets per burst", MetricType::Histogram);
-    MetricFamily drops =
-        family("vnetd_port_drops_total", "packets dropped, by reason", MetricType::Counter);
-    MetricFamily gro_frames = family(
-        "vnetd_port_gro_frames_total",
-        "frames written that user-space GRO merged from several segments", MetricType::Counter);
-    MetricFamily gro_segments = family("vnetd_port_gro_segments_total",
-                                       "segments those GRO frames carried", MetricType::Counter);
-    MetricFamily publishes_coalesced =
-        family("vnetd_port_publishes_coalesced_total",
-               "guest RX used-index publishes merged into a later one (rx_frames, rx_usecs)",
-               MetricType::Counter);
-    MetricFamily kicks = family("vnetd_port_kicks_total",
-                                "guest kicks on the ring's kick eventfd, as the worker read them",
-                                MetricType::Counter);
-    MetricFamily calls =
-        family("vnetd_port_calls_total", "guest interrupts vnetd signalled (call eventfd writes)",
-               MetricType::Counter);
-    MetricFamily inflight_resumed =
-        family("vnetd_port_inflight_resumed_total",
-               "chains a previous vnetd had taken and not completed, resubmitted at ring start",
-               MetricType::Counter);
+// A row of packet::kQueueCounterRows as a family: vnetd_port_<name>, a
+// histogram for the burst sizes, a counter (_total) for the others.
+MetricFamily queue_family(const packet::QueueCounterRow& row) {
+    if (row.shape == packet::CounterShape::burst_sizes) {
+        return family("vnetd_port_" + std::string(row.name), std::string(row.help),
+                      MetricType::Histogram);
+    }
+    return family("vnetd_port_" + std::string(row.name) + "_total", std::string(row.help),
+                  MetricType::Counter);
+}
 
-    void add(const Labels& labels, const packet::QueueCounters& c) {
-        add_counter(packets, labels, static_cast<double>(c.packets.get()));
-        add_counter(bytes, labels, static_cast<double>(c.bytes.get()));
-        add_counter(bursts, labels, static_cast<double>(c.bursts.get()));
-        ClientMetric h;
-        h.label = labels;
-        h.histogram = burst_histogram(c);
-        burst_size.metric.push_back(std::move(h));
-        for (size_t r = 0; r < packet::kDropReasonCount; ++r) {
-            Labels with_reason = labels;
-            with_reason.push_back(
-                {"reason", std::string(packet::to_string(static_cast<packet::DropReason>(r)))});
-            add_counter(drops, std::move(with_reason), static_cast<double>(c.drops[r].get()));
+// One queue's samples of a row: one, one per reason (label `reason`, as the
+// stats JSON names it) or one histogram.
+void add_samples(MetricFamily& f, const packet::QueueCounterRow& row, const Labels& labels,
+                 const packet::QueueCounters& c) {
+    const std::span<const packet::Counter> cells = row.cells(c);
+    switch (row.shape) {
+        case packet::CounterShape::single:
+            add_counter(f, labels, static_cast<double>(cells[0].get()));
+            return;
+        case packet::CounterShape::by_reason:
+            for (size_t r = 0; r < cells.size(); ++r) {
+                Labels with_reason = labels;
+                with_reason.push_back({"reason", std::string(row.cell_label(r))});
+                add_counter(f, std::move(with_reason), static_cast<double>(cells[r].get()));
+            }
+            return;
+        case packet::CounterShape::burst_sizes: {
+            ClientMetric h;
+            h.label = labels;
+            h.histogram = burst_histogram(cells, c);
+            f.metric.push_back(std::move(h));
+            return;
         }
-        add_counter(gro_frames, labels, static_cast<double>(c.gro_frames.get()));
-        add_counter(gro_segments, labels, static_cast<double>(c.gro_segments.get()));
-        add_counter(publishes_coalesced, labels, static_cast<double>(c.publishes_coalesced.get()));
-        add_counter(kicks, labels, static_cast<double>(c.kicks.get()));
-        add_counter(calls, labels, static_cast<double>(c.calls.get()));
-        add_counter(inflight_resumed, labels, static_cast<double>(c.inflight_resumed.get()));
+    }
+}
+
+// One family per row of the counter table, in its order, filled from every
+// port's queues in one loop.
+struct QueueFamilies {
+    std::vector<MetricFamily> families;
+
+    QueueFamilies() {
+        for (const packet::QueueCounterRow& row : packet::kQueueCounterRows) {
+            families.push_back(queue_family(row));
+        }
+    }
+    void add(const Labels& labels, const packet::QueueCounters& c) {
+        for (size_t i = 0; i < packet::kQueueCounterRows.size(); ++i) {
+            add_samples(families[i], packet::kQueueCounterRows[i], labels, c);
+        }
     }
     void move_into(MetricFamilies& out) {
-        for (MetricFamily* f :
-             {&packets, &bytes, &bursts, &burst_size, &drops, &gro_frames, &gro_segments,
-              &publishes_coalesced, &kicks, &calls, &inflight_resumed}) {
-            out.push_back(std::move(*f));
+        for (MetricFamily& f : families) {
+            out.push_back(std::move(f));
         }
     }
 };

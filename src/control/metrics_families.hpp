@@ -30,9 +30,9 @@ struct PortMetricsView {
     std::optional<size_t> connections;
 };
 
-// Per port, queue pair and direction: packets, bytes, bursts, the burst-size
-// histogram, drops by reason, GRO frames and segments, coalesced publishes;
-// per port: info (kind), queue pairs, connections.
+// Per port, queue pair and direction: a family per row of the counter table
+// (packet/queue_counter_table.hpp); per port: info (kind), queue pairs,
+// connections.
 void add_port_families(const std::vector<PortMetricsView>& ports, MetricFamilies& out);
 
 // One worker's totals (dataplane::Worker's relaxed counters).

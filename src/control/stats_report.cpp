@@ -1,34 +1,31 @@
 #include "control/stats_report.hpp"
 
 #include <cstdio>
+#include <span>
 
 #include "control/option_table.hpp"
+#include "packet/queue_counter_table.hpp"
 
 namespace vnet::control {
 
 namespace {
 
+// Every row of the counter table at its stats_pointer: a single counter as
+// a number, the others as an object by reason or bucket label.
 nlohmann::json counters_json(const packet::QueueCounters& c) {
-    nlohmann::json j;
-    j["packets"] = c.packets.get();
-    j["bytes"] = c.bytes.get();
-    j["bursts"] = c.bursts.get();
-    nlohmann::json hist = nlohmann::json::object();
-    for (size_t b = 0; b < packet::kBurstHistogramBuckets; ++b) {
-        hist[std::string(packet::QueueCounters::histogram_label(b))] = c.burst_sizes[b].get();
+    nlohmann::json j = nlohmann::json::object();
+    for (const packet::QueueCounterRow& row : packet::kQueueCounterRows) {
+        const std::span<const packet::Counter> cells = row.cells(c);
+        nlohmann::json& at = j[nlohmann::json::json_pointer(std::string(row.stats_pointer))];
+        if (row.shape == packet::CounterShape::single) {
+            at = cells[0].get();
+            continue;
+        }
+        at = nlohmann::json::object();
+        for (size_t i = 0; i < cells.size(); ++i) {
+            at[std::string(row.cell_label(i))] = cells[i].get();
+        }
     }
-    j["burst_sizes"] = hist;
-    nlohmann::json drops = nlohmann::json::object();
-    for (size_t r = 0; r < packet::kDropReasonCount; ++r) {
-        drops[std::string(packet::to_string(static_cast<packet::DropReason>(r)))] =
-            c.drops[r].get();
-    }
-    j["drops"] = drops;
-    j["gro"] = {{"frames", c.gro_frames.get()}, {"segments", c.gro_segments.get()}};
-    j["publishes_coalesced"] = c.publishes_coalesced.get();
-    j["kicks"] = c.kicks.get();
-    j["calls"] = c.calls.get();
-    j["inflight_resumed"] = c.inflight_resumed.get();
     return j;
 }
 

@@ -1,5 +1,7 @@
 #include "packet/queue_counters.hpp"
 
+#include "packet/queue_counter_table.hpp"
+
 namespace vnet::packet {
 
 std::string_view to_string(DropReason r) {
@@ -53,21 +55,11 @@ uint64_t QueueCounters::total_drops() const {
 }
 
 void QueueCounters::reset() {
-    packets.reset();
-    bytes.reset();
-    bursts.reset();
-    for (Counter& c : burst_sizes) {
-        c.reset();
+    for (const QueueCounterRow& row : kQueueCounterRows) {
+        for (Counter& c : row.cells(*this)) {
+            c.reset();
+        }
     }
-    for (Counter& c : drops) {
-        c.reset();
-    }
-    publishes_coalesced.reset();
-    gro_frames.reset();
-    gro_segments.reset();
-    kicks.reset();
-    calls.reset();
-    inflight_resumed.reset();
 }
 
 std::string_view QueueCounters::histogram_label(size_t bucket) {
