@@ -2,14 +2,21 @@
 # Installs everything vnetd's build, tests, demo and benchmarks need on a
 # fresh Debian 12 machine (run as root), and reserves hugepages for DPDK.
 # Safe to run again: apt skips what is there.
+#   scripts/install-deps.sh           everything
+#   scripts/install-deps.sh --build   only what building needs (scripts/test.sh
+#                                     builds while the rest installs)
 set -euo pipefail
 
-packages=(
-    # build
+build_packages=(
     cmake ninja-build g++ clang libclang-rt-14-dev clang-format pkg-config
     libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev
     liburing-dev libbpf-dev libxdp-dev libgtest-dev libgmock-dev libbenchmark-dev
     prometheus-cpp-dev
+    # sd_notify (libsystemd); --user/--group keep CAP_NET_ADMIN through libcap-ng;
+    # vnetd-cni's rtnetlink
+    libsystemd-dev libcap-ng-dev libnl-route-3-dev
+)
+test_packages=(
     # peers and test tools: DPDK testpmd lives in dpdk-dev, not in dpdk
     dpdk dpdk-dev iproute2 ethtool iperf3 tcpdump busybox-static xdp-tools python3
     # test_deploy_manifests: parses deploy/kubernetes/*.yaml
@@ -22,15 +29,16 @@ packages=(
     gnuplot-nox openvswitch-switch-dpdk
     # a real guest under TCG, also as a libvirt domain
     qemu-system-x86 linux-image-amd64 libvirt-daemon-system libvirt-clients
-    # the host's tools: sd_notify (libsystemd), `systemd-analyze verify` of the unit
-    libsystemd-dev systemd
-    # least privilege: --user/--group keep CAP_NET_ADMIN through libcap-ng
-    libcap-ng-dev
-    # vnetd-cni: rtnetlink (links into pods' netns); the CNI plugins it chains with (host-local, tuning)
-    libnl-route-3-dev containernetworking-plugins
+    # `systemd-analyze verify` of the unit
+    systemd
+    # the CNI plugins vnetd-cni chains with (host-local, tuning)
+    containernetworking-plugins
     # a real runtime on vnetd-cni (test_cni_podman.sh): runc, because crun 1.8 refuses hybrid cgroups
     podman runc
 )
+
+packages=("${build_packages[@]}")
+[ "${1:-}" = --build ] || packages+=("${test_packages[@]}")
 
 missing=()
 for p in "${packages[@]}"; do
@@ -40,8 +48,11 @@ if ((${#missing[@]})); then
     echo "install-deps: installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq "${missing[@]}" >/dev/null
+    # dpkg's fsync per file is much of an install's time on a VM's disk; what
+    # it guards against (power lost mid-install) is no risk on a build machine.
+    apt-get install -y -qq -o Dpkg::Options::=--force-unsafe-io "${missing[@]}" >/dev/null
 fi
+[ "${1:-}" = --build ] && exit 0
 
 # DPDK's virtio-user front end wants hugepages (reference/peer-baselines.md);
 # 512 x 2 MiB is plenty for two testpmd instances.

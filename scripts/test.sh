@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The test command (README.md): installs what the tests need, builds with
-# warnings as errors, runs the unit and integration tests (root: they make
-# their own namespaces, taps and peers), then everything again under
-# ASan+UBSan (unit tests and the integration tests against the sanitized
-# vnetd, vnet-pktgen and vnetctl), and every fuzz target for a bounded time.
+# warnings as errors, runs the unit tests under ASan+UBSan, every fuzz target
+# for a bounded time, the integration tests (root: they make their own
+# namespaces, taps and peers) against the release build, and the same
+# integration tests against the ASan+UBSan build. It prints the time of each
+# phase at the end.
 #   VNET_FUZZ_SECONDS=60  time per fuzz target
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,16 +36,33 @@ print_phases() {
 }
 trap print_phases EXIT
 
-phase "install dependencies"
-bash scripts/install-deps.sh
+# The test tools and peers (QEMU, DPDK, libvirt, podman...) install while
+# the two builds compile: apt waits on the network and the disk, the
+# compiler on the CPUs.
+phase "install build dependencies"
+bash scripts/install-deps.sh --build
+test_deps_log=$(mktemp)
+bash scripts/install-deps.sh >"$test_deps_log" 2>&1 &
+test_deps_pid=$!
 
+# The release build leaves the unit tests out: they run under ASan+UBSan,
+# which checks everything a release run of them would and more.
 phase "build (release, -Werror)"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVNET_WERROR=ON "${lines_only[@]}" >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVNET_WERROR=ON -DVNET_UNIT_TESTS=OFF \
+      "${lines_only[@]}" >/dev/null
 ninja -C build -j"$jobs"
 
 phase "build (ASan+UBSan)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DVNET_SANITIZE=ON -DVNET_BENCH=OFF -DVNET_WERROR=ON "${lines_only[@]}" >/dev/null
 ninja -C build-asan -j"$jobs"
+
+phase "install test dependencies (the rest of it)"
+if ! wait "$test_deps_pid"; then
+    cat "$test_deps_log"
+    echo "test.sh: installing the test dependencies failed" >&2
+    exit 1
+fi
+cat "$test_deps_log"
 
 phase "unit tests under ASan+UBSan"
 ASAN_OPTIONS=detect_leaks=1 ./build-asan/tests/vnet_unit_tests --gtest_brief=1
@@ -52,8 +70,11 @@ ASAN_OPTIONS=detect_leaks=1 ./build-asan/tests/vnet_unit_tests --gtest_brief=1
 phase "fuzz (${VNET_FUZZ_SECONDS:-60}s per target)"
 bash scripts/fuzz.sh "${VNET_FUZZ_SECONDS:-60}"
 
-phase "unit and integration tests"
-(cd build && ctest --output-on-failure --timeout 900)
+# Two at a time: tests/integration/CMakeLists.txt gives the ones that need
+# the machine (a TCG guest, testpmd, a CPU or time measurement) to
+# themselves.
+phase "integration tests"
+(cd build && ctest --output-on-failure --timeout 900 -j2)
 
 # The same integration scripts against the sanitized binaries: ASan exits
 # non-zero and UBSan aborts (-fno-sanitize-recover), and every script checks
@@ -62,4 +83,4 @@ phase "unit and integration tests"
 # build does not have.
 phase "integration tests under ASan+UBSan"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 \
-    ctest --output-on-failure --timeout 900 -L integration)
+    ctest --output-on-failure --timeout 900 -L integration -j2)
