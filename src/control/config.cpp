@@ -1,8 +1,6 @@
 #include "control/config.hpp"
 
 #include <arpa/inet.h>
-#include <grp.h>
-#include <pwd.h>
 
 #include <toml++/toml.h>
 #include <algorithm>
@@ -24,32 +22,6 @@ namespace {
 constexpr uint32_t kMaxRxFrames = 256;
 constexpr uint32_t kMaxRxUsecs = 100000;
 }  // namespace
-
-const char* to_string(PortType t) {
-    switch (t) {
-        case PortType::vhost_user:
-            return "vhost-user";
-        case PortType::tap:
-            return "tap";
-        case PortType::null:
-            return "null";
-        case PortType::vxlan:
-            return "vxlan";
-    }
-    return "unknown";
-}
-
-std::optional<PortType> parse_port_type(const std::string& s) {
-    if (s == "vhost-user")
-        return PortType::vhost_user;
-    if (s == "tap")
-        return PortType::tap;
-    if (s == "null")
-        return PortType::null;
-    if (s == "vxlan")
-        return PortType::vxlan;
-    return std::nullopt;
-}
 
 const PortConfig* Config::find_port(const std::string& name) const {
     for (const PortConfig& p : ports) {
@@ -352,40 +324,6 @@ void Config::validate() const {
     if (datapath.weight_packets == 0 || datapath.weight_bytes == 0) {
         throw std::invalid_argument("weight_packets and weight_bytes must be > 0");
     }
-}
-
-uid_t parse_socket_owner(const std::string& user_or_uid, std::string_view what) {
-    if (const passwd* pw = ::getpwnam(user_or_uid.c_str())) {
-        return pw->pw_uid;
-    }
-    try {
-        return static_cast<uid_t>(std::stoul(user_or_uid));
-    } catch (const std::exception&) {
-        throw std::invalid_argument(std::string(what) + " '" + user_or_uid +
-                                    "' is no user name or uid");
-    }
-}
-
-gid_t parse_socket_group(const std::string& group_or_gid, std::string_view what) {
-    if (const group* gr = ::getgrnam(group_or_gid.c_str())) {
-        return gr->gr_gid;
-    }
-    try {
-        return static_cast<gid_t>(std::stoul(group_or_gid));
-    } catch (const std::exception&) {
-        throw std::invalid_argument(std::string(what) + " '" + group_or_gid +
-                                    "' is no group name or gid");
-    }
-}
-
-dataplane::WorkerMode parse_worker_mode(const std::string& s) {
-    if (s == "event")
-        return dataplane::WorkerMode::event;
-    if (s == "poll")
-        return dataplane::WorkerMode::poll;
-    if (s == "adaptive")
-        return dataplane::WorkerMode::adaptive;
-    throw std::invalid_argument("mode must be adaptive, event or poll, not '" + s + "'");
 }
 
 namespace {

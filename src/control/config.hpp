@@ -13,14 +13,13 @@
 #include <string_view>
 #include <vector>
 
+#include "control/config/port_type.hpp"
 #include "dataplane/forward_path.hpp"
 #include "dataplane/worker.hpp"
 #include "io/packet_batch.hpp"
 #include "packet/wire.hpp"
 
 namespace vnet::control {
-
-enum class PortType : uint8_t { vhost_user, tap, null, vxlan };
 
 // Queue pairs a VM port offers unless told otherwise: the front end enables
 // what it wants of them (QEMU queues=N, virtio-user queues=N, ethtool -L).
@@ -180,15 +179,5 @@ PortConfig port_from_settings(const std::string& name, const std::string& type,
 // against the other switches: Config::validate does that.
 SwitchConfig switch_from_settings(const std::string& name,
                                   const std::vector<std::pair<std::string, std::string>>& settings);
-
-// Shared by the config file and the command line, so both accept the same
-// spellings. Each throws std::invalid_argument naming the bad value.
-// A user or group by name or number; `what` names it in the error.
-uid_t parse_socket_owner(const std::string& user_or_uid, std::string_view what = "socket owner");
-gid_t parse_socket_group(const std::string& group_or_gid, std::string_view what = "socket group");
-dataplane::WorkerMode parse_worker_mode(const std::string& s);
-
-const char* to_string(PortType t);
-std::optional<PortType> parse_port_type(const std::string& s);
 
 }  // namespace vnet::control

@@ -3,80 +3,16 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <charconv>
-#include <cstdio>
 #include <limits>
 #include <stdexcept>
 
+#include "control/config/value_parsers.hpp"
 #include "dataplane/switch/mac_address.hpp"
 #include "io/packet_batch.hpp"
 
 namespace vnet::control {
 
 namespace {
-
-// Setters check that a value is well-formed and fits its field; what it
-// means (ranges, combinations) is Config::validate's, once, for the config
-// file and the flags alike.
-[[noreturn]] void bad_value(std::string_view key, std::string_view text, std::string_view want) {
-    throw std::invalid_argument(std::string(key) + " must be " + std::string(want) + ", not '" +
-                                std::string(text) + "'");
-}
-
-uint64_t parse_uint(std::string_view key, std::string_view text, uint64_t min, uint64_t max) {
-    uint64_t v = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc{} || end != text.data() + text.size() || v < min || v > max) {
-        bad_value(key, text, std::to_string(min) + ".." + std::to_string(max));
-    }
-    return v;
-}
-
-bool parse_on_off(std::string_view key, std::string_view text) {
-    if (text == "on" || text == "true") {
-        return true;
-    }
-    if (text == "off" || text == "false") {
-        return false;
-    }
-    bad_value(key, text, "on or off");
-}
-
-mode_t parse_mode(std::string_view key, std::string_view text) {
-    unsigned v = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 8);
-    if (ec != std::errc{} || end != text.data() + text.size() || v > 07777) {
-        bad_value(key, text, "an octal mode such as 0660");
-    }
-    return static_cast<mode_t>(v);
-}
-
-// HOST:PORT as civetweb binds it (127.0.0.1:9464, [::1]:9464; port 0: any
-// free one, which vnetd logs); empty: no endpoint.
-std::string parse_metrics_address(std::string_view text) {
-    if (text.empty()) {
-        return {};
-    }
-    const size_t colon = text.rfind(':');
-    uint16_t port = 0;
-    const std::string_view digits =
-        colon == std::string_view::npos ? std::string_view{} : text.substr(colon + 1);
-    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
-    if (colon == 0 || digits.empty() || ec != std::errc{} || end != digits.data() + digits.size()) {
-        bad_value("metrics_address", text, "HOST:PORT");
-    }
-    return std::string(text);
-}
-
-std::string octal(mode_t mode) {
-    char buf[8];
-    std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode));
-    return buf;
-}
-
-std::string on_off(bool b) {
-    return b ? "on" : "off";
-}
 
 std::string text_or_none(const std::string& s) {
     return s.empty() ? "" : s;
@@ -92,33 +28,6 @@ std::string optional_number(const std::optional<T>& v) {
     return v ? std::to_string(*v) : "";
 }
 
-std::vector<int> parse_cpu_list(std::string_view key, std::string_view text) {
-    std::vector<int> cpus;
-    size_t start = 0;
-    while (start <= text.size() && !text.empty()) {
-        size_t comma = text.find(',', start);
-        std::string_view item = text.substr(
-            start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-        cpus.push_back(static_cast<int>(parse_uint(key, item, 0, 4095)));
-        if (comma == std::string_view::npos) {
-            break;
-        }
-        start = comma + 1;
-    }
-    return cpus;
-}
-
-std::string cpu_list(const std::vector<int>& cpus) {
-    std::string out;
-    for (int c : cpus) {
-        if (!out.empty()) {
-            out += ',';  // two steps: g++ 12 -O3 warns falsely on "," + string
-        }
-        out += std::to_string(c);
-    }
-    return out;
-}
-
 // The [[switch]] being parsed is the last one (config.cpp appends it first).
 SwitchConfig& current_switch(Config& c, std::string_view key) {
     if (c.switches.empty()) {
@@ -131,55 +40,13 @@ const SwitchConfig& current_switch(const Config& c) {
     return c.switches.empty() ? defaults : c.switches.back();
 }
 
-// Calls `item` for each comma-separated item of `text` (none when empty).
-template <class F>
-void for_each_item(std::string_view text, F&& item) {
-    for (size_t start = 0; !text.empty();) {
-        const size_t comma = text.find(',', start);
-        item(text.substr(start, comma == std::string_view::npos ? comma : comma - start));
-        if (comma == std::string_view::npos) {
-            return;
-        }
-        start = comma + 1;
-    }
-}
-
-// "10,20,30": a list of VLAN ids.
-std::vector<uint16_t> parse_vlan_list(std::string_view key, std::string_view text) {
-    std::vector<uint16_t> vlans;
-    for_each_item(text, [&](std::string_view item) {
-        vlans.push_back(static_cast<uint16_t>(parse_uint(key, item, 1, 4094)));
-    });
-    return vlans;
-}
-
-std::vector<packet::MacAddress> parse_mac_list(std::string_view key, std::string_view text) {
-    std::vector<packet::MacAddress> macs;
-    for_each_item(text, [&](std::string_view item) {
-        std::optional<packet::MacAddress> mac = dataplane::switching::parse_mac(item);
-        if (!mac) {
-            bad_value(key, item, "a MAC address such as 02:00:00:00:00:01");
-        }
-        macs.push_back(*mac);
-    });
-    return macs;
-}
-
-template <class T, class F>
-std::string join(const std::vector<T>& items, F&& text) {
-    std::string out;
-    for (const T& item : items) {
-        if (!out.empty()) {
-            out += ',';  // two steps: g++ 12 -O3 warns falsely on "," + string
-        }
-        out += text(item);
-    }
-    return out;
-}
-
 using D = DatapathConfig;
 using P = PortConfig;
 
+// Setters check that a value is well-formed and fits its field; what it
+// means (ranges, combinations) is Config::validate's, once, for the config
+// file and the flags alike.
+//
 // Row helpers keep each row on a line or two: a datapath number, a
 // datapath on/off, a port on/off.
 #define VNET_DATAPATH_UINT(field, value_name, help)                                         \
