@@ -16,10 +16,10 @@
 #include <string_view>
 
 #include "common/log.hpp"
-#include "control/config.hpp"
+#include "control/config/config.hpp"
+#include "control/config/option_table.hpp"
 #include "control/daemon.hpp"
-#include "control/option_table.hpp"
-#include "control/upgrade/handover_link.hpp"
+#include "control/lifecycle/upgrade/handover_link.hpp"
 
 namespace {
 

@@ -10,8 +10,8 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "control/config_diff.hpp"
-#include "control/option_table.hpp"
+#include "control/config/config_diff.hpp"
+#include "control/config/option_table.hpp"
 #include "control/privileges/privilege_drop.hpp"
 #include "control/stats_report.hpp"
 

@@ -9,10 +9,10 @@
 #include <system_error>
 
 #include "common/steady_clock.hpp"
-#include "control/control_methods.hpp"
 #include "control/daemon.hpp"
+#include "control/ports/vxlan/vxlan_port_builder.hpp"
+#include "control/rpc/control_methods.hpp"
 #include "control/stats_report.hpp"
-#include "control/vxlan_port_builder.hpp"
 #include "dataplane/switch/mac_address.hpp"
 
 namespace vnet::control {

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "control/daemon.hpp"
-#include "control/run_state.hpp"
+#include "control/lifecycle/run_state.hpp"
 
 namespace vnet::control {
 

@@ -10,7 +10,7 @@
 #include <fcntl.h>
 
 #include "control/daemon.hpp"
-#include "control/upgrade/successor.hpp"
+#include "control/lifecycle/upgrade/successor.hpp"
 
 namespace vnet::control {
 namespace {

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "control/control_methods.hpp"
+#include "control/rpc/control_methods.hpp"
 #include "fuzz_check.hpp"
 #include "unit/control/recording_control_api.hpp"
 

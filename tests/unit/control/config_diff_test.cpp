@@ -1,7 +1,7 @@
 // plan_reload (SIGHUP, vnetctl reload): what a changed config file adds,
 // removes and changes on a running vnetd, and the exact refusal for what it
 // cannot change.
-#include "control/config_diff.hpp"
+#include "control/config/config_diff.hpp"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "control/config.hpp"
+#include "control/config/config.hpp"
 
 namespace vnet::control {
 namespace {

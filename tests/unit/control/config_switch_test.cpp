@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "control/config.hpp"
-#include "control/option_table.hpp"
+#include "control/config/config.hpp"
+#include "control/config/option_table.hpp"
 
 namespace vnet::control {
 namespace {

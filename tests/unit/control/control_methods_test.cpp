@@ -1,12 +1,12 @@
 // The control methods as a client meets them: every method typed against
 // its schema before anything is done, and each wrong type named.
-#include "control/control_methods.hpp"
+#include "control/rpc/control_methods.hpp"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "control/option_table.hpp"
+#include "control/config/option_table.hpp"
 #include "unit/control/recording_control_api.hpp"
 
 namespace vnet::control {

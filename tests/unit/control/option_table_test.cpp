@@ -1,7 +1,7 @@
 // The one option table: config keys, flags, the stats' datapath object and
 // docs/USAGE.md all come from its rows, and a key the table does not know
 // is an error naming the key and the file.
-#include "control/option_table.hpp"
+#include "control/config/option_table.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 // The port factory: one entry per [[port]] type, and what the daemon needs
 // of a built port without knowing its kind (capabilities, stats sections).
-#include "control/port_factory.hpp"
+#include "control/ports/port_factory.hpp"
 
 #include <gtest/gtest.h>
 

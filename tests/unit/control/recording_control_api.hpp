@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "control/config.hpp"
-#include "control/control_api.hpp"
+#include "control/config/config.hpp"
+#include "control/rpc/control_api.hpp"
 
 namespace vnet::control {
 

@@ -2,7 +2,7 @@
 // port comes back the same through the parsers vnetctl's additions use, a
 // rewrite replaces the file whole, and what does not parse is refused with
 // a reason.
-#include "control/run_state.hpp"
+#include "control/lifecycle/run_state.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "control/option_table.hpp"
+#include "control/config/option_table.hpp"
 
 namespace vnet::control {
 namespace {

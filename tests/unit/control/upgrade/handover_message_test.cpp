@@ -1,11 +1,11 @@
 // The upgrade-in-place hand-over messages: what one vnetd sends the other,
 // and every way a message from the other process can be wrong.
-#include "control/upgrade/handover_message.hpp"
+#include "control/lifecycle/upgrade/handover_message.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
-#include "control/upgrade/handover_link.hpp"
+#include "control/lifecycle/upgrade/handover_link.hpp"
 
 namespace vnet::control::upgrade {
 namespace {

@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "control/daemon.hpp"
-#include "control/upgrade/handover_link.hpp"
+#include "control/lifecycle/upgrade/handover_link.hpp"
 
 namespace vnet::control {
 namespace {

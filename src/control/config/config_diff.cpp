@@ -1,8 +1,8 @@
-#include "control/config_diff.hpp"
+#include "control/config/config_diff.hpp"
 
 #include <algorithm>
 
-#include "control/option_table.hpp"
+#include "control/config/option_table.hpp"
 
 namespace vnet::control {
 

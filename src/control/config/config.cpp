@@ -1,4 +1,4 @@
-#include "control/config.hpp"
+#include "control/config/config.hpp"
 
 #include <arpa/inet.h>
 
@@ -8,7 +8,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "control/option_table.hpp"
+#include "control/config/option_table.hpp"
 #include "dataplane/switch/switch_core.hpp"
 #include "packet/packet_burst.hpp"
 #include "ports/tap/xdp_options.hpp"

@@ -1,4 +1,4 @@
-#include "control/metrics.hpp"
+#include "control/metrics/metrics.hpp"
 
 #include <prometheus/exposer.h>
 

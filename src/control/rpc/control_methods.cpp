@@ -1,9 +1,9 @@
-#include "control/control_methods.hpp"
+#include "control/rpc/control_methods.hpp"
 
 #include <algorithm>
 #include <initializer_list>
 
-#include "control/option_table.hpp"
+#include "control/config/option_table.hpp"
 
 namespace vnet::control {
 namespace {

@@ -1,4 +1,4 @@
-#include "control/run_state.hpp"
+#include "control/lifecycle/run_state.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include <system_error>
 
 #include "common/unique_fd.hpp"
-#include "control/option_table.hpp"
+#include "control/config/option_table.hpp"
 
 namespace vnet::control {
 namespace {

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "control/config.hpp"
+#include "control/config/config.hpp"
 
 namespace vnet::control {
 

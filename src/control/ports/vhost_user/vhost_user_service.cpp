@@ -1,4 +1,4 @@
-#include "control/vhost_user_service.hpp"
+#include "control/ports/vhost_user/vhost_user_service.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

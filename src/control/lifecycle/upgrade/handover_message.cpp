@@ -1,4 +1,4 @@
-#include "control/upgrade/handover_message.hpp"
+#include "control/lifecycle/upgrade/handover_message.hpp"
 
 #include <array>
 #include <nlohmann/json.hpp>

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "control/vhost_user_service.hpp"
+#include "control/ports/vhost_user/vhost_user_service.hpp"
 #include "vhost_user/protocol_feature_names.hpp"
 #include "virtio/feature_names.hpp"
 #include "virtio/log/dirty_log.hpp"

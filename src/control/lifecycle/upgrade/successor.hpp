@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "control/upgrade/handover_link.hpp"
+#include "control/lifecycle/upgrade/handover_link.hpp"
 
 namespace vnet::control::upgrade {
 

@@ -1,4 +1,4 @@
-#include "control/upgrade/successor.hpp"
+#include "control/lifecycle/upgrade/successor.hpp"
 
 #include <fcntl.h>
 #include <linux/close_range.h>

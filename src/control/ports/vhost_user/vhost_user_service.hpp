@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "control/port_factory.hpp"
+#include "control/ports/port_factory.hpp"
 #include "ports/vhost_user/vhost_user_port.hpp"
 #include "vhost_user/client_socket.hpp"
 #include "vhost_user/server_socket.hpp"

@@ -2,7 +2,7 @@
 // then the XDP program, attached right after the tap is opened, before any
 // worker writes to it, so it sees every frame vnetd sends (docs/USAGE.md
 // "XDP on the tap").
-#include "control/port_factory.hpp"
+#include "control/ports/port_factory.hpp"
 #include "ports/tap/tap_port.hpp"
 
 namespace vnet::control {

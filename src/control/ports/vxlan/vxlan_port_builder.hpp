@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "control/port_factory.hpp"
+#include "control/ports/port_factory.hpp"
 #include "ports/vxlan/vxlan_uplink.hpp"
 
 namespace vnet::control {

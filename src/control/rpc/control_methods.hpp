@@ -5,7 +5,7 @@
 // -32000 with its reason.
 #pragma once
 
-#include "control/control_api.hpp"
+#include "control/rpc/control_api.hpp"
 #include "control/rpc/method_table.hpp"
 
 namespace vnet::control {

@@ -1,4 +1,4 @@
-#include "control/option_table.hpp"
+#include "control/config/option_table.hpp"
 
 #include <algorithm>
 #include <array>

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/unique_fd.hpp"
-#include "control/upgrade/handover_message.hpp"
+#include "control/lifecycle/upgrade/handover_message.hpp"
 
 namespace vnet::control::upgrade {
 

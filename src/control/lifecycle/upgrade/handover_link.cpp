@@ -1,4 +1,4 @@
-#include "control/upgrade/handover_link.hpp"
+#include "control/lifecycle/upgrade/handover_link.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>

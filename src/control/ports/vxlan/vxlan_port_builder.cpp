@@ -1,4 +1,4 @@
-#include "control/vxlan_port_builder.hpp"
+#include "control/ports/vxlan/vxlan_port_builder.hpp"
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>

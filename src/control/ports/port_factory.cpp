@@ -1,4 +1,4 @@
-#include "control/port_factory.hpp"
+#include "control/ports/port_factory.hpp"
 
 #include <array>
 

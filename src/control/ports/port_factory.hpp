@@ -14,7 +14,7 @@
 
 #include "common/log.hpp"
 #include "common/unique_fd.hpp"
-#include "control/config.hpp"
+#include "control/config/config.hpp"
 #include "control/control_queue.hpp"
 #include "io/reactor.hpp"
 #include "ports/port.hpp"
@@ -40,7 +40,7 @@ public:
     // config and counters, as members of `out`: a VM port's socket, its
     // front end's features and memory, and every ring.
     virtual void show(nlohmann::json& /*out*/) {}
-    // Upgrade in place (control/upgrade/): the fds the successor takes
+    // Upgrade in place (control/lifecycle/upgrade/): the fds the successor takes
     // over, and then letting go of them (a socket's path stays, for the
     // successor serves it now).
     virtual std::vector<int> handover_fds() { return {}; }
