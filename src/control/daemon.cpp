@@ -22,11 +22,15 @@ Daemon::Daemon(Config config, std::function<Config()> reread)
       file_config_(config_),
       reread_config_(std::move(reread)),
       log_(make_logger("vnetd")),
+      run_state_(log_, config_.state_file),
       control_queue_(reactor_),
       metrics_(make_metrics_collector()) {
     config_.validate();
-    if (config_.takeover_fd >= 0) {
-        receive_handover();  // upgrade in place: the fds of the vnetd we replace
+    if (config_.takeover_fd >= 0) {  // upgrade in place: the fds of the vnetd we replace
+        takeover_ =
+            std::make_unique<upgrade::Takeover>(log_, config_.takeover_fd, config_.control_socket);
+        handed_over_control_ = takeover_->take_control_listener();
+        took_over_ = true;
     }
     create_workers();
     create_switches();
@@ -41,7 +45,9 @@ Daemon::Daemon(Config config, std::function<Config()> reread)
     // Before the unused handed-over fds are closed: after an upgrade in
     // place the state's ports take theirs over like the config's.
     restore_run_state();
-    close_unused_handover();
+    if (takeover_) {
+        takeover_->close_unused();
+    }
 }
 
 Daemon::~Daemon() {
@@ -89,7 +95,7 @@ Daemon::PortEntry Daemon::build_port(const PortConfig& pc, size_t placement_grou
             [this, name = pc.name](uint16_t queue, const std::function<void()>& work) {
                 owner_of(name, queue).run_sync(work);
             },
-        .handed_over = handed_over_fds_for(pc),
+        .handed_over = takeover_ ? takeover_->fds_for(pc) : nullptr,
     };
     // A guest or tap on a switch with a VXLAN uplink gets the tunnel's MTU
     // unless its port says otherwise: its frames must fit encapsulated (a
@@ -517,7 +523,10 @@ void Daemon::report_stats(bool final_report) {
 }
 
 int Daemon::run() {
-    take_over_from_predecessor();  // upgrade in place: after it let go of everything
+    if (takeover_) {  // upgrade in place: after it let go of everything
+        takeover_->complete();
+        takeover_.reset();
+    }
     watch_signals();
     for (auto& w : workers_) {
         w->start();
@@ -590,6 +599,20 @@ void Daemon::notify_systemd_ready() {
 
 void Daemon::stop() {
     reactor_.stop();
+}
+
+// What vnetctl added, for a restart (lifecycle/run_state_writer.hpp).
+void Daemon::save_run_state() {
+    if (!handed_over_) {  // after an upgrade in place the file is the successor's
+        run_state_.save(config_, file_config_);
+    }
+}
+
+void Daemon::restore_run_state() {
+    run_state_.restore(config_, {[this](const SwitchConfig& sc) { add_switch(sc); },
+                                 [this](PortConfig pc, const std::string& peer) {
+                                     add_port(std::move(pc), peer);
+                                 }});
 }
 
 }  // namespace vnet::control

@@ -19,7 +19,8 @@
 #include "common/log.hpp"
 #include "control/config/config.hpp"
 #include "control/control_queue.hpp"
-#include "control/lifecycle/upgrade/handover_link.hpp"
+#include "control/lifecycle/run_state_writer.hpp"
+#include "control/lifecycle/upgrade/takeover.hpp"
 #include "control/metrics/metrics.hpp"
 #include "control/ports/port_factory.hpp"
 #include "control/rpc/control_api.hpp"
@@ -95,22 +96,12 @@ public:
     nlohmann::json upgrade(const std::string& binary);
 
 private:
-    // Upgrade in place, the new side (daemon_upgrade.cpp): the fds offered
-    // by the vnetd we replace, taken in the constructor; the ports built on
-    // them; "ready", and waiting until it let go, at the start of run().
-    struct HandedOverPort {
-        std::string kind;
-        std::string key;
-        std::vector<UniqueFd> fds;
-    };
-    void receive_handover();
-    std::vector<UniqueFd>* handed_over_fds_for(const PortConfig& config);
-    void close_unused_handover();
-    void take_over_from_predecessor();
+    // Upgrade in place, the new side (lifecycle/upgrade/takeover.hpp): the
+    // fds offered by the vnetd we replace, from the constructor until run()
+    // said ready and it let go; null when we replace none.
+    std::unique_ptr<upgrade::Takeover> takeover_;
+    UniqueFd handed_over_control_;  // the control socket's listener, if offered
     void hand_over_to_successor();
-    std::unique_ptr<upgrade::HandoverLink> predecessor_;
-    std::map<std::string, HandedOverPort> handed_over_ports_;
-    UniqueFd handed_over_control_;
     bool took_over_ = false;    // we replaced a vnetd (systemd: MAINPID)
     bool handed_over_ = false;  // a successor replaced us: exit quietly
     // run() started the ports' services: a port added before (the state
@@ -169,7 +160,7 @@ private:
     void offer_gso(ports::Port& port, const ports::Port& peer);
     void start_services();
     void stop_services();
-    // The run-time state file (daemon_run_state.cpp; [daemon] state_file):
+    // The run-time state file ([daemon] state_file, RunStateWriter):
     // save_run_state rewrites it after each change vnetctl made (an error
     // is logged, the change stays); restore_run_state re-creates what it
     // lists once the config's ports exist, each item on its own.
@@ -204,6 +195,7 @@ private:
     Config file_config_;
     std::function<Config()> reread_config_;
     Logger log_;
+    RunStateWriter run_state_;
     io::EpollReactor reactor_;
     ControlQueue control_queue_;
     std::vector<std::unique_ptr<dataplane::Worker>> workers_;

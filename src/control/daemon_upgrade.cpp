@@ -7,8 +7,6 @@
 // after the old one said it let go.
 #include <unistd.h>
 
-#include <fcntl.h>
-
 #include "control/daemon.hpp"
 #include "control/lifecycle/upgrade/successor.hpp"
 
@@ -17,17 +15,13 @@ namespace {
 
 using upgrade::HandoverMessage;
 using upgrade::HandoverType;
+using upgrade::kControlKind;
 using upgrade::ReceivedHandover;
 
 // Building every port (taps, XDP, sockets) takes far less; a successor
 // still not ready by then is taken for hung and killed.
 constexpr std::chrono::milliseconds kReadyTimeout{20000};
-// Between two offers from a predecessor that is only sending.
-constexpr std::chrono::milliseconds kOfferTimeout{5000};
-// The predecessor's letting go: stopping workers and closing sessions.
-constexpr std::chrono::milliseconds kReleaseTimeout{10000};
 constexpr std::chrono::milliseconds kReapGrace{2000};
-constexpr std::string_view kControlKind = "control";
 
 struct Offer {
     HandoverMessage message;
@@ -119,81 +113,6 @@ void Daemon::hand_over_to_successor() {
     for (auto& w : workers_) {
         w->stop();
     }
-}
-
-// --- the new side ---------------------------------------------------------
-
-void Daemon::receive_handover() {
-    // A copy of the fd: main() keeps the original to say why if we throw.
-    predecessor_ = std::make_unique<upgrade::HandoverLink>(
-        UniqueFd(::fcntl(config_.takeover_fd, F_DUPFD_CLOEXEC, 0)));
-    if (predecessor_->fd() < 0) {
-        throw std::runtime_error("--takeover-fd " + std::to_string(config_.takeover_fd) +
-                                 " is not open");
-    }
-    for (;;) {
-        auto got = predecessor_->receive(kOfferTimeout);
-        if (auto* error = std::get_if<std::string>(&got)) {
-            throw std::runtime_error("taking over: " + *error);
-        }
-        auto& [message, fds] = std::get<ReceivedHandover>(got);
-        if (message.type == HandoverType::end) {
-            break;
-        }
-        if (message.type != HandoverType::offer) {
-            throw std::runtime_error("taking over: an offer expected, got " +
-                                     std::string(to_string(message.type)));
-        }
-        if (message.kind == kControlKind) {
-            if (message.key == config_.control_socket) {
-                handed_over_control_ = std::move(fds.front());
-            }
-            continue;
-        }
-        handed_over_ports_[message.name] = {message.kind, message.key, std::move(fds)};
-    }
-    took_over_ = true;
-}
-
-std::vector<UniqueFd>* Daemon::handed_over_fds_for(const PortConfig& pc) {
-    auto it = handed_over_ports_.find(pc.name);
-    if (it == handed_over_ports_.end()) {
-        return nullptr;
-    }
-    const PortFactoryEntry* factory = find_port_factory(to_string(pc.type));
-    HandedOverPort& h = it->second;
-    if (factory == nullptr || factory->handover_key == nullptr || h.kind != factory->kind ||
-        h.key != factory->handover_key(pc)) {
-        log_->info("port {}: changed since the vnetd we replace ({} '{}'): built afresh", pc.name,
-                   h.kind, h.key);
-        return nullptr;
-    }
-    return &h.fds;
-}
-
-void Daemon::close_unused_handover() {
-    for (auto& [name, h] : handed_over_ports_) {
-        if (!h.fds.empty() && h.fds.front()) {
-            log_->info("port {} of the vnetd we replace is not in our config: not taken over",
-                       name);
-        }
-    }
-    handed_over_ports_.clear();
-}
-
-void Daemon::take_over_from_predecessor() {
-    if (!predecessor_) {
-        return;
-    }
-    predecessor_->send(upgrade::handover_of_type(HandoverType::ready));
-    auto got = predecessor_->receive(kReleaseTimeout);
-    // Gone without a word (it crashed, or was killed) is as good as released:
-    // its fds and sessions went with it.
-    if (auto* error = std::get_if<std::string>(&got); error != nullptr && *error != "closed") {
-        log_->warn("taking over: the vnetd we replace did not say it let go: {}", *error);
-    }
-    log_->info("took over from the vnetd we replace");
-    predecessor_.reset();
 }
 
 }  // namespace vnet::control

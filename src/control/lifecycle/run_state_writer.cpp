@@ -1,36 +1,33 @@
-// The run-time state file (run_state.hpp, docs/USAGE.md "Run-time state"):
-// what vnetctl added is what the running config has and the config file as
-// last read has not. It is rewritten whole after each change, and read once,
-// in the constructor, after the config's switches and ports exist: a state
-// file can only add to what the config file says, never stop vnetd from
-// starting, so each item that fails is logged and skipped.
+#include "control/lifecycle/run_state_writer.hpp"
+
 #include <algorithm>
 
-#include "control/daemon.hpp"
 #include "control/lifecycle/run_state.hpp"
 
 namespace vnet::control {
 
-void Daemon::save_run_state() {
-    // After an upgrade in place the file is the successor's.
-    if (config_.state_file.empty() || handed_over_) {
+RunStateWriter::RunStateWriter(Logger log, std::string path)
+    : log_(std::move(log)), path_(std::move(path)) {}
+
+void RunStateWriter::save(const Config& running, const Config& file) const {
+    if (path_.empty()) {
         return;
     }
     RunState state;
-    for (const SwitchConfig& sc : config_.switches) {
-        if (!std::ranges::any_of(file_config_.switches,
+    for (const SwitchConfig& sc : running.switches) {
+        if (!std::ranges::any_of(file.switches,
                                  [&](const SwitchConfig& f) { return f.name == sc.name; })) {
             state.switches.push_back(run_state_switch(sc));
         }
     }
-    for (const PortConfig& pc : config_.ports) {
-        if (file_config_.find_port(pc.name) != nullptr) {
+    for (const PortConfig& pc : running.ports) {
+        if (file.find_port(pc.name) != nullptr) {
             continue;
         }
         // port.add makes {peer, new port}: the port that came second names
         // the first, which is restored before it.
         std::string peer;
-        for (const auto& [first, second] : config_.connections) {
+        for (const auto& [first, second] : running.connections) {
             if (second == pc.name) {
                 peer = first;
             }
@@ -38,15 +35,14 @@ void Daemon::save_run_state() {
         state.ports.push_back(run_state_port(pc, peer));
     }
     try {
-        write_run_state(config_.state_file, state);
+        write_run_state(path_, state);
     } catch (const std::exception& e) {
-        // The change is made: only a restart would lose it.
-        log_->error("state file {} not written: {}", config_.state_file, e.what());
+        log_->error("state file {} not written: {}", path_, e.what());
     }
 }
 
-void Daemon::restore_run_state() {
-    const std::string& path = config_.state_file;
+void RunStateWriter::restore(const Config& running, const Adders& adders) const {
+    const std::string& path = path_;
     if (path.empty()) {
         return;
     }
@@ -74,7 +70,7 @@ void Daemon::restore_run_state() {
     size_t restored = 0;
     for (const RunStateSwitch& s : state->switches) {
         try {
-            add_switch(switch_from_settings(s.name, s.settings));
+            adders.add_switch(switch_from_settings(s.name, s.settings));
             log_->info("state file: switch {} re-created", s.name);
             ++restored;
         } catch (const std::exception& e) {
@@ -83,8 +79,8 @@ void Daemon::restore_run_state() {
     }
     for (const RunStatePort& p : state->ports) {
         try {
-            Config scratch = config_;  // option rows may write daemon-wide state: not ours
-            add_port(port_from_settings(p.name, p.type, p.settings, scratch), p.peer);
+            Config scratch = running;  // option rows may write daemon-wide state: not ours
+            adders.add_port(port_from_settings(p.name, p.type, p.settings, scratch), p.peer);
             log_->info("state file: port {} re-created ({}{}{})", p.name, p.type,
                        p.peer.empty() ? "" : ", cross-connected to ", p.peer);
             ++restored;
