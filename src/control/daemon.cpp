@@ -10,7 +10,6 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "control/config/config_diff.hpp"
 #include "control/config/option_table.hpp"
 #include "control/privileges/privilege_drop.hpp"
 #include "control/stats_report.hpp"
@@ -19,9 +18,8 @@ namespace vnet::control {
 
 Daemon::Daemon(Config config, std::function<Config()> reread)
     : config_(std::move(config)),
-      file_config_(config_),
-      reread_config_(std::move(reread)),
       log_(make_logger("vnetd")),
+      reloader_(log_, std::move(reread), config_),
       run_state_(log_, config_.state_file),
       control_queue_(reactor_),
       metrics_(make_metrics_collector()) {
@@ -296,130 +294,32 @@ void Daemon::add_port(PortConfig pc, const std::string& peer) {
 }
 
 nlohmann::json Daemon::reload() {
-    if (!reread_config_) {
-        throw std::invalid_argument(
-            "no config file to re-read (vnetd was started with flags only)");
-    }
-    Config file = reread_config_();  // throws naming the file and the key
-    ConfigPlan plan = plan_reload(file_config_, file);
-    // What the file cannot know: switches vnetctl added or put ports on.
-    for (const std::string& name : plan.remove_switches) {
-        if (std::string refusal = switch_removal_refusal(name, plan.remove); !refusal.empty()) {
-            plan.refusals.push_back(refusal);
-        }
-    }
-    for (const SwitchConfig& sc : plan.add_switches) {
-        if (switch_named(sc.name) != nullptr) {
-            plan.refusals.push_back("switch '" + sc.name +
-                                    "' is new in the file but exists already (vnetctl switch add)");
-        }
-    }
-    if (!plan.refusals.empty()) {
-        std::string reasons;
-        for (const std::string& r : plan.refusals) {
-            reasons += (reasons.empty() ? "" : "; ") + r;
-        }
-        throw std::invalid_argument("reload refused, nothing changed: " + reasons);
-    }
-    nlohmann::json done{{"removed", nlohmann::json::array()},
-                        {"added", nlohmann::json::array()},
-                        {"switches_removed", nlohmann::json::array()},
-                        {"switches_added", nlohmann::json::array()},
-                        {"options", nlohmann::json::object()}};
-    // Adding can still fail where no plan can see it (a socket's directory
-    // gone, a tap name taken meanwhile): then what this reload did is undone,
-    // in reverse, so a failed reload changes nothing either.
-    ReloadUndo undo;
-    try {
-        // Peers first: removing one end of a pair forgets the cross-connect.
-        for (const std::string& name : plan.remove) {
-            if (const PortConfig* pc = config_.find_port(name); pc != nullptr) {
-                const PortConfig* peer = config_.peer_of(name);
-                undo.removed_ports.emplace_back(*pc, peer == nullptr ? "" : peer->name);
-            }
-        }
-        for (const std::string& name : plan.remove) {
-            if (entry_named(name) != nullptr) {  // may be gone already (vnetctl port del)
-                remove_port(name);
-                done["removed"].push_back(name);
-            }
-        }
-        for (const std::string& name : plan.remove_switches) {
-            if (switch_named(name) != nullptr) {  // may be gone already (vnetctl switch del)
-                auto sc = std::ranges::find(config_.switches, name, &SwitchConfig::name);
-                if (sc != config_.switches.end()) {
-                    undo.removed_switches.push_back(*sc);
-                }
-                remove_switch(name);
-                done["switches_removed"].push_back(name);
-            }
-        }
-        for (const SwitchConfig& sc : plan.add_switches) {
-            add_switch(sc);
-            undo.added_switches.push_back(sc.name);
-            done["switches_added"].push_back(sc.name);
-        }
-        for (auto& [port, peer] : plan.add) {
-            const std::string name = port.name;
-            add_port(port, peer);  // its errors name the port
-            undo.added_ports.push_back(name);
-            done["added"].push_back(name);
-        }
-    } catch (const std::exception& e) {
-        throw std::invalid_argument(std::string("reload failed, rolled back: ") + e.what() +
-                                    roll_back(undo));
-    }
-    for (const auto& [key, text] : plan.options) {
-        const OptionSpec* option = find_option(OptionScope::datapath, key);
-        if (option == nullptr) {
-            option = find_option(OptionScope::daemon, key);
-        }
-        option->set(config_, nullptr, text);
-        if (key == "busy_poll_us") {
-            for (auto& w : workers_) {
-                w->set_busy_poll_us(config_.datapath.busy_poll_us);
-            }
-        } else if (key == "log_level") {
-            set_log_level(config_.log_level);
-        }
-        done["options"][key] = text;
-    }
-    file_config_ = std::move(file);
+    nlohmann::json done = reloader_.reload(*this);
     save_run_state();  // a port of the file may have been a run-time one's peer
     return done;
 }
 
-// Undoes a reload's steps in reverse; "" when all of it came back, else
-// "; not restored: ..." naming what did not (the reload's error says so).
-std::string Daemon::roll_back(const ReloadUndo& undo) {
-    std::string missed;
-    auto attempt = [&](const std::string& what, auto&& step) {
-        try {
-            step();
-        } catch (const std::exception& e) {
-            missed += (missed.empty() ? "" : ", ") + what + " (" + e.what() + ")";
+bool Daemon::has_port(const std::string& name) {
+    return entry_named(name) != nullptr;
+}
+
+bool Daemon::has_switch(const std::string& name) {
+    return switch_named(name) != nullptr;
+}
+
+void Daemon::set_run_time_option(const std::string& key, const std::string& text) {
+    const OptionSpec* option = find_option(OptionScope::datapath, key);
+    if (option == nullptr) {
+        option = find_option(OptionScope::daemon, key);
+    }
+    option->set(config_, nullptr, text);
+    if (key == "busy_poll_us") {
+        for (auto& w : workers_) {
+            w->set_busy_poll_us(config_.datapath.busy_poll_us);
         }
-    };
-    for (auto it = undo.added_ports.rbegin(); it != undo.added_ports.rend(); ++it) {
-        attempt("removing port '" + *it + "'", [&] { remove_port(*it); });
+    } else if (key == "log_level") {
+        set_log_level(config_.log_level);
     }
-    for (auto it = undo.added_switches.rbegin(); it != undo.added_switches.rend(); ++it) {
-        attempt("removing switch '" + *it + "'", [&] { remove_switch(*it); });
-    }
-    for (const SwitchConfig& sc : undo.removed_switches) {
-        attempt("switch '" + sc.name + "'", [&] { add_switch(sc); });
-    }
-    // A pair that both went comes back as it was: the first without its
-    // peer (not back yet), the second cross-connected to it.
-    for (const auto& removed : undo.removed_ports) {
-        // Plain references: clang does not capture structured bindings.
-        const PortConfig& port = removed.first;
-        const std::string& peer = removed.second;
-        const bool peer_back = !peer.empty() && entry_named(peer) != nullptr;
-        attempt("port '" + port.name + "'", [&] { add_port(port, peer_back ? peer : ""); });
-    }
-    log_->warn("reload rolled back{}", missed.empty() ? "" : ": not restored: " + missed);
-    return missed.empty() ? "" : "; not restored: " + missed;
 }
 
 void Daemon::remove_port(const std::string& name) {
@@ -577,7 +477,7 @@ void Daemon::drop_privileges_if_asked() {
     PrivilegeDrop drop;
     drop.uid = *config_.run_as_user;
     drop.gid = config_.run_as_group;
-    drop.keep_net_admin = control_server_ != nullptr || static_cast<bool>(reread_config_);
+    drop.keep_net_admin = control_server_ != nullptr || reloader_.can_reread();
     log_->info("running as {}", drop_privileges(drop));
 }
 
@@ -604,7 +504,7 @@ void Daemon::stop() {
 // What vnetctl added, for a restart (lifecycle/run_state_writer.hpp).
 void Daemon::save_run_state() {
     if (!handed_over_) {  // after an upgrade in place the file is the successor's
-        run_state_.save(config_, file_config_);
+        run_state_.save(config_, reloader_.file_config());
     }
 }
 

@@ -19,6 +19,7 @@
 #include "common/log.hpp"
 #include "control/config/config.hpp"
 #include "control/control_queue.hpp"
+#include "control/lifecycle/reloader.hpp"
 #include "control/lifecycle/run_state_writer.hpp"
 #include "control/lifecycle/upgrade/takeover.hpp"
 #include "control/metrics/metrics.hpp"
@@ -36,11 +37,12 @@
 
 namespace vnet::control {
 
-class Daemon {
+// A reload's target privately: only the Reloader it owns drives it so.
+class Daemon : private ReloadTarget {
 public:
     // `reread`, if given, reads the config file again as it was read at
     // start-up (the file, then the command line's flags over it): SIGHUP
-    // and vnetctl reload apply what changed (config_diff.hpp).
+    // and vnetctl reload apply what changed (lifecycle/reloader.hpp).
     explicit Daemon(Config config, std::function<Config()> reread = {});
     ~Daemon();
     Daemon(const Daemon&) = delete;
@@ -57,11 +59,12 @@ public:
     // held goes back to the source as no_destination drops) and closes it.
     // Both throw std::invalid_argument naming what is wrong and then change
     // nothing.
-    void add_port(PortConfig port, const std::string& peer);
-    void remove_port(const std::string& name);
+    void add_port(PortConfig port, const std::string& peer) override;
+    void remove_port(const std::string& name) override;
     // Re-reads the config file and applies the difference to the last read
-    // (config_diff.hpp): what it did, as JSON. Throws std::invalid_argument
-    // with every reason when it refuses (then nothing changed).
+    // (lifecycle/reloader.hpp): what it did, as JSON. Throws
+    // std::invalid_argument with every reason when it refuses (then nothing
+    // changed).
     nlohmann::json reload();
     // Metrics (daemon_metrics.cpp): the families `source` builds are part of
     // every scrape of --metrics-address; it runs on the control thread. The
@@ -84,8 +87,8 @@ public:
     // its worker (its MAC table, aging sweep and counters go with it). Both
     // throw std::invalid_argument naming what is wrong (a duplicate name,
     // a bad key, ports still on it) and then change nothing.
-    void add_switch(const SwitchConfig& config);
-    void remove_switch(const std::string& name);
+    void add_switch(const SwitchConfig& config) override;
+    void remove_switch(const std::string& name) override;
     // Upgrade in place (daemon_upgrade.cpp; vnetctl upgrade, SIGUSR2):
     // starts `binary` (empty: ours, as it is on disk now) with our command
     // line to take over every port's fds and the control socket, and once
@@ -137,21 +140,18 @@ private:
     void create_switches();
     // Makes the switch on its worker: the next id and, by it, the worker.
     void open_switch(const SwitchConfig& config);
-    // What a reload did so far, to undo it if a later step fails.
-    struct ReloadUndo {
-        std::vector<std::pair<PortConfig, std::string>> removed_ports;  // config, peer
-        std::vector<SwitchConfig> removed_switches;
-        std::vector<std::string> added_switches;
-        std::vector<std::string> added_ports;
-    };
-    std::string roll_back(const ReloadUndo& undo);
+    // ReloadTarget's rest (the run-time calls above are its too).
+    const Config& running_config() const override { return config_; }
+    bool has_port(const std::string& name) override;
+    bool has_switch(const std::string& name) override;
+    void set_run_time_option(const std::string& key, const std::string& text) override;
     struct SwitchEntry;
     SwitchEntry* switch_named(const std::string& name);
     SwitchEntry* switch_with_id(SwitchId id);
     // Why a switch cannot go now (the ports on it, other than `leaving`),
     // or "" if it can.
     std::string switch_removal_refusal(const std::string& name,
-                                       const std::vector<std::string>& leaving = {}) const;
+                                       const std::vector<std::string>& leaving = {}) const override;
     // The worker that owns queue pair `queue` of the port named so: its
     // switch's, or its cross-connect's by the placement rule.
     dataplane::Worker& owner_of(const std::string& port_name, uint16_t queue);
@@ -191,10 +191,9 @@ private:
                                      std::optional<uint32_t> burst);
 
     Config config_;
-    // The config file as last read (ports added with vnetctl are not in it).
-    Config file_config_;
-    std::function<Config()> reread_config_;
     Logger log_;
+    // Owns the config file as last read (ports added with vnetctl are not in it).
+    Reloader reloader_;
     RunStateWriter run_state_;
     io::EpollReactor reactor_;
     ControlQueue control_queue_;
