@@ -2,7 +2,9 @@
 // client can ask): each method's name, help and parameter schema, and the
 // decoding of its params into a typed ControlApi call. A request reaches
 // `api` only once it fits the schema; what `api` refuses comes back as
-// -32000 with its reason.
+// -32000 with its reason. Each part registers its own (ports/port_methods,
+// switches/switch_methods, lifecycle/lifecycle_methods); this adds them
+// all, with the daemon-wide version and stats.
 #pragma once
 
 #include "control/rpc/control_api.hpp"
