@@ -66,17 +66,9 @@ public:
             if (const PortConfig* peer = d_.config_.peer_of(pc.name)) {
                 p["peer"] = peer->name;
             }
-            if (pc.type == PortType::vhost_user) {
-                p["socket_path"] = pc.socket_path;
-                p["client"] = pc.client;
-            } else if (pc.type == PortType::tap) {
-                p["ifname"] = pc.ifname;
-            } else if (pc.type == PortType::vxlan) {
-                p["switch"] = pc.switch_name;
-                p["vni"] = pc.vni;
-                p["device"] = vxlan_device_name(pc);
-                p["ifname"] = vxlan_tap_name(pc);
-                p["remotes"] = pc.vxlan_remote;
+            if (const PortFactoryEntry* factory = find_port_factory(to_string(pc.type));
+                factory != nullptr && factory->list_fields != nullptr) {
+                factory->list_fields(pc, p);
             }
             if (Daemon::PortEntry* entry = d_.entry_named(pc.name);
                 entry != nullptr && entry->service) {

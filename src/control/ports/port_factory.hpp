@@ -75,6 +75,9 @@ struct PortFactoryEntry {
     // kind hands nothing over; the successor builds it afresh.
     std::string (*handover_key)(const PortConfig& config) = nullptr;
     std::vector<int> (*handover_fds)(ports::Port& port, PortService* service) = nullptr;
+    // port.list: the kind's own members of a port's entry (where it is: a
+    // socket path, a tap's name, a tunnel's VNI and devices). Null: none.
+    void (*list_fields)(const PortConfig& config, nlohmann::json& out) = nullptr;
 };
 
 // Every GUEST_* offload: what a port whose peer is no guest (another tap,
@@ -99,5 +102,9 @@ std::string vhost_user_handover_key(const PortConfig& config);
 std::vector<int> service_handover_fds(ports::Port& port, PortService* service);
 std::string vxlan_handover_key(const PortConfig& config);
 std::vector<int> vxlan_handover_fds(ports::Port& port, PortService* service);
+// Their port.list members.
+void vhost_user_list_fields(const PortConfig& config, nlohmann::json& out);
+void tap_list_fields(const PortConfig& config, nlohmann::json& out);
+void vxlan_list_fields(const PortConfig& config, nlohmann::json& out);
 
 }  // namespace vnet::control

@@ -2,6 +2,8 @@
 // then the XDP program, attached right after the tap is opened, before any
 // worker writes to it, so it sees every frame vnetd sends (docs/USAGE.md
 // "XDP on the tap").
+#include <nlohmann/json.hpp>
+
 #include "control/ports/port_factory.hpp"
 #include "ports/tap/tap_port.hpp"
 
@@ -64,6 +66,10 @@ BuiltPort build_tap_port(const PortConfig& pc, const PortContext& context) {
         });
     });
     return {std::move(tap), nullptr};
+}
+
+void tap_list_fields(const PortConfig& pc, nlohmann::json& out) {
+    out["ifname"] = pc.ifname;
 }
 
 std::string tap_handover_key(const PortConfig& pc) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 namespace vnet::control {
@@ -16,6 +17,11 @@ BuiltPort build_vhost_user_port(const PortConfig& config, const PortContext& con
     port->set_streaming_stores(config.streaming_stores);
     auto service = std::make_unique<VhostUserService>(*port, config, context);
     return {std::move(port), std::move(service)};
+}
+
+void vhost_user_list_fields(const PortConfig& config, nlohmann::json& out) {
+    out["socket_path"] = config.socket_path;
+    out["client"] = config.client;
 }
 
 std::string vhost_user_handover_key(const PortConfig& config) {

@@ -57,6 +57,14 @@ BuiltPort build_vxlan_port(const PortConfig& pc, const PortContext& context) {
     return {std::move(tap), std::make_unique<VxlanUplinkService>(std::move(uplink))};
 }
 
+void vxlan_list_fields(const PortConfig& pc, nlohmann::json& out) {
+    out["switch"] = pc.switch_name;
+    out["vni"] = pc.vni;
+    out["device"] = vxlan_device_name(pc);
+    out["ifname"] = vxlan_tap_name(pc);
+    out["remotes"] = pc.vxlan_remote;
+}
+
 std::string vxlan_handover_key(const PortConfig& pc) {
     return vxlan_device_name(pc);
 }
