@@ -100,8 +100,7 @@ Daemon::PortEntry Daemon::build_port(const PortConfig& pc, size_t placement_grou
     // pod's tap sending 1500-byte frames into a 1450 tunnel would lose
     // every full-sized one). Ports made before the uplink keep theirs.
     PortConfig effective = pc;
-    const bool takes_uplink_mtu = pc.type == PortType::vhost_user || pc.type == PortType::tap;
-    if (takes_uplink_mtu && !pc.mtu && !pc.switch_name.empty()) {
+    if (factory->takes_uplink_mtu && !pc.mtu && !pc.switch_name.empty()) {
         effective.mtu = config_.uplink_mtu_of(pc.switch_name);
     }
     BuiltPort built = factory->build(effective, context);

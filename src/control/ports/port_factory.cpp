@@ -11,8 +11,8 @@ namespace {
 // The kind names are the [[port]] types (control::to_string(PortType)).
 constexpr std::array<PortFactoryEntry, 4> kPortFactories{{
     {"vhost-user", &build_vhost_user_port, &vhost_user_handover_key, &service_handover_fds,
-     &vhost_user_list_fields},
-    {"tap", &build_tap_port, &tap_handover_key, &tap_handover_fds, &tap_list_fields},
+     &vhost_user_list_fields, true},
+    {"tap", &build_tap_port, &tap_handover_key, &tap_handover_fds, &tap_list_fields, true},
     {"null", &build_null_port},
     {"vxlan", &build_vxlan_port, &vxlan_handover_key, &vxlan_handover_fds, &vxlan_list_fields},
 }};

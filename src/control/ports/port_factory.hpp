@@ -78,6 +78,9 @@ struct PortFactoryEntry {
     // port.list: the kind's own members of a port's entry (where it is: a
     // socket path, a tap's name, a tunnel's VNI and devices). Null: none.
     void (*list_fields)(const PortConfig& config, nlohmann::json& out) = nullptr;
+    // A port of this kind on a switch with a VXLAN uplink gets the tunnel's
+    // MTU unless its config sets one: its frames must fit encapsulated.
+    bool takes_uplink_mtu = false;
 };
 
 // Every GUEST_* offload: what a port whose peer is no guest (another tap,
