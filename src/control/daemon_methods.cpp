@@ -10,7 +10,6 @@
 
 #include "common/steady_clock.hpp"
 #include "control/daemon.hpp"
-#include "control/ports/vxlan/vxlan_port_builder.hpp"
 #include "control/rpc/control_methods.hpp"
 #include "control/stats_report.hpp"
 #include "dataplane/switch/mac_address.hpp"
@@ -242,9 +241,12 @@ void Daemon::open_control_socket() {
 void Daemon::change_uplink_peer(const std::string& switch_name, const std::string& address,
                                 bool add) {
     PortConfig* pc = nullptr;
+    const PortFactoryEntry* factory = nullptr;
     for (PortConfig& p : config_.ports) {
-        if (p.type == PortType::vxlan && p.switch_name == switch_name) {
+        const PortFactoryEntry* f = find_port_factory(to_string(p.type));
+        if (f != nullptr && f->change_peer != nullptr && p.switch_name == switch_name) {
             pc = &p;
+            factory = f;
         }
     }
     if (pc == nullptr) {
@@ -254,15 +256,9 @@ void Daemon::change_uplink_peer(const std::string& switch_name, const std::strin
                                               "' has no vxlan uplink (vnetctl switch uplink add " +
                                               switch_name + " vxlan --vni N ...)");
     }
-    auto& service = dynamic_cast<VxlanUplinkService&>(*entry_named(pc->name)->service);
-    if (add) {
-        service.add_peer(address);
-    } else {
-        service.remove_peer(address);
-    }
-    pc->vxlan_remote.assign(service.peers().begin(), service.peers().end());
+    const size_t peers = factory->change_peer(*entry_named(pc->name)->service, *pc, address, add);
     log_->info("port {}: vxlan peer {} {} (switch {}; {} peer(s))", pc->name, address,
-               add ? "added" : "removed", switch_name, pc->vxlan_remote.size());
+               add ? "added" : "removed", switch_name, peers);
 }
 
 }  // namespace vnet::control

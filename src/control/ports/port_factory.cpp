@@ -14,7 +14,8 @@ constexpr std::array<PortFactoryEntry, 4> kPortFactories{{
      &vhost_user_list_fields, true},
     {"tap", &build_tap_port, &tap_handover_key, &tap_handover_fds, &tap_list_fields, true},
     {"null", &build_null_port},
-    {"vxlan", &build_vxlan_port, &vxlan_handover_key, &vxlan_handover_fds, &vxlan_list_fields},
+    {"vxlan", &build_vxlan_port, &vxlan_handover_key, &vxlan_handover_fds, &vxlan_list_fields,
+     false, &vxlan_change_peer},
 }};
 
 }  // namespace

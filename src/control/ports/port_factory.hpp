@@ -81,6 +81,13 @@ struct PortFactoryEntry {
     // A port of this kind on a switch with a VXLAN uplink gets the tunnel's
     // MTU unless its config sets one: its frames must fit encapsulated.
     bool takes_uplink_mtu = false;
+    // A switch uplink's remote peers (uplink.peer.add/del): adds or removes
+    // `address` through the port's service and keeps `config` in step;
+    // returns how many peers it has now. Throws std::invalid_argument (a
+    // bad address, a peer there already or not there). Null: the kind is
+    // no uplink.
+    size_t (*change_peer)(PortService& service, PortConfig& config, const std::string& address,
+                          bool add) = nullptr;
 };
 
 // Every GUEST_* offload: what a port whose peer is no guest (another tap,
@@ -109,5 +116,7 @@ std::vector<int> vxlan_handover_fds(ports::Port& port, PortService* service);
 void vhost_user_list_fields(const PortConfig& config, nlohmann::json& out);
 void tap_list_fields(const PortConfig& config, nlohmann::json& out);
 void vxlan_list_fields(const PortConfig& config, nlohmann::json& out);
+size_t vxlan_change_peer(PortService& service, PortConfig& config, const std::string& address,
+                         bool add);
 
 }  // namespace vnet::control

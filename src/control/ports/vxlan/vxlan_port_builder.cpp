@@ -65,6 +65,18 @@ void vxlan_list_fields(const PortConfig& pc, nlohmann::json& out) {
     out["remotes"] = pc.vxlan_remote;
 }
 
+size_t vxlan_change_peer(PortService& service, PortConfig& pc, const std::string& address,
+                         bool add) {
+    auto& uplink = dynamic_cast<VxlanUplinkService&>(service);  // what build_vxlan_port made
+    if (add) {
+        uplink.add_peer(address);
+    } else {
+        uplink.remove_peer(address);
+    }
+    pc.vxlan_remote.assign(uplink.peers().begin(), uplink.peers().end());
+    return pc.vxlan_remote.size();
+}
+
 std::string vxlan_handover_key(const PortConfig& pc) {
     return vxlan_device_name(pc);
 }
