@@ -9,10 +9,6 @@ using nlohmann::json;
 using rpc::ParamSchema;
 using rpc::ParamType;
 
-std::optional<ParamType> port_option_type(std::string_view key) {
-    return option_param_type(OptionScope::port, key);
-}
-
 const ParamSchema kNoParams{};
 const ParamSchema kOptionalName({{"name", ParamType::string}});
 const ParamSchema kRequiredName({{"name", ParamType::string, true}});
@@ -33,24 +29,24 @@ void add_port_methods(rpc::MethodTable& table, ControlApi& api) {
                   const std::optional<std::string> only = optional_string_param(params, "name");
                   return refusing([&] { return api.show_ports(only); });
               });
-    table.add(
-        "port.add",
-        "add a port: {name, type, peer?, KEY: VALUE...} with the [[port]] keys of the config "
-        "file; peer cross-connects it to a port in no cross-connect",
-        ParamSchema({{"name", ParamType::string, true},
-                     {"type", ParamType::string, true},
-                     {"peer", ParamType::string}},
-                    port_option_type, "name, type, peer and the [[port]] keys of the config file"),
-        [&api](const json& params) {
-            const std::string name = string_param(params, "name");
-            const std::string type = string_param(params, "type");
-            const std::string peer = optional_string_param(params, "peer").value_or("");
-            const Settings settings = settings_of(params, {"name", "type", "peer"});
-            return refusing([&] {
-                api.add_port(name, type, peer, settings);
-                return done();
-            });
-        });
+    table.add("port.add",
+              "add a port: {name, type, peer?, KEY: VALUE...} with the [[port]] keys of the config "
+              "file; peer cross-connects it to a port in no cross-connect",
+              ParamSchema({{"name", ParamType::string, true},
+                           {"type", ParamType::string, true},
+                           {"peer", ParamType::string}},
+                          &option_param_type<OptionScope::port>,
+                          "name, type, peer and the [[port]] keys of the config file"),
+              [&api](const json& params) {
+                  const std::string name = string_param(params, "name");
+                  const std::string type = string_param(params, "type");
+                  const std::string peer = optional_string_param(params, "peer").value_or("");
+                  const Settings settings = settings_of(params, {"name", "type", "peer"});
+                  return refusing([&] {
+                      api.add_port(name, type, peer, settings);
+                      return done();
+                  });
+              });
     table.add("port.del", "remove a port: {name}; a connected guest is disconnected first",
               kRequiredName, [&api](const json& params) {
                   const std::string name = string_param(params, "name");

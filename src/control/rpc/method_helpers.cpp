@@ -43,9 +43,4 @@ Settings settings_of(const json& params, std::initializer_list<std::string_view>
     return settings;
 }
 
-std::optional<rpc::ParamType> option_param_type(OptionScope scope, std::string_view key) {
-    const OptionSpec* option = find_option(scope, key);
-    return option != nullptr ? std::optional(param_type(*option)) : std::nullopt;
-}
-
 }  // namespace vnet::control

@@ -20,9 +20,13 @@ namespace vnet::control {
 Settings settings_of(const nlohmann::json& params,
                      std::initializer_list<std::string_view> structural);
 
-// The param type of the option `key` of `scope` (ParamSchema's lookup of
+// The param type of the option `key` of `Scope` (a ParamSchema's lookup of
 // the keys it does not name); none: no such option.
-std::optional<rpc::ParamType> option_param_type(OptionScope scope, std::string_view key);
+template <OptionScope Scope>
+std::optional<rpc::ParamType> option_param_type(std::string_view key) {
+    const OptionSpec* option = find_option(Scope, key);
+    return option != nullptr ? std::optional(param_type(*option)) : std::nullopt;
+}
 
 // What the ControlApi refuses (std::exception) becomes -32000 with its
 // reason; an RpcError keeps its own code.

@@ -9,10 +9,6 @@ using nlohmann::json;
 using rpc::ParamSchema;
 using rpc::ParamType;
 
-std::optional<ParamType> switch_option_type(std::string_view key) {
-    return option_param_type(OptionScope::switch_, key);
-}
-
 const ParamSchema kRequiredName({{"name", ParamType::string, true}});
 const ParamSchema kOptionalSwitch({{"switch", ParamType::string}});
 
@@ -22,19 +18,20 @@ void add_switch_methods(rpc::MethodTable& table, ControlApi& api) {
     using rpc::optional_string_param;
     using rpc::string_param;
 
-    table.add("switch.add",
-              "add a switch: {name, KEY: VALUE...} with the [[switch]] keys of the config file "
-              "(mac_aging_s, mac_table_size, destination_hold_us)",
-              ParamSchema({{"name", ParamType::string, true}}, switch_option_type,
-                          "name and the [[switch]] keys of the config file"),
-              [&api](const json& params) {
-                  const std::string name = string_param(params, "name");
-                  const Settings settings = settings_of(params, {"name"});
-                  return refusing([&] {
-                      api.add_switch(name, settings);
-                      return done();
-                  });
-              });
+    table.add(
+        "switch.add",
+        "add a switch: {name, KEY: VALUE...} with the [[switch]] keys of the config file "
+        "(mac_aging_s, mac_table_size, destination_hold_us)",
+        ParamSchema({{"name", ParamType::string, true}}, &option_param_type<OptionScope::switch_>,
+                    "name and the [[switch]] keys of the config file"),
+        [&api](const json& params) {
+            const std::string name = string_param(params, "name");
+            const Settings settings = settings_of(params, {"name"});
+            return refusing([&] {
+                api.add_switch(name, settings);
+                return done();
+            });
+        });
     table.add("switch.del", "remove a switch that has no ports: {name}", kRequiredName,
               [&api](const json& params) {
                   const std::string name = string_param(params, "name");
