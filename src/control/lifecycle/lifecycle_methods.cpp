@@ -3,18 +3,12 @@
 #include "control/rpc/method_helpers.hpp"
 
 namespace vnet::control {
-namespace {
-
-using nlohmann::json;
-using rpc::ParamSchema;
-using rpc::ParamType;
-
-const ParamSchema kNoParams{};
-
-}  // namespace
 
 void add_lifecycle_methods(rpc::MethodTable& table, ControlApi& api) {
+    using nlohmann::json;
     using rpc::optional_string_param;
+    using rpc::ParamSchema;
+    using rpc::ParamType;
 
     table.add("reload", "re-read the config file and apply what changed (as SIGHUP does)",
               kNoParams, [&api](const json&) { return refusing([&] { return api.reload(); }); });

@@ -9,9 +9,7 @@ using nlohmann::json;
 using rpc::ParamSchema;
 using rpc::ParamType;
 
-const ParamSchema kNoParams{};
 const ParamSchema kOptionalName({{"name", ParamType::string}});
-const ParamSchema kRequiredName({{"name", ParamType::string, true}});
 
 }  // namespace
 

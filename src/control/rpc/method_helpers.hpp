@@ -41,6 +41,10 @@ nlohmann::json refusing(F&& f) {
     }
 }
 
+// The schemas of methods in more than one part.
+inline const rpc::ParamSchema kNoParams{};
+inline const rpc::ParamSchema kRequiredName({{"name", rpc::ParamType::string, true}});
+
 // A change made: its answer.
 inline nlohmann::json done() {
     return nlohmann::json{{"ok", true}};

@@ -9,7 +9,6 @@ using nlohmann::json;
 using rpc::ParamSchema;
 using rpc::ParamType;
 
-const ParamSchema kRequiredName({{"name", ParamType::string, true}});
 const ParamSchema kOptionalSwitch({{"switch", ParamType::string}});
 
 }  // namespace
