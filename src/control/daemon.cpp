@@ -11,8 +11,8 @@
 #include <stdexcept>
 
 #include "control/config/option_table.hpp"
+#include "control/metrics/stats_report.hpp"
 #include "control/privileges/privilege_drop.hpp"
-#include "control/stats_report.hpp"
 
 namespace vnet::control {
 

@@ -10,8 +10,8 @@
 
 #include "common/steady_clock.hpp"
 #include "control/daemon.hpp"
+#include "control/metrics/stats_report.hpp"
 #include "control/rpc/control_methods.hpp"
-#include "control/stats_report.hpp"
 #include "dataplane/switch/mac_address.hpp"
 
 namespace vnet::control {

@@ -5,7 +5,7 @@
 #include <future>
 
 #include "control/daemon.hpp"
-#include "control/metrics_families.hpp"
+#include "control/metrics/metrics_families.hpp"
 
 namespace vnet::control {
 

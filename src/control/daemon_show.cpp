@@ -4,7 +4,7 @@
 // worker by the port's service (vhost_user_show.cpp), and the counters are
 // relaxed atomics, read as the stats read them.
 #include "control/daemon.hpp"
-#include "control/stats_report.hpp"
+#include "control/metrics/stats_report.hpp"
 
 namespace vnet::control {
 

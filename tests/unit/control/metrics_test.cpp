@@ -9,9 +9,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "control/metrics.hpp"
-#include "control/metrics_families.hpp"
-#include "control/option_table.hpp"
+#include "control/config/option_table.hpp"
+#include "control/metrics/metrics.hpp"
+#include "control/metrics/metrics_families.hpp"
 #include "ports/null/null_port.hpp"
 
 namespace vnet::control {

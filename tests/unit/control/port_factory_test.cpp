@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "control/stats_report.hpp"
+#include "control/metrics/stats_report.hpp"
 #include "dataplane/forward_path.hpp"
 #include "io/epoll_reactor.hpp"
 #include "unit/dataplane/fake_ports.hpp"

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "control/metrics_families.hpp"
-#include "control/stats_report.hpp"
+#include "control/metrics/metrics_families.hpp"
+#include "control/metrics/stats_report.hpp"
 #include "packet/queue_counter_table.hpp"
 #include "ports/null/null_port.hpp"
 #include "show_text.hpp"

@@ -1,9 +1,9 @@
-#include "control/stats_report.hpp"
+#include "control/metrics/stats_report.hpp"
 
 #include <cstdio>
 #include <span>
 
-#include "control/option_table.hpp"
+#include "control/config/option_table.hpp"
 #include "packet/queue_counter_table.hpp"
 
 namespace vnet::control {

@@ -1,4 +1,4 @@
-#include "control/metrics_families.hpp"
+#include "control/metrics/metrics_families.hpp"
 
 #include <limits>
 #include <span>

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "control/metrics.hpp"
+#include "control/metrics/metrics.hpp"
 #include "dataplane/switch/switch_counters.hpp"
 #include "ports/port.hpp"
 

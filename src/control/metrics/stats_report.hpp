@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "control/config.hpp"
+#include "control/config/config.hpp"
 #include "ports/port.hpp"
 
 namespace vnet::control {
