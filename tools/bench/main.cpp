@@ -54,7 +54,7 @@ Table failed_table(const Experiment& e, const std::string& why) {
     t.columns = {{"result", "result", ColumnKind::info, ""}};
     t.add_row("all", "experiment");
     t.cell("all", "result").set_not_available(why);
-    t.notes.push_back("the experiment failed before its rows could be laid out");
+    t.notes.emplace_back("the experiment failed before its rows could be laid out");
     return t;
 }
 

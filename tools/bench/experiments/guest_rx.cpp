@@ -332,12 +332,12 @@ Table run_guestrx(BenchContext& ctx) {
             }
         }
     }
-    t.notes.push_back(
+    t.notes.emplace_back(
         "The sender (a tap write loop with native XDP_REDIRECT into the measured tap) runs at "
         "SCHED_IDLE next to the guest, so it never takes the guest's CPU; the JSON's "
         "tap_tx_dropped_fraction is what the reader could not take (> 0: the sender was not the "
         "limit).");
-    t.notes.push_back(
+    t.notes.emplace_back(
         "CPU ns/pkt is the DUT CPU's busy time over the window per frame taken (/proc/stat): the "
         "reader is alone on that CPU. A reader that sleeps while the guest or the sender is "
         "behind shows a rate below its capacity but an honest cost per packet; the JSON's "

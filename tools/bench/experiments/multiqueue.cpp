@@ -126,7 +126,7 @@ Table run_multiqueue(BenchContext& ctx) {
     for (const Layout& l : layouts) {
         t.cell(l.key, "vs_one") = ratio_cell(t.cell(l.key, "mpps"), t.cell("q1-w1", "mpps"));
     }
-    t.notes.push_back(
+    t.notes.emplace_back(
         "2 cores: the generator's forwarding lcore has the load CPU; a second vnetd worker shares "
         "it, so the 2-worker rows show sharing, not scaling. Each row's JSON has vnetd's "
         "per-queue-pair share of the packets (queue_shares).");

@@ -120,7 +120,7 @@ Table run_portadd(BenchContext& ctx) {
         t.cell(s.key, "during_vs_before") =
             ratio_cell(t.cell(s.key, "rate_during"), t.cell(s.key, "rate_before"));
     }
-    t.notes.push_back(
+    t.notes.emplace_back(
         "The add is timed from the command's start to the socket existing (vnetd binds under a "
         "private name and renames, so the path appears listening); the del until the command "
         "returned.");

@@ -113,10 +113,10 @@ Table run_rawlimit(BenchContext& ctx) {
         ratio_cell(t.cell("vnetd", "measured"), t.cell("raw", "measured"));
     t.cell("vnetd-xdp", "fraction") =
         ratio_cell(t.cell("vnetd-xdp", "measured"), t.cell("raw-xdp", "measured"));
-    t.notes.push_back(
+    t.notes.emplace_back(
         "the raw limit runs on the CPU under test, like vnetd; vnet-pktgen (64 B, "
         "burst 128) on the other CPU.");
-    t.notes.push_back("the DESIGN target is vnetd >= 0.9x the raw write() loop at 64 B.");
+    t.notes.emplace_back("the DESIGN target is vnetd >= 0.9x the raw write() loop at 64 B.");
     return t;
 }
 

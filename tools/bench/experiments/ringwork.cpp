@@ -177,14 +177,14 @@ Table run_ringwork(BenchContext& ctx) {
         t.cell(r.key(), "dpdk_packed_vs_split") =
             ratio_cell(t.cell(r.key(), "dpdk"), t.cell(split, "dpdk"));
     }
-    t.notes.push_back(
+    t.notes.emplace_back(
         "issue 8's target: vnetd / DPDK >= 1.3, split and packed. Rates are the back ends' own "
         "receive counters over the window: vnetd's VM port rx (stats file, once a second, with "
         "vnetd's time of reading), net_vhost's ipackets (DPDK telemetry).");
-    t.notes.push_back(
+    t.notes.emplace_back(
         "The front end is the same testpmd for both back ends; with a back end faster than it, "
         "both rows show the front end's rate and the ratio tends to 1.");
-    t.notes.push_back(
+    t.notes.emplace_back(
         "testpmd's forwarding lcore polls; vnetd's event mode sleeps on the front end's kicks "
         "when the ring is empty, so the poll-mode column is the like-for-like ring work and the "
         "event one adds vnetd's wake-up path; the default (adaptive) spins while packets keep "

@@ -97,10 +97,10 @@ Table run_seed000(BenchContext& ctx) {
             !on.has_number() ? off : (!off.has_number() || on.median() > off.median() ? on : off);
         t.cell(r.key, "vs_kernel") = ratio_cell(best, t.cell(r.key, "kernel"));
     }
-    t.notes.push_back(
+    t.notes.emplace_back(
         "-P 4 rows: the seed ran -P 12 (guest with 4 queues on an ICX host); 12 streams do not "
         "fit 2 CPUs, so its -P 12 numbers stand next to our -P 4.");
-    t.notes.push_back(
+    t.notes.emplace_back(
         "seed: 2023 QEMU IFF_NAPI patch, guest -> remote host over 25 GbE; the gain columns "
         "compare.");
     return t;

@@ -153,13 +153,13 @@ Table run_seed002(BenchContext& ctx) {
     if (!best.has_number()) {
         best = Cell::not_available("no vnetd row measured");
     }
-    t.notes.push_back("target >= 0.8x the kernel (best vnetd row): " + verdict(best, 0.8));
-    t.notes.push_back("target GRO on / off >= 1.5x with the sender's TSO off: " +
-                      verdict(t.cell("gro1-notso", "gro_gain"), 1.5));
-    t.notes.push_back(
+    t.notes.emplace_back("target >= 0.8x the kernel (best vnetd row): " + verdict(best, 0.8));
+    t.notes.emplace_back("target GRO on / off >= 1.5x with the sender's TSO off: " +
+                         verdict(t.cell("gro1-notso", "gro_gain"), 1.5));
+    t.notes.emplace_back(
         "seed: 2022 series, [iperf server] <-> tap <-> testpmd (virtio-user on vhost-net) <-> "
         "NIC <-> [client], 4.63 -> 9.28 Gbit/s when NAPI let GRO merge the batch.");
-    t.notes.push_back(
+    t.notes.emplace_back(
         "testpmd's tap PMD is driven by one realtime signal per frame "
         "(peer-baselines.md pitfall 5): expect it last.");
     return t;

@@ -150,10 +150,10 @@ Table run_seed003(BenchContext& ctx) {
         t.cell(v.key, "gain") = gain_cell(t.cell(v.key, "batched"), t.cell(v.key, "per_packet"));
         t.cell(v.key, "vs_peer") = ratio_cell(t.cell(v.key, "batched"), t.cell(v.key, "dpdk"));
     }
-    t.notes.push_back(
+    t.notes.emplace_back(
         "seed: 2018 series, testpmd txonly in a guest through vhost_net to a tap; its gains are "
         "batched vs per-packet vhost_net on the same tap, here vnetd --tx-batch 64 vs 0.");
-    t.notes.push_back(
+    t.notes.emplace_back(
         "DPDK instances run with --no-huge (memfd); the second tap's reader runs "
         "on CPU " +
         std::to_string(ctx.load_cpu()) + " next to the generator.");

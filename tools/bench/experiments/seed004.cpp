@@ -85,10 +85,10 @@ Table run_seed004(BenchContext& ctx) {
         t.cell(r.key, "vs_peer") = ratio_cell(t.cell(r.key, "measured"), peer);
     }
     t.cell("dpdk", "ratio") = ratio_cell(peer, base);
-    t.notes.push_back(
+    t.notes.emplace_back(
         "seed: 2017 series, guest pktgen burst 128 through vhost_net/tun to an mlx4 NIC; the "
         "absolute numbers differ by machine, the ratio columns compare.");
-    t.notes.push_back(
+    t.notes.emplace_back(
         "the seed's last row is rx-frames 64 without MSG_MORE; here --tx-peek off (no holding "
         "of a batch while the ring has more).");
     return t;

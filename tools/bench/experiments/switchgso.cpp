@@ -116,7 +116,7 @@ Table run_switchgso(BenchContext& ctx) {
     for (const Receiver& r : kReceivers) {
         t.cell(r.key, "vs_ovs") = ratio_cell(t.cell(r.key, "vnetd"), t.cell(r.key, "ovs_normal"));
     }
-    t.notes.push_back(
+    t.notes.emplace_back(
         "issue 9's target: vnetd / OVS >= 3. The bytes are the frames' as each receiver sees "
         "them (one 65000-byte frame whole, or its MSS-sized segments), whether or not they "
         "pass the receiver's checks (payload, IP and TCP checksums): the verify columns say how "

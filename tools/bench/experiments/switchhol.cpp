@@ -115,7 +115,7 @@ Table run_switchhol(BenchContext& ctx) {
             }
         }
     }
-    t.notes.push_back(
+    t.notes.emplace_back(
         "The target: a -> b keeps its rate when c stalls (stalled / healthy near 1). The row "
         "JSON has both flows' sent/received and the switch's drops by reason "
         "(destination_full: what was meant for c).");

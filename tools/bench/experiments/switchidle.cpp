@@ -98,7 +98,7 @@ Table run_switchidle(BenchContext& ctx) {
         }
         run_points(ctx, t, points);
     });
-    t.notes.push_back(
+    t.notes.emplace_back(
         "issue 9's target: vnetd's default (adaptive) <= 1 %. /proc/PID/stat counts in 10 ms "
         "ticks: over a 5 s window the resolution is 0.2 %.");
     return t;

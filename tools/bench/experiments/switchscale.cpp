@@ -121,7 +121,7 @@ Table run_switchscale(BenchContext& ctx) {
             t.cell(s.key, "mpps") = Cell::not_available(t.cell(s.key, "ns_per_packet").na_reason());
         }
     }
-    t.notes.push_back(
+    t.notes.emplace_back(
         "issue 9's target: growth <= 1.1 from 2 to 16 ports and from 10 to 10,000 MACs.");
     return t;
 }

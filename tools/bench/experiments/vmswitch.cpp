@@ -154,12 +154,12 @@ Table run_vmswitch(BenchContext& ctx) {
             }
         }
     }
-    t.notes.push_back(
+    t.notes.emplace_back(
         "issue 9's target: vnetd / OVS NORMAL >= 1.3 in the idle layout, in the default mode. "
         "A switch drops at a full destination after destination_hold_us (vnetd, 100 us: "
         "`destination_full`) where a cross-connect waits; OVS drops at once. The row JSON "
         "has each system's counters (vnetd: the switch's flooded/learned and drops by reason).");
-    t.notes.push_back(
+    t.notes.emplace_back(
         "On 2 cores no layout measures a switch's capacity (one vnet-pktgen alone sends "
         "~15 Mpps at 64 B): compare the systems within one layout.");
     return t;
