@@ -11,20 +11,22 @@
 # and removed at exit, by PID, as in the integration tests.
 #
 #   bench_init NAME BUILD_DIR OUT_DIR   root check; BUILD_DIR and OUT_DIR
-#                       made absolute (OUT_DIR created); VNETD, VNETCTL,
-#                       PKTGEN, CNI: the build's binaries (vnetd and vnetctl
+#                       made absolute (OUT_DIR created); the build's
+#                       programs (build_programs; vnetd and vnetctl
 #                       checked); BENCH_TI: the integration tests' folder;
 #                       OUT_DIR/run.json started
-#   bench_need FILE...  fail unless each is an executable
 #   bench_need_command CMD HINT   fail unless CMD is on the PATH
 #   bench_work          WORK, a temp dir removed at exit (work_dir NAME);
 #                       CTL=$WORK/vnetd.ctl, the control socket of
 #   bench_vnetd LOG [TOML_EXTRA]   vnetd with only that control socket and
 #                       TOML_EXTRA in its config; VNETD_PID; waits for the
 #                       socket
-#   ctl ARGS...         vnetctl on that vnetd
 #   bench_done FILE...  the run's summaries (paths in OUT_DIR), recorded in
 #                       OUT_DIR/run.json with the end time
+#
+# and from tests/integration/lib/common.sh: build_programs (VNETD,
+# VNETCTL, PKTGEN, CNI), need_built FILE..., start_vnetd, wait_control,
+# ctl ARGS... (vnetctl on that vnetd).
 #
 # OUT_DIR/run.json says what ran: the bench, the command line, the commit
 # of this tree (the scripts; the binaries are BUILD_DIR's), the build
@@ -47,24 +49,11 @@ bench_init() {
     OUT=$2
     mkdir -p "$OUT" || fail "cannot make $OUT"
     OUT=$(cd "$OUT" && pwd)
-    VNETD="$BUILD_DIR/apps/vnetd"
-    VNETCTL="$BUILD_DIR/apps/vnetctl"
-    # shellcheck disable=SC2034 # for the benches that source this
-    PKTGEN="$BUILD_DIR/apps/vnet-pktgen"
-    # shellcheck disable=SC2034
-    CNI="$BUILD_DIR/apps/vnetd-cni"
-    bench_need "$VNETD" "$VNETCTL"
+    build_programs "$BUILD_DIR"
+    need_built "$VNETD" "$VNETCTL"
     # The parent run's command line, not a child run's (lifecycle's --one).
     [ -n "${BENCH_COMMAND:-}" ] || export BENCH_COMMAND="$0 $*"
     [ -n "${BENCH_CHILD:-}" ] || _bench_run_json start
-}
-
-# bench_need FILE...: each must be an executable.
-bench_need() {
-    local bin
-    for bin in "$@"; do
-        [ -x "$bin" ] || fail "${bin:-a program} not found or not built"
-    done
 }
 
 # bench_need_command CMD HINT: see the header.
@@ -80,13 +69,9 @@ bench_work() {
 # bench_vnetd LOG [TOML_EXTRA]: see the header.
 bench_vnetd() {
     printf '[daemon]\ncontrol_socket = "%s"\n%s' "$CTL" "${2:-}" >"$WORK/vnetd.toml"
-    bg_start --log "$1" "$VNETD" --config "$WORK/vnetd.toml"
-    # shellcheck disable=SC2034 # for the benches that source this
-    VNETD_PID=$BG_PID
-    wait_for 10 "vnetd did not open its control socket" test -S "$CTL"
+    start_vnetd "$1" --config "$WORK/vnetd.toml"
+    wait_control
 }
-
-ctl() { "$VNETCTL" --socket "$CTL" "$@"; }
 
 # bench_done FILE...: see the header.
 bench_done() { _bench_run_json finish "$@"; }

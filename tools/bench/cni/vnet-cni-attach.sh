@@ -56,7 +56,7 @@ WARMUP=${ATTACH_WARMUP:-5}
 STRACE=${ATTACH_STRACE:-0}
 STRACE_CALLS=execve,clone,clone3,socket,sendto,recvfrom,sendmsg,recvmsg,fsync,exit_group
 
-bench_need "$CNI"
+need_built "$CNI"
 for bin in "$PLUGINS/bridge" "$PLUGINS/host-local"; do
     [ -x "$bin" ] || fail "$bin not there (scripts/install-deps.sh installs containernetworking-plugins)"
 done
@@ -70,11 +70,11 @@ fail_log "$OUT/failures.log" 20
 SYSTEMS=(tap vhostuser bridge floor)
 declare -A PLUGIN=([tap]=$CNI [vhostuser]=$CNI [bridge]=$PLUGINS/bridge [floor]=/bin/true)
 declare -A IFNAME=([tap]=eth0 [vhostuser]=net1 [bridge]=eth0 [floor]=eth0)
-declare -A NS=() FAILS=()
+declare -A NS=() FAILED_CYCLES=()
 for s in "${SYSTEMS[@]}"; do
     NS[$s]=$(ns_name attach "$s")
     netns_new "${NS[$s]}"
-    FAILS[$s]=0
+    FAILED_CYCLES[$s]=0
 done
 CONTAINER=bench-pod # one pod per system, attached again every cycle
 BR=$(link_name vbr)
@@ -180,7 +180,7 @@ detached() {
 
 # failed SYSTEM CYCLE VERB WHY: logged and counted; the run goes on.
 failed() {
-    FAILS[$1]=$((FAILS[$1] + 1))
+    FAILED_CYCLES[$1]=$((FAILED_CYCLES[$1] + 1))
     {
         echo "cycle $2 $1 $3: $4"
         sed 's/^/  stdout: /' "$WORK/out"
@@ -241,8 +241,8 @@ ok "vnetd exited 0"
 echo "ADDs that returned before the carrier (LOWER_UP): $LOWER_UP_LATE"
 
 # ---- the table ----------------------------------------------------------------------
-python3 - "$OUT/samples.csv" "${FAILS[tap]}" "${FAILS[vhostuser]}" "${FAILS[bridge]}" \
-    "${FAILS[floor]}" "$OUT/summary.csv" <<'EOF' | tee "$OUT/summary.md"
+python3 - "$OUT/samples.csv" "${FAILED_CYCLES[tap]}" "${FAILED_CYCLES[vhostuser]}" "${FAILED_CYCLES[bridge]}" \
+    "${FAILED_CYCLES[floor]}" "$OUT/summary.csv" <<'EOF' | tee "$OUT/summary.md"
 import csv, math, statistics, sys
 names = {"tap": "vnetd-cni tap (s0)", "vhostuser": "vnetd-cni vhostuser (s0)",
          "bridge": "Debian bridge + veth", "floor": "exec floor (/bin/true)"}
@@ -274,6 +274,6 @@ for s in ["tap", "vhostuser", "bridge", "floor"]:
         + [fails[s]])
 EOF
 bench_done "$OUT/summary.csv" "$OUT/summary.md" "$OUT/samples.csv"
-TOTAL_FAILS=$((FAILS[tap] + FAILS[vhostuser] + FAILS[bridge] + FAILS[floor]))
+TOTAL_FAILS=$((FAILED_CYCLES[tap] + FAILED_CYCLES[vhostuser] + FAILED_CYCLES[bridge] + FAILED_CYCLES[floor]))
 [ "$TOTAL_FAILS" = 0 ] || fail "$TOTAL_FAILS failed calls: $OUT/failures.log"
 pass "cni attach bench: $OUT/samples.csv, $OUT/summary.md"

@@ -42,7 +42,7 @@ SAMPLE=${SOAK_SAMPLE:-60}
 SLOTS=${SOAK_SLOTS:-4}
 RATE=${SOAK_RATE:-2000}
 
-bench_need "$PKTGEN"
+need_built "$PKTGEN"
 bench_need_command gnuplot "for the plot: apt install gnuplot-nox"
 
 bench_work

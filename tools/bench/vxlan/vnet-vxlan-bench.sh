@@ -37,7 +37,7 @@ bench_init vnet-vxlan-bench "$@"
 S=${BENCH_SECONDS:-5}
 REPEAT=${BENCH_REPEAT:-3}
 
-bench_need "$PKTGEN"
+need_built "$PKTGEN"
 bench_need_command iperf3 "apt install iperf3"
 bench_work
 
