@@ -24,6 +24,7 @@
 #include "control/lifecycle/upgrade/takeover.hpp"
 #include "control/metrics/metrics.hpp"
 #include "control/ports/port_factory.hpp"
+#include "control/ports/port_table.hpp"
 #include "control/rpc/control_api.hpp"
 #include "control/rpc/control_server.hpp"
 #include "control/rpc/method_table.hpp"
@@ -37,8 +38,9 @@
 
 namespace vnet::control {
 
-// A reload's target privately: only the Reloader it owns drives it so.
-class Daemon : private ReloadTarget {
+// A reload's target privately: only the Reloader it owns drives it so; the
+// switches its port table joins ports to, privately too.
+class Daemon : private ReloadTarget, private SwitchMembership {
 public:
     // `reread`, if given, reads the config file again as it was read at
     // start-up (the file, then the command line's flags over it): SIGHUP
@@ -52,13 +54,8 @@ public:
     int run();
     void stop();
 
-    // Run time (control thread; vnetctl port add/del). add_port builds the
-    // port, cross-connects it to `peer` (an existing port in no
-    // cross-connect) if given and starts it; remove_port disconnects a
-    // connected guest, takes the port's paths off the workers (what they
-    // held goes back to the source as no_destination drops) and closes it.
-    // Both throw std::invalid_argument naming what is wrong and then change
-    // nothing.
+    // Run time (control thread; vnetctl port add/del): the port table's
+    // (ports/port_table.hpp).
     void add_port(PortConfig port, const std::string& peer) override;
     void remove_port(const std::string& name) override;
     // Re-reads the config file and applies the difference to the last read
@@ -71,16 +68,10 @@ public:
     // ports' and workers' are registered already; other parts (the L2
     // switch) add theirs here.
     void add_metrics_source(MetricsSource source);
-    // A switch's id: given in the order switches are made (the config's,
-    // then vnetctl's), never reused, so it stays valid whatever is deleted.
-    using SwitchId = size_t;
     // The one way a port joins or leaves a switch, at start-up and at run
-    // time (daemon_switches.cpp): the switch's worker attaches it between
-    // rounds. `config` names the switch and the port's VLAN and MAC keys.
-    // Throws std::invalid_argument (no such switch, switch full).
-    SwitchId attach_to_switch(const PortConfig& config, ports::Port& port);
-    // False if the port is on no switch.
-    bool detach_from_switch(const ports::Port& port);
+    // time (daemon_switches.cpp; SwitchMembership in ports/port_table.hpp).
+    SwitchId attach_to_switch(const PortConfig& config, ports::Port& port) override;
+    bool detach_from_switch(const ports::Port& port) override;
     // Run time (control thread; vnetctl switch add/del, reload): add_switch
     // makes a switch with the [[switch]] keys of `config` on the worker the
     // placement rule gives it; remove_switch takes one without ports off
@@ -107,35 +98,8 @@ private:
     void hand_over_to_successor();
     bool took_over_ = false;    // we replaced a vnetd (systemd: MAINPID)
     bool handed_over_ = false;  // a successor replaced us: exit quietly
-    // run() started the ports' services: a port added before (the state
-    // file's, in the constructor) is started with the others.
-    bool services_started_ = false;
-
-    struct PortEntry {
-        std::string_view kind;  // its factory's kind name
-        std::unique_ptr<ports::Port> port;
-        // What dataplane::Placement places its queue pairs by: the index of
-        // its cross-connect at start-up, a new number for one added at run
-        // time (the two ends of a cross-connect share it). Fixed for the
-        // port's life, so its queue pairs never change worker.
-        size_t placement_group = 0;
-        // The switch it is on, if any: its worker owns every queue pair of
-        // the port.
-        std::optional<SwitchId> switch_id;
-        // Its ingress policing bucket, shared by the paths from it.
-        std::unique_ptr<dataplane::IngressPolicer> policer;
-        // Declared after the port: goes first, also when a constructor throws.
-        std::unique_ptr<PortService> service;
-    };
 
     void create_workers();
-    PortEntry build_port(const PortConfig& config, size_t placement_group);
-    void create_paths();
-    // The paths both ways between two ports, on the worker of their group.
-    void connect_ports(PortEntry& a, PortEntry& b);
-    // Every path from or to `port`, off its worker.
-    void disconnect_port(const ports::Port& port);
-    PortEntry* entry_named(const std::string& name);
     // daemon_switches.cpp
     void create_switches();
     // Makes the switch on its worker: the next id and, by it, the worker.
@@ -152,14 +116,7 @@ private:
     // or "" if it can.
     std::string switch_removal_refusal(const std::string& name,
                                        const std::vector<std::string>& leaving = {}) const override;
-    // The worker that owns queue pair `queue` of the port named so: its
-    // switch's, or its cross-connect's by the placement rule.
-    dataplane::Worker& owner_of(const std::string& port_name, uint16_t queue);
-    // A `peer` without a front end to negotiate offloads takes any GSO
-    // frame: `port` is told so (a tap then takes 64 KB frames from the host).
-    void offer_gso(ports::Port& port, const ports::Port& peer);
-    void start_services();
-    void stop_services();
+    dataplane::Worker& worker_of_switch(SwitchId id) override;
     // The run-time state file ([daemon] state_file, RunStateWriter):
     // save_run_state rewrites it after each change vnetctl made (an error
     // is logged, the change stays); restore_run_state re-creates what it
@@ -177,12 +134,10 @@ private:
     // VTEP. Throws std::invalid_argument (no such switch or uplink, a bad
     // address, a peer there already or not there) and then changes nothing.
     void change_uplink_peer(const std::string& switch_name, const std::string& address, bool add);
-    ports::Port* port_named(const std::string& name);
     // The Prometheus endpoint and the sources the daemon itself registers
     // (daemon_metrics.cpp).
     std::shared_ptr<MetricsCollector> make_metrics_collector();
     void open_metrics_endpoint();
-    PortEntry* entry_of(const ports::Port& port);
     // port.show (daemon_show.cpp): vnetctl show's dump of one port or all.
     nlohmann::json show_ports(const std::optional<std::string>& only);
     // port.set: ingress policing at run time, on the worker of the port's
@@ -199,8 +154,7 @@ private:
     ControlQueue control_queue_;
     std::vector<std::unique_ptr<dataplane::Worker>> workers_;
     dataplane::Placement placement_{1};
-    std::vector<PortEntry> ports_;  // in config order, then as added
-    size_t next_placement_group_ = 0;
+    PortTable ports_;
     // The switches, in the order they were made; each is owned by its
     // worker and read only through it (run_sync), so the datapath takes no
     // lock. A port refers to its switch by id: a deletion moves the others

@@ -69,7 +69,7 @@ public:
                 factory != nullptr && factory->list_fields != nullptr) {
                 factory->list_fields(pc, p);
             }
-            if (Daemon::PortEntry* entry = d_.entry_named(pc.name);
+            if (PortEntry* entry = d_.ports_.entry_named(pc.name);
                 entry != nullptr && entry->service) {
                 p["connections"] = entry->service->connections();
             }
@@ -190,7 +190,7 @@ nlohmann::json Daemon::set_port_policing(const std::string& name, std::optional<
             pc = &p;
         }
     }
-    ports::Port* port = port_named(name);
+    ports::Port* port = ports_.port_named(name);
     if (pc == nullptr || port == nullptr) {
         throw rpc::RpcError(rpc::ErrorCode::refused, "no port named '" + name + "'");
     }
@@ -199,9 +199,9 @@ nlohmann::json Daemon::set_port_policing(const std::string& name, std::optional<
     // The bucket is shared by the port's paths through atomics; setting it
     // as a command of the worker that runs queue pair 0 keeps the change
     // between that worker's rounds, never inside one of its bursts.
-    PortEntry& entry = *entry_of(*port);
+    PortEntry& entry = *ports_.entry_of(*port);
     dataplane::IngressPolicer& policer = *entry.policer;
-    owner_of(name, 0).run_sync(
+    ports_.owner_of(name, 0).run_sync(
         [&] { policer.configure(pc->ingress_policing_rate, pc->ingress_policing_burst); });
     log_->info("port {}: ingress policing {} kbit/s, burst {} kbit (port.set)", name,
                pc->ingress_policing_rate, pc->ingress_policing_burst);
@@ -256,7 +256,8 @@ void Daemon::change_uplink_peer(const std::string& switch_name, const std::strin
                                               "' has no vxlan uplink (vnetctl switch uplink add " +
                                               switch_name + " vxlan --vni N ...)");
     }
-    const size_t peers = factory->change_peer(*entry_named(pc->name)->service, *pc, address, add);
+    const size_t peers =
+        factory->change_peer(*ports_.entry_named(pc->name)->service, *pc, address, add);
     log_->info("port {}: vxlan peer {} {} (switch {}; {} peer(s))", pc->name, address,
                add ? "added" : "removed", switch_name, peers);
 }

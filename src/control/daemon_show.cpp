@@ -9,12 +9,12 @@
 namespace vnet::control {
 
 nlohmann::json Daemon::show_ports(const std::optional<std::string>& only) {
-    if (only && entry_named(*only) == nullptr) {
+    if (only && ports_.entry_named(*only) == nullptr) {
         throw rpc::RpcError(rpc::ErrorCode::refused, "no port named '" + *only + "'");
     }
     nlohmann::json out = nlohmann::json::array();
     for (const PortConfig& pc : config_.ports) {
-        PortEntry* entry = entry_named(pc.name);
+        PortEntry* entry = ports_.entry_named(pc.name);
         if (entry == nullptr || (only && *only != pc.name)) {
             continue;
         }

@@ -124,18 +124,11 @@ void Daemon::remove_switch(const std::string& name) {
     log_->info("switch {}: removed", name);
 }
 
-dataplane::Worker& Daemon::owner_of(const std::string& port_name, uint16_t queue) {
-    const PortEntry* entry = entry_named(port_name);
-    if (entry == nullptr) {  // still being built
-        return *workers_[placement_.worker_for(config_.connection_of(port_name), queue)];
-    }
-    if (entry->switch_id) {
-        return *switch_with_id(*entry->switch_id)->worker;
-    }
-    return *workers_[placement_.worker_for(entry->placement_group, queue)];
+dataplane::Worker& Daemon::worker_of_switch(SwitchId id) {
+    return *switch_with_id(id)->worker;
 }
 
-Daemon::SwitchId Daemon::attach_to_switch(const PortConfig& config, ports::Port& port) {
+SwitchId Daemon::attach_to_switch(const PortConfig& config, ports::Port& port) {
     SwitchEntry* s = switch_named(config.switch_name);
     if (s == nullptr) {
         throw std::invalid_argument("port '" + config.name + "': no switch named '" +

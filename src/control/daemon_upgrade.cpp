@@ -109,7 +109,7 @@ void Daemon::hand_over_to_successor() {
             p.service->hand_over();
         }
     }
-    stop_services();
+    ports_.stop_services();
     for (auto& w : workers_) {
         w->stop();
     }
