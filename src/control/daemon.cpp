@@ -22,13 +22,14 @@ Daemon::Daemon(Config config, std::function<Config()> reread)
       reloader_(log_, std::move(reread), config_),
       run_state_(log_, config_.state_file),
       control_queue_(reactor_),
+      switches_({.config = config_, .log = log_, .workers = workers_, .placement = placement_}),
       ports_({.config = config_,
               .log = log_,
               .reactor = reactor_,
               .control_queue = control_queue_,
               .workers = workers_,
               .placement = placement_,
-              .switches = *this,
+              .switches = switches_,
               .handed_over =
                   [this](const PortConfig& pc) {
                       return takeover_ ? takeover_->fds_for(pc) : nullptr;
@@ -42,7 +43,7 @@ Daemon::Daemon(Config config, std::function<Config()> reread)
         took_over_ = true;
     }
     create_workers();
-    create_switches();
+    switches_.open_config_switches();
     ports_.open_config_ports();
     // Before the unused handed-over fds are closed: after an upgrade in
     // place the state's ports take theirs over like the config's.
@@ -60,7 +61,7 @@ Daemon::~Daemon() {
     for (auto& w : workers_) {
         w->stop();
     }
-    switches_.clear();  // pointers into the workers, which own the switches
+    switches_.clear();
     workers_.clear();
     ports_.clear();
 }
@@ -97,7 +98,20 @@ bool Daemon::has_port(const std::string& name) {
 }
 
 bool Daemon::has_switch(const std::string& name) {
-    return switch_named(name) != nullptr;
+    return switches_.switch_named(name) != nullptr;
+}
+
+void Daemon::add_switch(const SwitchConfig& sc) {
+    switches_.add_switch(sc);
+}
+
+void Daemon::remove_switch(const std::string& name) {
+    switches_.remove_switch(name);
+}
+
+std::string Daemon::switch_removal_refusal(const std::string& name,
+                                           const std::vector<std::string>& leaving) const {
+    return switches_.removal_refusal(name, leaving);
 }
 
 void Daemon::set_run_time_option(const std::string& key, const std::string& text) {

@@ -28,6 +28,7 @@
 #include "control/rpc/control_api.hpp"
 #include "control/rpc/control_server.hpp"
 #include "control/rpc/method_table.hpp"
+#include "control/switches/switch_table.hpp"
 #include "control/systemd/systemd_notify.hpp"
 #include "control/systemd/watchdog.hpp"
 #include "dataplane/ingress_policer.hpp"
@@ -38,9 +39,8 @@
 
 namespace vnet::control {
 
-// A reload's target privately: only the Reloader it owns drives it so; the
-// switches its port table joins ports to, privately too.
-class Daemon : private ReloadTarget, private SwitchMembership {
+// A reload's target privately: only the Reloader it owns drives it so.
+class Daemon : private ReloadTarget {
 public:
     // `reread`, if given, reads the config file again as it was read at
     // start-up (the file, then the command line's flags over it): SIGHUP
@@ -68,16 +68,8 @@ public:
     // ports' and workers' are registered already; other parts (the L2
     // switch) add theirs here.
     void add_metrics_source(MetricsSource source);
-    // The one way a port joins or leaves a switch, at start-up and at run
-    // time (daemon_switches.cpp; SwitchMembership in ports/port_table.hpp).
-    SwitchId attach_to_switch(const PortConfig& config, ports::Port& port) override;
-    bool detach_from_switch(const ports::Port& port) override;
-    // Run time (control thread; vnetctl switch add/del, reload): add_switch
-    // makes a switch with the [[switch]] keys of `config` on the worker the
-    // placement rule gives it; remove_switch takes one without ports off
-    // its worker (its MAC table, aging sweep and counters go with it). Both
-    // throw std::invalid_argument naming what is wrong (a duplicate name,
-    // a bad key, ports still on it) and then change nothing.
+    // Run time (control thread; vnetctl switch add/del, reload): the switch
+    // table's (switches/switch_table.hpp).
     void add_switch(const SwitchConfig& config) override;
     void remove_switch(const std::string& name) override;
     // Upgrade in place (daemon_upgrade.cpp; vnetctl upgrade, SIGUSR2):
@@ -100,23 +92,15 @@ private:
     bool handed_over_ = false;  // a successor replaced us: exit quietly
 
     void create_workers();
-    // daemon_switches.cpp
-    void create_switches();
-    // Makes the switch on its worker: the next id and, by it, the worker.
-    void open_switch(const SwitchConfig& config);
     // ReloadTarget's rest (the run-time calls above are its too).
     const Config& running_config() const override { return config_; }
     bool has_port(const std::string& name) override;
     bool has_switch(const std::string& name) override;
     void set_run_time_option(const std::string& key, const std::string& text) override;
-    struct SwitchEntry;
-    SwitchEntry* switch_named(const std::string& name);
-    SwitchEntry* switch_with_id(SwitchId id);
     // Why a switch cannot go now (the ports on it, other than `leaving`),
     // or "" if it can.
     std::string switch_removal_refusal(const std::string& name,
                                        const std::vector<std::string>& leaving = {}) const override;
-    dataplane::Worker& worker_of_switch(SwitchId id) override;
     // The run-time state file ([daemon] state_file, RunStateWriter):
     // save_run_state rewrites it after each change vnetctl made (an error
     // is logged, the change stays); restore_run_state re-creates what it
@@ -154,23 +138,8 @@ private:
     ControlQueue control_queue_;
     std::vector<std::unique_ptr<dataplane::Worker>> workers_;
     dataplane::Placement placement_{1};
+    SwitchTable switches_;  // before the ports: their port table joins them to it
     PortTable ports_;
-    // The switches, in the order they were made; each is owned by its
-    // worker and read only through it (run_sync), so the datapath takes no
-    // lock. A port refers to its switch by id: a deletion moves the others
-    // in this vector.
-    struct SwitchEntry {
-        SwitchId id;
-        std::string name;
-        dataplane::Worker* worker;
-        dataplane::switching::SwitchDatapath* datapath;
-    };
-    std::vector<SwitchEntry> switches_;
-    SwitchId next_switch_id_ = 0;
-    // The placement rule's `connections` for switches: the cross-connects
-    // of the boot config. Fixed, so a switch made later lands where the
-    // rule says whatever ports were added since.
-    size_t boot_connections_ = 0;
     std::unique_ptr<ControlApi> control_api_;  // daemon_methods.cpp
     rpc::MethodTable control_methods_;
     std::unique_ptr<rpc::ControlServer> control_server_;

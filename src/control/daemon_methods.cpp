@@ -124,7 +124,7 @@ public:
     // takes no lock.
     nlohmann::json list_switches(const std::optional<std::string>& only) override {
         nlohmann::json out = nlohmann::json::array();
-        for (Daemon::SwitchEntry* s : selected(only)) {
+        for (SwitchEntry* s : selected(only)) {
             nlohmann::json j{{"name", s->name}};
             nlohmann::json ports = nlohmann::json::array();
             s->worker->run_sync([&] {
@@ -147,7 +147,7 @@ public:
 
     nlohmann::json list_macs(const std::optional<std::string>& only) override {
         nlohmann::json out = nlohmann::json::array();
-        for (Daemon::SwitchEntry* s : selected(only)) {
+        for (SwitchEntry* s : selected(only)) {
             s->worker->run_sync([&] {
                 const uint64_t now = steady_now_ns();
                 const auto& sw = *s->datapath;
@@ -166,9 +166,9 @@ public:
 
 private:
     // The switch named `only`, or every switch.
-    std::vector<Daemon::SwitchEntry*> selected(const std::optional<std::string>& only) {
-        std::vector<Daemon::SwitchEntry*> out;
-        for (Daemon::SwitchEntry& s : d_.switches_) {
+    std::vector<SwitchEntry*> selected(const std::optional<std::string>& only) {
+        std::vector<SwitchEntry*> out;
+        for (SwitchEntry& s : d_.switches_) {
             if (!only || *only == s.name) {
                 out.push_back(&s);
             }
@@ -250,7 +250,7 @@ void Daemon::change_uplink_peer(const std::string& switch_name, const std::strin
         }
     }
     if (pc == nullptr) {
-        throw std::invalid_argument(switch_named(switch_name) == nullptr
+        throw std::invalid_argument(switches_.switch_named(switch_name) == nullptr
                                         ? "no switch named '" + switch_name + "'"
                                         : "switch '" + switch_name +
                                               "' has no vxlan uplink (vnetctl switch uplink add " +

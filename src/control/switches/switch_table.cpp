@@ -1,11 +1,7 @@
-// The daemon's switches: one SwitchDatapath per switch (a [[switch]] of the
-// config, or one vnetctl switch add made), owned by the worker the
-// placement rule gives it, and the one way ports join and leave one (at
-// start-up here, at run time from the control methods).
+#include "control/switches/switch_table.hpp"
+
 #include <algorithm>
 #include <stdexcept>
-
-#include "control/daemon.hpp"
 
 namespace vnet::control {
 
@@ -27,9 +23,11 @@ dataplane::switching::MemberConfig member_config_of(const PortConfig& pc) {
 
 }  // namespace
 
-void Daemon::create_switches() {
-    boot_connections_ = config_.connections.size();
-    for (const SwitchConfig& sc : config_.switches) {
+SwitchTable::SwitchTable(Wiring wiring) : w_(std::move(wiring)) {}
+
+void SwitchTable::open_config_switches() {
+    boot_connections_ = w_.config.connections.size();
+    for (const SwitchConfig& sc : w_.config.switches) {
         open_switch(sc);
     }
 }
@@ -38,17 +36,17 @@ void Daemon::create_switches() {
 // (dataplane::Placement): at start-up s is the config's order, and a
 // switch added later takes the next s, so switches spread over the workers
 // as they come, and a deletion moves no other switch.
-void Daemon::open_switch(const SwitchConfig& sc) {
+void SwitchTable::open_switch(const SwitchConfig& sc) {
     dataplane::switching::SwitchDatapathOptions o;
     o.core.mac_aging_s = sc.mac_aging_s;
     o.core.mac_table_size = sc.mac_table_size;
-    o.burst = config_.datapath.tx_batch;
-    o.weight_packets = config_.datapath.weight_packets;
+    o.burst = w_.config.datapath.tx_batch;
+    o.weight_packets = w_.config.datapath.weight_packets;
     o.hold_ns = uint64_t{sc.destination_hold_us} * 1000;
-    o.adaptive_rx = config_.datapath.adaptive_rx;
+    o.adaptive_rx = w_.config.datapath.adaptive_rx;
     const SwitchId id = next_switch_id_;
-    const size_t w = placement_.worker_for_switch(boot_connections_, id);
-    dataplane::Worker& worker = *workers_[w];
+    const size_t w = w_.placement.worker_for_switch(boot_connections_, id);
+    dataplane::Worker& worker = *w_.workers[w];
     dataplane::switching::SwitchDatapath* datapath = nullptr;
     worker.run_sync([&] {
         datapath =
@@ -56,11 +54,11 @@ void Daemon::open_switch(const SwitchConfig& sc) {
     });
     ++next_switch_id_;
     switches_.push_back(SwitchEntry{id, sc.name, &worker, datapath});
-    log_->info("switch {}: on worker {}, mac_table_size {}, mac_aging_s {}", sc.name, w,
-               sc.mac_table_size, sc.mac_aging_s);
+    w_.log->info("switch {}: on worker {}, mac_table_size {}, mac_aging_s {}", sc.name, w,
+                 sc.mac_table_size, sc.mac_aging_s);
 }
 
-Daemon::SwitchEntry* Daemon::switch_named(const std::string& name) {
+SwitchEntry* SwitchTable::switch_named(const std::string& name) {
     for (SwitchEntry& s : switches_) {
         if (s.name == name) {
             return &s;
@@ -69,7 +67,7 @@ Daemon::SwitchEntry* Daemon::switch_named(const std::string& name) {
     return nullptr;
 }
 
-Daemon::SwitchEntry* Daemon::switch_with_id(SwitchId id) {
+SwitchEntry* SwitchTable::switch_with_id(SwitchId id) {
     for (SwitchEntry& s : switches_) {
         if (s.id == id) {
             return &s;
@@ -78,21 +76,21 @@ Daemon::SwitchEntry* Daemon::switch_with_id(SwitchId id) {
     return nullptr;
 }
 
-void Daemon::add_switch(const SwitchConfig& sc) {
+void SwitchTable::add_switch(const SwitchConfig& sc) {
     if (switch_named(sc.name) != nullptr) {
         throw std::invalid_argument("a switch named '" + sc.name + "' exists already");
     }
-    Config next = config_;
+    Config next = w_.config;
     next.switches.push_back(sc);
     next.validate();
     open_switch(sc);
-    config_ = std::move(next);
+    w_.config = std::move(next);
 }
 
-std::string Daemon::switch_removal_refusal(const std::string& name,
-                                           const std::vector<std::string>& leaving) const {
+std::string SwitchTable::removal_refusal(const std::string& name,
+                                         const std::vector<std::string>& leaving) const {
     std::string on_it;
-    for (const PortConfig& p : config_.ports) {
+    for (const PortConfig& p : w_.config.ports) {
         if (p.switch_name == name &&
             std::find(leaving.begin(), leaving.end(), p.name) == leaving.end()) {
             on_it += (on_it.empty() ? "" : ", ") + p.name;
@@ -105,12 +103,12 @@ std::string Daemon::switch_removal_refusal(const std::string& name,
            " (remove them first: vnetctl port del NAME)";
 }
 
-void Daemon::remove_switch(const std::string& name) {
+void SwitchTable::remove_switch(const std::string& name) {
     SwitchEntry* s = switch_named(name);
     if (s == nullptr) {
         throw std::invalid_argument("no switch named '" + name + "'");
     }
-    if (std::string refusal = switch_removal_refusal(name); !refusal.empty()) {
+    if (std::string refusal = removal_refusal(name); !refusal.empty()) {
         throw std::invalid_argument(refusal);
     }
     // No member is left, so no queue pair is served by it: the worker drops
@@ -120,15 +118,15 @@ void Daemon::remove_switch(const std::string& name) {
     const dataplane::switching::SwitchDatapath* datapath = s->datapath;
     worker.run_sync([&] { worker.remove_switch(datapath); });
     switches_.erase(switches_.begin() + (s - switches_.data()));
-    std::erase_if(config_.switches, [&name](const SwitchConfig& c) { return c.name == name; });
-    log_->info("switch {}: removed", name);
+    std::erase_if(w_.config.switches, [&name](const SwitchConfig& c) { return c.name == name; });
+    w_.log->info("switch {}: removed", name);
 }
 
-dataplane::Worker& Daemon::worker_of_switch(SwitchId id) {
+dataplane::Worker& SwitchTable::worker_of_switch(SwitchId id) {
     return *switch_with_id(id)->worker;
 }
 
-SwitchId Daemon::attach_to_switch(const PortConfig& config, ports::Port& port) {
+SwitchId SwitchTable::attach_to_switch(const PortConfig& config, ports::Port& port) {
     SwitchEntry* s = switch_named(config.switch_name);
     if (s == nullptr) {
         throw std::invalid_argument("port '" + config.name + "': no switch named '" +
@@ -152,23 +150,23 @@ SwitchId Daemon::attach_to_switch(const PortConfig& config, ports::Port& port) {
     if (!port.has_front_end()) {
         if (std::string applied = port.follow_peer_features(every_guest_offload());
             !applied.empty()) {
-            log_->info("port {}: {} (switch {} takes GSO frames)", port.name(), applied, s->name);
+            w_.log->info("port {}: {} (switch {} takes GSO frames)", port.name(), applied, s->name);
         }
     }
-    log_->info("switch {}: port {} is member {} ({})", s->name, port.name(), member,
-               config.trunk.empty()
-                   ? "access vlan " +
-                         std::to_string(config.vlan.value_or(dataplane::switching::kDefaultVlan))
-                   : "trunk");
+    w_.log->info("switch {}: port {} is member {} ({})", s->name, port.name(), member,
+                 config.trunk.empty()
+                     ? "access vlan " +
+                           std::to_string(config.vlan.value_or(dataplane::switching::kDefaultVlan))
+                     : "trunk");
     return s->id;
 }
 
-bool Daemon::detach_from_switch(const ports::Port& port) {
+bool SwitchTable::detach_from_switch(const ports::Port& port) {
     for (SwitchEntry& s : switches_) {
         bool detached = false;
         s.worker->run_sync([&] { detached = s.datapath->detach(port); });
         if (detached) {
-            log_->info("switch {}: port {} left", s.name, port.name());
+            w_.log->info("switch {}: port {} left", s.name, port.name());
             return true;
         }
     }
