@@ -21,6 +21,7 @@ Daemon::Daemon(Config config, std::function<Config()> reread)
       log_(make_logger("vnetd")),
       reloader_(log_, std::move(reread), config_),
       run_state_(log_, config_.state_file),
+      upgrader_(log_),
       control_queue_(reactor_),
       switches_({.config = config_, .log = log_, .workers = workers_, .placement = placement_}),
       ports_({.config = config_,

@@ -22,6 +22,7 @@
 #include "control/lifecycle/reloader.hpp"
 #include "control/lifecycle/run_state_writer.hpp"
 #include "control/lifecycle/upgrade/takeover.hpp"
+#include "control/lifecycle/upgrade/upgrader.hpp"
 #include "control/metrics/metrics.hpp"
 #include "control/ports/port_factory.hpp"
 #include "control/ports/port_table.hpp"
@@ -134,6 +135,7 @@ private:
     // Owns the config file as last read (ports added with vnetctl are not in it).
     Reloader reloader_;
     RunStateWriter run_state_;
+    upgrade::Upgrader upgrader_;  // the old side of an upgrade in place
     io::EpollReactor reactor_;
     ControlQueue control_queue_;
     std::vector<std::unique_ptr<dataplane::Worker>> workers_;

@@ -183,6 +183,24 @@ void PortTable::stop_services() {
     }
 }
 
+std::vector<upgrade::HandoverOffer> PortTable::handover_offers() {
+    std::vector<upgrade::HandoverOffer> offers;
+    for (PortEntry& p : ports_) {
+        const PortFactoryEntry* factory = find_port_factory(p.kind);
+        const PortConfig* pc = w_.config.find_port(p.port->name());
+        if (factory == nullptr || factory->handover_fds == nullptr || pc == nullptr) {
+            continue;
+        }
+        std::vector<int> fds = factory->handover_fds(*p.port, p.service.get());
+        if (!fds.empty()) {
+            offers.push_back({upgrade::handover_offer(std::string(p.kind), pc->name,
+                                                      factory->handover_key(*pc), fds.size()),
+                              std::move(fds)});
+        }
+    }
+    return offers;
+}
+
 void PortTable::add_port(PortConfig pc, const std::string& peer) {
     Config& config = w_.config;
     if (config.find_port(pc.name) != nullptr) {

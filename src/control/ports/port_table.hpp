@@ -19,6 +19,7 @@
 #include "common/unique_fd.hpp"
 #include "control/config/config.hpp"
 #include "control/control_queue.hpp"
+#include "control/lifecycle/upgrade/upgrader.hpp"
 #include "control/ports/port_factory.hpp"
 #include "dataplane/ingress_policer.hpp"
 #include "dataplane/placement.hpp"
@@ -111,6 +112,10 @@ public:
     // The worker that owns queue pair `queue` of the port named so: its
     // switch's, or its cross-connect's by the placement rule.
     dataplane::Worker& owner_of(const std::string& port_name, uint16_t queue);
+
+    // Upgrade in place: every port's fds to hand over, by its factory's
+    // handover_fds (a kind without one is built afresh by the successor).
+    std::vector<upgrade::HandoverOffer> handover_offers();
 
     // In config order, then as added.
     size_t size() const { return ports_.size(); }
