@@ -7,11 +7,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 
 #include "control/config/option_table.hpp"
-#include "control/metrics/stats_report.hpp"
 #include "control/privileges/privilege_drop.hpp"
 
 namespace vnet::control {
@@ -173,41 +171,6 @@ void Daemon::watch_signals() {
         stop();
     });
     ::signal(SIGPIPE, SIG_IGN);
-}
-
-nlohmann::json Daemon::stats_json() {
-    nlohmann::json j;
-    j["seconds"] = seconds_running();
-    j["datapath"] = datapath_json(config_);
-    j["ports"] = nlohmann::json::array();
-    for (PortEntry& p : ports_) {
-        j["ports"].push_back(port_stats_json(*p.port, p.kind));
-    }
-    return j;
-}
-
-double Daemon::seconds_running() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-}
-
-void Daemon::report_stats(bool final_report) {
-    const double seconds = seconds_running();
-    std::vector<ports::Port*> all;
-    for (PortEntry& p : ports_) {
-        all.push_back(p.port.get());
-    }
-    // After an upgrade the stats file is the successor's.
-    if (!config_.stats_file.empty() && !handed_over_) {
-        std::string tmp = config_.stats_file + ".tmp";
-        std::ofstream(tmp) << stats_json().dump(2) << "\n";
-        std::rename(tmp.c_str(), config_.stats_file.c_str());
-    }
-    if (final_report) {
-        log_->info("final stats after {:.1f} s ({}):\n{}", seconds, datapath_summary(config_),
-                   stats_table(all, seconds));
-    } else if (config_.stats_interval_s > 0) {
-        log_->info("stats after {:.1f} s:\n{}", seconds, stats_table(all, seconds));
-    }
 }
 
 int Daemon::run() {

@@ -1,11 +1,15 @@
 // The daemon's side of metrics (metrics.hpp): a collector whose sources run
 // on the control thread, the ports', workers' and switches' sources, and the
-// endpoint at --metrics-address.
+// endpoint at --metrics-address; and the stats report (file and log table).
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <future>
 
+#include "control/config/option_table.hpp"
 #include "control/daemon.hpp"
 #include "control/metrics/metrics_families.hpp"
+#include "control/metrics/stats_report.hpp"
 
 namespace vnet::control {
 
@@ -78,6 +82,43 @@ void Daemon::open_metrics_endpoint() {
     const std::string host = config_.metrics_address.substr(0, config_.metrics_address.rfind(':'));
     const std::vector<int> listening = metrics_endpoint_->listening_ports();
     log_->info("metrics at http://{}:{}/metrics", host, listening.empty() ? 0 : listening[0]);
+}
+
+// The stats report: the stats file ([daemon] stats_file) and the table
+// logged every stats_interval_s and at exit.
+nlohmann::json Daemon::stats_json() {
+    nlohmann::json j;
+    j["seconds"] = seconds_running();
+    j["datapath"] = datapath_json(config_);
+    j["ports"] = nlohmann::json::array();
+    for (PortEntry& p : ports_) {
+        j["ports"].push_back(port_stats_json(*p.port, p.kind));
+    }
+    return j;
+}
+
+double Daemon::seconds_running() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
+void Daemon::report_stats(bool final_report) {
+    const double seconds = seconds_running();
+    std::vector<ports::Port*> all;
+    for (PortEntry& p : ports_) {
+        all.push_back(p.port.get());
+    }
+    // After an upgrade the stats file is the successor's.
+    if (!config_.stats_file.empty() && !handed_over_) {
+        std::string tmp = config_.stats_file + ".tmp";
+        std::ofstream(tmp) << stats_json().dump(2) << "\n";
+        std::rename(tmp.c_str(), config_.stats_file.c_str());
+    }
+    if (final_report) {
+        log_->info("final stats after {:.1f} s ({}):\n{}", seconds, datapath_summary(config_),
+                   stats_table(all, seconds));
+    } else if (config_.stats_interval_s > 0) {
+        log_->info("stats after {:.1f} s:\n{}", seconds, stats_table(all, seconds));
+    }
 }
 
 }  // namespace vnet::control
