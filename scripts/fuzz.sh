@@ -29,7 +29,8 @@ fuzz_one() {
 }
 
 # Each target is one process on one CPU: as many run at once as there are
-# CPUs, so every target still gets its full time on a CPU of its own.
+# CPUs (scripts/test.sh runs them at the lowest priority beside the
+# integration tests, with twice the time).
 targets=("$build"/tests/fuzz/fuzz_*)
 for bin in "${targets[@]}"; do
     while (($(jobs -rp | wc -l) >= $(nproc))); do
