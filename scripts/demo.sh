@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # vnetd in about twelve seconds of traffic, on a fresh Debian 12 machine (root):
-# installs what is needed, builds vnetd, vnetctl and vnet-pktgen, moves packets
-# both ways between a guest and a host tap, asks vnetd about it with vnetctl,
-# then prints what happened.
+# installs what is needed (the toolchain, the build's libraries, python3 and
+# iproute2: scripts/install-deps.sh --demo; no test peers, no hugepages),
+# builds what `cmake --install build` installs, moves packets both ways
+# between a guest and a host tap, asks vnetd about it with vnetctl, then
+# prints what happened.
 #
 #   guest:  vnet-pktgen, our virtio-net front end (a VM stand-in), connected
 #           to vnetd's vhost-user socket
@@ -26,8 +28,13 @@
 # Numbers come from vnetd's stats file (packets, bursts, drops), the tap's
 # kernel counters and the two ends' own reports. Rates are those of this run
 # on this machine (a single Python sender is slower than vnetd: row 2 shows
-# the sender's pace). Everything is removed at exit; the tools' logs are
-# printed only when something fails.
+# the sender's pace). The tools' logs are printed only when something fails.
+#
+# It leaves the machine as it found it apart from build/ and the packages:
+# every process, namespace, link and file it made is removed at exit, also
+# after a failure or Ctrl-C (tests/integration/lib/common.sh's EXIT trap).
+# The kernel modules the links load on first use (tun, veth, vxlan) stay
+# loaded, as after any `ip link add`.
 #
 #   bash scripts/demo.sh            (VNET_DEMO_SECONDS=4 for rows 1 and 2)
 set -uo pipefail
@@ -52,11 +59,13 @@ tap=$(link_name vdemo)
 sock=$work/vm0.sock
 stats=$work/vnetd-stats.json
 
-echo "== installing dependencies (scripts/install-deps.sh)"
-bash scripts/install-deps.sh >"$work/install-deps.log" 2>&1 || fail "scripts/install-deps.sh"
+echo "== installing dependencies (scripts/install-deps.sh --demo)"
+bash scripts/install-deps.sh --demo >"$work/install-deps.log" 2>&1 || fail "scripts/install-deps.sh --demo"
 
-echo "== building vnetd, vnetctl and vnet-pktgen in build/"
-{ cmake -S . -B build -G Ninja && ninja -C build vnetd vnetctl vnet-pktgen vnet_bpf_programs; } >"$work/build.log" 2>&1 ||
+# vnet_installable: vnetd, vnetctl, vnet-pktgen, vnetd-cni and the BPF
+# programs, so that `cmake --install build` works after the demo.
+echo "== building vnetd, vnetctl, vnet-pktgen and vnetd-cni in build/"
+{ cmake -S . -B build -G Ninja && ninja -C build vnet_installable; } >"$work/build.log" 2>&1 ||
     fail "the build"
 vnetd=$top/build/apps/vnetd
 pktgen=$top/build/apps/vnet-pktgen

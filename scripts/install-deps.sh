@@ -5,6 +5,8 @@
 #   scripts/install-deps.sh           everything
 #   scripts/install-deps.sh --build   only what building needs (scripts/test.sh
 #                                     builds while the rest installs)
+#   scripts/install-deps.sh --demo    what building needs and what scripts/demo.sh
+#                                     runs besides (no peers, no hugepages)
 set -euo pipefail
 
 build_packages=(
@@ -16,6 +18,9 @@ build_packages=(
     # vnetd-cni's rtnetlink
     libsystemd-dev libcap-ng-dev libnl-route-3-dev
 )
+# scripts/demo.sh: its report and host-side sender are Python, its hosts are
+# namespaces joined by veth and the kernel's VXLAN (ip).
+demo_packages=(python3 iproute2)
 test_packages=(
     # peers and test tools: DPDK testpmd lives in dpdk-dev, not in dpdk
     dpdk dpdk-dev iproute2 ethtool iperf3 tcpdump busybox-static xdp-tools python3
@@ -38,7 +43,11 @@ test_packages=(
 )
 
 packages=("${build_packages[@]}")
-[ "${1:-}" = --build ] || packages+=("${test_packages[@]}")
+case ${1:-} in
+--build) ;;
+--demo) packages+=("${demo_packages[@]}") ;;
+*) packages+=("${test_packages[@]}") ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
@@ -52,7 +61,7 @@ if ((${#missing[@]})); then
     # it guards against (power lost mid-install) is no risk on a build machine.
     apt-get install -y -qq -o Dpkg::Options::=--force-unsafe-io "${missing[@]}" >/dev/null
 fi
-[ "${1:-}" = --build ] && exit 0
+case ${1:-} in --build | --demo) exit 0 ;; esac
 
 # DPDK's virtio-user front end wants hugepages (reference/peer-baselines.md);
 # 512 x 2 MiB is plenty for two testpmd instances.
