@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "common/log.hpp"
+#include "common/log_format.hpp"
 #include "control/config/config.hpp"
 #include "control/config/option_table.hpp"
 #include "control/daemon.hpp"
@@ -210,7 +211,8 @@ int main(int argc, char** argv) {
         vnet::control::Daemon daemon(std::move(config), std::move(reread));
         return daemon.run();
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "vnetd: %s\n", e.what());
+        // An error at start-up under systemd: filed as one (sd-daemon "<3>").
+        std::fprintf(stderr, "%svnetd: %s\n", vnet::stderr_is_journal() ? "<3>" : "", e.what());
         tell_predecessor_why(table_flags, e.what());
         return 1;
     }

@@ -114,10 +114,10 @@ void Daemon::report_stats(bool final_report) {
         std::rename(tmp.c_str(), config_.stats_file.c_str());
     }
     if (final_report) {
-        log_->info("final stats after {:.1f} s ({}):\n{}", seconds, datapath_summary(config_),
-                   stats_table(all, seconds));
+        log_->info("final stats after {:.1f} s ({}): {}", seconds, datapath_summary(config_),
+                   stats_summary(all, seconds));
     } else if (config_.stats_interval_s > 0) {
-        log_->info("stats after {:.1f} s:\n{}", seconds, stats_table(all, seconds));
+        log_->info("stats after {:.1f} s: {}", seconds, stats_summary(all, seconds));
     }
 }
 

@@ -65,12 +65,9 @@ std::string datapath_summary(const Config& config) {
     return out;
 }
 
-std::string stats_table(const std::vector<ports::Port*>& ports, double seconds) {
+std::string stats_summary(const std::vector<ports::Port*>& ports, double seconds) {
     std::string out;
-    char line[256];
-    std::snprintf(line, sizeof(line), "%-12s %3s %-3s %12s %10s %9s %10s %8s\n", "port", "q", "dir",
-                  "packets", "Mpps", "Gbit/s", "avg-burst", "drops");
-    out += line;
+    char entry[256];
     for (ports::Port* p : ports) {
         for (uint16_t q = 0; q < p->queue_count(); ++q) {
             // A port offers more queue pairs than most guests enable: a queue
@@ -86,18 +83,19 @@ std::string stats_table(const std::vector<ports::Port*>& ports, double seconds) 
                 const packet::QueueCounters& c = dir == 0 ? p->rx_counters(q) : p->tx_counters(q);
                 double pkts = static_cast<double>(c.packets.get());
                 double bits = static_cast<double>(c.bytes.get()) * 8.0;
-                std::snprintf(line, sizeof(line),
-                              "%-12s %3u %-3s %12llu %10.3f %9.3f %10.1f %8llu\n",
-                              p->name().c_str(), static_cast<unsigned>(q), dir == 0 ? "rx" : "tx",
+                std::snprintf(entry, sizeof(entry),
+                              "%s%s/%u %s %llu pkts %.3f Mpps %.3f Gbit/s burst %.1f drops %llu",
+                              out.empty() ? "" : "; ", p->name().c_str(), static_cast<unsigned>(q),
+                              dir == 0 ? "rx" : "tx",
                               static_cast<unsigned long long>(c.packets.get()),
                               seconds > 0 ? pkts / seconds / 1e6 : 0.0,
                               seconds > 0 ? bits / seconds / 1e9 : 0.0, mean_burst(c),
                               static_cast<unsigned long long>(c.total_drops()));
-                out += line;
+                out += entry;
             }
         }
     }
-    return out;
+    return out.empty() ? "no ports" : out;
 }
 
 }  // namespace vnet::control

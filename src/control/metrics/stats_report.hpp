@@ -1,5 +1,5 @@
 // Stats: per port and direction, the counters of packet::QueueCounters as a
-// human table (log / final report) and as JSON (stats file, benchmarks,
+// one-line summary (log / final report) and as JSON (stats file, benchmarks,
 // tests). Reads relaxed atomics: safe while workers run.
 #pragma once
 
@@ -20,7 +20,10 @@ nlohmann::json port_stats_json(ports::Port& port, std::string_view kind);
 // benchmark row can show what it ran with.
 // "key=value ..." of every datapath option (option_table.hpp's datapath_json).
 std::string datapath_summary(const Config& config);
-// A table: one line per port and direction, with pps/Gbit/s over `seconds`.
-std::string stats_table(const std::vector<ports::Port*>& ports, double seconds);
+// One line (a log line is one event: journald and grep see it whole):
+// "PORT/QUEUE DIR N pkts X Mpps Y Gbit/s burst B drops D" per port, queue
+// pair that counted something (and queue pair 0) and direction, "; "
+// between them; pps and Gbit/s over `seconds`.
+std::string stats_summary(const std::vector<ports::Port*>& ports, double seconds);
 
 }  // namespace vnet::control
