@@ -4,6 +4,7 @@
 //   vnetd --tap A --tap B                                      tap <-> tap
 //   vnetd --socket-path PATH --null                            VM -> discard
 //   vnetd --config FILE                                        many ports (TOML)
+//   vnetd [--control-socket PATH]                              empty; ports from vnetctl
 //
 // Follows QEMU's conventions for back-end programs
 // (docs/interop/vhost-user.rst "Backend program conventions"): --socket-path,
@@ -55,9 +56,13 @@ vnet::control::Config config_from_flags(const std::string& socket_path, int list
         c.ports.push_back(n);
         names.push_back(n.name);
     }
+    if (names.empty()) {
+        return c;  // starts empty, like ovs-vswitchd: ports come from vnetctl
+    }
     if (names.size() != 2) {
         throw std::invalid_argument(
-            "give exactly two ports to cross-connect (--socket-path, --tap, --null), or --config");
+            "give two ports to cross-connect (--socket-path, --tap, --null), --config FILE, or no "
+            "port to start empty and add ports with vnetctl");
     }
     c.connections.emplace_back(names[0], names[1]);
     return c;
@@ -196,6 +201,11 @@ int main(int argc, char** argv) {
             config_file.empty() ? config_from_flags(socket_path, listen_fd, client, taps, null_port)
                                 : vnet::control::load_config_file(config_file);
         apply_table_flags(config, table_flags, !config_file.empty());
+        if (config_file.empty() && config.ports.empty() && config.control_socket.empty()) {
+            throw std::invalid_argument(
+                "no ports and no control socket: nothing to do (give ports, --config FILE or "
+                "--control-socket PATH)");
+        }
         vnet::set_log_level(config.log_level);
         config.validate();
 

@@ -17,19 +17,6 @@
 namespace vnet::control {
 namespace {
 
-// The socket's directory, created when missing (/run/vnetd on a fresh boot);
-// an existing one is left as its owner made it.
-void make_parent_directory(const std::string& path) {
-    const size_t slash = path.rfind('/');
-    if (slash == std::string::npos || slash == 0) {
-        return;
-    }
-    const std::string dir = path.substr(0, slash);
-    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-        throw std::system_error(errno, std::generic_category(), "mkdir " + dir);
-    }
-}
-
 nlohmann::json switch_counters_json(const dataplane::switching::SwitchCounters& counters) {
     const auto snapshot = counters.snapshot();
     nlohmann::json j;
@@ -225,13 +212,14 @@ void Daemon::open_control_socket() {
         o.handed_over_fd = handed_over_control_.release();  // the server owns it from here
     }
     try {
-        make_parent_directory(o.path);
         control_server_ = std::make_unique<rpc::ControlServer>(reactor_, o, control_methods_);
     } catch (const std::system_error& e) {
         // Only the default may be taken by another vnetd on the host: this
         // one still forwards, it just cannot be driven. A path given on
-        // purpose that cannot be used is an error like any other.
-        if (config_.control_socket != kDefaultControlSocket || e.code().value() != EADDRINUSE) {
+        // purpose that cannot be used is an error like any other, and so is
+        // any for a vnetd started empty (it would wait for nobody).
+        if (config_.control_socket != kDefaultControlSocket || e.code().value() != EADDRINUSE ||
+            config_.ports.empty()) {
             throw;
         }
         log_->warn("{}; running without a control socket (give --control-socket PATH)", e.what());

@@ -12,6 +12,7 @@
 #include <system_error>
 #include <utility>
 
+#include "io/socket_directory.hpp"
 #include "io/unix_address.hpp"
 
 namespace vnet::io {
@@ -103,6 +104,7 @@ UnixListener::UnixListener(std::string path, const SocketAccess& access, int bac
     if (!make_unix_address(path_, &addr)) {
         fail(ENAMETOOLONG, "bad socket path '" + path_ + "'");
     }
+    make_socket_directory(path_, access);  // a fresh host has no /run/vnetd
     remove_stale_socket(path_, addr);
     fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!fd_) {

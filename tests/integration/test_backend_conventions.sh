@@ -7,6 +7,8 @@
 #     ignoring every other argument, even ones vnetd does not know;
 #   - `--fd` with `--socket-path`, and `--fd` with `--client`, exit 1 with
 #     their exact message, and nothing is created at the path;
+#   - with no port vnetd starts empty and serves vnetctl; ports added then,
+#     and README's first command, get their missing socket directories;
 #   - a VM socket with socket_owner/socket_group/socket_mode and the control
 #     socket with control_socket_group/mode appear with them already in
 #     place: an inotify watcher and a tight lstat loop, both started before
@@ -57,6 +59,30 @@ refused "--fd and --client cannot be given together: --fd is a listening socket"
     --fd 3 --client --null
 exec 3<&-
 ok "--fd with --socket-path or --client: exit 1 with the message"
+
+# --- a first run on a fresh host: no port given, vnetd starts empty (like
+# ovs-vswitchd) and waits for vnetctl; every missing socket directory is
+# made, a VM socket's own one for its group (0750 root:nogroup)
+refused "give two ports to cross-connect (--socket-path, --tap, --null), --config FILE, or no port to start empty and add ports with vnetctl" \
+    --null
+refused "no ports and no control socket: nothing to do (give ports, --config FILE or --control-socket PATH)"
+FRESH="$WORK/fresh"
+CTL="$FRESH/run/vnetd.ctl"
+start_vnetd "$WORK/empty.log" --control-socket "$CTL"
+wait_control
+[ "$(ctl --json port list | jq length)" = 0 ] || fail "vnetd started empty has ports: $(ctl --json port list)"
+ctl port add vhost-user vm0 --socket-path "$FRESH/vm/vm0.sock" --socket-group nogroup \
+    --socket-mode 0660 >/dev/null || fail "port add into a missing directory"
+looks="$(stat -c '%a %U %G' "$FRESH/run") / $(stat -c '%a %U %G' "$FRESH/vm") / $(stat -c '%a %G' "$FRESH/vm/vm0.sock")"
+[ "$looks" = "755 root root / 750 root nogroup / 660 nogroup" ] ||
+    fail "fresh directories / socket (mode owner group): $looks"
+stop_pid "$VNETD_PID" TERM || fail "vnetd (started empty) exited with status $? on SIGTERM"
+# README's first command, its directory missing (--null for the tap)
+start_vnetd "$WORK/first.log" --socket-path "$FRESH/first/vm0.sock" --null --control-socket ""
+wait_for 10 "vnetd did not listen in a missing directory: $(cat "$WORK/first.log")" \
+    test -S "$FRESH/first/vm0.sock"
+stop_pid "$VNETD_PID" TERM || fail "vnetd exited with status $? on SIGTERM"
+ok "started empty with only a control socket; missing socket directories made (0755; 0750 for a group)"
 
 # --- owner, group and mode in place before the sockets appear
 chmod 0755 "$WORK"  # nobody must reach the sockets

@@ -15,8 +15,8 @@
 #     the boot ports;
 #   - every error path gives its exact message and changes nothing (the port
 #     list and vnetd's fd count are the same before and after): an unknown
-#     port, a duplicate name, another port's socket path, a socket path in a
-#     missing directory, an unknown key, a bad value, a peer in a
+#     port, a duplicate name, another port's socket path, a socket path under a
+#     file (a missing directory is made), an unknown key, a bad value, a peer in a
 #     cross-connect already, bad JSON on the control socket;
 #   - 1000 add/del cycles of a vhost-user port and 100 of a tap (one JSON-RPC
 #     connection): vnetd's fd count is the same after as before, its RSS
@@ -117,10 +117,10 @@ expect_error "no port named 'nope'" port del nope
 expect_error "a port named 'vm0' exists already" port add vhost-user vm0 --socket-path "$WORK/x.sock"
 expect_error "port 'vm2': socket_path $WORK/vm0.sock is another port's" \
     port add vhost-user vm2 --socket-path "$WORK/vm0.sock"
-expect_error "port 'vm2': bind $WORK/missing/vm2.sock: No such file or directory" \
-    port add vhost-user vm2 --socket-path "$WORK/missing/vm2.sock"
+expect_error "port 'vm2': bind $WORK/vm0.sock/vm2.sock: Not a directory" \
+    port add vhost-user vm2 --socket-path "$WORK/vm0.sock/vm2.sock"
 expect_error "unknown parameter 'bogus' (port.add takes name, type, peer and the [[port]] keys of the config file)" port add vhost-user vm2 --set bogus=1
-expect_error "port 'vm2': queue_pairs must be 1..128, not 0" \
+expect_error "port 'vm2': queue_pairs must be 1..128, not '0'" \
     port add vhost-user vm2 --socket-path "$WORK/vm2.sock" --queue-pairs 0
 expect_error "port '$T0' is in two connections (one cross-connect per port)" \
     port add null n1 --peer "$T0"

@@ -123,10 +123,11 @@ ok "a file that does not parse: $out"
 
 # ---- a step fails part-way: what it did is undone --------------------------------
 # The file drops the vm1 <-> T1 pair and adds vm2 (fine) and vm3, whose
-# socket directory does not exist: vm1 and T1 are removed and vm2 added
+# socket "directory" is a file (a missing one would be made): vm1 and T1 are removed and vm2 added
 # before vm3 fails, then all three steps are undone, the pair cross-connected
 # again.
 write_config "busy_poll_us = 25"
+: >"$WORK/not-a-dir"
 cat >>"$CONF" <<TOML
 
 [[port]]
@@ -137,11 +138,11 @@ socket_path = "$WORK/vm2.sock"
 [[port]]
 name = "vm3"
 type = "vhost-user"
-socket_path = "$WORK/no-such-dir/vm3.sock"
+socket_path = "$WORK/not-a-dir/vm3.sock"
 TOML
 out=$(ctl reload 2>&1) && fail "a reload with an unbindable socket succeeded: $out"
 WANT="vnetctl: reload failed, rolled back: port 'vm3': "
-[[ "$out" == "$WANT"*"$WORK/no-such-dir/vm3.sock"* ]] || fail "part-way failure: '$out'"
+[[ "$out" == "$WANT"*"$WORK/not-a-dir/vm3.sock"* ]] || fail "part-way failure: '$out'"
 [[ "$out" != *"not restored"* ]] || fail "the rollback was incomplete: '$out'"
 [ "$(port_names)" = "vm0 $T0 extra vm1 $T1" ] || fail "ports after the rolled-back reload: $(port_names)"
 [ ! -e "$WORK/vm2.sock" ] || fail "vm2's socket outlived the rollback"

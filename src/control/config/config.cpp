@@ -1,14 +1,18 @@
 #include "control/config/config.hpp"
 
 #include <arpa/inet.h>
+#include <unistd.h>
 
 #include <toml++/toml.h>
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <set>
 #include <stdexcept>
 
 #include "control/config/option_table.hpp"
+#include "control/config/value_parsers.hpp"
 #include "dataplane/switch/switch_core.hpp"
 #include "packet/packet_burst.hpp"
 #include "ports/tap/xdp_options.hpp"
@@ -108,6 +112,11 @@ void validate_xdp_keys(const PortConfig& p) {
     }
     if (ports::split_xdp_spec(p.xdp).file.empty()) {
         throw std::invalid_argument(where + "xdp must be FILE[:SECTION], not '" + p.xdp + "'");
+    }
+    const std::string file = ports::split_xdp_spec(p.xdp).file;
+    if (file.find('/') != std::string::npos && file.front() != '/') {
+        throw std::invalid_argument(where + "xdp FILE must be an absolute path or the bare name " +
+                                    "of a shipped program, not '" + file + "'");
     }
     if (p.xdp_redirect.size() > 15) {
         throw std::invalid_argument(where + "xdp_redirect '" + p.xdp_redirect +
@@ -246,7 +255,24 @@ std::optional<uint16_t> Config::uplink_mtu_of(const std::string& switch_name) co
     return std::nullopt;
 }
 
+namespace {
+
+// Every path vnetd keeps is absolute: a relative one would mean the
+// daemon's working directory, which is the shell's for a hand start, / under
+// systemd, and whatever the old vnetd had in an upgrade in place, so the
+// same config would name different files (docs/USAGE.md "Paths").
+void require_absolute(const std::string& what, const std::string& path) {
+    if (!path.empty() && path.front() != '/') {
+        throw std::invalid_argument(what + " must be an absolute path, not '" + path + "'");
+    }
+}
+
+}  // namespace
+
 void Config::validate() const {
+    require_absolute("control_socket", control_socket);
+    require_absolute("stats_file", stats_file);
+    require_absolute("state_file", state_file);
     if (run_as_group && !run_as_user) {
         throw std::invalid_argument("group is given without user: give both, or user alone");
     }
@@ -275,6 +301,7 @@ void Config::validate() const {
                 throw std::invalid_argument(
                     "--fd and --client cannot be given together: --fd is a listening socket");
             }
+            require_absolute("port '" + p.name + "': socket_path", p.socket_path);
             if (p.socket_path.size() >= 108) {
                 throw std::invalid_argument(
                     "port '" + p.name + "': socket_path is longer than a unix socket allows (107)");
@@ -285,9 +312,12 @@ void Config::validate() const {
             }
         }
         if (p.queue_pairs && (*p.queue_pairs == 0 || *p.queue_pairs > kMaxQueuePairs)) {
-            throw std::invalid_argument("port '" + p.name + "': queue_pairs must be 1.." +
-                                        std::to_string(kMaxQueuePairs) + ", not " +
-                                        std::to_string(*p.queue_pairs));
+            // Worded as the option table's parse_uint says it.
+            try {
+                parse_uint("queue_pairs", std::to_string(*p.queue_pairs), 1, kMaxQueuePairs);
+            } catch (const std::invalid_argument& e) {
+                throw std::invalid_argument("port '" + p.name + "': " + e.what());
+            }
         }
         if (p.type == PortType::tap && p.ifname.size() > 15) {
             throw std::invalid_argument("port '" + p.name +
@@ -493,6 +523,14 @@ SwitchConfig switch_from_settings(
 }
 
 Config load_config_file(const std::string& path) {
+    if (::access(path.c_str(), R_OK) != 0) {
+        // toml++ would say "PATH:0:0: File could not be opened" for any cause.
+        const int err = errno;
+        throw std::invalid_argument("config " + path + ": " +
+                                    (err == ENOENT   ? std::string("no such file")
+                                     : err == EACCES ? std::string("permission denied")
+                                                     : std::string(std::strerror(err))));
+    }
     toml::table root;
     try {
         root = toml::parse_file(path);

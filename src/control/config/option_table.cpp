@@ -121,7 +121,7 @@ constexpr std::array kOptions = {
                {},
                false,
                [](Config&, PortConfig* p, std::string_view t) {
-                   p->queue_pairs = static_cast<uint16_t>(parse_uint("queue_pairs", t, 0, 65535));
+                   p->queue_pairs = static_cast<uint16_t>(parse_uint("queue_pairs", t, 1, kMaxQueuePairs));
                },
                [](const Config&, const PortConfig* p) { return optional_number(p->queue_pairs); }},
     OptionSpec{"mtu",

@@ -75,10 +75,10 @@ TEST(ConfigQueuePairs, an_unconnected_discard_port_has_one_queue) {
 TEST(ConfigQueuePairs, rejects_0_and_more_than_128_naming_the_port) {
     EXPECT_EQ(
         validation_error(pair_of(port("vm0", PortType::vhost_user, 0), port("t0", PortType::tap))),
-        "port 'vm0': queue_pairs must be 1..128, not 0");
+        "port 'vm0': queue_pairs must be 1..128, not '0'");
     EXPECT_EQ(validation_error(
                   pair_of(port("vm0", PortType::vhost_user), port("t0", PortType::tap, 129))),
-              "port 't0': queue_pairs must be 1..128, not 129");
+              "port 't0': queue_pairs must be 1..128, not '129'");
     EXPECT_EQ(validation_error(
                   pair_of(port("vm0", PortType::vhost_user, 128), port("t0", PortType::tap, 1))),
               "");
@@ -110,7 +110,7 @@ TEST(ConfigQueuePairs, the_config_file_key_is_read_and_validated) {
     } catch (const std::invalid_argument& e) {
         error = e.what();
     }
-    EXPECT_EQ(error, "port 'vm0': queue_pairs must be 1..128, not 300");
+    EXPECT_EQ(error, std::string(path) + ": port 'vm0': queue_pairs must be 1..128, not '300'");
     std::ofstream(path) << "[[port]]\nname = \"vm0\"\ntype = \"vhost-user\"\n"
                            "socket_path = \"/tmp/x.sock\"\nqueue_pairs = 4\n"
                            "[[port]]\nname = \"t0\"\ntype = \"tap\"\n"

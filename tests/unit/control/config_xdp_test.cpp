@@ -130,7 +130,7 @@ TEST(ConfigXdpFile, reads_the_three_keys_of_a_tap_port) {
 name = "t0"
 type = "tap"
 tap = "vt0"
-xdp = "bpf/xdp_redirect.bpf.o:xdp"
+xdp = "/usr/lib/vnetd/bpf/xdp_redirect.bpf.o:xdp"
 xdp_mode = "generic"
 xdp_redirect = "vt1"
 
@@ -143,7 +143,7 @@ ports = ["t0", "sink"]
 )");
     const PortConfig* t = c.find_port("t0");
     ASSERT_NE(t, nullptr);
-    EXPECT_EQ(t->xdp, "bpf/xdp_redirect.bpf.o:xdp");
+    EXPECT_EQ(t->xdp, "/usr/lib/vnetd/bpf/xdp_redirect.bpf.o:xdp");
     EXPECT_EQ(t->xdp_mode, "generic");
     EXPECT_EQ(t->xdp_redirect, "vt1");
 }

@@ -4,6 +4,7 @@
 // are the proof that it was never seen with other permissions (a chown or
 // chmod after it appeared would be an IN_ATTRIB on it).
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/inotify.h>
 #include <sys/socket.h>
@@ -125,17 +126,20 @@ TEST(UnixListenerAccess, without_owner_or_group_is_made_in_place_with_its_mode) 
     EXPECT_EQ(st.st_mode & 07777, 0600u);
 }
 
-TEST(UnixListenerAccess, fails_in_a_missing_directory_naming_it) {
+TEST(UnixListenerAccess, fails_under_a_file_naming_it) {
+    // A missing directory is made (socket_directory_test.cpp); one that
+    // cannot be is an error naming the path, and nothing is left behind.
     WatchedDirectory dir;
-    const std::string path = dir.path("missing") + "/vm0.sock";
+    ASSERT_EQ(::close(::creat(dir.path("file").c_str(), 0644)), 0);
+    const std::string path = dir.path("file") + "/vm0.sock";
     try {
         UnixListener l(path, {.mode = 0660, .group = ::getegid()});
-        FAIL() << "made a socket in a missing directory";
+        FAIL() << "made a socket under a file";
     } catch (const std::system_error& e) {
-        EXPECT_EQ(e.code().value(), ENOENT);
-        EXPECT_NE(std::string(e.what()).find(dir.path("missing")), std::string::npos) << e.what();
+        EXPECT_EQ(e.code().value(), ENOTDIR);
+        EXPECT_NE(std::string(e.what()).find(dir.path("file")), std::string::npos) << e.what();
     }
-    EXPECT_TRUE(dir.entries().empty());
+    EXPECT_EQ(dir.entries(), std::vector<std::string>{"file"});
 }
 
 TEST(UnixListenerAccess, removes_its_socket_at_the_end) {

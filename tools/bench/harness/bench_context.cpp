@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <regex>
 #include <stdexcept>
 
@@ -59,7 +60,9 @@ BenchContext::BenchContext(BenchOptions options, std::string self_path)
     // This binary is <build>/tools/bench/vnet-bench.
     build_dir_ = options_.build_dir.empty() ? parent_dir(parent_dir(parent_dir(self_path)))
                                             : options_.build_dir;
-    log_dir_ = options_.log_dir.empty() ? "/tmp/vnet-bench-" + run_id_ : options_.log_dir;
+    // Absolute: vnetd takes only absolute paths (its stats file is in here).
+    log_dir_ = options_.log_dir.empty() ? "/tmp/vnet-bench-" + run_id_
+                                        : std::filesystem::absolute(options_.log_dir).string();
     mkdir(log_dir_.c_str(), 0755);
     if (!file_exists(log_dir_)) {
         throw std::runtime_error("cannot create the log directory " + log_dir_);
