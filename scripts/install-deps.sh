@@ -28,7 +28,8 @@ test_packages=(
     python3-yaml
     # the tests read vnetd's stats JSON (lib/common.sh vnetd_stats)
     jq
-    # the metrics test: a real Prometheus server scrapes vnetd, curl reads the endpoint
+    # the metrics test: a real Prometheus server scrapes vnetd, curl reads the endpoint,
+    # promtool (in prometheus) tests deploy/prometheus/vnetd.rules.yml
     prometheus curl
     # vnet-bench --charts; OVS-DPDK, the switch benchmarks' peer
     gnuplot-nox openvswitch-switch-dpdk

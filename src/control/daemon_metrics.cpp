@@ -1,5 +1,5 @@
 // The daemon's side of metrics (metrics.hpp): a collector whose sources run
-// on the control thread, the ports', workers' and switches' sources, and the
+// on the control thread, the ports', workers', switches' and process's sources, and the
 // endpoint at --metrics-address; and the stats report (file and log table).
 #include <chrono>
 #include <cstdio>
@@ -8,7 +8,9 @@
 
 #include "control/config/option_table.hpp"
 #include "control/daemon.hpp"
+#include "control/metrics/listen_address.hpp"
 #include "control/metrics/metrics_families.hpp"
+#include "control/metrics/process_metrics.hpp"
 #include "control/metrics/stats_report.hpp"
 
 namespace vnet::control {
@@ -66,6 +68,11 @@ std::shared_ptr<MetricsCollector> Daemon::make_metrics_collector() {
         }
         add_switch_families(samples, out);
     });
+    collector->add_source([](MetricFamilies& out) {
+        if (const std::optional<ProcessSample> s = read_process_sample()) {
+            add_process_families(*s, out);
+        }
+    });
     return collector;
 }
 
@@ -79,7 +86,7 @@ void Daemon::open_metrics_endpoint() {
     }
     metrics_endpoint_ = std::make_unique<MetricsEndpoint>(config_.metrics_address, metrics_);
     // The port it really listens on: the address may have asked for any (0).
-    const std::string host = config_.metrics_address.substr(0, config_.metrics_address.rfind(':'));
+    const std::string host = metrics_url_host(config_.metrics_address);
     const std::vector<int> listening = metrics_endpoint_->listening_ports();
     log_->info("metrics at http://{}:{}/metrics", host, listening.empty() ? 0 : listening[0]);
 }

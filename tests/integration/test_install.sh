@@ -6,7 +6,7 @@
 #     P/lib/cni/vnetd-cni (where CNI runtimes look for plugins),
 #     P/LIBDIR/vnetd/bpf/{xdp_drop,xdp_pass,xdp_redirect}.bpf.o,
 #     P/lib/systemd/system/vnetd.service, P/share/qemu/vhost-user/50-vnetd.json,
-#     P/share/doc/vnetd/examples/vnetd.toml, and nothing else (the install
+#     P/share/doc/vnetd/examples/vnetd.toml and prometheus/vnetd.rules.yml, and nothing else (the install
 #     manifest lists exactly these);
 #   - the QEMU back-end description is the vhost-user.json @VhostUserBackend
 #     object (description, type "net", binary = P/sbin/vnetd, no other
@@ -38,7 +38,8 @@ expected_files() { # PREFIX
         "$1/$LIBDIR/vnetd/bpf/xdp_drop.bpf.o" "$1/$LIBDIR/vnetd/bpf/xdp_pass.bpf.o" \
         "$1/$LIBDIR/vnetd/bpf/xdp_redirect.bpf.o" "$1/$LIBDIR/vnetd/bpf/tc_redirect.bpf.o" \
         "$1/lib/systemd/system/vnetd.service" \
-        "$1/share/qemu/vhost-user/50-vnetd.json" "$1/share/doc/vnetd/examples/vnetd.toml" | sort
+        "$1/share/qemu/vhost-user/50-vnetd.json" "$1/share/doc/vnetd/examples/vnetd.toml" \
+        "$1/share/doc/vnetd/examples/prometheus/vnetd.rules.yml" | sort
 }
 
 # --- cmake --install --prefix P

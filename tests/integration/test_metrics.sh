@@ -4,7 +4,13 @@
 #
 #   - vnetd (vhost-user vm0 -> tap) listens on 127.0.0.1:0 and logs the
 #     port it got; curl reads /metrics in the text format: HELP and TYPE
-#     lines, the label names port, queue, direction, reason, kind, worker;
+#     lines, the label names port, queue, direction, reason, kind, worker,
+#     the process_* families; no series for queue pairs nobody enabled;
+#   - deploy/prometheus/vnetd.rules.yml passes its promtool tests, names
+#     only metrics vnetd exports, and evaluates without error in the
+#     Prometheus server below;
+#   - with vnet-pktgen (one queue pair of the 8 offered) connected, vm0 has
+#     exactly 73 series;
 #   - while vnet-pktgen --tx sends N frames, vnetd_port_connections{port="vm0"}
 #     is 1; after it, every burst-size histogram's _count equals the
 #     bursts counter and its sum the packets, buckets are cumulative;
@@ -70,14 +76,16 @@ for family in vnetd_port_packets_total:counter vnetd_port_bytes_total:counter \
     vnetd_port_burst_size:histogram vnetd_port_info:gauge vnetd_port_queue_pairs:gauge \
     vnetd_port_connections:gauge vnetd_worker_busy_seconds_total:counter \
     vnetd_worker_idle_seconds_total:counter vnetd_worker_rounds_total:counter \
-    vnetd_worker_sleeps_total:counter; do
+    vnetd_worker_sleeps_total:counter process_cpu_seconds_total:counter \
+    process_resident_memory_bytes:gauge process_open_fds:gauge process_max_fds:gauge \
+    process_start_time_seconds:gauge; do
     name=${family%%:*}
     log_has "$WORK/idle.txt" "^# HELP $name " || fail "no HELP line for $name"
     log_has "$WORK/idle.txt" "^# TYPE $name ${family#*:}$" || fail "no TYPE ${family#*:} line for $name"
 done
 for line in \
     "^vnetd_port_packets_total\{port=\"vm0\",queue=\"0\",direction=\"rx\"\} 0$" \
-    "^vnetd_port_packets_total\{port=\"$TAP\",queue=\"7\",direction=\"tx\"\} 0$" \
+    "^vnetd_port_packets_total\{port=\"$TAP\",queue=\"0\",direction=\"tx\"\} 0$" \
     "^vnetd_port_drops_total\{port=\"vm0\",queue=\"0\",direction=\"tx\",reason=\"no_destination\"\} 0$" \
     "^vnetd_port_burst_size_bucket\{port=\"vm0\",queue=\"0\",direction=\"rx\",le=\"\+Inf\"\} 0$" \
     "^vnetd_port_info\{port=\"vm0\",kind=\"vhost-user\"\} 1$" \
@@ -87,14 +95,26 @@ for line in \
     "^vnetd_worker_rounds_total\{worker=\"0\"\} [0-9]+$"; do
     log_has "$WORK/idle.txt" "$line" || fail "no line matching $line in the scrape"
 done
+! grep -qE 'queue="[1-7]"' "$WORK/idle.txt" ||
+    fail "queue pairs no front end enabled have series: $(grep -cE 'queue="[1-7]"' "$WORK/idle.txt")"
 ok "text format: HELP/TYPE lines, labels port, queue, direction, reason, kind, worker"
+
+# --- the shipped alert rules: their own tests, and every metric they name
+# is one vnetd exports
+RULES="$HERE/../../deploy/prometheus"
+(cd "$RULES" && promtool test rules vnetd.rules.test.yml) >"$WORK/promtool.out" 2>&1 ||
+    fail "promtool test rules: $(cat "$WORK/promtool.out")"
+for name in $(grep -oE 'vnetd_[a-z_]+' "$RULES/vnetd.rules.yml" | sort -u); do
+    log_has "$WORK/idle.txt" "^# TYPE $name " || fail "the rules name $name, which vnetd does not export"
+done
+ok "promtool test rules passes; the rules name only metrics vnetd exports"
 
 # --- Prometheus, by hand (no systemd here): its config, storage and
 # listen address are this test's
 PROM_DIR="$WORK/prometheus"
 mkdir -p "$PROM_DIR/data" || fail "mkdir $PROM_DIR/data"
-printf '%s\n' "global:" "  scrape_interval: 1s" "  scrape_timeout: 1s" "scrape_configs:" \
-    "  - job_name: vnetd" "    static_configs:" "      - targets: [\"$TARGET\"]" \
+printf '%s\n' "global:" "  scrape_interval: 1s" "  scrape_timeout: 1s" "  evaluation_interval: 1s" "rule_files: [\"$RULES/vnetd.rules.yml\"]" \
+    "scrape_configs:" "  - job_name: vnetd" "    static_configs:" "      - targets: [\"$TARGET\"]" \
     >"$PROM_DIR/prometheus.yml"
 bg_start --log "$WORK/prometheus.log" ip netns exec "$NS" "$PROMETHEUS" \
     --config.file="$PROM_DIR/prometheus.yml" --storage.tsdb.path="$PROM_DIR/data" \
@@ -124,6 +144,12 @@ PKTGEN_PID=$BG_PID
 connected() { scrape | grep -qE '^vnetd_port_connections\{port="vm0"\} 1$'; }
 wait_for 10 "vnetd_port_connections never showed vm0 connected" connected
 ok "vnetd_port_connections{port=\"vm0\"} is 1 under traffic"
+# pktgen enables one of the 8 queue pairs vm0 offers: one queue pair of
+# series (metrics_test.cpp counts them: 3 per port + 35 per direction)
+scrape >"$WORK/one-pair.txt" || fail "curl $METRICS with pktgen connected"
+vm0_series=$(grep -v '^#' "$WORK/one-pair.txt" | grep -c 'port="vm0"')
+[ "$vm0_series" = 73 ] || fail "vm0 with one enabled queue pair has $vm0_series series, expected 73"
+ok "vm0, 8 queue pairs offered, 1 enabled: $vm0_series series ($(grep -vc '^#' "$WORK/one-pair.txt") in the scrape)"
 forwarded() { scrape | grep -qE "^vnetd_port_packets_total\{port=\"$TAP\",queue=\"0\",direction=\"tx\"\} $N$"; }
 wait_for 30 "the endpoint never showed $TAP tx = $N" forwarded
 stop_pid "$PKTGEN_PID" INT || true
@@ -182,6 +208,10 @@ for p in stats["ports"]:
         for d in ("rx", "tx"):
             labels = f'port="{p["name"]}",queue="{q["queue"]}",direction="{d}"'
             c = q[d]
+            if ("vnetd_port_packets_total", labels) not in samples:
+                # no series: a queue pair never enabled, that counted nothing
+                assert q["queue"] != 0 and c["packets"] == 0 and sum(c["drops"].values()) == 0, labels
+                continue
             assert samples[("vnetd_port_packets_total", labels)] == c["packets"], labels
             assert samples[("vnetd_port_bursts_total", labels)] == c["bursts"], labels
             assert samples[("vnetd_port_burst_size_count", labels)] == c["bursts"], labels
@@ -202,6 +232,20 @@ assert busy > 0 and idle > 0, (busy, idle)
 print(f"scrape = vnetctl for every queue: packets, bursts, histogram ({bursts} bursts), drops;"
       f" worker 0 busy {busy:.4f} s, idle {idle:.1f} s")
 PY
+
+# The rules ran on the real series: each evaluated (every second) without error.
+rules_ok() {
+    in_ns curl -sSf --max-time 5 "http://$PROM_ADDRESS/api/v1/rules" >"$WORK/rules.json" &&
+        python3 - "$WORK/rules.json" <<'PY'
+import json, sys
+rules = [r for g in json.load(open(sys.argv[1]))["data"]["groups"] for r in g["rules"]]
+bad = [(r["name"], r["health"], r.get("lastError")) for r in rules if r["health"] != "ok"]
+if len(rules) != 4 or bad:
+    sys.exit(f"{len(rules)} rules, not ok: {bad}")
+print("rules evaluated on vnetd's series:", ", ".join(r["name"] for r in rules))
+PY
+}
+wait_for 10 "the shipped rules do not evaluate: $(cat "$WORK/rules.json")" rules_ok
 
 stop_pid "$PROM_PID" TERM || fail "Prometheus exit status $? on SIGTERM"
 stop_pid "$VNETD_PID" TERM || fail "vnetd exit status $? on SIGTERM"

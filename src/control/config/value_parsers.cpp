@@ -54,8 +54,8 @@ std::string parse_metrics_address(std::string_view text) {
     const std::string_view digits =
         colon == std::string_view::npos ? std::string_view{} : text.substr(colon + 1);
     auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
-    if (colon == 0 || digits.empty() || ec != std::errc{} || end != digits.data() + digits.size()) {
-        bad_value("metrics_address", text, "HOST:PORT");
+    if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size()) {
+        bad_value("metrics_address", text, "HOST:PORT, [IPv6]:PORT or :PORT");
     }
     return std::string(text);
 }

@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "control/metrics/listen_address.hpp"
+
 namespace vnet::control {
 
 std::shared_ptr<MetricsCollector> MetricsCollector::make(Runner runner) {
@@ -39,12 +41,22 @@ MetricFamilies MetricsCollector::Collect() const {
 MetricsEndpoint::MetricsEndpoint(const std::string& address,
                                  std::shared_ptr<MetricsCollector> collector)
     : collector_(std::move(collector)) {
+    // Refused in words first ("address in use", "bad address"): the
+    // server's own error says nothing an operator can act on.
+    const MetricsListenAddress listen = resolve_metrics_address(address);
     try {
         // One serving thread: scrapes are serialized on the control thread anyway.
-        exposer_ = std::make_unique<prometheus::Exposer>(address, 1);
-    } catch (const std::exception& e) {
-        throw std::runtime_error("metrics_address " + address + ": cannot listen (" + e.what() +
-                                 ")");
+        exposer_ = std::make_unique<prometheus::Exposer>(listen.server_spec, 1);
+    } catch (const std::exception&) {
+        if (listen.server_spec.starts_with('[')) {
+            // Debian 12's civetweb, which prometheus-cpp serves with, is
+            // built without USE_IPV6: it cannot parse an IPv6 address.
+            throw std::runtime_error("metrics_address " + address +
+                                     ": bad address (the HTTP server, civetweb, was built without "
+                                     "IPv6 here; give an IPv4 address or :PORT)");
+        }
+        // Taken between the check and the server's own bind, most likely.
+        throw std::runtime_error("metrics_address " + address + ": cannot listen");
     }
     exposer_->RegisterCollectable(collector_);
 }

@@ -111,6 +111,25 @@ struct QueueFamilies {
     }
 };
 
+bool counted_anything(const packet::QueueCounters& c) {
+    return c.packets.get() != 0 || c.total_drops() != 0;
+}
+
+// A queue pair has series once it means something: queue pair 0 always (a
+// port's series exist before its front end comes), any other while its
+// front end has it enabled, or once it counted a packet or a drop (a
+// counter must not vanish when the guest turns the queue off). A guest
+// that enables 1 of 8 offered queue pairs gets 1 queue pair of series,
+// not 8 (each is 35 series per direction). A port without a front end (a
+// tap: its queues are open whether or not its VM peer runs them) shows a
+// queue pair once it counted something.
+bool has_queue_series(ports::Port& port, uint16_t queue) {
+    const bool enabled =
+        port.has_front_end() && (port.source_ready(queue) || port.destination_ready(queue));
+    return queue == 0 || enabled || counted_anything(port.rx_counters(queue)) ||
+           counted_anything(port.tx_counters(queue));
+}
+
 }  // namespace
 
 void add_port_families(const std::vector<PortMetricsView>& ports, MetricFamilies& out) {
@@ -130,6 +149,9 @@ void add_port_families(const std::vector<PortMetricsView>& ports, MetricFamilies
             add_gauge(connections, {{"port", port.name()}}, static_cast<double>(*view.connections));
         }
         for (uint16_t queue = 0; queue < port.queue_count(); ++queue) {
+            if (!has_queue_series(port, queue)) {
+                continue;
+            }
             const std::string queue_label = std::to_string(queue);
             q.add({{"port", port.name()}, {"queue", queue_label}, {"direction", "rx"}},
                   port.rx_counters(queue));

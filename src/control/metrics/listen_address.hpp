@@ -1,0 +1,26 @@
+// The metrics endpoint's listen address (metrics_address): HOST:PORT,
+// [IPv6]:PORT or :PORT (every address of the host, IPv6 and IPv4), HOST a
+// literal address or a name that resolves. Resolved and tried here, before
+// the HTTP server is made, so that what cannot work is said in an
+// operator's words ("address in use", "bad address") rather than as the
+// HTTP library's internals.
+#pragma once
+
+#include <string>
+
+namespace vnet::control {
+
+struct MetricsListenAddress {
+    std::string server_spec;  // what the HTTP server (civetweb) is given
+};
+
+// Resolves `address` and checks that it can be bound now (a socket bound
+// and closed at once). Throws std::runtime_error "metrics_address ADDRESS:
+// address in use" / "...: bad address (...)" / "...: permission denied".
+MetricsListenAddress resolve_metrics_address(const std::string& address);
+
+// The host part of the endpoint's URL for the log: HOST as written
+// ("[::1]" with its brackets), "localhost" for :PORT.
+std::string metrics_url_host(const std::string& address);
+
+}  // namespace vnet::control
