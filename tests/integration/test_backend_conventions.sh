@@ -9,6 +9,8 @@
 #     their exact message, and nothing is created at the path;
 #   - with no port vnetd starts empty and serves vnetctl; ports added then,
 #     and README's first command, get their missing socket directories;
+#   - with JOURNAL_STREAM naming its stderr, every line is <N>[who] with no
+#     timestamp, the stats are one line, a start-up error is <3>;
 #   - a VM socket with socket_owner/socket_group/socket_mode and the control
 #     socket with control_socket_group/mode appear with them already in
 #     place: an inotify watcher and a tight lstat loop, both started before
@@ -83,6 +85,25 @@ wait_for 10 "vnetd did not listen in a missing directory: $(cat "$WORK/first.log
     test -S "$FRESH/first/vm0.sock"
 stop_pid "$VNETD_PID" TERM || fail "vnetd exited with status $? on SIGTERM"
 ok "started empty with only a control socket; missing socket directories made (0755; 0750 for a group)"
+
+# --- under systemd (JOURNAL_STREAM names stderr): every line starts with its
+# sd-daemon priority and has no timestamp; the stats are one line; a
+# start-up error is <3>
+JLOG="$WORK/journal.log"
+: >"$JLOG"
+JOURNAL_STREAM=$(stat -c '%d:%i' "$JLOG") "$VNETD" --config "$WORK/missing.toml" 2>>"$JLOG"
+[ "$(cat "$JLOG")" = "<3>vnetd: config $WORK/missing.toml: no such file" ] ||
+    fail "a missing config under systemd: '$(cat "$JLOG")'"
+: >"$JLOG"
+bg_start --out /dev/null --err "$JLOG" env JOURNAL_STREAM="$(stat -c '%d:%i' "$JLOG")" "$VNETD" \
+    --socket-path "$FRESH/j/vm0.sock" --null --control-socket "" --stats-interval-s 1
+VNETD_PID=$BG_PID
+wait_for 10 "no stats line in $JLOG" log_has "$JLOG" "stats after"
+stop_pid "$VNETD_PID" TERM || fail "vnetd exited with status $? on SIGTERM"
+! grep -qvE '^<[2-7]>\[[^]]+\] ' "$JLOG" || fail "lines without a priority: $(grep -vE '^<[2-7]>\[' "$JLOG" | head -3)"
+log_has "$JLOG" '^<6>\[vnetd\] final stats after [0-9.]+ s \(.*\): vm0/0 rx 0 pkts .*; null0/0 tx 0 pkts .* drops 0$' ||
+    fail "no one-line final stats: $(grep -A2 'final stats' "$JLOG")"
+ok "JOURNAL_STREAM: $(wc -l <"$JLOG") lines, each <N>[who] with no timestamp; stats on one line"
 
 # --- owner, group and mode in place before the sockets appear
 chmod 0755 "$WORK"  # nobody must reach the sockets

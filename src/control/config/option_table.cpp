@@ -547,8 +547,8 @@ constexpr std::array kOptions = {
         OptionScope::daemon,
         std::nullopt,
         "HOST:PORT",
-        "serve Prometheus metrics at http://HOST:PORT/metrics (see Metrics; port 0: any free "
-        "one, logged); empty: none",
+        "serve Prometheus metrics at http://HOST:PORT/metrics (`:PORT`: every address; see "
+        "Metrics; port 0: any free one, logged); empty: none",
         {},
         false,
         [](Config& c, PortConfig*, std::string_view t) {
