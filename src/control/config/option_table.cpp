@@ -121,7 +121,8 @@ constexpr std::array kOptions = {
                {},
                false,
                [](Config&, PortConfig* p, std::string_view t) {
-                   p->queue_pairs = static_cast<uint16_t>(parse_uint("queue_pairs", t, 1, kMaxQueuePairs));
+                   const uint64_t n = parse_uint("queue_pairs", t, 1, kMaxQueuePairs);
+                   p->queue_pairs = static_cast<uint16_t>(n);
                },
                [](const Config&, const PortConfig* p) { return optional_number(p->queue_pairs); }},
     OptionSpec{"mtu",
@@ -542,19 +543,18 @@ constexpr std::array kOptions = {
                    c.control_socket_mode = parse_mode("control_socket_mode", t);
                },
                [](const Config& c, const PortConfig*) { return octal(c.control_socket_mode); }},
-    OptionSpec{
-        "metrics_address",
-        OptionScope::daemon,
-        std::nullopt,
-        "HOST:PORT",
-        "serve Prometheus metrics at http://HOST:PORT/metrics (`:PORT`: every address; see "
-        "Metrics; port 0: any free one, logged); empty: none",
-        {},
-        false,
-        [](Config& c, PortConfig*, std::string_view t) {
-            c.metrics_address = parse_metrics_address(t);
-        },
-        [](const Config& c, const PortConfig*) { return text_or_none(c.metrics_address); }},
+    OptionSpec{"metrics_address",
+               OptionScope::daemon,
+               std::nullopt,
+               "HOST:PORT",
+               "serve Prometheus metrics at http://HOST:PORT/metrics (`:PORT`: every address; see "
+               "Metrics; port 0: any free one, logged); empty: none",
+               {},
+               false,
+               [](Config& c, PortConfig*, std::string_view t) {
+                   c.metrics_address = parse_metrics_address(t);
+               },
+               [](const Config& c, const PortConfig*) { return text_or_none(c.metrics_address); }},
     OptionSpec{"user",
                OptionScope::daemon,
                std::nullopt,
