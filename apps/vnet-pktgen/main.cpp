@@ -1,7 +1,8 @@
 // vnet-pktgen: a virtio-net front end over vhost-user, standing in for a VM.
 // It brings a device up the way QEMU or DPDK virtio-user would, then sends
-// (--tx, like testpmd txonly) or receives and verifies (--rx, like testpmd
-// rxonly), and prints stats a script can parse.
+// (--tx, like testpmd txonly), receives and verifies (--rx, like testpmd
+// rxonly) or sends every frame back (--reflect, a latency test's far end),
+// and prints stats a script can parse.
 #include <cinttypes>
 #include <cstdio>
 #include <exception>
@@ -12,6 +13,7 @@
 #include "frontend/net_driver.hpp"
 #include "frontend/packet_builder.hpp"
 #include "pktgen_options.hpp"
+#include "reflector.hpp"
 #include "run_control.hpp"
 #include "rx_receiver.hpp"
 #include "tx_generator.hpp"
@@ -98,6 +100,12 @@ void run_traffic(frontend::NetDriver& device, const PktgenOptions& o, FinalRepor
         const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
         report.add_rates("tx", c.packets, c.bytes, seconds);
         report.add_counters(c, kTxCounterTable);
+    } else if (o.direction == Direction::reflect) {
+        Reflector<Ring> reflector(device, o);
+        const ReflectCounters c = reflector.run();
+        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        report.add_rates("reflect", c.packets, c.bytes, seconds);
+        report.add_counters(c, kReflectCounterTable);
     } else {
         RxReceiver<Ring> receiver(device, o);
         const RxCounters c = receiver.run();

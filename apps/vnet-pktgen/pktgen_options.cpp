@@ -50,6 +50,7 @@ PktgenOptions parse_options(int argc, char** argv) {
         "receives and verifies (rxonly) traffic"};
     bool tx = false;
     bool rx = false;
+    bool reflect = false;
     uint32_t size = 0;
     std::string size_range, src_mac, dst_mac;
     std::string mrg = "on", event_idx = "on";
@@ -59,7 +60,12 @@ PktgenOptions parse_options(int argc, char** argv) {
     app.add_flag("--server", o.server, "listen on the socket; the back end connects to us");
     auto* tx_flag = app.add_flag("--tx", tx, "send frames (like testpmd txonly)");
     auto* rx_flag = app.add_flag("--rx", rx, "receive and verify frames (like testpmd rxonly)");
+    auto* reflect_flag = app.add_flag(
+        "--reflect", reflect,
+        "send every received frame back with its MACs (and IPv4 addresses, UDP ports) swapped: "
+        "the far end of a latency measurement");
     tx_flag->excludes(rx_flag);
+    reflect_flag->excludes(tx_flag)->excludes(rx_flag);
     app.add_option("--count", o.count, "stop after N packets (0 = no limit)");
     app.add_option("--duration", o.duration_s, "stop after S seconds (0 = no limit)")
         ->check(CLI::NonNegativeNumber);
@@ -102,11 +108,15 @@ PktgenOptions parse_options(int argc, char** argv) {
 
     try {
         app.parse(argc, argv);
-        if (tx == rx) {
-            throw CLI::ValidationError("exactly one of --tx and --rx is required");
+        if (int{tx} + int{rx} + int{reflect} != 1) {
+            throw CLI::ValidationError("exactly one of --tx, --rx and --reflect is required");
         }
-        o.direction = tx ? Direction::tx : Direction::rx;
-        o.mrg_rxbuf = parse_on_off(mrg);
+        o.direction = tx ? Direction::tx : (rx ? Direction::rx : Direction::reflect);
+        if (reflect && o.gso) {
+            throw CLI::ValidationError("--reflect sends back what it receives: no --gso");
+        }
+        // A reflected frame is one buffer, sent back as it is.
+        o.mrg_rxbuf = parse_on_off(mrg) && !reflect;
         o.event_idx = parse_on_off(event_idx);
         if (!o.packed && (queue_size & (queue_size - 1)) != 0) {
             throw CLI::ValidationError(

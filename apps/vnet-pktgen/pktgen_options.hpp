@@ -9,7 +9,8 @@
 
 namespace vnet::pktgen {
 
-enum class Direction : uint8_t { tx, rx };
+// reflect: send every received frame back (reflector.hpp).
+enum class Direction : uint8_t { tx, rx, reflect };
 
 struct PktgenOptions {
     std::string socket_path;
