@@ -31,6 +31,8 @@ test_packages=(
     # the metrics test: a real Prometheus server scrapes vnetd, curl reads the endpoint,
     # promtool (in prometheus) tests deploy/prometheus/vnetd.rules.yml
     prometheus curl
+    # vnet-bench latency: UDP ping-pong between namespaces
+    sockperf
     # vnet-bench --charts; OVS-DPDK, the switch benchmarks' peer
     gnuplot-nox openvswitch-switch-dpdk
     # a real guest under TCG, also as a libvirt domain

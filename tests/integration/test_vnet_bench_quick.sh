@@ -60,10 +60,13 @@ expected = {
                     "macs-10000"],
     "switchidle": ["silent", "after"],
     "portadd": ["vnetd", "ovs"],
+    "latency": ["tap-bridge", "tap-vnetd", "tap-vnetd-poll", "tap-testpmd", "vm-vnetd",
+                "vm-vnetd-poll", "vm-testpmd"],
 }
 # The switch tables' --quick points are vnetd's alone (no OVS-DPDK needed):
 # each must have measured something, or its harness is broken.
-must_measure = {"vmswitch", "switchhol", "switchgso", "switchscale", "switchidle", "portadd"}
+must_measure = {"vmswitch", "switchhol", "switchgso", "switchscale", "switchidle", "portadd",
+                "latency"}
 errors = []
 tables = {t["id"]: t for t in doc.get("tables", [])}
 for tid, rows in expected.items():

@@ -1,5 +1,6 @@
 #include "experiments/experiments.hpp"
 
+#include "experiments/latency.hpp"
 #include "harness/bench_log.hpp"
 #include "harness/interrupt.hpp"
 #include "harness/process.hpp"
@@ -34,6 +35,8 @@ const std::vector<Experiment>& experiments() {
         {"switchidle", "CPU of a switch with 4 connected, silent guests", run_switchidle},
         {"portadd", "run-time port add latency and its effect on other ports' traffic",
          run_portadd},
+        {"latency", "UDP ping-pong p50/p99/p99.9: tap <-> tap and the VM path, vs bridge and DPDK",
+         run_latency},
     };
     return all;
 }

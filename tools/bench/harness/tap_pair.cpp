@@ -26,6 +26,7 @@ public:
     }
     nlohmann::json finish() override { return vnetd_.stop(); }
     std::string failure() override { return vnetd_.failure(); }
+    pid_t pid() const override { return vnetd_.pid(); }
 
 private:
     VnetdInstance vnetd_;
@@ -60,6 +61,7 @@ public:
         return nlohmann::json::object();
     }
     std::string failure() override { return testpmd_.failure(); }
+    pid_t pid() const override { return testpmd_.pid(); }
 
 private:
     TestpmdInstance testpmd_;

@@ -12,6 +12,8 @@
 // next) and addresses. A forwarder's taps vanish with the process.
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +64,8 @@ public:
     virtual nlohmann::json finish() { return nlohmann::json::object(); }
     // "" while it runs, else why not.
     virtual std::string failure() { return ""; }
+    // The forwarding process (for its CPU time), -1 when the kernel forwards.
+    virtual pid_t pid() const { return -1; }
 };
 
 std::unique_ptr<PairForwarder> start_vnetd_pair(BenchContext& ctx, TapPairTopology& topo,
