@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "common/build_info.hpp"
+#include "common/cli_exit.hpp"
 #include "frontend/packet_builder.hpp"
 
 namespace vnet::pktgen {
@@ -48,6 +50,7 @@ PktgenOptions parse_options(int argc, char** argv) {
     CLI::App app{
         "vnet-pktgen: a virtio-net front end over vhost-user that sends (txonly) or "
         "receives and verifies (rxonly) traffic"};
+    app.set_version_flag("--version", build_info::version_line("vnet-pktgen"));
     bool tx = false;
     bool rx = false;
     bool reflect = false;
@@ -149,7 +152,7 @@ PktgenOptions parse_options(int argc, char** argv) {
             o.burst = o.queue_size;
         }
     } catch (const CLI::ParseError& e) {
-        std::exit(app.exit(e));
+        std::exit(exit_status_of(app, e));
     }
     return o;
 }

@@ -1,9 +1,11 @@
 #include "answer_tables.hpp"
 
+#include <cstdio>
 #include <iostream>
 #include <map>
 #include <vector>
 
+#include "membership_text.hpp"
 #include "text_table.hpp"
 
 namespace vnet::vnetctl {
@@ -18,7 +20,8 @@ std::string text_of(const json& v) {
 }
 
 void print_ports(const json& ports) {
-    TextTable t({"port", "type", "where", "queue pairs", "peer", "connections"});
+    TextTable t(
+        {"port", "type", "where", "queue pairs", "peer", "switch", "allowed macs", "connections"});
     for (const json& p : ports) {
         std::string where =
             text_of(p.contains("socket_path") ? p["socket_path"] : p.value("ifname", json()));
@@ -32,6 +35,7 @@ void print_ports(const json& ports) {
         }
         t.add_row({text_of(p.value("name", json())), text_of(p.value("type", json())), where,
                    text_of(p.value("queue_pairs", json())), text_of(p.value("peer", json())),
+                   membership_text(p), allowed_macs_text(p),
                    text_of(p.value("connections", json()))});
     }
     t.print(std::cout);
@@ -63,6 +67,31 @@ void print_macs(const json& macs) {
     for (const json& m : macs) {
         t.add_row({text_of(m["switch"]), text_of(m["vlan"]), text_of(m["mac"]), text_of(m["port"]),
                    text_of(m["age_s"])});
+    }
+    t.print(std::cout);
+}
+
+void print_workers(const json& workers) {
+    TextTable t({"worker", "cpu", "mode", "queue pairs", "switches", "busy %", "busy s", "idle s"});
+    for (const json& w : workers) {
+        std::string queues;
+        for (const json& q : w.value("queue_pairs", json::array())) {
+            queues += (queues.empty() ? "" : ",") + text_of(q.value("port", json())) + ":" +
+                      text_of(q.value("queue_pair", json()));
+        }
+        std::string switches;
+        for (const json& sw : w.value("switches", json::array())) {
+            switches += (switches.empty() ? "" : ",") + text_of(sw);
+        }
+        char busy[16];
+        std::snprintf(busy, sizeof busy, "%.1f", 100.0 * w.value("busy_share", 0.0));
+        char busy_s[24];
+        std::snprintf(busy_s, sizeof busy_s, "%.3f", w.value("busy_s", 0.0));
+        char idle_s[24];
+        std::snprintf(idle_s, sizeof idle_s, "%.3f", w.value("idle_s", 0.0));
+        t.add_row({text_of(w.value("worker", json())), text_of(w.value("cpu", json())),
+                   text_of(w.value("mode", json())), queues.empty() ? "-" : queues,
+                   switches.empty() ? "-" : switches, busy, busy_s, idle_s});
     }
     t.print(std::cout);
 }

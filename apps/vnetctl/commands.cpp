@@ -43,7 +43,9 @@ class Version final : public Command {
     void declare(CLI::App&) override {}
     int run(Session& s) override {
         const json r = s.client.call("version");
-        print_answer(s, r, text_of(r["version"]));
+        print_answer(s, r,
+                     "vnetd " + text_of(r.value("version", json())) + " (commit " +
+                         text_of(r.value("commit", json())) + ")");
         return 0;
     }
 };
@@ -68,8 +70,10 @@ class Methods final : public Command {
 class Stats final : public Command {
     CLI::App* app_ = nullptr;
     double watch_s_ = 0;
+    std::string port_;
     void declare(CLI::App& app) override {
         app_ = &app;
+        app.add_option("port", port_, "only this port's counters");
         app.add_option("--watch", watch_s_, "print again every SECONDS, with packet rates")
             ->expected(0, 1)
             ->default_str("1");
@@ -79,13 +83,14 @@ class Stats final : public Command {
         if (watch && watch_s_ <= 0) {
             watch_s_ = 1;
         }
-        json before = s.client.call("stats");
+        const json params = port_.empty() ? json::object() : json{{"port", port_}};
+        json before = s.client.call("stats", params);
         if (!watch || s.as_json) {
             s.as_json ? void(std::cout << before.dump(2) << "\n") : print_stats(before, nullptr, 0);
         }
         while (watch) {
             std::this_thread::sleep_for(std::chrono::duration<double>(watch_s_));
-            json now = s.client.call("stats");
+            json now = s.client.call("stats", params);
             if (s.as_json) {
                 std::cout << now.dump() << "\n";
             } else {
@@ -384,6 +389,51 @@ class MacList final : public Command {
     }
 };
 
+// mac flush [--switch S] [--port P] (ovs-appctl fdb/flush).
+class MacFlush final : public Command {
+    std::string switch_;
+    std::string port_;
+    void declare(CLI::App& app) override {
+        app.add_option("--switch", switch_, "only this switch's MACs");
+        app.add_option("--port", port_, "only the MACs learned on this port");
+    }
+    int run(Session& s) override {
+        json params = json::object();
+        if (!switch_.empty()) {
+            params["switch"] = switch_;
+        }
+        if (!port_.empty()) {
+            params["port"] = port_;
+        }
+        const json r = s.client.call("mac.flush", params);
+        print_answer(s, r, text_of(r.value("flushed", json())) + " MAC(s) flushed");
+        return 0;
+    }
+};
+
+// log level [LEVEL] (ovs-appctl vlog/set): prints the level, or sets it.
+class LogLevel final : public Command {
+    std::string level_;
+    void declare(CLI::App& app) override {
+        app.add_option("level", level_, "trace, debug, info, warn, error, critical or off");
+    }
+    int run(Session& s) override {
+        const json r =
+            s.client.call("log.level", level_.empty() ? json::object() : json{{"level", level_}});
+        print_answer(s, r, text_of(r.value("level", json())));
+        return 0;
+    }
+};
+
+class WorkerList final : public Command {
+    void declare(CLI::App&) override {}
+    int run(Session& s) override {
+        const json r = s.client.call("worker.list");
+        s.as_json ? void(std::cout << r.dump(2) << "\n") : print_workers(r);
+        return 0;
+    }
+};
+
 class Show final : public Command {
     std::string name_;
     void declare(CLI::App& app) override { app.add_option("name", name_, "only this port"); }
@@ -420,9 +470,10 @@ std::unique_ptr<Command> make() {
 }
 
 constexpr std::array kCommands{
-    CommandRow{"version", "vnetd's version", &make<Version>},
+    CommandRow{"version", "the running vnetd's version and commit (--version: vnetctl's)",
+               &make<Version>},
     CommandRow{"methods", "every method the control socket has", &make<Methods>},
-    CommandRow{"stats", "counters per port, queue and direction", &make<Stats>},
+    CommandRow{"stats", "counters per port, queue and direction (PORT: that port's)", &make<Stats>},
     CommandRow{"port list", "the ports and where they are", &make<PortList>},
     CommandRow{"port add", "add a port to the running vnetd", &make<PortAdd>},
     CommandRow{"port del", "remove a port (its guest is disconnected)", &make<PortDel>},
@@ -440,6 +491,12 @@ constexpr std::array kCommands{
     CommandRow{"switch uplink peer add", "send floods to one more host", &make<UplinkPeer<true>>},
     CommandRow{"switch uplink peer del", "stop sending to a host", &make<UplinkPeer<false>>},
     CommandRow{"mac list", "the learned MACs", &make<MacList>},
+    CommandRow{"mac flush", "forget learned MACs (every switch's, --switch S's, --port P's)",
+               &make<MacFlush>},
+    CommandRow{"log level", "print vnetd's log level, or set it (until a restart)",
+               &make<LogLevel>},
+    CommandRow{"worker list", "each worker: CPU, mode, queue pairs, switches, busy share",
+               &make<WorkerList>},
     CommandRow{"show", "a port's socket, features, memory, rings, counters (VPP show vhost-user)",
                &make<Show>},
     CommandRow{"call", "call any method with JSON params (for scripts)", &make<Call>},
@@ -451,6 +508,8 @@ constexpr std::array kGroups{
     GroupRow{"switch uplink", "a switch's VXLAN uplink to other hosts"},
     GroupRow{"switch uplink peer", "the uplink's remote hosts"},
     GroupRow{"mac", "MAC tables"},
+    GroupRow{"log", "vnetd's logging"},
+    GroupRow{"worker", "the worker threads"},
 };
 
 }  // namespace

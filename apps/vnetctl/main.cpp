@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "common/build_info.hpp"
+#include "common/cli_exit.hpp"
 #include "rpc_client/control_client.hpp"
 
 namespace {
@@ -49,6 +51,10 @@ CLI::App* group_app(CLI::App& app, std::map<std::string, CLI::App*>& groups,
 int main(int argc, char** argv) {
     CLI::App app{"vnetctl: drives a running vnetd through its control socket"};
     app.require_subcommand(1);
+    app.set_version_flag("--version", vnet::build_info::version_line("vnetctl"));
+    // The options before the subcommand may come after it too
+    // (`vnetctl port list --json`): a subcommand hands up what it does not take.
+    app.fallthrough();
     std::string socket = kDefaultSocket;
     bool as_json = false;
     app.add_option("--socket", socket, "vnetd's control socket")->capture_default_str();
@@ -69,7 +75,11 @@ int main(int argc, char** argv) {
         commands.emplace_back(sub, row.make());
         commands.back().second->declare(*sub);
     }
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return vnet::exit_status_of(app, e);
+    }
 
     try {
         vnet::rpc_client::ControlClient client(socket, std::chrono::seconds(timeout_s));
@@ -81,7 +91,7 @@ int main(int argc, char** argv) {
         }
     } catch (const vnet::rpc_client::ControlError& e) {
         std::cerr << "vnetctl: " << e.what() << "\n";
-        return 1;
+        return vnet::kExitFailure;
     }
     return 0;
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "membership_text.hpp"
 #include "packet/queue_counter_table.hpp"
 #include "text_table.hpp"
 
@@ -168,6 +169,10 @@ void print_port(const json& p, std::ostream& out) {
         out << ", peer " << num(p["peer"]);
     }
     out << ")\n";
+    if (p.contains("switch")) {
+        out << "  switch " << membership_text(p) << ", allowed MACs " << allowed_macs_text(p)
+            << "\n";
+    }
     if (p.contains("socket")) {
         out << "  socket " << num(p["socket"]["path"]) << " ("
             << (p["socket"].value("client", false) ? "client" : "server") << "), "

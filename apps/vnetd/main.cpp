@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "common/build_info.hpp"
+#include "common/cli_exit.hpp"
 #include "common/log.hpp"
 #include "common/log_format.hpp"
 #include "control/config/config.hpp"
@@ -169,6 +171,7 @@ int main(int argc, char** argv) {
         return 0;
     }
     CLI::App app{"vnetd: user-space virtio-net data plane (vhost-user back end)"};
+    app.set_version_flag("--version", vnet::build_info::version_line("vnetd"));
     std::string config_file, socket_path;
     std::vector<std::string> taps;
     bool client = false, null_port = false;
@@ -194,7 +197,11 @@ int main(int argc, char** argv) {
                  "print the vhost-user back-end capabilities (JSON) and exit");
     std::vector<TableFlag> table_flags;
     add_table_flags(app, table_flags);
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return vnet::exit_status_of(app, e);
+    }
 
     try {
         vnet::control::Config config =
@@ -224,6 +231,6 @@ int main(int argc, char** argv) {
         // An error at start-up under systemd: filed as one (sd-daemon "<3>").
         std::fprintf(stderr, "%svnetd: %s\n", vnet::stderr_is_journal() ? "<3>" : "", e.what());
         tell_predecessor_why(table_flags, e.what());
-        return 1;
+        return vnet::kExitFailure;
     }
 }

@@ -9,12 +9,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <stdexcept>
+
+#include "common/log_levels.hpp"
 
 namespace vnet {
 namespace {
 
 std::mutex g_mutex;
 spdlog::level::level_enum g_level = spdlog::level::info;
+std::string g_level_name = "info";  // as given: spdlog calls warn "warning"
 
 spdlog::sink_ptr shared_sink() {
     static auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
@@ -95,10 +99,40 @@ Logger make_logger(const std::string& name) {
     return logger;
 }
 
+bool is_log_level(std::string_view level) {
+    // spdlog's from_str() reads any word it does not know as "off".
+    for (std::string_view known : {"trace", "debug", "info", "warn", "error", "critical", "off"}) {
+        if (level == known) {
+            return true;
+        }
+    }
+    return false;
+}
+
+std::string log_level_refusal(std::string_view what, std::string_view level) {
+    // Appended step by step: g++ 12 warns falsely on a chain of + here.
+    std::string text(what);
+    text += " must be one of ";
+    text += kLogLevels;
+    text += ", not '";
+    text += level;
+    text += "'";
+    return text;
+}
+
 void set_log_level(const std::string& level) {
+    if (!is_log_level(level)) {
+        throw std::invalid_argument(log_level_refusal("log level", level));
+    }
     std::lock_guard lock(g_mutex);
     g_level = spdlog::level::from_str(level);
+    g_level_name = level;
     spdlog::set_level(g_level);
+}
+
+std::string log_level() {
+    std::lock_guard lock(g_mutex);
+    return g_level_name;
 }
 
 }  // namespace vnet

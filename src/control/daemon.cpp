@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "control/config/option_table.hpp"
+#include "control/lifecycle/reload_summary.hpp"
 #include "control/privileges/privilege_drop.hpp"
 
 namespace vnet::control {
@@ -153,7 +154,7 @@ void Daemon::watch_signals() {
         }
         if (info.ssi_signo == SIGHUP) {
             try {
-                log_->info("SIGHUP: reloaded: {}", reload().dump());
+                log_->info("SIGHUP: reloaded the config: {}", reload_summary(reload()));
             } catch (const std::exception& e) {
                 log_->error("SIGHUP: {}", e.what());
             }

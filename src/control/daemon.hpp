@@ -125,6 +125,16 @@ private:
     void open_metrics_endpoint();
     // port.show (daemon_show.cpp): vnetctl show's dump of one port or all.
     nlohmann::json show_ports(const std::optional<std::string>& only);
+    // mac.flush (daemon_mac_flush.cpp): forgets learned MACs on the
+    // switches' workers; throws std::invalid_argument for an unknown switch
+    // or port, or a port on no (or another) switch.
+    nlohmann::json flush_macs(const std::optional<std::string>& switch_name,
+                              const std::optional<std::string>& port);
+    // log.level (daemon_log_level.cpp): every logger's level, set when given.
+    nlohmann::json change_log_level(const std::optional<std::string>& level);
+    // worker.list (daemon_workers.cpp): each worker's CPU, mode, queue
+    // pairs, switches, busy and idle time.
+    nlohmann::json list_workers();
     // port.set: ingress policing at run time, on the worker of the port's
     // queue pair 0 (a command between rounds).
     nlohmann::json set_port_policing(const std::string& name, std::optional<uint32_t> rate,

@@ -11,7 +11,9 @@
 #include "common/steady_clock.hpp"
 #include "control/daemon.hpp"
 #include "control/metrics/stats_report.hpp"
+#include "control/rpc/audited_control.hpp"
 #include "control/rpc/control_methods.hpp"
+#include "control/switches/port_membership_json.hpp"
 #include "dataplane/switch/mac_address.hpp"
 
 namespace vnet::control {
@@ -56,6 +58,7 @@ public:
                 factory != nullptr && factory->list_fields != nullptr) {
                 factory->list_fields(pc, p);
             }
+            add_membership_fields(pc, p);
             if (PortEntry* entry = d_.ports_.entry_named(pc.name);
                 entry != nullptr && entry->service) {
                 p["connections"] = entry->service->connections();
@@ -151,6 +154,17 @@ public:
         return out;
     }
 
+    nlohmann::json flush_macs(const std::optional<std::string>& switch_name,
+                              const std::optional<std::string>& port) override {
+        return d_.flush_macs(switch_name, port);
+    }
+
+    nlohmann::json log_level(const std::optional<std::string>& level) override {
+        return d_.change_log_level(level);
+    }
+
+    nlohmann::json list_workers() override { return d_.list_workers(); }
+
 private:
     // The switch named `only`, or every switch.
     std::vector<SwitchEntry*> selected(const std::optional<std::string>& only) {
@@ -202,7 +216,7 @@ void Daemon::open_control_socket() {
     if (config_.control_socket.empty()) {
         return;
     }
-    control_api_ = std::make_unique<DaemonControl>(*this);
+    control_api_ = std::make_unique<AuditedControl>(std::make_unique<DaemonControl>(*this), log_);
     add_control_methods(control_methods_, *control_api_);
     rpc::ControlServerOptions o;
     o.path = config_.control_socket;

@@ -8,6 +8,7 @@
 
 #include "control/config/option_table.hpp"
 #include "control/daemon.hpp"
+#include "control/metrics/build_info_family.hpp"
 #include "control/metrics/listen_address.hpp"
 #include "control/metrics/metrics_families.hpp"
 #include "control/metrics/process_metrics.hpp"
@@ -33,6 +34,7 @@ std::shared_ptr<MetricsCollector> Daemon::make_metrics_collector() {
         });
         return finished.wait_for(kScrapeWait) == std::future_status::ready;
     });
+    collector->add_source(&add_build_info_family);
     collector->add_source([this](MetricFamilies& out) {
         std::vector<PortMetricsView> views;
         for (PortEntry& p : ports_) {

@@ -5,6 +5,7 @@
 // relaxed atomics, read as the stats read them.
 #include "control/daemon.hpp"
 #include "control/metrics/stats_report.hpp"
+#include "control/switches/port_membership_json.hpp"
 
 namespace vnet::control {
 
@@ -24,9 +25,7 @@ nlohmann::json Daemon::show_ports(const std::optional<std::string>& only) {
         if (const PortConfig* peer = config_.peer_of(pc.name)) {
             j["peer"] = peer->name;
         }
-        if (!pc.switch_name.empty()) {
-            j["switch"] = pc.switch_name;
-        }
+        add_membership_fields(pc, j);
         if (entry->service) {
             entry->service->show(j);
         }

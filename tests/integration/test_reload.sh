@@ -95,6 +95,8 @@ write_config "busy_poll_us = 25" 1
 kill -HUP "$VNETD_PID"
 wait_for 10 "SIGHUP did not add vm1 and $T1" log_has "$WORK/vnetd.log" "SIGHUP: reloaded"
 [ "$(port_names)" = "vm0 $T0 extra vm1 $T1" ] || fail "ports after SIGHUP: $(port_names)"
+log_has "$WORK/vnetd.log" "SIGHUP: reloaded the config: added ports vm1, $T1; options busy_poll_us=25" ||
+    fail "SIGHUP's reload not logged in words: $(grep 'SIGHUP' "$WORK/vnetd.log")"
 check_equal "busy_poll_us after SIGHUP" "want=25" "stats=$(datapath busy_poll_us)"
 ip -n "$NS" link set "$T1" up || fail "$T1 (added by SIGHUP) is not in the netns"
 "$PKTGEN" --socket-path "$WORK/vm1.sock" --tx --count "$M" --rate 20000 --size 64 \

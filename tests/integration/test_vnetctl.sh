@@ -25,6 +25,13 @@
 #     than the documented 16 MiB bound (release builds; an ASan build's
 #     quarantine keeps freed memory); and vnetd then forwards M more
 #     frames, counted exactly;
+#   - the operator's verbs: `--json` after the subcommand, `stats PORT`,
+#     `log level` (read, set, a bad level refused), `worker list`, a port
+#     on a switch with its VLAN and allowed MACs in `port list`, `show` and
+#     JSON, `mac flush` after vnet-pktgen's frames were learned (and its
+#     unknown switch/port refusals), each change logged once with the uid;
+#   - `--version` and exit status 0/1/2 on vnetd, vnetctl, vnetd-cni and
+#     vnet-pktgen, with "did you mean" for a mistyped subcommand or flag;
 #   - a second vnetd given the same --control-socket fails to start,
 #     naming the path; one left at the default while another holds the
 #     default starts anyway, with a warning (two vnetd on a host must not
@@ -40,7 +47,39 @@ N=${VNET_TEST_FRAMES:-20000}  # at 5000 frames/s: 4 s with the front end attache
 . "$HERE/lib/common.sh"
 build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || skip "needs root (netns, tap)"
-need_built "$VNETD" "$VNETCTL" "$PKTGEN"
+need_built "$VNETD" "$VNETCTL" "$PKTGEN" "$CNI"
+
+# --- --version and exit status (docs/USAGE.md "Version and exit status"): no vnetd needed
+for prog in "$VNETD" "$VNETCTL" "$CNI" "$PKTGEN"; do
+    name=$(basename "$prog")
+    out=$("$prog" --version) || fail "$name --version: exit $?"
+    [[ "$out" =~ ^$name\ [0-9]+\.[0-9]+\.[0-9]+\ \(commit\ [^\)]+\)$ ]] || fail "$name --version: '$out'"
+    "$prog" --help >/dev/null || fail "$name --help: exit $?"
+    out=$("$prog" --no-such-flag 2>&1)
+    rc=$?
+    [ "$rc" = 2 ] || fail "$name --no-such-flag: exit $rc, expected 2: $out"
+done
+out=$("$VNETCTL" 2>&1)
+rc=$?
+[ "$rc" = 2 ] || fail "vnetctl alone: exit $rc: $out"
+out=$("$VNETCTL" prot list 2>&1)
+rc=$?
+[ "$rc" = 2 ] && [[ "$out" == *"unknown subcommand 'prot' (did you mean 'port'?)"* ]] ||
+    fail "vnetctl prot list: exit $rc: $out"
+out=$("$VNETCTL" log lvel 2>&1)
+[[ "$out" == *"unknown subcommand 'lvel' (did you mean 'level'?)"* ]] || fail "vnetctl log lvel: $out"
+out=$("$VNETD" --stats-intervl 5 2>&1)
+rc=$?
+[ "$rc" = 2 ] && [[ "$out" == *"unknown option '--stats-intervl' (did you mean '--stats-interval'?)"* ]] ||
+    fail "vnetd --stats-intervl: exit $rc: $out"
+out=$("$VNETD" --tap a --tap b --log-level loud 2>&1)
+rc=$?
+[ "$rc" = 1 ] && [ "$out" = "vnetd: log_level must be one of trace, debug, info, warn, error, critical, off, not 'loud'" ] ||
+    fail "vnetd --log-level loud: exit $rc: $out"
+"$CNI" --help | grep -q CNI_COMMAND || fail "vnetd-cni --help does not say how a runtime runs it"
+out=$(CNI_COMMAND=VERSION "$CNI" </dev/null) || fail "vnetd-cni VERSION: exit $?"
+[[ "$out" == *'"supportedVersions"'* ]] || fail "vnetd-cni without arguments left the CNI protocol: $out"
+echo "--version on 4 binaries; usage errors exit 2, failures 1"
 
 work_dir vnetctl
 NS=$(ns_name vctl)
@@ -59,8 +98,9 @@ ip -n "$NS" link set "$TAP" up || fail "$TAP up"
 read -r mode group < <(stat -c '%a %G' "$CTL") || fail "no socket at $CTL"
 [ "$mode" = 660 ] || fail "control socket mode $mode, expected 660"
 [ "$group" = daemon ] || fail "control socket group $group, expected daemon"
-[ "$(ctl version)" = "$(ctl --json version | python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')" ] ||
+[ "$(ctl version)" = "$(ctl --json version | python3 -c 'import json,sys; v = json.load(sys.stdin); print("vnetd %s (commit %s)" % (v["version"], v["commit"]))')" ] ||
     fail "vnetctl version and --json version disagree"
+[ "$(ctl version)" = "$("$VNETD" --version)" ] || fail "vnetctl version '$(ctl version)', vnetd --version '$("$VNETD" --version)'"
 
 # --- ports, with a front end attached
 bg_start --log "$WORK/pktgen.log" "$PKTGEN" --socket-path "$SOCK" --tx --count "$N" --rate 5000 \
@@ -72,10 +112,14 @@ import json, sys
 ports = {p["name"]: p for p in json.load(sys.stdin)}
 sys.exit(0 if ports["vm0"]["connections"] == 1 and ports["vm0"]["type"] == "vhost-user" else 1)'
 }
-wait_for 10 "vnetctl port list never showed vm0 connected" connected
-ctl port list >"$WORK/ports.txt" || fail "vnetctl port list"
-grep -qE "^vm0 +vhost-user +$SOCK +8 +$TAP +1$" "$WORK/ports.txt" ||
-    fail "port list table: $(cat "$WORK/ports.txt")"
+# The JSON and the table, both while the front end is attached (its N
+# frames take 4 s; on a loaded machine one look may come late).
+table_connected() {
+    ctl port list >"$WORK/ports.txt" &&
+        grep -qE "^vm0 +vhost-user +$SOCK +8 +$TAP +- +- +1$" "$WORK/ports.txt"
+}
+wait_until 10 eval "connected && table_connected" ||
+    fail "port list never showed vm0 connected; table: $(cat "$WORK/ports.txt")"
 
 # --- counters
 sum_stats() { # JSON-FILE PORT DIR -> packets summed over queues
@@ -245,6 +289,68 @@ more_sent() {
 }
 wait_until 20 more_sent || fail "after the hostile client: vm0 rx $(sum_stats "$WORK/live.json" vm0 rx), expected $((N + M))"
 ok "hostile client: -32600 for deep nesting, -32602 per wrong type, vnetctl in past 17 idle, RSS bounded, $M more frames forwarded"
+
+# --- the operator's verbs
+ctl port list --json | python3 -c 'import json,sys; assert {p["name"] for p in json.load(sys.stdin)} >= {"vm0"}' ||
+    fail "vnetctl port list --json"
+ctl stats vm0 >"$WORK/stats-vm0.txt" || fail "vnetctl stats vm0"
+grep -qE "^vm0 +0 +rx +$((N + M)) " "$WORK/stats-vm0.txt" || fail "stats vm0: $(cat "$WORK/stats-vm0.txt")"
+! grep -q "^$TAP " "$WORK/stats-vm0.txt" || fail "stats vm0 shows $TAP: $(cat "$WORK/stats-vm0.txt")"
+[ "$(ctl stats vm0 --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["ports"]))')" = 1 ] ||
+    fail "stats vm0 --json is not one port"
+expect_refused() { # EXPECTED-MESSAGE VNETCTL-ARGS...: exit 1 with exactly that message
+    local want=$1 out rc
+    shift
+    out=$(ctl "$@" 2>&1)
+    rc=$?
+    [ "$rc" = 1 ] && [ "$out" = "vnetctl: $want" ] || fail "vnetctl $*: exit $rc, '$out', expected 1, 'vnetctl: $want'"
+}
+expect_refused "no port named 'nope'" stats nope
+[ "$(ctl log level)" = info ] || fail "log level: $(ctl log level)"
+ctl log level debug >/dev/null || fail "log level debug"
+[ "$(ctl log level)" = debug ] || fail "log level after setting debug: $(ctl log level)"
+expect_refused "level must be one of trace, debug, info, warn, error, critical, off, not 'loud'" log level loud
+ctl log level info >/dev/null || fail "log level info"
+log_has_text "$WORK/vnetd.log" "control: uid 0 set the log level to debug (was info)" || fail "log level change not logged"
+ctl --json worker list >"$WORK/workers.json" || fail "worker list"
+python3 - "$WORK/workers.json" "$TAP" <<'PY' || fail "worker list: $(cat "$WORK/workers.json")"
+import json, sys
+workers = json.load(open(sys.argv[1]))
+qps = {(q["port"], q["queue_pair"]) for w in workers for q in w["queue_pairs"]}
+assert ("vm0", 0) in qps and (sys.argv[2], 0) in qps, qps
+assert all(w["mode"] == "adaptive" and 0 <= w["busy_share"] <= 1 for w in workers), workers
+PY
+ctl worker list | grep -qE "^ *0 +- +adaptive +vm0:0," || fail "worker list table: $(ctl worker list)"
+# A port on a switch: its VLAN and allowed MAC in list, show and JSON; its MAC learned and flushed.
+MAC=02:00:00:00:00:01
+ctl switch add s0 >/dev/null || fail "switch add s0"
+ctl port add vhost-user vm1 --socket-path "$WORK/vm1.sock" --queue-pairs 1 --switch s0 --vlan 10 \
+    --allowed-macs "$MAC" >/dev/null || fail "port add vm1"
+log_has_text "$WORK/vnetd.log" "control: uid 0 added port vm1 (vhost-user, switch s0, vlan 10, allowed_macs $MAC, socket_path $WORK/vm1.sock, queue_pairs 1)" ||
+    fail "port add not logged: $(grep 'control: ' "$WORK/vnetd.log")"
+ctl port list | grep -qE "^vm1 +vhost-user +$WORK/vm1.sock +1 +- +s0 vlan 10 +$MAC +0$" ||
+    fail "port list: $(ctl port list)"
+ctl show vm1 | grep -qx "  switch s0 vlan 10, allowed MACs $MAC" || fail "show vm1: $(ctl show vm1)"
+ctl port list --json | python3 -c '
+import json, sys
+p = next(p for p in json.load(sys.stdin) if p["name"] == "vm1")
+assert (p["switch"], p["vlan"], p["trunk"], p["allowed_macs"]) == ("s0", 10, [], [sys.argv[1]]), p' "$MAC" ||
+    fail "port list --json for vm1"
+"$PKTGEN" --socket-path "$WORK/vm1.sock" --tx --count 50 --rate 5000 --size 64 --src-mac "$MAC" \
+    --stats-interval 0 --connect-timeout 10 >"$WORK/pktgen-vm1.log" 2>&1 || fail "pktgen into vm1"
+learned() { ctl mac list | grep -qE "^s0 +10 +$MAC +vm1 "; }
+wait_until 5 learned || fail "vm1's MAC not learned: $(ctl mac list)"
+expect_refused "no switch named 'nope'" mac flush --switch nope
+expect_refused "no port named 'nope'" mac flush --port nope
+expect_refused "port 'vm0' is on no switch" mac flush --port vm0
+expect_refused "port 'vm1' is on switch 's0', not 's1'" mac flush --switch s1 --port vm1
+[ "$(ctl mac flush --port vm1)" = "1 MAC(s) flushed" ] || fail "mac flush --port vm1"
+[ "$(ctl --json mac list)" = "[]" ] || fail "MACs left after the flush: $(ctl mac list)"
+[ "$(ctl mac flush)" = "0 MAC(s) flushed" ] || fail "mac flush of empty tables"
+log_has_text "$WORK/vnetd.log" "control: uid 0 flushed 1 learned MAC(s) of port vm1" || fail "mac flush not logged"
+ctl port del vm1 >/dev/null && ctl switch del s0 >/dev/null || fail "port del vm1, switch del s0"
+log_has "$WORK/vnetd.log" "control: uid 0 removed switch s0" || fail "switch del not logged"
+ok "operator verbs: --json after the subcommand, stats PORT, log level, worker list, switch membership, mac flush, changes logged"
 
 # --- a second vnetd: the same explicit path fails, the default only warns
 out=$(timeout 10 "$VNETD" --null --socket-path "$WORK/vm2.sock" --control-socket "$CTL" 2>&1) &&

@@ -11,6 +11,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "common/did_you_mean.hpp"
 #include "control/config/option_table.hpp"
 #include "control/config/value_parsers.hpp"
 #include "dataplane/switch/switch_core.hpp"
@@ -395,7 +396,14 @@ void apply_setting(OptionScope scope, const std::string& where, std::string_view
                    std::string_view text, Config& config, PortConfig* port) {
     const OptionSpec* option = find_option(scope, key);
     if (option == nullptr) {
-        throw std::invalid_argument(where + ": unknown key '" + std::string(key) + "'");
+        std::vector<std::string_view> keys;
+        for (const OptionSpec& o : option_table()) {
+            if (o.scope == scope) {
+                keys.push_back(o.key);
+            }
+        }
+        throw std::invalid_argument(where + ": unknown key '" + std::string(key) + "'" +
+                                    did_you_mean(key, keys));
     }
     try {
         option->set(config, port, text);
@@ -455,7 +463,8 @@ Config parse_root(const toml::table& root) {
             key != "switch") {
             throw std::invalid_argument(
                 "unknown key '" + std::string(key) +
-                "' (tables: [daemon], [datapath], [[switch]], [[port]], [[connect]])");
+                "' (tables: [daemon], [datapath], [[switch]], [[port]], [[connect]])" +
+                did_you_mean(key, {"daemon", "datapath", "switch", "port", "connect"}));
         }
     }
     if (const toml::table* d = root["daemon"].as_table()) {

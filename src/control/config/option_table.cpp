@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "common/log_levels.hpp"
 #include "control/config/value_parsers.hpp"
 #include "dataplane/switch/mac_address.hpp"
 #include "io/packet_batch.hpp"
@@ -480,7 +481,12 @@ constexpr std::array kOptions = {
                "trace, debug, info, warn, error, off",
                {},
                false,
-               [](Config& c, PortConfig*, std::string_view t) { c.log_level = t; },
+               [](Config& c, PortConfig*, std::string_view t) {
+                   if (!is_log_level(t)) {
+                       throw std::invalid_argument(log_level_refusal("log_level", t));
+                   }
+                   c.log_level = t;
+               },
                [](const Config& c, const PortConfig*) { return c.log_level; }},
     OptionSpec{
         "stats_interval_s", OptionScope::daemon, std::nullopt, "N",

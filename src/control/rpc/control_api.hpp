@@ -49,6 +49,15 @@ public:
                                     bool add) = 0;
     virtual nlohmann::json list_switches(const std::optional<std::string>& only) = 0;
     virtual nlohmann::json list_macs(const std::optional<std::string>& only) = 0;
+    // Forgets the learned MACs of every switch, of `switch_name`'s, or of
+    // the port `port` only; {"flushed": N}.
+    virtual nlohmann::json flush_macs(const std::optional<std::string>& switch_name,
+                                      const std::optional<std::string>& port) = 0;
+    // Every logger's level: set to `level` when given; {"level": the level now}.
+    virtual nlohmann::json log_level(const std::optional<std::string>& level) = 0;
+    // Each worker: its CPU, mode, the queue pairs and switches it runs, its
+    // busy and idle time.
+    virtual nlohmann::json list_workers() = 0;
 };
 
 }  // namespace vnet::control

@@ -1,23 +1,59 @@
 #include "control/rpc/control_methods.hpp"
 
+#include "common/build_info.hpp"
 #include "control/lifecycle/lifecycle_methods.hpp"
+#include "control/lifecycle/log_level_methods.hpp"
 #include "control/ports/port_methods.hpp"
 #include "control/rpc/method_helpers.hpp"
+#include "control/switches/mac_flush_methods.hpp"
 #include "control/switches/switch_methods.hpp"
+#include "control/workers/worker_methods.hpp"
 
 namespace vnet::control {
 
 using nlohmann::json;
 
+namespace {
+
+// The stats with the one port named `port` left in "ports".
+json only_port(json stats, const std::string& port) {
+    json kept = json::array();
+    if (stats.is_object() && stats["ports"].is_array()) {
+        for (json& p : stats["ports"]) {
+            if (p.value("name", "") == port) {
+                kept.push_back(std::move(p));
+            }
+        }
+    }
+    if (kept.empty()) {
+        throw rpc::RpcError(rpc::ErrorCode::refused, "no port named '" + port + "'");
+    }
+    stats["ports"] = std::move(kept);
+    return stats;
+}
+
+}  // namespace
+
 void add_control_methods(rpc::MethodTable& table, ControlApi& api) {
-    table.add("version", "vnetd's version", kNoParams, [](const json&) {
-        return json{{"version", VNET_VERSION}};
-    });
-    table.add("stats", "every port's counters by queue and direction, as the stats file has them",
-              kNoParams, [&api](const json&) { return api.stats(); });
+    table.add("version", "vnetd's version and the commit it was built from", kNoParams,
+              [](const json&) {
+                  return json{{"version", build_info::version()}, {"commit", build_info::commit()}};
+              });
+    table.add("stats",
+              "every port's counters by queue and direction, as the stats file has them; "
+              "{port?}: that port's only",
+              rpc::ParamSchema({{"port", rpc::ParamType::string}}), [&api](const json& params) {
+                  const std::optional<std::string> port =
+                      rpc::optional_string_param(params, "port");
+                  json all = api.stats();
+                  return port ? only_port(std::move(all), *port) : all;
+              });
     add_port_methods(table, api);
     add_lifecycle_methods(table, api);
     add_switch_methods(table, api);
+    add_mac_flush_methods(table, api);
+    add_worker_methods(table, api);
+    add_log_level_methods(table, api);
 }
 
 }  // namespace vnet::control

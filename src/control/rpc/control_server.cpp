@@ -46,10 +46,15 @@ void ControlServer::hand_over_listener() {
 
 namespace {
 
-bool peer_is_root(int fd) {
+// The client's credentials as they were when it connected; none if the
+// kernel would not say (then it is no root either).
+std::optional<Caller> peer_credentials(int fd) {
     ucred cred{};
     socklen_t len = sizeof cred;
-    return ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == 0;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+        return std::nullopt;
+    }
+    return Caller{cred.uid, cred.pid};
 }
 
 }  // namespace
@@ -86,14 +91,15 @@ void ControlServer::on_listen_ready() {
             }
             return;
         }
-        const bool root = peer_is_root(fd.get());
-        if (!make_room(root)) {
+        const std::optional<Caller> caller = peer_credentials(fd.get());
+        if (!make_room(caller && caller->uid == 0)) {
             log_->warn("refused a control client: {} already connected, none of them idle",
                        options_.max_clients);
             continue;  // `fd` closes: the client sees EOF
         }
         auto client = std::make_unique<Client>();
         client->fd = std::move(fd);
+        client->caller = caller;
         client->last_active = Clock::now();
         Client* c = client.get();
         clients_.push_back(std::move(client));
@@ -152,6 +158,7 @@ void ControlServer::read_requests(Client& client) {
                 continue;  // blank lines are not requests
             }
             client.last_active = Clock::now();
+            const CallerScope scope(client.caller);
             if (auto response = methods_.handle_line(line)) {
                 client.output += *response;
                 client.output += '\n';

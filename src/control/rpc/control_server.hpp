@@ -24,6 +24,7 @@
 
 #include "common/log.hpp"
 #include "common/unique_fd.hpp"
+#include "control/rpc/caller.hpp"
 #include "control/rpc/method_table.hpp"
 #include "io/reactor.hpp"
 #include "io/unix_listener.hpp"
@@ -71,6 +72,7 @@ private:
     using Clock = std::chrono::steady_clock;
     struct Client {
         UniqueFd fd;
+        std::optional<Caller> caller;  // SO_PEERCRED at connect
         std::string input;
         std::string output;
         size_t output_head = 0;

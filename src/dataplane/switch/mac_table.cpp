@@ -87,6 +87,11 @@ void MacTable::forget_member(uint16_t member) {
     }
 }
 
+void MacTable::forget_all() {
+    std::fill(slots_.begin(), slots_.end(), Slot{});
+    size_ = 0;
+}
+
 // Backward-shift deletion (Knuth 6.4, Algorithm R): no tombstones, so a
 // table that learns and ages forever never fills up with dead slots.
 void MacTable::erase_at(size_t i) {

@@ -73,6 +73,8 @@ public:
     void age(uint64_t now);
     // Forgets the entries of `member` (a port left the switch); not counted as aged.
     void forget_member(uint16_t member);
+    // Forgets every entry (vnetctl mac flush); not counted as aged.
+    void forget_all();
 
     uint32_t size() const { return size_; }
     uint32_t max_entries() const { return max_entries_; }

@@ -82,6 +82,20 @@ const ports::Port* SwitchDatapath::member_port(uint16_t member) const {
     return member < members_.size() ? members_[member].port : nullptr;
 }
 
+uint32_t SwitchDatapath::forget_macs(const ports::Port* port) {
+    MacTable& table = core_.mac_table();
+    const uint32_t before = table.size();
+    if (port == nullptr) {
+        table.forget_all();
+    }
+    for (uint16_t m = 0; port != nullptr && m < members_.size(); ++m) {
+        if (members_[m].port == port) {
+            table.forget_member(m);
+        }
+    }
+    return before - table.size();
+}
+
 bool SwitchDatapath::detach(const ports::Port& port) {
     auto it = std::find_if(members_.begin(), members_.end(),
                            [&](const Member& m) { return m.port == &port; });

@@ -92,6 +92,9 @@ public:
     // False if it was no member.
     bool detach(const ports::Port& port);
     bool has_member(const ports::Port& port) const;
+    // Forgets the learned MACs of every member, or of `port` only (nothing
+    // if it is no member); how many were forgotten.
+    uint32_t forget_macs(const ports::Port* port);
 
     // `now_ns` is the worker's round clock (steady_now_ns() as the last
     // round ended or the worker woke, one read shared by the whole round;

@@ -254,6 +254,9 @@ wait_for() {
 
 # log_has FILE ERE: a line of FILE matches ERE.
 log_has() { grep -qE -- "$2" "$1" 2>/dev/null; }
+# log_has_text FILE TEXT: a line of FILE holds TEXT as it is (no regex:
+# for log lines with parentheses, dots, brackets).
+log_has_text() { grep -qF -- "$2" "$1" 2>/dev/null; }
 
 # log_count FILE ERE N: at least N lines of FILE match ERE.
 log_count() { [ "$(grep -cE -- "$2" "$1" 2>/dev/null)" -ge "$3" ]; }

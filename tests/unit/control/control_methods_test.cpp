@@ -62,7 +62,7 @@ struct MethodCase {
 const std::vector<MethodCase>& method_cases() {
     static const std::vector<MethodCase> cases = {
         {"version", json::object(), {}},
-        {"stats", json::object(), {}},
+        {"stats", json::object(), {{"port", ParamType::string}}},
         {"port.list", json::object(), {}},
         {"reload", json::object(), {}},
         {"port.show", json::object(), {{"name", ParamType::string}}},
@@ -86,6 +86,9 @@ const std::vector<MethodCase>& method_cases() {
          {{"switch", ParamType::string}, {"address", ParamType::string}}},
         {"switch.list", json::object(), {{"switch", ParamType::string}}},
         {"mac.list", json::object(), {{"switch", ParamType::string}}},
+        {"mac.flush", json::object(), {{"switch", ParamType::string}, {"port", ParamType::string}}},
+        {"log.level", json::object(), {{"level", ParamType::string}}},
+        {"worker.list", json::object(), {}},
     };
     return cases;
 }
@@ -215,6 +218,47 @@ TEST_F(ControlMethodsTest, what_the_api_refuses_comes_back_as_refused_with_its_r
               "port 'x': type must be vhost-user, tap, null or vxlan, not 'floppy'");
     EXPECT_EQ(call("port.set", {{"name", "x"}})["error"]["message"],
               "nothing to set: give ingress_policing_rate and/or ingress_policing_burst");
+}
+
+TEST_F(ControlMethodsTest, mac_flush_passes_its_switch_and_port) {
+    EXPECT_EQ(call("mac.flush", json::object())["result"], json({{"flushed", 3}}));
+    EXPECT_TRUE(call("mac.flush", {{"switch", "s0"}}).contains("result"));
+    EXPECT_TRUE(call("mac.flush", {{"switch", "s0"}, {"port", "vm1"}}).contains("result"));
+    EXPECT_EQ(api.calls,
+              (std::vector<std::string>{"flush_macs switch=* port=*", "flush_macs switch=s0 port=*",
+                                        "flush_macs switch=s0 port=vm1"}));
+}
+
+TEST_F(ControlMethodsTest, log_level_takes_only_a_level_it_knows) {
+    EXPECT_EQ(call("log.level", json::object())["result"], json({{"level", "info"}}));
+    EXPECT_EQ(call("log.level", {{"level", "debug"}})["result"], json({{"level", "debug"}}));
+    api.calls.clear();
+    const json r = call("log.level", {{"level", "loud"}});
+    EXPECT_EQ(r["error"]["code"], -32602);
+    EXPECT_EQ(r["error"]["message"],
+              "level must be one of trace, debug, info, warn, error, critical, off, not 'loud'");
+    EXPECT_TRUE(api.calls.empty());
+}
+
+TEST_F(ControlMethodsTest, stats_of_one_port_keeps_that_port_only) {
+    struct StatsApi final : RecordingControlApi {
+        nlohmann::json stats() override {
+            return {{"seconds", 1.5}, {"ports", {{{"name", "vm0"}}, {{"name", "tap0"}}}}};
+        }
+    };
+    StatsApi stats_api;
+    rpc::MethodTable t;
+    add_control_methods(t, stats_api);
+    auto ask = [&](const json& params) {
+        const json request{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "stats"}, {"params", params}};
+        return json::parse(*t.handle_line(request.dump()));
+    };
+    EXPECT_EQ(ask(json::object())["result"]["ports"].size(), 2u);
+    EXPECT_EQ(ask({{"port", "tap0"}})["result"],
+              json({{"seconds", 1.5}, {"ports", {{{"name", "tap0"}}}}}));
+    const json r = ask({{"port", "nope"}});
+    EXPECT_EQ(r["error"]["code"], -32000);
+    EXPECT_EQ(r["error"]["message"], "no port named 'nope'");
 }
 
 }  // namespace

@@ -49,14 +49,14 @@ ports = ["vm0", "t0"]
 TEST(OptionTable, an_unknown_datapath_key_names_the_key_and_the_file) {
     std::string path;
     std::string error = load_error(std::string("[datapath]\ntx_bach = 32\n") + kTwoPorts, &path);
-    EXPECT_EQ(error, path + ": [datapath]: unknown key 'tx_bach'");
+    EXPECT_EQ(error, path + ": [datapath]: unknown key 'tx_bach' (did you mean 'tx_batch'?)");
 }
 
 TEST(OptionTable, an_unknown_port_key_names_the_port_the_key_and_the_file) {
     std::string path;
     std::string error = load_error(
         "[[port]]\nname = \"vm0\"\ntype = \"vhost-user\"\nsockt_path = \"/tmp/x\"\n", &path);
-    EXPECT_EQ(error, path + ": port 'vm0': unknown key 'sockt_path'");
+    EXPECT_EQ(error, path + ": port 'vm0': unknown key 'sockt_path' (did you mean 'socket_path'?)");
 }
 
 TEST(OptionTable, an_unknown_table_and_a_daemon_key_are_errors_too) {
@@ -64,7 +64,7 @@ TEST(OptionTable, an_unknown_table_and_a_daemon_key_are_errors_too) {
     std::string error = load_error("[datapth]\ntx_batch = 1\n", &path);
     EXPECT_EQ(error, path +
                          ": unknown key 'datapth' (tables: [daemon], [datapath], [[switch]], "
-                         "[[port]], [[connect]])");
+                         "[[port]], [[connect]]) (did you mean 'datapath'?)");
     error = load_error("[daemon]\nlog = \"info\"\n", &path);
     EXPECT_EQ(error, path + ": [daemon]: unknown key 'log'");
     error =

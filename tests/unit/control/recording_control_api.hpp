@@ -14,7 +14,7 @@
 
 namespace vnet::control {
 
-class RecordingControlApi final : public ControlApi {
+class RecordingControlApi : public ControlApi {
 public:
     std::vector<std::string> calls;
 
@@ -58,6 +58,16 @@ public:
     nlohmann::json list_macs(const std::optional<std::string>& only) override {
         return record("list_macs " + only.value_or("*"));
     }
+    nlohmann::json flush_macs(const std::optional<std::string>& switch_name,
+                              const std::optional<std::string>& port) override {
+        record("flush_macs switch=" + switch_name.value_or("*") + " port=" + port.value_or("*"));
+        return nlohmann::json{{"flushed", 3}};
+    }
+    nlohmann::json log_level(const std::optional<std::string>& level) override {
+        record("log_level " + level.value_or("?"));
+        return nlohmann::json{{"level", level.value_or("info")}};
+    }
+    nlohmann::json list_workers() override { return record("list_workers"); }
 
 private:
     nlohmann::json record(std::string line) {

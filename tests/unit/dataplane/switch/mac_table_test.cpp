@@ -148,5 +148,21 @@ TEST(MacTable, forgetting_a_member_keeps_the_others_findable) {
     EXPECT_EQ(c.snapshot().aged, 0u);
 }
 
+TEST(MacTable, forgetting_all_empties_it_and_it_learns_again) {
+    SwitchCounters c;
+    MacTable t(1024, 300 * kSecond, c);
+    for (uint16_t i = 0; i < 100; ++i) {
+        t.learn(mac(i), 1, i % 3, 0);
+    }
+    t.forget_all();
+    EXPECT_EQ(t.size(), 0u);
+    for (uint16_t i = 0; i < 100; ++i) {
+        EXPECT_EQ(t.lookup(mac(i), 1, 0), MacTable::kUnknown) << i;
+    }
+    EXPECT_EQ(c.snapshot().aged, 0u);
+    EXPECT_TRUE(t.learn(mac(7), 1, 2, 0));
+    EXPECT_EQ(t.lookup(mac(7), 1, 0), 2u);
+}
+
 }  // namespace
 }  // namespace vnet::dataplane::switching

@@ -588,5 +588,28 @@ TEST(SwitchDatapath, a_worker_runs_its_switch_and_attaches_ports_between_rounds)
     worker.stop();
 }
 
+TEST(SwitchDatapath, forgetting_macs_of_one_member_or_all_of_them) {
+    Rig r(3);
+    for (size_t i = 0; i < 3; ++i) {
+        r.attach(i);
+    }
+    r[0].queue(frame(kBroadcast, mac(1)));
+    r[1].queue(frame(kBroadcast, mac(2)));
+    r[1].queue(frame(kBroadcast, mac(3)));
+    r[2].queue(frame(kBroadcast, mac(4)));
+    r.sw->run_turn(g_now);
+    ASSERT_EQ(r.sw->core().mac_table().size(), 4u);
+    EXPECT_EQ(r.sw->forget_macs(r.port[1].get()), 2u);
+    EXPECT_EQ(r.sw->core().mac_table().size(), 2u);
+    SwitchTestPort stranger("p9");
+    EXPECT_EQ(r.sw->forget_macs(&stranger), 0u);  // no member: nothing
+    EXPECT_EQ(r.sw->forget_macs(nullptr), 2u);
+    EXPECT_EQ(r.sw->core().mac_table().size(), 0u);
+    // Unknown again: the next frame to mac(1) floods.
+    r[2].queue(frame(mac(1), mac(4)));
+    r.sw->run_turn(g_now);
+    EXPECT_EQ(r.sw->core().counters().snapshot().flooded, 5u);
+}
+
 }  // namespace
 }  // namespace vnet::dataplane::switching
