@@ -45,10 +45,10 @@ TEST(AnswerTables, port_list_has_the_switch_columns) {
     print_ports(ports);
     EXPECT_EQ(testing::internal::GetCapturedStdout(),
               "port  type        where                queue pairs  peer  switch      allowed macs "
-              "     connections\n"
-              "vm1   vhost-user  /run/vnetd/vm1.sock  1            -     s0 vlan 10  "
-              "02:00:00:00:00:01  1\n"
-              "t0    tap         t0                   1            -     -           -            "
+              "      connections\n"
+              "vm1   vhost-user  /run/vnetd/vm1.sock            1  -     s0 vlan 10  "
+              "02:00:00:00:00:01            1\n"
+              "t0    tap         t0                             1  -     -           -            "
               "      -\n");
 }
 
@@ -74,9 +74,9 @@ TEST(AnswerTables, worker_list_has_queue_pairs_switches_and_busy_share) {
     testing::internal::CaptureStdout();
     print_workers(workers);
     EXPECT_EQ(testing::internal::GetCapturedStdout(),
-              "worker  cpu  mode      queue pairs    switches  busy %  busy s  idle s\n"
-              "0       2    adaptive  vm0:0,vm1:0    s0        25.0    1.250   3.750\n"
-              "1       -    poll      -              -         0.0     0.000   0.000\n");
+              "worker  cpu  mode      queue pairs  switches  busy %  busy s  idle s\n"
+              "     0    2  adaptive  vm0:0,vm1:0  s0          25.0   1.250   3.750\n"
+              "     1  -    poll      -            -            0.0   0.000   0.000\n");
 }
 
 }  // namespace

@@ -84,6 +84,7 @@ TEST(ShowText, a_connected_vm_port_has_every_section_in_order) {
     const std::string text = dump(a_connected_vm_port());
     const std::vector<std::string> in_order = {
         "Port vm0 (vhost-user, 1 queue pair, switch s0)\n",
+        "  switch s0, allowed MACs any\n",
         "  socket /run/vnetd/vm0.sock (server), connected\n",
         "  features 0x100008000\n    VIRTIO_NET_F_MRG_RXBUF\n    VIRTIO_F_VERSION_1\n",
         "  protocol features 0x8\n    VHOST_USER_PROTOCOL_F_REPLY_ACK\n",
