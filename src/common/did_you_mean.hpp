@@ -9,8 +9,9 @@
 
 namespace vnet {
 
-// Levenshtein distance: single-character insertions, deletions and
-// substitutions.
+// Edits from one word to the other: single-character insertions,
+// deletions, substitutions and swaps of neighbours ("prot" for "port";
+// the optimal string alignment distance).
 size_t edit_distance(std::string_view a, std::string_view b);
 
 // The candidate nearest to `word`, if near enough to be a typo of it (at
