@@ -17,6 +17,8 @@ build_packages=(
     # sd_notify (libsystemd); --user/--group keep CAP_NET_ADMIN through libcap-ng;
     # vnetd-cni's rtnetlink
     libsystemd-dev libcap-ng-dev libnl-route-3-dev
+    # the release build is the Debian package's (debian/, dpkg-buildpackage)
+    dpkg-dev debhelper
 )
 # scripts/demo.sh: its report and host-side sender are Python, its hosts are
 # namespaces joined by veth and the kernel's VXLAN (ip).
@@ -43,6 +45,9 @@ test_packages=(
     containernetworking-plugins
     # a real runtime on vnetd-cni (test_cni_podman.sh): runc, because crun 1.8 refuses hybrid cgroups
     podman runc
+    # the package's checks (test_package), and a Debian 12 root booted under
+    # a real systemd with the package in it (test_systemd_package)
+    lintian debootstrap systemd-container
 )
 
 packages=("${build_packages[@]}")

@@ -85,12 +85,24 @@ test_deps_log=$(mktemp)
 bash scripts/install-deps.sh >"$test_deps_log" 2>&1 &
 test_deps_pid=$!
 
-# The release build leaves the unit tests out: they run under ASan+UBSan,
-# which checks everything a release run of them would and more.
-phase "build (release, -Werror)"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVNET_WERROR=ON -DVNET_UNIT_TESTS=OFF \
-      "${lines_only[@]}" >/dev/null
-ninja -C build -j"$jobs"
+# The release build is the Debian packages' build: debian/rules configures
+# build/ with warnings as errors, line tables only and without the unit
+# tests (they run under ASan+UBSan, which checks everything a release run
+# of them would and more), so the integration tests run against build/ and
+# the package tests get the .deb files, in build/deb, from one compile.
+phase "build (release, -Werror) and the Debian packages"
+deb_log=$(mktemp)
+dpkg-buildpackage -us -uc -b -j"$jobs" >"$deb_log" 2>&1 || {
+    tail -n 60 "$deb_log"
+    echo "test.sh: dpkg-buildpackage failed (its log: $deb_log)" >&2
+    exit 1
+}
+grep -E '^dpkg-(deb|buildpackage): ' "$deb_log"
+# dpkg-buildpackage writes them beside the source tree.
+mkdir -p build/deb
+for f in ../vnetd{,-cni}{,-dbgsym}_*.{deb,ddeb} ../vnetd_*.{buildinfo,changes}; do
+    if [ -e "$f" ]; then mv "$f" build/deb/; fi
+done
 
 phase "install test dependencies (the rest of it)"
 if ! wait "$test_deps_pid"; then

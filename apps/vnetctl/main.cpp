@@ -11,9 +11,11 @@
 #include <utility>
 #include <vector>
 
+#include "cli_docs/cli_docs.hpp"
 #include "commands.hpp"
 #include "common/build_info.hpp"
 #include "common/cli_exit.hpp"
+#include "generated_docs.hpp"
 #include "rpc_client/control_client.hpp"
 
 namespace {
@@ -74,6 +76,9 @@ int main(int argc, char** argv) {
             parent->add_subcommand(std::string(row.path.substr(space + 1)), std::string(row.help));
         commands.emplace_back(sub, row.make());
         commands.back().second->declare(*sub);
+    }
+    if (const auto doc = vnet::cli_docs::requested_doc(argc, argv)) {
+        return vnet::vnetctl::print_generated_doc(*doc, app);  // the build's man page
     }
     try {
         app.parse(argc, argv);

@@ -18,12 +18,14 @@
 
 #include "common/build_info.hpp"
 #include "common/cli_exit.hpp"
+#include "cli_docs/cli_docs.hpp"
 #include "common/log.hpp"
 #include "common/log_format.hpp"
 #include "control/config/config.hpp"
 #include "control/config/option_table.hpp"
 #include "control/daemon.hpp"
 #include "control/lifecycle/upgrade/handover_link.hpp"
+#include "generated_docs.hpp"
 
 namespace {
 
@@ -197,6 +199,9 @@ int main(int argc, char** argv) {
                  "print the vhost-user back-end capabilities (JSON) and exit");
     std::vector<TableFlag> table_flags;
     add_table_flags(app, table_flags);
+    if (const auto doc = vnet::cli_docs::requested_doc(argc, argv)) {
+        return vnet::vnetd::print_generated_doc(*doc, app);  // the build's man pages
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -39,6 +39,8 @@ expected_files() { # PREFIX
         "$1/$LIBDIR/vnetd/bpf/xdp_redirect.bpf.o" "$1/$LIBDIR/vnetd/bpf/tc_redirect.bpf.o" \
         "$1/lib/systemd/system/vnetd.service" \
         "$1/share/qemu/vhost-user/50-vnetd.json" "$1/share/doc/vnetd/examples/vnetd.toml" \
+        "$1/share/man/man8/vnetd.8" "$1/share/man/man8/vnetctl.8" "$1/share/man/man5/vnetd.toml.5" \
+        "$1/share/bash-completion/completions/vnetd" "$1/share/bash-completion/completions/vnetctl" \
         "$1/share/doc/vnetd/examples/prometheus/vnetd.rules.yml" | sort
 }
 
