@@ -97,19 +97,19 @@ bg_start --log "$WORK/console.log" env SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 \
 NSPAWN_PID=$BG_PID
 fail_log "$WORK/console.log" 40
 track "$NSPAWN_PID" TERM 20
-# The container's init (LEADER): systemd-nspawn's grandchild (its child is
-# a second systemd-nspawn that makes the namespaces), systemd in a pid
-# namespace other than ours: in_ct must never run a command on the host.
+# The container's init (LEADER): systemd in a pid namespace other than
+# ours, whose parent is this container's systemd-nspawn (the one that made
+# the namespaces, a fork of the one started here): in_ct must never run a
+# command on the host.
 container_init() {
-    local child init
-    for child in $(pgrep -P "$NSPAWN_PID"); do
-        for init in $(pgrep -P "$child"); do
-            if [ "$(cat "/proc/$init/comm" 2>/dev/null)" = systemd ] &&
-                [ "$(readlink "/proc/$init/ns/pid")" != "$(readlink /proc/self/ns/pid)" ]; then
-                LEADER=$init
-                return 0
-            fi
-        done
+    local init parent
+    for init in $(pgrep -x systemd); do
+        parent=$(ps -o ppid= -p "$init" | tr -d ' ')
+        if [ "$(readlink "/proc/$init/ns/pid")" != "$(readlink /proc/self/ns/pid)" ] &&
+            tr '\0' ' ' <"/proc/$parent/cmdline" 2>/dev/null | grep -q -- "--machine $MACHINE "; then
+            LEADER=$init
+            return 0
+        fi
     done
     return 1
 }
@@ -160,12 +160,13 @@ pid_changed() {
 
 # every_path: every path of the container's file systems (/ and /run) but
 # the package manager's, systemd's and the logs' own books, which an
-# install and a purge rightly change.
+# install and a purge rightly change (and agetty's, made whenever the
+# console's getty starts).
 every_path() {
     in_ct find / /run -xdev \( -path /proc -o -path /sys -o -path /dev -o -path /tmp \
         -o -path /var/tmp -o -path /var/log -o -path /var/cache -o -path /var/lib/apt \
         -o -path /var/lib/dpkg -o -path /run/systemd -o -path /run/user -o -path /run/log \
-        -o -path /run/lock \) -prune -o -print | sort
+        -o -path /run/lock -o -path /run/agetty.reload \) -prune -o -print | sort
 }
 every_path >"$WORK/paths-before-install.txt"
 
@@ -174,7 +175,7 @@ every_path >"$WORK/paths-before-install.txt"
 # policy-rc.d says "not now" to the package's start on install, so that the
 # start below is the test's; the unit is enabled all the same.
 in_ct sh -c 'printf "#!/bin/sh\nexit 101\n" >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d'
-in_ct apt-get install -y -q --no-download "/mnt/deb/$(basename "$DEB")" >"$WORK/apt.log" 2>&1 ||
+in_ct apt-get install -y -q "/mnt/deb/$(basename "$DEB")" >"$WORK/apt.log" 2>&1 ||
     { fail_log "$WORK/apt.log"; fail "apt-get install ./$(basename "$DEB") failed"; }
 in_ct rm /usr/sbin/policy-rc.d
 [ "$(in_ct systemctl is-enabled vnetd)" = enabled ] || fail "the unit is not enabled after install"
@@ -258,7 +259,9 @@ ok "upgrade: MainPID $OLD_PID -> $NEW_PID, still active"
 
 in_ct systemctl stop vnetd || fail "systemctl stop failed"
 transcript "stop"
-[ "$(unit ActiveState)" = inactive ] || fail "stop: the unit is $(unit ActiveState)"
+[ "$(unit ActiveState)" = inactive ] ||
+    fail "stop: the unit is $(unit ActiveState) ($(unit Result)); its journal:
+$(in_ct journalctl -u vnetd --no-pager -n 25 -o short-monotonic)"
 [ "$(unit Result)" = success ] || fail "stop: Result=$(unit Result)"
 [ -z "$(in_ct pidof vnetd)" ] || fail "stop: a vnetd is left: $(in_ct pidof vnetd)"
 [ "$(in_ct pidof vnet-pktgen)" = "$FRONT_END" ] || fail "stop: the front end went too"
