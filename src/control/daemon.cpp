@@ -14,6 +14,22 @@
 #include "control/privileges/privilege_drop.hpp"
 
 namespace vnet::control {
+namespace {
+
+// While it lives, the tables' changes are one batch: table_changed saves
+// nothing, the batch's end does.
+class BatchOfChanges {
+public:
+    explicit BatchOfChanges(bool& under_way) : under_way_(under_way) { under_way_ = true; }
+    ~BatchOfChanges() { under_way_ = false; }
+    BatchOfChanges(const BatchOfChanges&) = delete;
+    BatchOfChanges& operator=(const BatchOfChanges&) = delete;
+
+private:
+    bool& under_way_;
+};
+
+}  // namespace
 
 Daemon::Daemon(Config config, std::function<Config()> reread)
     : config_(std::move(config)),
@@ -22,7 +38,16 @@ Daemon::Daemon(Config config, std::function<Config()> reread)
       run_state_(log_, config_.state_file),
       upgrader_(log_),
       control_queue_(reactor_),
-      switches_({.config = config_, .log = log_, .workers = workers_, .placement = placement_}),
+      switches_({.config = config_,
+                 .log = log_,
+                 .workers = workers_,
+                 .placement = placement_,
+                 .service_of =
+                     [this](const std::string& port) {
+                         PortEntry* entry = ports_.entry_named(port);
+                         return entry == nullptr ? nullptr : entry->service.get();
+                     },
+                 .changed = [this] { table_changed(); }}),
       ports_({.config = config_,
               .log = log_,
               .reactor = reactor_,
@@ -33,7 +58,8 @@ Daemon::Daemon(Config config, std::function<Config()> reread)
               .handed_over =
                   [this](const PortConfig& pc) {
                       return takeover_ ? takeover_->fds_for(pc) : nullptr;
-                  }}),
+                  },
+              .changed = [this] { table_changed(); }}),
       metrics_(make_metrics_collector()) {
     config_.validate();
     if (config_.takeover_fd >= 0) {  // upgrade in place: the fds of the vnetd we replace
@@ -88,7 +114,11 @@ void Daemon::add_port(PortConfig pc, const std::string& peer) {
 }
 
 nlohmann::json Daemon::reload() {
-    nlohmann::json done = reloader_.reload(*this);
+    nlohmann::json done;
+    {
+        BatchOfChanges batch(batch_under_way_);
+        done = reloader_.reload(*this);
+    }
     save_run_state();  // a port of the file may have been a run-time one's peer
     return done;
 }
@@ -260,7 +290,15 @@ void Daemon::save_run_state() {
     }
 }
 
+void Daemon::table_changed() {
+    if (!batch_under_way_) {
+        save_run_state();
+    }
+}
+
+// Not saved after: an item that failed stays in the file for the next start.
 void Daemon::restore_run_state() {
+    BatchOfChanges batch(batch_under_way_);
     run_state_.restore(config_, {[this](const SwitchConfig& sc) { add_switch(sc); },
                                  [this](PortConfig pc, const std::string& peer) {
                                      add_port(std::move(pc), peer);

@@ -26,6 +26,7 @@
 #include "control/metrics/metrics.hpp"
 #include "control/ports/port_factory.hpp"
 #include "control/ports/port_table.hpp"
+#include "control/rpc/audited_control.hpp"
 #include "control/rpc/control_api.hpp"
 #include "control/rpc/control_server.hpp"
 #include "control/rpc/method_table.hpp"
@@ -40,8 +41,10 @@
 
 namespace vnet::control {
 
-// A reload's target privately: only the Reloader it owns drives it so.
-class Daemon : private ReloadTarget {
+// A reload's target privately: only the Reloader it owns drives it so. Of
+// the control methods it answers its own (DaemonControl: stats, reload,
+// upgrade); the port and switch tables answer theirs.
+class Daemon : private ReloadTarget, private DaemonControl {
 public:
     // `reread`, if given, reads the config file again as it was read at
     // start-up (the file, then the command line's flags over it): SIGHUP
@@ -63,7 +66,7 @@ public:
     // (lifecycle/reloader.hpp): what it did, as JSON. Throws
     // std::invalid_argument with every reason when it refuses (then nothing
     // changed).
-    nlohmann::json reload();
+    nlohmann::json reload() override;
     // Metrics (daemon_metrics.cpp): the families `source` builds are part of
     // every scrape of --metrics-address; it runs on the control thread. The
     // ports' and workers' are registered already; other parts (the L2
@@ -80,7 +83,7 @@ public:
     // disconnected: they reconnect to it), so run() returns 0. Throws
     // std::runtime_error with the reason when the new one fails; then this
     // vnetd goes on as before.
-    nlohmann::json upgrade(const std::string& binary);
+    nlohmann::json upgrade(const std::string& binary) override;
 
 private:
     // Upgrade in place, the new side (lifecycle/upgrade/takeover.hpp): the
@@ -103,42 +106,36 @@ private:
     std::string switch_removal_refusal(const std::string& name,
                                        const std::vector<std::string>& leaving = {}) const override;
     // The run-time state file ([daemon] state_file, RunStateWriter):
-    // save_run_state rewrites it after each change vnetctl made (an error
-    // is logged, the change stays); restore_run_state re-creates what it
-    // lists once the config's ports exist, each item on its own.
+    // save_run_state rewrites it (an error is logged, the change stays);
+    // the tables call table_changed after each change they make, which
+    // saves unless a batch of changes (restoring the file, a reload) is
+    // under way: that saves once when it ends, or not at all.
+    // restore_run_state re-creates what the file lists once the config's
+    // ports exist, each item on its own.
     void save_run_state();
+    void table_changed();
+    bool batch_under_way_ = false;
     void restore_run_state();
     void watch_signals();
     void report_stats(bool final_report);
-    nlohmann::json stats_json();
+    nlohmann::json stats() override;  // the stats method: the stats file's JSON
     double seconds_running() const;
     // The control socket and its methods (daemon_methods.cpp).
     void open_control_socket();
-    friend class DaemonControl;
-    // uplink.peer.add/del: the switch's vxlan port gains or loses a remote
-    // VTEP. Throws std::invalid_argument (no such switch or uplink, a bad
-    // address, a peer there already or not there) and then changes nothing.
-    void change_uplink_peer(const std::string& switch_name, const std::string& address, bool add);
     // The Prometheus endpoint and the sources the daemon itself registers
     // (daemon_metrics.cpp).
     std::shared_ptr<MetricsCollector> make_metrics_collector();
     void open_metrics_endpoint();
-    // port.show (daemon_show.cpp): vnetctl show's dump of one port or all.
-    nlohmann::json show_ports(const std::optional<std::string>& only);
     // mac.flush (daemon_mac_flush.cpp): forgets learned MACs on the
-    // switches' workers; throws std::invalid_argument for an unknown switch
-    // or port, or a port on no (or another) switch.
+    // switches' workers. The daemon's, not the switch table's: a port's
+    // flush needs the port's config and the switch it is on.
     nlohmann::json flush_macs(const std::optional<std::string>& switch_name,
-                              const std::optional<std::string>& port);
+                              const std::optional<std::string>& port) override;
     // log.level (daemon_log_level.cpp): every logger's level, set when given.
-    nlohmann::json change_log_level(const std::optional<std::string>& level);
+    nlohmann::json log_level(const std::optional<std::string>& level) override;
     // worker.list (daemon_workers.cpp): each worker's CPU, mode, queue
     // pairs, switches, busy and idle time.
-    nlohmann::json list_workers();
-    // port.set: ingress policing at run time, on the worker of the port's
-    // queue pair 0 (a command between rounds).
-    nlohmann::json set_port_policing(const std::string& name, std::optional<uint32_t> rate,
-                                     std::optional<uint32_t> burst);
+    nlohmann::json list_workers() override;
 
     Config config_;
     Logger log_;
@@ -152,7 +149,9 @@ private:
     dataplane::Placement placement_{1};
     SwitchTable switches_;  // before the ports: their port table joins them to it
     PortTable ports_;
-    std::unique_ptr<ControlApi> control_api_;  // daemon_methods.cpp
+    // The control methods' parts behind the log of every change made
+    // through the socket (daemon_methods.cpp).
+    std::unique_ptr<AuditedControl> control_api_;
     rpc::MethodTable control_methods_;
     std::unique_ptr<rpc::ControlServer> control_server_;
     std::shared_ptr<MetricsCollector> metrics_;

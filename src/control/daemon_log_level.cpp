@@ -6,7 +6,7 @@
 
 namespace vnet::control {
 
-nlohmann::json Daemon::change_log_level(const std::optional<std::string>& level) {
+nlohmann::json Daemon::log_level(const std::optional<std::string>& level) {
     if (level) {
         set_log_level(*level);  // throws std::invalid_argument for a level it does not know
         config_.log_level = *level;

@@ -95,7 +95,7 @@ void Daemon::open_metrics_endpoint() {
 
 // The stats report: the stats file ([daemon] stats_file) and the table
 // logged every stats_interval_s and at exit.
-nlohmann::json Daemon::stats_json() {
+nlohmann::json Daemon::stats() {
     nlohmann::json j;
     j["seconds"] = seconds_running();
     j["datapath"] = datapath_json(config_);
@@ -119,7 +119,7 @@ void Daemon::report_stats(bool final_report) {
     // After an upgrade the stats file is the successor's.
     if (!config_.stats_file.empty() && !handed_over_) {
         std::string tmp = config_.stats_file + ".tmp";
-        std::ofstream(tmp) << stats_json().dump(2) << "\n";
+        std::ofstream(tmp) << stats().dump(2) << "\n";
         std::rename(tmp.c_str(), config_.stats_file.c_str());
     }
     if (final_report) {

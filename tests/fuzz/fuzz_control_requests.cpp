@@ -57,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static RecordingControlApi api;
     static const rpc::MethodTable table = [] {
         rpc::MethodTable t;
-        add_control_methods(t, api);
+        add_control_methods(t, api.parts());
         return t;
     }();
     const std::string_view input(reinterpret_cast<const char*>(data), size);

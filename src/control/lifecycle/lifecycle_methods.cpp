@@ -4,7 +4,7 @@
 
 namespace vnet::control {
 
-void add_lifecycle_methods(rpc::MethodTable& table, ControlApi& api) {
+void add_lifecycle_methods(rpc::MethodTable& table, DaemonControl& api) {
     using nlohmann::json;
     using rpc::optional_string_param;
     using rpc::ParamSchema;

@@ -6,6 +6,6 @@
 
 namespace vnet::control {
 
-void add_lifecycle_methods(rpc::MethodTable& table, ControlApi& api);
+void add_lifecycle_methods(rpc::MethodTable& table, DaemonControl& api);
 
 }  // namespace vnet::control

@@ -5,7 +5,7 @@
 
 namespace vnet::control {
 
-void add_log_level_methods(rpc::MethodTable& table, ControlApi& api) {
+void add_log_level_methods(rpc::MethodTable& table, DaemonControl& api) {
     std::string help = "the log level: {level?} sets it (";
     help += kLogLevels;  // step by step: g++ 12 warns falsely on a chain of +
     help += "); {\"level\": the level now}";

@@ -7,6 +7,6 @@
 
 namespace vnet::control {
 
-void add_log_level_methods(rpc::MethodTable& table, ControlApi& api);
+void add_log_level_methods(rpc::MethodTable& table, DaemonControl& api);
 
 }  // namespace vnet::control

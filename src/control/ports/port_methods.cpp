@@ -13,7 +13,7 @@ const ParamSchema kOptionalName({{"name", ParamType::string}});
 
 }  // namespace
 
-void add_port_methods(rpc::MethodTable& table, ControlApi& api) {
+void add_port_methods(rpc::MethodTable& table, PortControl& api) {
     using rpc::optional_string_param;
     using rpc::optional_uint32_param;
     using rpc::string_param;

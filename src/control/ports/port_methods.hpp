@@ -1,5 +1,5 @@
 // The ports' control methods: port.list, port.show, port.add, port.del,
-// port.set; their wire side (schemas, params decoded into ControlApi calls).
+// port.set; their wire side (schemas, params decoded into PortControl calls).
 #pragma once
 
 #include "control/rpc/control_api.hpp"
@@ -7,6 +7,6 @@
 
 namespace vnet::control {
 
-void add_port_methods(rpc::MethodTable& table, ControlApi& api);
+void add_port_methods(rpc::MethodTable& table, PortControl& api);
 
 }  // namespace vnet::control

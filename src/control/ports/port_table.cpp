@@ -231,6 +231,7 @@ void PortTable::add_port(PortConfig pc, const std::string& peer) {
     w_.log->info("port {}: added ({}{}{}{}{})", pc.name, to_string(pc.type),
                  peer.empty() ? "" : ", cross-connected to ", peer,
                  pc.switch_name.empty() ? "" : ", on switch ", pc.switch_name);
+    w_.changed();
 }
 
 void PortTable::wire_added_port(const PortConfig& pc, PortEntry* peer_entry) {
@@ -286,6 +287,7 @@ void PortTable::remove_port(const std::string& name) {
                   [&name](const auto& c) { return c.first == name || c.second == name; });
     std::erase_if(config.ports, [&name](const PortConfig& p) { return p.name == name; });
     w_.log->info("port {}: removed", name);
+    w_.changed();
 }
 
 }  // namespace vnet::control

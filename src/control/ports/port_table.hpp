@@ -4,7 +4,8 @@
 // cross-connects two ports with paths both ways (each style chosen by
 // dataplane/ from the ends' capabilities), starts and stops the ports'
 // services (vhost-user sockets), and adds and removes ports at run time
-// (vnetctl port add/del, reload) keeping the running config in step.
+// (vnetctl port add/del, reload) keeping the running config in step. It
+// answers the ports' control methods (PortControl; port_control.cpp).
 #pragma once
 
 #include <cstddef>
@@ -21,6 +22,7 @@
 #include "control/control_queue.hpp"
 #include "control/lifecycle/upgrade/upgrader.hpp"
 #include "control/ports/port_factory.hpp"
+#include "control/rpc/control_api.hpp"
 #include "dataplane/ingress_policer.hpp"
 #include "dataplane/placement.hpp"
 #include "dataplane/worker.hpp"
@@ -67,7 +69,7 @@ struct PortEntry {
     std::unique_ptr<PortService> service;
 };
 
-class PortTable {
+class PortTable final : public PortControl {
 public:
     // What the table is built on: the daemon's, all outliving it.
     struct Wiring {
@@ -81,6 +83,9 @@ public:
         // Upgrade in place: the fds the vnetd we replace offered for a
         // port, or null.
         std::function<std::vector<UniqueFd>*(const PortConfig&)> handed_over;
+        // Called after each change the table made (a port added or removed,
+        // its policing set): the daemon keeps its state file in step.
+        std::function<void()> changed;
     };
     explicit PortTable(Wiring wiring);
     PortTable(const PortTable&) = delete;
@@ -97,7 +102,18 @@ public:
     // Both throw std::invalid_argument naming what is wrong and then change
     // nothing.
     void add_port(PortConfig port, const std::string& peer);
-    void remove_port(const std::string& name);
+    void remove_port(const std::string& name) override;
+
+    // The control methods (port_control.cpp). add_port parses `settings`
+    // through the option table, then adds as above; set_port_policing
+    // changes the bucket on the worker of the port's queue pair 0 (a
+    // command between rounds).
+    nlohmann::json list_ports() override;
+    nlohmann::json show_ports(const std::optional<std::string>& only) override;
+    void add_port(const std::string& name, const std::string& type, const std::string& peer,
+                  const Settings& settings) override;
+    nlohmann::json set_port_policing(const std::string& name, std::optional<uint32_t> rate,
+                                     std::optional<uint32_t> burst) override;
 
     // The ports' services: a port added before start_services (the state
     // file's, at start-up) is started with the others.

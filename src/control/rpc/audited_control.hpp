@@ -1,5 +1,6 @@
 // AuditedControl: the control socket's ControlApi as the daemon serves it.
-// It passes every call to the daemon's ControlApi and logs each change that
+// It passes every call to the part that answers it (the port table, the
+// switch table, the daemon) and logs each change that
 // was made, once, in words, with the uid of the client that asked for it
 // (rpc::current_caller, SO_PEERCRED):
 //   control: uid 0 added port vm1 (vhost-user, switch s0, vlan 10)
@@ -7,16 +8,20 @@
 // reason); queries (stats, lists, show) are not logged.
 #pragma once
 
-#include <memory>
-
 #include "common/log.hpp"
 #include "control/rpc/control_api.hpp"
 
 namespace vnet::control {
 
-class AuditedControl final : public ControlApi {
+class AuditedControl final : public PortControl, public SwitchControl, public DaemonControl {
 public:
-    AuditedControl(std::unique_ptr<ControlApi> inner, Logger log);
+    AuditedControl(ControlApi inner, Logger log);
+    ~AuditedControl() = default;
+    AuditedControl(const AuditedControl&) = delete;
+    AuditedControl& operator=(const AuditedControl&) = delete;
+
+    // What add_control_methods takes: this, as every part.
+    ControlApi api() { return {.ports = *this, .switches = *this, .daemon = *this}; }
 
     nlohmann::json stats() override;
     nlohmann::json list_ports() override;
@@ -43,7 +48,7 @@ private:
     // "control: uid 0 " + what.
     void audit(const std::string& what) const;
 
-    std::unique_ptr<ControlApi> inner_;
+    ControlApi inner_;
     Logger log_;
 };
 

@@ -34,7 +34,7 @@ json only_port(json stats, const std::string& port) {
 
 }  // namespace
 
-void add_control_methods(rpc::MethodTable& table, ControlApi& api) {
+void add_control_methods(rpc::MethodTable& table, const ControlApi& api) {
     table.add("version", "vnetd's version and the commit it was built from", kNoParams,
               [](const json&) {
                   return json{{"version", build_info::version()}, {"commit", build_info::commit()}};
@@ -42,18 +42,19 @@ void add_control_methods(rpc::MethodTable& table, ControlApi& api) {
     table.add("stats",
               "every port's counters by queue and direction, as the stats file has them; "
               "{port?}: that port's only",
-              rpc::ParamSchema({{"port", rpc::ParamType::string}}), [&api](const json& params) {
+              rpc::ParamSchema({{"port", rpc::ParamType::string}}),
+              [&daemon = api.daemon](const json& params) {
                   const std::optional<std::string> port =
                       rpc::optional_string_param(params, "port");
-                  json all = api.stats();
+                  json all = daemon.stats();
                   return port ? only_port(std::move(all), *port) : all;
               });
-    add_port_methods(table, api);
-    add_lifecycle_methods(table, api);
-    add_switch_methods(table, api);
-    add_mac_flush_methods(table, api);
-    add_worker_methods(table, api);
-    add_log_level_methods(table, api);
+    add_port_methods(table, api.ports);
+    add_lifecycle_methods(table, api.daemon);
+    add_switch_methods(table, api.switches);
+    add_mac_flush_methods(table, api.daemon);
+    add_worker_methods(table, api.daemon);
+    add_log_level_methods(table, api.daemon);
 }
 
 }  // namespace vnet::control

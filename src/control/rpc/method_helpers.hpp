@@ -28,7 +28,7 @@ std::optional<rpc::ParamType> option_param_type(std::string_view key) {
     return option != nullptr ? std::optional(param_type(*option)) : std::nullopt;
 }
 
-// What the ControlApi refuses (std::exception) becomes -32000 with its
+// What a ControlApi part refuses (std::exception) becomes -32000 with its
 // reason; an RpcError keeps its own code.
 template <typename F>
 nlohmann::json refusing(F&& f) {

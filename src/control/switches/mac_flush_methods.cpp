@@ -4,7 +4,7 @@
 
 namespace vnet::control {
 
-void add_mac_flush_methods(rpc::MethodTable& table, ControlApi& api) {
+void add_mac_flush_methods(rpc::MethodTable& table, DaemonControl& api) {
     using rpc::optional_string_param;
     table.add(
         "mac.flush",

@@ -7,6 +7,6 @@
 
 namespace vnet::control {
 
-void add_mac_flush_methods(rpc::MethodTable& table, ControlApi& api);
+void add_mac_flush_methods(rpc::MethodTable& table, DaemonControl& api);
 
 }  // namespace vnet::control

@@ -13,7 +13,7 @@ const ParamSchema kOptionalSwitch({{"switch", ParamType::string}});
 
 }  // namespace
 
-void add_switch_methods(rpc::MethodTable& table, ControlApi& api) {
+void add_switch_methods(rpc::MethodTable& table, SwitchControl& api) {
     using rpc::optional_string_param;
     using rpc::string_param;
 

@@ -1,6 +1,6 @@
 // The switches' control methods: switch.add, switch.del, switch.list,
 // uplink.peer.add/del and mac.list; their wire side (schemas, params
-// decoded into ControlApi calls).
+// decoded into SwitchControl calls).
 #pragma once
 
 #include "control/rpc/control_api.hpp"
@@ -8,6 +8,6 @@
 
 namespace vnet::control {
 
-void add_switch_methods(rpc::MethodTable& table, ControlApi& api);
+void add_switch_methods(rpc::MethodTable& table, SwitchControl& api);
 
 }  // namespace vnet::control

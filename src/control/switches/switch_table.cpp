@@ -85,6 +85,7 @@ void SwitchTable::add_switch(const SwitchConfig& sc) {
     next.validate();
     open_switch(sc);
     w_.config = std::move(next);
+    w_.changed();
 }
 
 std::string SwitchTable::removal_refusal(const std::string& name,
@@ -120,6 +121,7 @@ void SwitchTable::remove_switch(const std::string& name) {
     switches_.erase(switches_.begin() + (s - switches_.data()));
     std::erase_if(w_.config.switches, [&name](const SwitchConfig& c) { return c.name == name; });
     w_.log->info("switch {}: removed", name);
+    w_.changed();
 }
 
 dataplane::Worker& SwitchTable::worker_of_switch(SwitchId id) {

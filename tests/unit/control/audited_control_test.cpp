@@ -24,9 +24,7 @@ protected:
         auto log = std::make_shared<spdlog::logger>("audit-test", sink);
         log->set_pattern("%v");
         log->set_level(spdlog::level::info);
-        auto inner = std::make_unique<RecordingControlApi>();
-        recording_ = inner.get();
-        audited_ = std::make_unique<AuditedControl>(std::move(inner), log);
+        audited_ = std::make_unique<AuditedControl>(recording_.parts(), log);
     }
     // What was logged since the last call.
     std::string logged() {
@@ -36,7 +34,7 @@ protected:
     }
 
     std::ostringstream lines_;
-    RecordingControlApi* recording_ = nullptr;
+    RecordingControlApi recording_;
     std::unique_ptr<AuditedControl> audited_;
     rpc::CallerScope caller_{rpc::Caller{1000, 4242}};
 };
@@ -68,7 +66,7 @@ TEST_F(AuditedControlTest, each_change_is_one_line_in_words_with_the_uid) {
     audited_->upgrade("/usr/sbin/vnetd");
     EXPECT_EQ(logged(), "control: uid 1000 asked for an upgrade in place to /usr/sbin/vnetd\n");
     // Each passed on, once.
-    EXPECT_EQ(recording_->calls.size(), 12u);  // log_level asks for the old level first
+    EXPECT_EQ(recording_.calls.size(), 12u);  // log_level asks for the old level first
 }
 
 TEST_F(AuditedControlTest, queries_are_not_logged) {
@@ -80,7 +78,7 @@ TEST_F(AuditedControlTest, queries_are_not_logged) {
     audited_->list_workers();
     audited_->log_level(std::nullopt);
     EXPECT_EQ(logged(), "");
-    EXPECT_EQ(recording_->calls.size(), 7u);
+    EXPECT_EQ(recording_.calls.size(), 7u);
 }
 
 TEST_F(AuditedControlTest, a_refused_change_is_not_logged) {

@@ -40,7 +40,7 @@ std::vector<json> wrong_values(ParamType type) {
 
 class ControlMethodsTest : public ::testing::Test {
 protected:
-    void SetUp() override { add_control_methods(table, api); }
+    void SetUp() override { add_control_methods(table, api.parts()); }
     json call(const std::string& method, const json& params) {
         const json request{{"jsonrpc", "2.0"}, {"id", 1}, {"method", method}, {"params", params}};
         auto line = table.handle_line(request.dump());
@@ -248,7 +248,7 @@ TEST_F(ControlMethodsTest, stats_of_one_port_keeps_that_port_only) {
     };
     StatsApi stats_api;
     rpc::MethodTable t;
-    add_control_methods(t, stats_api);
+    add_control_methods(t, stats_api.parts());
     auto ask = [&](const json& params) {
         const json request{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "stats"}, {"params", params}};
         return json::parse(*t.handle_line(request.dump()));

@@ -1,5 +1,5 @@
-// RecordingControlApi: a ControlApi that does nothing but write down each
-// call it gets, as one line of text. The control methods' unit tests and
+// RecordingControlApi: the three ControlApi parts in one that does nothing
+// but write down each call it gets, as one line of text. The control methods' unit tests and
 // the control fuzz target run the whole request path against it, so what a
 // request would have done is visible and nothing is performed. port.add
 // and switch.add parse their settings through the real option table into
@@ -14,9 +14,14 @@
 
 namespace vnet::control {
 
-class RecordingControlApi : public ControlApi {
+// Not final: a test overrides one answer (control_methods_test's stats).
+class RecordingControlApi : public PortControl, public SwitchControl, public DaemonControl {
 public:
+    virtual ~RecordingControlApi() = default;
     std::vector<std::string> calls;
+
+    // What add_control_methods takes: this, as every part.
+    ControlApi parts() { return {.ports = *this, .switches = *this, .daemon = *this}; }
 
     nlohmann::json stats() override { return record("stats"); }
     nlohmann::json list_ports() override { return record("list_ports"); }
