@@ -34,7 +34,6 @@ private:
 Daemon::Daemon(Config config, std::function<Config()> reread)
     : config_(std::move(config)),
       log_(make_logger("vnetd")),
-      reloader_(log_, std::move(reread), config_),
       run_state_(log_, config_.state_file),
       upgrader_(log_),
       control_queue_(reactor_),
@@ -60,6 +59,13 @@ Daemon::Daemon(Config config, std::function<Config()> reread)
                       return takeover_ ? takeover_->fds_for(pc) : nullptr;
                   },
               .changed = [this] { table_changed(); }}),
+      reloader_(
+          log_, std::move(reread), config_,
+          {.running = config_,
+           .ports = ports_,
+           .switches = switches_,
+           .set_option = [this](const std::string& key,
+                                const std::string& text) { set_run_time_option(key, text); }}),
       metrics_(make_metrics_collector()) {
     config_.validate();
     if (config_.takeover_fd >= 0) {  // upgrade in place: the fds of the vnetd we replace
@@ -109,39 +115,14 @@ void Daemon::create_workers() {
     placement_ = dataplane::Placement(workers_.size());
 }
 
-void Daemon::add_port(PortConfig pc, const std::string& peer) {
-    ports_.add_port(std::move(pc), peer);
-}
-
 nlohmann::json Daemon::reload() {
     nlohmann::json done;
     {
         BatchOfChanges batch(batch_under_way_);
-        done = reloader_.reload(*this);
+        done = reloader_.reload();
     }
     save_run_state();  // a port of the file may have been a run-time one's peer
     return done;
-}
-
-bool Daemon::has_port(const std::string& name) {
-    return ports_.entry_named(name) != nullptr;
-}
-
-bool Daemon::has_switch(const std::string& name) {
-    return switches_.switch_named(name) != nullptr;
-}
-
-void Daemon::add_switch(const SwitchConfig& sc) {
-    switches_.add_switch(sc);
-}
-
-void Daemon::remove_switch(const std::string& name) {
-    switches_.remove_switch(name);
-}
-
-std::string Daemon::switch_removal_refusal(const std::string& name,
-                                           const std::vector<std::string>& leaving) const {
-    return switches_.removal_refusal(name, leaving);
 }
 
 void Daemon::set_run_time_option(const std::string& key, const std::string& text) {
@@ -157,10 +138,6 @@ void Daemon::set_run_time_option(const std::string& key, const std::string& text
     } else if (key == "log_level") {
         set_log_level(config_.log_level);
     }
-}
-
-void Daemon::remove_port(const std::string& name) {
-    ports_.remove_port(name);
 }
 
 void Daemon::watch_signals() {
@@ -299,9 +276,9 @@ void Daemon::table_changed() {
 // Not saved after: an item that failed stays in the file for the next start.
 void Daemon::restore_run_state() {
     BatchOfChanges batch(batch_under_way_);
-    run_state_.restore(config_, {[this](const SwitchConfig& sc) { add_switch(sc); },
+    run_state_.restore(config_, {[this](const SwitchConfig& sc) { switches_.add_switch(sc); },
                                  [this](PortConfig pc, const std::string& peer) {
-                                     add_port(std::move(pc), peer);
+                                     ports_.add_port(std::move(pc), peer);
                                  }});
 }
 

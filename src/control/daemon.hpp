@@ -41,10 +41,9 @@
 
 namespace vnet::control {
 
-// A reload's target privately: only the Reloader it owns drives it so. Of
-// the control methods it answers its own (DaemonControl: stats, reload,
+// Of the control methods it answers its own (DaemonControl: stats, reload,
 // upgrade); the port and switch tables answer theirs.
-class Daemon : private ReloadTarget, private DaemonControl {
+class Daemon final : private DaemonControl {
 public:
     // `reread`, if given, reads the config file again as it was read at
     // start-up (the file, then the command line's flags over it): SIGHUP
@@ -58,10 +57,6 @@ public:
     int run();
     void stop();
 
-    // Run time (control thread; vnetctl port add/del): the port table's
-    // (ports/port_table.hpp).
-    void add_port(PortConfig port, const std::string& peer) override;
-    void remove_port(const std::string& name) override;
     // Re-reads the config file and applies the difference to the last read
     // (lifecycle/reloader.hpp): what it did, as JSON. Throws
     // std::invalid_argument with every reason when it refuses (then nothing
@@ -72,10 +67,6 @@ public:
     // ports' and workers' are registered already; other parts (the L2
     // switch) add theirs here.
     void add_metrics_source(MetricsSource source);
-    // Run time (control thread; vnetctl switch add/del, reload): the switch
-    // table's (switches/switch_table.hpp).
-    void add_switch(const SwitchConfig& config) override;
-    void remove_switch(const std::string& name) override;
     // Upgrade in place (daemon_upgrade.cpp; vnetctl upgrade, SIGUSR2):
     // starts `binary` (empty: ours, as it is on disk now) with our command
     // line to take over every port's fds and the control socket, and once
@@ -96,15 +87,8 @@ private:
     bool handed_over_ = false;  // a successor replaced us: exit quietly
 
     void create_workers();
-    // ReloadTarget's rest (the run-time calls above are its too).
-    const Config& running_config() const override { return config_; }
-    bool has_port(const std::string& name) override;
-    bool has_switch(const std::string& name) override;
-    void set_run_time_option(const std::string& key, const std::string& text) override;
-    // Why a switch cannot go now (the ports on it, other than `leaving`),
-    // or "" if it can.
-    std::string switch_removal_refusal(const std::string& name,
-                                       const std::vector<std::string>& leaving = {}) const override;
+    // A reload's change of a run-time option (lifecycle/reloader.hpp).
+    void set_run_time_option(const std::string& key, const std::string& text);
     // The run-time state file ([daemon] state_file, RunStateWriter):
     // save_run_state rewrites it (an error is logged, the change stays);
     // the tables call table_changed after each change they make, which
@@ -139,8 +123,6 @@ private:
 
     Config config_;
     Logger log_;
-    // Owns the config file as last read (ports added with vnetctl are not in it).
-    Reloader reloader_;
     RunStateWriter run_state_;
     upgrade::Upgrader upgrader_;  // the old side of an upgrade in place
     io::EpollReactor reactor_;
@@ -152,6 +134,8 @@ private:
     // The control methods' parts behind the log of every change made
     // through the socket (daemon_methods.cpp).
     std::unique_ptr<AuditedControl> control_api_;
+    // Owns the config file as last read (ports added with vnetctl are not in it).
+    Reloader reloader_;
     rpc::MethodTable control_methods_;
     std::unique_ptr<rpc::ControlServer> control_server_;
     std::shared_ptr<MetricsCollector> metrics_;

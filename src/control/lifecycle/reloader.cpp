@@ -7,10 +7,13 @@
 
 namespace vnet::control {
 
-Reloader::Reloader(Logger log, std::function<Config()> reread, Config file)
-    : log_(std::move(log)), reread_(std::move(reread)), file_(std::move(file)) {}
+Reloader::Reloader(Logger log, std::function<Config()> reread, Config file, Wiring wiring)
+    : log_(std::move(log)),
+      reread_(std::move(reread)),
+      file_(std::move(file)),
+      w_(std::move(wiring)) {}
 
-nlohmann::json Reloader::reload(ReloadTarget& target) {
+nlohmann::json Reloader::reload() {
     if (!reread_) {
         throw std::invalid_argument(
             "no config file to re-read (vnetd was started with flags only)");
@@ -19,13 +22,13 @@ nlohmann::json Reloader::reload(ReloadTarget& target) {
     ConfigPlan plan = plan_reload(file_, file);
     // What the file cannot know: switches vnetctl added or put ports on.
     for (const std::string& name : plan.remove_switches) {
-        if (std::string refusal = target.switch_removal_refusal(name, plan.remove);
+        if (std::string refusal = w_.switches.removal_refusal(name, plan.remove);
             !refusal.empty()) {
             plan.refusals.push_back(refusal);
         }
     }
     for (const SwitchConfig& sc : plan.add_switches) {
-        if (target.has_switch(sc.name)) {
+        if (w_.switches.switch_named(sc.name) != nullptr) {
             plan.refusals.push_back("switch '" + sc.name +
                                     "' is new in the file but exists already (vnetctl switch add)");
         }
@@ -44,7 +47,7 @@ nlohmann::json Reloader::reload(ReloadTarget& target) {
                         {"options", nlohmann::json::object()}};
     Undo undo;
     try {
-        const Config& running = target.running_config();
+        const Config& running = w_.running;
         // Peers first: removing one end of a pair forgets the cross-connect.
         for (const std::string& name : plan.remove) {
             if (const PortConfig* pc = running.find_port(name); pc != nullptr) {
@@ -53,38 +56,39 @@ nlohmann::json Reloader::reload(ReloadTarget& target) {
             }
         }
         for (const std::string& name : plan.remove) {
-            if (target.has_port(name)) {  // may be gone already (vnetctl port del)
-                target.remove_port(name);
+            if (w_.ports.entry_named(name) != nullptr) {  // may be gone already (vnetctl port del)
+                w_.ports.remove_port(name);
                 done["removed"].push_back(name);
             }
         }
         for (const std::string& name : plan.remove_switches) {
-            if (target.has_switch(name)) {  // may be gone already (vnetctl switch del)
+            if (w_.switches.switch_named(name) !=
+                nullptr) {  // may be gone already (vnetctl switch del)
                 auto sc = std::ranges::find(running.switches, name, &SwitchConfig::name);
                 if (sc != running.switches.end()) {
                     undo.removed_switches.push_back(*sc);
                 }
-                target.remove_switch(name);
+                w_.switches.remove_switch(name);
                 done["switches_removed"].push_back(name);
             }
         }
         for (const SwitchConfig& sc : plan.add_switches) {
-            target.add_switch(sc);
+            w_.switches.add_switch(sc);
             undo.added_switches.push_back(sc.name);
             done["switches_added"].push_back(sc.name);
         }
         for (auto& [port, peer] : plan.add) {
             const std::string name = port.name;
-            target.add_port(port, peer);  // its errors name the port
+            w_.ports.add_port(port, peer);  // its errors name the port
             undo.added_ports.push_back(name);
             done["added"].push_back(name);
         }
     } catch (const std::exception& e) {
         throw std::invalid_argument(std::string("reload failed, rolled back: ") + e.what() +
-                                    roll_back(target, undo));
+                                    roll_back(undo));
     }
     for (const auto& [key, text] : plan.options) {
-        target.set_run_time_option(key, text);
+        w_.set_option(key, text);
         done["options"][key] = text;
     }
     file_ = std::move(file);
@@ -93,7 +97,7 @@ nlohmann::json Reloader::reload(ReloadTarget& target) {
 
 // Undoes a reload's steps in reverse; "" when all of it came back, else
 // "; not restored: ..." naming what did not (the reload's error says so).
-std::string Reloader::roll_back(ReloadTarget& target, const Undo& undo) const {
+std::string Reloader::roll_back(const Undo& undo) const {
     std::string missed;
     auto attempt = [&](const std::string& what, auto&& step) {
         try {
@@ -103,13 +107,13 @@ std::string Reloader::roll_back(ReloadTarget& target, const Undo& undo) const {
         }
     };
     for (auto it = undo.added_ports.rbegin(); it != undo.added_ports.rend(); ++it) {
-        attempt("removing port '" + *it + "'", [&] { target.remove_port(*it); });
+        attempt("removing port '" + *it + "'", [&] { w_.ports.remove_port(*it); });
     }
     for (auto it = undo.added_switches.rbegin(); it != undo.added_switches.rend(); ++it) {
-        attempt("removing switch '" + *it + "'", [&] { target.remove_switch(*it); });
+        attempt("removing switch '" + *it + "'", [&] { w_.switches.remove_switch(*it); });
     }
     for (const SwitchConfig& sc : undo.removed_switches) {
-        attempt("switch '" + sc.name + "'", [&] { target.add_switch(sc); });
+        attempt("switch '" + sc.name + "'", [&] { w_.switches.add_switch(sc); });
     }
     // A pair that both went comes back as it was: the first without its
     // peer (not back yet), the second cross-connected to it.
@@ -117,8 +121,9 @@ std::string Reloader::roll_back(ReloadTarget& target, const Undo& undo) const {
         // Plain references: clang does not capture structured bindings.
         const PortConfig& port = removed.first;
         const std::string& peer = removed.second;
-        const bool peer_back = !peer.empty() && target.has_port(peer);
-        attempt("port '" + port.name + "'", [&] { target.add_port(port, peer_back ? peer : ""); });
+        const bool peer_back = !peer.empty() && w_.ports.entry_named(peer) != nullptr;
+        attempt("port '" + port.name + "'",
+                [&] { w_.ports.add_port(port, peer_back ? peer : ""); });
     }
     log_->warn("reload rolled back{}", missed.empty() ? "" : ": not restored: " + missed);
     return missed.empty() ? "" : "; not restored: " + missed;
