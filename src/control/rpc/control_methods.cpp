@@ -32,6 +32,36 @@ json only_port(json stats, const std::string& port) {
     return stats;
 }
 
+// options.list: the option table's rows of `scope` (none: all), as a client
+// needs them to offer the keys (vnetctl's flags): each row's key, scope,
+// the port kind it is for (if one), its value's shape, flag and help.
+json option_rows(const std::optional<std::string>& scope) {
+    json out = json::array();
+    bool scope_known = !scope;
+    for (const OptionSpec& o : option_table()) {
+        if (scope && *scope != to_string(o.scope)) {
+            continue;
+        }
+        scope_known = true;
+        json row{{"key", std::string(o.key)},
+                 {"scope", to_string(o.scope)},
+                 {"value", std::string(o.value_name)},
+                 {"help", std::string(o.help)}};
+        if (o.port_type) {
+            row["kind"] = to_string(*o.port_type);
+        }
+        if (o.scope != OptionScope::switch_) {  // switches have no flags
+            row["flag"] = flag_of(o);
+        }
+        out.push_back(std::move(row));
+    }
+    if (!scope_known) {
+        throw rpc::RpcError(rpc::ErrorCode::invalid_params,
+                            "no option scope '" + *scope + "' (daemon, datapath, port, switch)");
+    }
+    return out;
+}
+
 }  // namespace
 
 void add_control_methods(rpc::MethodTable& table, const ControlApi& api) {
@@ -48,6 +78,12 @@ void add_control_methods(rpc::MethodTable& table, const ControlApi& api) {
                       rpc::optional_string_param(params, "port");
                   json all = daemon.stats();
                   return port ? only_port(std::move(all), *port) : all;
+              });
+    table.add("options.list",
+              "the option table: {scope?} (daemon, datapath, port, switch): each key, its scope, "
+              "the port kind it is for, its value, flag and help",
+              rpc::ParamSchema({{"scope", rpc::ParamType::string}}), [](const json& params) {
+                  return option_rows(rpc::optional_string_param(params, "scope"));
               });
     add_port_methods(table, api.ports);
     add_lifecycle_methods(table, api.daemon);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "control/config/option_table.hpp"
@@ -62,6 +63,7 @@ struct MethodCase {
 const std::vector<MethodCase>& method_cases() {
     static const std::vector<MethodCase> cases = {
         {"version", json::object(), {}},
+        {"options.list", json::object(), {{"scope", ParamType::string}}},
         {"stats", json::object(), {{"port", ParamType::string}}},
         {"port.list", json::object(), {}},
         {"reload", json::object(), {}},
@@ -111,7 +113,8 @@ TEST_F(ControlMethodsTest, params_that_fit_reach_the_api_once) {
         api.calls.clear();
         const json r = call(c.method, c.good);
         EXPECT_TRUE(r.contains("result")) << c.method << ": " << r.dump();
-        EXPECT_EQ(api.calls.size(), c.method == "version" ? 0u : 1u) << c.method;
+        const bool answered_by_the_table = c.method == "version" || c.method == "options.list";
+        EXPECT_EQ(api.calls.size(), answered_by_the_table ? 0u : 1u) << c.method;
     }
 }
 
@@ -182,6 +185,37 @@ TEST_F(ControlMethodsTest, option_rows_get_the_json_types_their_values_have) {
     EXPECT_EQ(type_of(OptionScope::port, "vxlan_remote"), ParamType::list);
     EXPECT_EQ(type_of(OptionScope::port, "xdp"), ParamType::string);
     EXPECT_EQ(type_of(OptionScope::switch_, "mac_aging_s"), ParamType::integer_or_text);
+}
+
+TEST_F(ControlMethodsTest, options_list_is_the_option_table) {
+    const json all = call("options.list", json::object())["result"];
+    ASSERT_EQ(all.size(), option_table().size());
+    const json ports = call("options.list", {{"scope", "port"}})["result"];
+    size_t port_rows = 0;
+    for (const OptionSpec& o : option_table()) {
+        if (o.scope != OptionScope::port) {
+            continue;
+        }
+        const json& row = ports.at(port_rows++);
+        EXPECT_EQ(row["key"], std::string(o.key));
+        EXPECT_EQ(row["flag"], flag_of(o));
+        EXPECT_EQ(row["value"], std::string(o.value_name));
+        EXPECT_EQ(row.contains("kind"), o.port_type.has_value()) << o.key;
+        if (o.port_type) {
+            EXPECT_EQ(row["kind"], to_string(*o.port_type)) << o.key;
+        }
+    }
+    EXPECT_EQ(ports.size(), port_rows);
+    const json socket_path = *std::find_if(ports.begin(), ports.end(),
+                                           [](const json& r) { return r["key"] == "socket_path"; });
+    EXPECT_EQ(socket_path["kind"], "vhost-user");
+    for (const json& row : call("options.list", {{"scope", "switch"}})["result"]) {
+        EXPECT_FALSE(row.contains("flag")) << row.dump();
+    }
+    const json bad = call("options.list", {{"scope", "ports"}});
+    EXPECT_EQ(bad["error"]["code"], -32602);
+    EXPECT_EQ(bad["error"]["message"], "no option scope 'ports' (daemon, datapath, port, switch)");
+    EXPECT_TRUE(api.calls.empty());
 }
 
 TEST_F(ControlMethodsTest, a_socket_path_must_be_an_absolute_path) {
