@@ -67,6 +67,9 @@ ForwardPath::ForwardPath(ports::Port& source, uint16_t source_queue, ports::Port
     if (style_ == Style::push && !options_.tx_peek && options_.tx_batch > 1) {
         single_ = std::make_unique<packet::PacketBurst>();
     }
+    if (style_ == Style::fill && options_.tx_batch > 1) {
+        fill_batch_ = std::make_unique<FillBatch>();
+    }
 }
 
 TurnResult ForwardPath::run_turn() {
@@ -207,6 +210,14 @@ TurnResult ForwardPath::fill_turn() {
     const uint32_t max_packet = reader_->max_packet_size();
     uint16_t in_burst = 0;
     while (turn.packets < options_.weight_packets && turn.bytes < options_.weight_bytes) {
+        if (fill_batch_ != nullptr && fill_batch_->size > 1) {
+            if (fill_batch(max_packet, turn, in_burst)) {
+                if (turn.wait != PathWait::none) {
+                    break;
+                }
+                continue;
+            }
+        }
         std::span<const iovec> buffer;
         if (!buffer_lender_->next_rx_buffer(destination_queue_, max_packet, &buffer)) {
             turn.wait = PathWait::destination;
@@ -221,6 +232,9 @@ TurnResult ForwardPath::fill_turn() {
         buffer_lender_->commit_rx_buffer(destination_queue_, static_cast<uint32_t>(len));
         ++turn.packets;
         turn.bytes += static_cast<uint32_t>(len);
+        if (fill_batch_ != nullptr) {
+            fill_batch_->size = 2;  // a packet came: try a batch next
+        }
         if (++in_burst == burst_size_) {
             buffer_lender_->flush_rx_buffers(destination_queue_);
             in_burst = 0;
@@ -228,6 +242,39 @@ TurnResult ForwardPath::fill_turn() {
     }
     buffer_lender_->flush_rx_buffers(destination_queue_);
     return turn;
+}
+
+bool ForwardPath::fill_batch(uint32_t max_packet, TurnResult& turn, uint16_t& in_burst) {
+    FillBatch& b = *fill_batch_;
+    // A batch never spans a flush: the burst's publish stays where it was.
+    const auto want = std::min<uint16_t>(b.size, static_cast<uint16_t>(burst_size_ - in_burst));
+    b.buffers.clear();
+    const uint16_t lent =
+        buffer_lender_->lend_rx_buffers(destination_queue_, max_packet, want, b.buffers);
+    if (lent == 0) {
+        return false;
+    }
+    const uint16_t got =
+        reader_->receive_many(source_queue_, b.buffers, std::span<int>(b.lengths.data(), lent));
+    buffer_lender_->commit_rx_buffers(destination_queue_,
+                                      std::span<const int>(b.lengths.data(), got));
+    turn.packets += got;
+    for (uint16_t i = 0; i < got; ++i) {
+        turn.bytes += static_cast<uint32_t>(b.lengths[i]);
+    }
+    in_burst = static_cast<uint16_t>(in_burst + got);
+    if (in_burst == burst_size_) {
+        buffer_lender_->flush_rx_buffers(destination_queue_);
+        in_burst = 0;
+    }
+    if (got < lent) {
+        // The source ran dry: the next batch asks for what this one found.
+        b.size = std::max<uint16_t>(got, 1);
+        turn.wait = PathWait::source;
+    } else if (lent == want) {
+        b.size = std::min<uint16_t>(static_cast<uint16_t>(b.size * 2), burst_size_);
+    }
+    return true;
 }
 
 void ForwardPath::on_guest_fault(uintptr_t address) {

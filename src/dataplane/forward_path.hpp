@@ -16,6 +16,7 @@
 // are the user-space form of what NAPI+GRO gives the kernel.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -100,6 +101,10 @@ public:
 private:
     TurnResult push_turn();
     TurnResult fill_turn();
+    // A batch of the fill turn: lends up to read_batch_ buffers at once and
+    // has the reader fill them (one system call); false when the lender
+    // cannot lend that way, and the turn goes one packet at a time.
+    bool fill_batch(uint32_t max_packet, TurnResult& turn, uint16_t& in_burst);
     // Takes packets from the source into pending_: up to the batch size,
     // peeking the source again while it has more (tx_peek). False if none.
     bool take_burst();
@@ -138,6 +143,17 @@ private:
     std::unique_ptr<Gro> gro_;
     // tx_peek off: each packet goes to the destination in a burst of its own.
     std::unique_ptr<packet::PacketBurst> single_;
+    // Fill style: the buffers of one batched read, and how many to ask for
+    // next. The batch grows (doubling, up to the burst) while the reader
+    // fills every buffer and falls back to what it filled when it runs
+    // dry, so a trickle costs one readv per packet (cheaper than an
+    // io_uring_enter for one) and a flood one system call per burst.
+    struct FillBatch {
+        packet::PacketBurst buffers;
+        std::array<int, packet::kMaxBurstPackets> lengths{};
+        uint16_t size = 1;
+    };
+    std::unique_ptr<FillBatch> fill_batch_;
     IngressPolicer* policer_ = nullptr;
 };
 

@@ -1,18 +1,14 @@
 // read_burst: the RX side of batched tap I/O. Reads up to N packets from one
-// fd straight into caller buffers (guest RX buffers), one readv() per packet,
+// fd straight into caller buffers (a tap's staging slots), one readv() per packet,
 // until the fd runs dry.
 //
 // Each tun read consumes exactly one ptr_ring entry (tun_ring_recv, §3.2), so
-// a burst is N reads whatever the mechanism. An io_uring variant (N unlinked
-// READV SQEs with RWF_NOWAIT per io_uring_enter) saves the syscall entry
-// per packet (tools/bench/micro/tap_io_bench read prices it against this
-// loop; docs/BENCHMARKS.md has the figures). It is not offered
-// yet because it cannot keep the burst contiguous: SQEs issued together
-// complete packet, EAGAIN, packet when a frame arrives mid-batch, leaving a
-// hole in the run of guest buffers, and IOSQE_IO_LINK cannot prevent that
-// since every packet shorter than its buffer is a short read, which cuts the
-// chain. The route to batched reads is a multishot read into a provided
-// buffer ring (buffers are consumed only by packets; untested), §1 row 7.
+// a burst is N reads whatever the mechanism. Into a guest, a tap reads its
+// bursts with one io_uring_enter instead (ports::TapPort::receive_many, N
+// unlinked READs with RWF_NOWAIT): SQEs issued together complete packet,
+// EAGAIN, packet when a frame arrives mid-batch, and it closes such a hole
+// by moving the later frame down. This loop stays for the tap -> tap
+// staging slots (push paths).
 #pragma once
 
 #include <cstddef>

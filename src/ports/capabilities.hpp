@@ -70,9 +70,23 @@ public:
     // The buffer from next_rx_buffer() now holds `len` bytes.
     virtual void commit_rx_buffer(uint16_t queue, uint32_t len) = 0;
     // End of a burst: publish what was committed (one used-index write, at
-    // most one notify) and give back buffers taken but not used. With rx
+    // most one notify). Buffers lent but not filled stay lent. With rx
     // coalescing on, the publish may be held (Port::set_rx_coalescing).
     virtual void flush_rx_buffers(uint16_t queue) = 0;
+
+    // Batched lending, for a reader that fills many buffers per system
+    // call: appends to `out` (as empty packets, len = capacity) buffers for
+    // up to `max` packets, each able to hold `max_packet` bytes on its own,
+    // and returns how many. 0 when it cannot lend that way (a guest whose
+    // buffers are smaller than a packet may be: MRG_RXBUF spreads it over
+    // several), and then buffers go one at a time (next_rx_buffer).
+    virtual uint16_t lend_rx_buffers(uint16_t /*queue*/, uint32_t /*max_packet*/, uint16_t /*max*/,
+                                     packet::PacketBurst& /*out*/) {
+        return 0;
+    }
+    // The first lengths.size() buffers of the last lend_rx_buffers now hold
+    // lengths[i] bytes each; the others stay lent.
+    virtual void commit_rx_buffers(uint16_t /*queue*/, std::span<const int> /*lengths*/) {}
 
 protected:
     ~BufferLender() = default;
@@ -83,6 +97,24 @@ public:
     // Reads one packet into `buffer`. Returns its length, 0 when there is
     // nothing to read, or a negative errno (counted by the reader).
     virtual int32_t receive_one(uint16_t queue, std::span<const iovec> buffer) = 0;
+    // Reads up to buffers.count packets, packet i into the empty buffer
+    // buffers.packets[i], with as few system calls as it can. Returns n:
+    // buffers [0, n) hold packets, in the order they were read, of
+    // lengths[0, n) bytes; fewer than asked means there was nothing more
+    // (or a read failed, counted by the reader). Needs lengths.size() >=
+    // buffers.count.
+    virtual uint16_t receive_many(uint16_t queue, const packet::PacketBurst& buffers,
+                                  std::span<int> lengths) {
+        uint16_t n = 0;
+        while (n < buffers.count) {
+            const int32_t len = receive_one(queue, buffers.packet_iovecs(n));
+            if (len <= 0) {
+                break;
+            }
+            lengths[n++] = len;
+        }
+        return n;
+    }
     // The largest packet (header included) it may read, so the lender can
     // size its buffers.
     virtual uint32_t max_packet_size() const = 0;

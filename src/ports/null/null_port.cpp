@@ -39,6 +39,24 @@ void NullPort::commit_rx_buffer(uint16_t queue, uint32_t len) {
     q.pending_bytes += len - std::min<uint32_t>(len, sizeof(virtio::NetHeader));
 }
 
+uint16_t NullPort::lend_rx_buffers(uint16_t queue, uint32_t max_packet, uint16_t max,
+                                   packet::PacketBurst& out) {
+    std::span<const iovec> scratch;
+    next_rx_buffer(queue, max_packet, &scratch);
+    uint16_t n = 0;
+    while (n < max && !out.full() && !out.free_iovecs().empty()) {
+        out.free_iovecs()[0] = scratch[0];
+        out.push(1, max_packet, n++);
+    }
+    return n;
+}
+
+void NullPort::commit_rx_buffers(uint16_t queue, std::span<const int> lengths) {
+    for (const int len : lengths) {
+        commit_rx_buffer(queue, static_cast<uint32_t>(len));
+    }
+}
+
 void NullPort::flush_rx_buffers(uint16_t queue) {
     Queue& q = *queues_[queue];
     q.tx.count_burst(q.pending_packets, q.pending_bytes);

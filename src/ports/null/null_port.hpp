@@ -31,6 +31,11 @@ public:
     bool next_rx_buffer(uint16_t queue, uint32_t max_packet, std::span<const iovec>* out) override;
     void commit_rx_buffer(uint16_t queue, uint32_t len) override;
     void flush_rx_buffers(uint16_t queue) override;
+    // A batch is the same scratch buffer lent `max` times: a batched read
+    // overwrites it frame after frame, which is all a discard port needs.
+    uint16_t lend_rx_buffers(uint16_t queue, uint32_t max_packet, uint16_t max,
+                             packet::PacketBurst& out) override;
+    void commit_rx_buffers(uint16_t queue, std::span<const int> lengths) override;
 
     WaitSpec receive_wait(uint16_t) const override { return {}; }
     WaitSpec transmit_wait(uint16_t) const override { return {}; }

@@ -10,9 +10,11 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <system_error>
 
 #include "common/log.hpp"
 #include "io/batch_reader.hpp"
+#include "packet/iovec.hpp"
 #include "packet/wire.hpp"
 #include "ports/setup_error.hpp"
 
@@ -35,8 +37,30 @@ uint32_t max_packet_for(const TapDevice& tap, unsigned link_mtu, TunOffloads off
 
 }  // namespace
 
+namespace {
+
+// Reads per io_uring_enter at most: a burst (packet::kMaxBurstPackets).
+constexpr unsigned kReadRingDepth = packet::kMaxBurstPackets;
+
+std::unique_ptr<io::UringBatch> make_read_ring(io::BatchMode mode, int fd) {
+    if (mode != io::BatchMode::io_uring) {
+        return nullptr;
+    }
+    try {
+        auto ring = std::make_unique<io::UringBatch>(kReadRingDepth);
+        ring->register_fd(fd);
+        return ring;
+    } catch (const std::system_error&) {
+        return nullptr;  // the writer logged why io_uring is not there
+    }
+}
+
+}  // namespace
+
 TapPort::Queue::Queue(TapDevice device, io::BatchMode mode, std::string_view owner)
-    : tap(std::move(device)), writer(mode, io::BatchWriter::kDefaultRingDepth, owner) {
+    : tap(std::move(device)),
+      writer(mode, io::BatchWriter::kDefaultRingDepth, owner),
+      reader(make_read_ring(writer.mode(), tap.fd())) {
     writer.register_fd(tap.fd());
 }
 
@@ -106,6 +130,9 @@ std::vector<int> TapPort::queue_fds() const {
 TapPort::~TapPort() {
     for (auto& q : queues_) {
         q->writer.unregister_fd(q->tap.fd());
+        if (q->reader != nullptr) {
+            q->reader->unregister_fd(q->tap.fd());
+        }
     }
 }
 
@@ -267,6 +294,46 @@ int32_t TapPort::receive_one(uint16_t queue, std::span<const iovec> buffer) {
         return error;
     }
     return 0;
+}
+
+uint16_t TapPort::receive_many(uint16_t queue, const packet::PacketBurst& buffers,
+                               std::span<int> lengths) {
+    Queue& q = *queues_[queue];
+    if (q.gone) {
+        return 0;
+    }
+    if (buffers.count < 2 || q.reader == nullptr || q.reader->broken()) {
+        return Reader::receive_many(queue, buffers, lengths);  // readv: cheaper for one
+    }
+    const size_t n = q.reader->run(io::UringBatch::Op::readv, q.tap.fd(), buffers, 0, buffers.count,
+                                   lengths.data(), /*linked=*/false);
+    uint16_t got = 0;
+    uint64_t bytes = 0;
+    const uint32_t header = q.tap.vnet_header_size();
+    for (size_t i = 0; i < n; ++i) {
+        const int result = lengths[i];
+        if (result > 0) {
+            const std::span<const iovec> hole = buffers.packet_iovecs(got);
+            const std::span<const iovec> frame = buffers.packet_iovecs(static_cast<uint16_t>(i));
+            if (got != i && hole[0].iov_base != frame[0].iov_base) {
+                // A hole before it (a read that found the queue empty just
+                // before this frame arrived): the frame moves down, so the
+                // lender's buffers fill front to back in tun's order. Rare:
+                // only a burst's tail races with the sender. (A discard
+                // port lends one scratch buffer many times: nothing to move.)
+                packet::copy_iovecs(hole, frame, static_cast<size_t>(result));
+            }
+            lengths[got++] = result;
+            bytes += static_cast<uint64_t>(result) - header;
+        } else if (result != -EAGAIN && result != io::kNotAttempted && result != 0 && !q.gone &&
+                   !device_gone(q, result, "read")) {
+            q.rx.count_drop(packet::DropReason::rx_error);
+        }
+    }
+    // Bursts (and their sizes) are counted by the destination at flush.
+    q.rx.packets.add(got);
+    q.rx.bytes.add(bytes);
+    return got;
 }
 
 // A gone device's fd polls EPOLLERR forever: nothing to sleep on (the

@@ -14,8 +14,14 @@
 //    submission per burst; or writev). EAGAIN/ENOBUFS: the rest of the
 //    burst is kept by the path, which waits for EPOLLOUT. Other errors
 //    (EINVAL for a header the kernel rejects) drop the packet, counted.
-//  * reader: each packet is read (readv) straight into a lender's buffers,
-//    a guest's RX buffers.
+//  * reader: packets are read straight into a lender's buffers, a guest's
+//    RX buffers: one readv() for one packet, or for many (receive_many)
+//    one io_uring_enter with a READ per buffer (RWF_NOWAIT, fixed file),
+//    so a burst from the tap costs one system call instead of one per
+//    frame. The reads run in order inside that call; one that finds the
+//    queue empty (-EAGAIN) while a later one still gets a frame (it
+//    arrived meanwhile) leaves a hole, closed by moving that frame down
+//    into the empty buffer: what is returned is a prefix, in tun's order.
 //  * burst source (tap -> tap): a burst is read into the port's own staging
 //    slots (one per packet, sized for the largest frame) and handed out
 //    like a guest's TX burst, so the destination tap writes it in one
@@ -45,6 +51,7 @@
 #include <vector>
 
 #include "io/batch_writer.hpp"
+#include "io/uring_batch.hpp"
 #include "ports/port.hpp"
 #include "ports/tap/tap_device.hpp"
 #include "ports/tap/tap_xdp.hpp"
@@ -123,6 +130,8 @@ public:
     // (an empty `burst`); otherwise it takes nothing.
     uint16_t receive_burst(uint16_t queue, packet::PacketBurst& burst, uint16_t max) override;
     int32_t receive_one(uint16_t queue, std::span<const iovec> buffer) override;
+    uint16_t receive_many(uint16_t queue, const packet::PacketBurst& buffers,
+                          std::span<int> lengths) override;
     uint32_t max_packet_size() const override;
     uint32_t gso_header_size(uint16_t) const override { return device().vnet_header_size(); }
     // The staging slots are simply reused by the next receive_burst.
@@ -139,6 +148,9 @@ private:
         Queue(TapDevice device, io::BatchMode mode, std::string_view owner);
         TapDevice tap;
         io::BatchWriter writer;
+        // Batched reads (receive_many); null in writev mode or when no ring
+        // could be made (then one readv per packet).
+        std::unique_ptr<io::UringBatch> reader;
         std::array<int, packet::kMaxBurstPackets> results{};
         // Push-style source: packet::kMaxBurstPackets slots of slot_size bytes, sized
         // on first use (and again only if the largest frame grows).

@@ -156,6 +156,16 @@ void VhostUserPort::commit_rx_buffer(uint16_t queue, uint32_t len) {
     pairs_[queue].rx.commit_buffer(len);
 }
 
+uint16_t VhostUserPort::lend_rx_buffers(uint16_t queue, uint32_t max_packet, uint16_t max,
+                                        packet::PacketBurst& out) {
+    // 0 leaves it to next_rx_buffer, which reports a ring that broke.
+    return pairs_[queue].rx.lend_buffers(max_packet, max, out);
+}
+
+void VhostUserPort::commit_rx_buffers(uint16_t queue, std::span<const int> lengths) {
+    pairs_[queue].rx.commit_buffers(lengths);
+}
+
 void VhostUserPort::flush_rx_buffers(uint16_t queue) {
     QueuePair& p = pairs_[queue];
     if (p.rx.flush()) {

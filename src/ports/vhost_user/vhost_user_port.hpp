@@ -98,6 +98,9 @@ public:
     bool next_rx_buffer(uint16_t queue, uint32_t max_packet, std::span<const iovec>* out) override;
     void commit_rx_buffer(uint16_t queue, uint32_t len) override;
     void flush_rx_buffers(uint16_t queue) override;
+    uint16_t lend_rx_buffers(uint16_t queue, uint32_t max_packet, uint16_t max,
+                             packet::PacketBurst& out) override;
+    void commit_rx_buffers(uint16_t queue, std::span<const int> lengths) override;
 
     void set_rx_coalescing(uint16_t queue, uint32_t frames, uint32_t usecs) override;
     uint64_t rx_held_deadline(uint16_t queue) const override;

@@ -70,6 +70,55 @@ bool NetRxQueue::next_buffer(uint32_t max_packet, std::span<const iovec>* out) {
     return true;
 }
 
+uint16_t NetRxQueue::lend_buffers(uint32_t max_packet, uint16_t max, packet::PacketBurst& out) {
+    if (!running_) {
+        return 0;
+    }
+    if (kicks_enabled_) {
+        std::visit([](auto& ring) { ring.disable_notifications(); }, ring_);
+        kicks_enabled_ = false;
+    }
+    uint16_t n = 0;
+    uint16_t i = window_.first_unlent();
+    while (n < max && !out.full()) {
+        if (i == window_.size()) {
+            if (window_.full() && make_room()) {
+                i = window_.first_unlent();
+            }
+            if (window_.full() ||
+                !std::visit([&](auto& ring) { return refill_window(ring); }, ring_) ||
+                i == window_.size()) {
+                break;  // unlent heads fill the window, the guest posted no more, or the ring broke
+            }
+        }
+        const std::span<const iovec> head = window_.head_iovecs(i);
+        if (window_.head(i).bytes < max_packet || head.size() > out.free_iovecs().size()) {
+            break;
+        }
+        std::copy(head.begin(), head.end(), out.free_iovecs().begin());
+        out.push(static_cast<uint16_t>(head.size()), window_.head(i).bytes, i);
+        ++n;
+        ++i;
+    }
+    if (!running_) {
+        return 0;  // the ring broke: nothing was read into them yet
+    }
+    batch_max_packet_ = max_packet;
+    return n;
+}
+
+void NetRxQueue::commit_buffers(std::span<const int> lengths) {
+    // Each lent head holds a whole packet: lend it alone and commit it, so
+    // numbering, counting and early publishing are commit_buffer's own.
+    for (const int len : lengths) {
+        if (!running_ || !window_.has_unlent()) {
+            return;
+        }
+        window_.lend(batch_max_packet_, config_.mergeable);
+        commit_buffer(static_cast<uint32_t>(len));
+    }
+}
+
 void NetRxQueue::commit_buffer(uint32_t len) {
     if (!running_ || !window_.lent()) {
         return;
@@ -93,6 +142,25 @@ void NetRxQueue::commit_buffer(uint32_t len) {
     }
 }
 
+// The window is full: stages the used entries of the heads filled so far
+// (published with the burst, as ever) and drops them from the window, so a
+// burst of merged 64 KB frames (32 heads each) goes on instead of waiting
+// for the next turn. False when no head was filled.
+bool NetRxQueue::make_room() {
+    if (window_.first_unlent() == 0) {
+        return false;
+    }
+    std::visit([&](auto& ring) { window_.keep_unlent(ring, config_.log); }, ring_);
+    return true;
+}
+
+// What the guest still has posted: in its ring, and popped into the window
+// but not filled (kept there from one burst to the next).
+template <typename R>
+uint16_t NetRxQueue::posted_left(R& ring) const {
+    return static_cast<uint16_t>(avail_left(ring) + window_.unlent_heads());
+}
+
 bool NetRxQueue::grow_window(uint32_t need_bytes) {
     // Without MRG_RXBUF any unlent head takes the packet (a too-small one
     // is counted at commit), so no bytes are counted at all.
@@ -100,8 +168,8 @@ bool NetRxQueue::grow_window(uint32_t need_bytes) {
         config_.mergeable ? window_.unlent_bytes(window_.first_unlent(), need_bytes) : 0;
     auto covered = [&] { return config_.mergeable ? have >= need_bytes : window_.has_unlent(); };
     while (!covered()) {
-        if (window_.full()) {
-            return false;  // the burst's window is full: flush, then start a new one
+        if (window_.full() && !make_room()) {
+            return false;  // unlent heads fill the window: no packet is that big
         }
         const uint16_t before = window_.size();
         if (!std::visit([&](auto& ring) { return refill_window(ring); }, ring_)) {
@@ -167,8 +235,8 @@ bool NetRxQueue::flush() {
     bool notify = false;
     std::visit(
         [&](auto& ring) {
-            window_.give_back(ring, config_.log);
-            parked_avail_ = avail_left(ring);
+            window_.keep_unlent(ring, config_.log);
+            parked_avail_ = posted_left(ring);
             if (pending_used_ == 0) {
                 return;
             }
@@ -301,7 +369,7 @@ bool NetRxQueue::arm_kicks() {
         // Compare with what was there when the path parked, not with our own
         // (rewound) index: otherwise buffers we gave back look new and the path
         // never sleeps (the 2026 vhost_net handle_rx livelock).
-        may_sleep = avail_left(*split) <= parked_avail_;
+        may_sleep = posted_left(*split) <= parked_avail_;
     } else {
         // Packed: enable_notifications already ignores given-back chains.
         may_sleep = !std::get<PackedRing>(ring_).enable_notifications();

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <span>
 
+#include "packet/packet_burst.hpp"
 #include "packet/queue_counters.hpp"
 #include "virtio/net/any_device_ring.hpp"
 #include "virtio/net/net_queue_config.hpp"
@@ -80,8 +81,19 @@ public:
     // too-small buffer (no MRG_RXBUF) is counted as a drop and the buffer
     // is lent again.
     void commit_buffer(uint32_t len);
-    // End of a burst: unused buffers go back to the ring; what was filled
-    // is published now or held for coalescing. Returns whether to notify.
+    // Batched lending (a reader that fills many buffers per system call):
+    // appends to `out` the next heads that each hold `max_packet` bytes on
+    // their own, up to `max`, as empty packets. Returns how many; 0 when
+    // the next head is smaller (MRG_RXBUF buffers smaller than a packet:
+    // lend one at a time with next_buffer), none is posted, or the ring
+    // broke (next_buffer then says so). They stay lent until commit_buffers.
+    uint16_t lend_buffers(uint32_t max_packet, uint16_t max, packet::PacketBurst& out);
+    // The first lengths.size() buffers of the last lend_buffers hold
+    // lengths[i] bytes each (as commit_buffer, one by one, in order).
+    void commit_buffers(std::span<const int> lengths);
+    // End of a burst: what was filled is published now or held for
+    // coalescing; buffers lent but not filled stay lent for the next burst
+    // (given back to the ring by finish). Returns whether to notify.
     bool flush();
 
     // rx_frames / rx_usecs (frames = 0: off). Returns whether to notify
@@ -134,6 +146,9 @@ private:
         bool adaptive_calls = false;
     };
     bool grow_window(uint32_t need_bytes);
+    bool make_room();
+    template <typename R>
+    uint16_t posted_left(R& ring) const;
     template <typename R>
     bool refill_window(R& ring);
     bool should_hold_publish(uint16_t avail_left);
@@ -156,8 +171,9 @@ private:
     // next_buffer found too few posted buffers during this burst.
     bool starved_ = false;
     RingFault fault_;
-    uint16_t pending_used_ = 0;  // heads filled since the last publish
-    uint16_t parked_avail_ = 0;  // avail heads left at the last flush
+    uint16_t pending_used_ = 0;      // heads filled since the last publish
+    uint32_t batch_max_packet_ = 0;  // max_packet of the last lend_buffers
+    uint16_t parked_avail_ = 0;      // posted_left() at the last flush
     // Frames (and their bytes) committed since the last publish. With
     // coalescing they span several flushes; counted when published.
     uint16_t burst_packets_ = 0;

@@ -39,4 +39,31 @@ uint16_t RxWindow::commit(uint32_t len, bool mergeable, bool write_num_buffers) 
     return used_heads;
 }
 
+void RxWindow::drop_filled() {
+    taken_ = 0;
+    if (pos_ == 0) {
+        return;
+    }
+    const uint16_t keep = static_cast<uint16_t>(count_ - pos_);
+    if (keep == 0) {
+        count_ = 0;
+        pos_ = 0;
+        staged_ = 0;
+        iovecs_used_ = 0;
+        return;
+    }
+    const uint16_t iov_from = heads_[pos_].first_iov;
+    const auto iov_keep = static_cast<uint16_t>(iovecs_used_ - iov_from);
+    std::copy_n(iovecs_.begin() + iov_from, iov_keep, iovecs_.begin());
+    for (uint16_t i = 0; i < keep; ++i) {
+        Head h = heads_[pos_ + i];
+        h.first_iov = static_cast<uint16_t>(h.first_iov - iov_from);
+        heads_[i] = h;
+    }
+    count_ = keep;
+    pos_ = 0;
+    staged_ = 0;
+    iovecs_used_ = iov_keep;
+}
+
 }  // namespace vnet::virtio

@@ -4,10 +4,14 @@
 // touch only the window, never the ring; the ring is visited once per
 // refill (add) and once per flush (stage_used, give_back).
 //
-// Each head remembers the ring position before its pop: the unused ones
-// are given back (rewind) at flush, which is why they must be the last
-// ones popped. A filled head's used entry is staged at flush, not per
-// packet.
+// The chains not yet filled stay in the window from one burst to the next
+// (keep_unlent): a reader that finds nothing to read pops and gives back
+// nothing, so a spinning worker, or one that drains a tap a few frames per
+// turn, does not walk the same 32 chains again every turn. Each head
+// remembers the ring position before its pop: the unused ones are given
+// back (rewind) when the ring stops (give_back), which is why they must be
+// the last ones popped. A filled head's used entry is staged at flush, not
+// per packet.
 #pragma once
 
 #include <sys/uio.h>
@@ -69,7 +73,14 @@ public:
         return have;
     }
     uint16_t first_unlent() const { return pos_; }
+    const Head& head(uint16_t i) const { return heads_[i]; }
+    std::span<const iovec> head_iovecs(uint16_t i) const {
+        return {iovecs_.data() + heads_[i].first_iov, heads_[i].iov_count};
+    }
     bool has_unlent() const { return count_ > pos_; }
+    // Heads popped from the ring and not yet filled: still the guest's
+    // posted buffers, as far as "how many are left" goes.
+    uint16_t unlent_heads() const { return static_cast<uint16_t>(count_ - pos_); }
 
     // Lends the next head (or, mergeable, as many as hold `max_packet`
     // bytes; the caller made sure the window covers it).
@@ -112,7 +123,14 @@ public:
         }
         staged_ = pos_;
     }
-    // End of a burst: stages what was filled, gives the rest back to the
+    // End of a burst: stages what was filled and keeps the unlent heads,
+    // moved to the front, for the next burst (no ring access for them).
+    template <DeviceRing R>
+    void keep_unlent(R& ring, QueueLog& log) {
+        stage_used(ring, log);
+        drop_filled();
+    }
+    // The ring stops: stages what was filled, gives the rest back to the
     // ring and empties the window.
     template <DeviceRing R>
     void give_back(R& ring, QueueLog& log) {
@@ -129,6 +147,11 @@ public:
     }
 
 private:
+    // Forgets the filled heads (staged already): the unlent ones and their
+    // iovecs move to the front (what the last refill popped ahead of need:
+    // a few dozen heads at most).
+    void drop_filled();
+
     std::array<Head, kHeads> heads_{};
     uint16_t count_ = 0;          // heads in the window
     uint16_t pos_ = 0;            // first head not yet holding a packet

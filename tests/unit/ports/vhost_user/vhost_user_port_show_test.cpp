@@ -27,10 +27,12 @@ TEST(VhostUserPortShow, an_rx_ring_shows_its_cursors_the_guests_indexes_and_ever
     ASSERT_TRUE(v.state.has_value());
     EXPECT_FALSE(v.state->packed);
     EXPECT_EQ(v.state->size, GuestRxHarness::kRingSize);
-    EXPECT_EQ(v.state->avail_idx, 10);      // what the guest posted
-    EXPECT_EQ(v.state->last_avail_idx, 5);  // what the port took (the window given back)
-    EXPECT_EQ(v.state->last_used_idx, 5);   // the worker's used index
-    EXPECT_EQ(v.state->used_idx, 5);        // as the guest sees it: published
+    EXPECT_EQ(v.state->avail_idx, 10);  // what the guest posted
+    // What the port took: 5 filled, 5 kept lent in its window for the next
+    // burst (given back only when the ring stops).
+    EXPECT_EQ(v.state->last_avail_idx, 10);
+    EXPECT_EQ(v.state->last_used_idx, 5);  // the worker's used index
+    EXPECT_EQ(v.state->used_idx, 5);       // as the guest sees it: published
     EXPECT_EQ(guest.used_idx(), 5);
     EXPECT_FALSE(v.state->used_event.has_value());  // no EVENT_IDX negotiated
     EXPECT_EQ(v.packets, 5u);

@@ -1,5 +1,6 @@
 // NetRxQueue over both ring models: buffers lent to a source, num_buffers
-// with and without MRG_RXBUF, the window given back at flush, coalescing
+// with and without MRG_RXBUF, the window kept across bursts and given
+// back at finish, coalescing
 // and call decisions.
 #include <gtest/gtest.h>
 
@@ -129,13 +130,17 @@ TYPED_TEST(NetRxQueueTest, parks_when_the_guest_posted_too_little_for_a_merged_p
     EXPECT_EQ(h.num_buffers(0), 4);
 }
 
-TYPED_TEST(NetRxQueueTest, gives_unused_buffers_back_at_flush_in_ring_order) {
+TYPED_TEST(NetRxQueueTest, keeps_unused_buffers_for_the_next_burst_and_gives_them_back_at_finish) {
     typename TestFixture::Harness h(16, false, test::version_1_config());
     h.ring.post(0, 8, 0, 1);
     ASSERT_TRUE(h.deliver(60, 64));  // the refill popped all 8 ahead
     EXPECT_TRUE(h.queue.flush());
     EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0}));
-    // Given-back buffers are not new: the path may sleep.
+    // The avail position (packed: its low 15 bits, the rest is the wrap
+    // counter and the used position).
+    auto avail_position = [&h] { return h.queue.vring_base() & 0x7fffu; };
+    EXPECT_EQ(avail_position(), 8u);  // 7 kept lent, not popped again
+    // Kept buffers are not new: the path may sleep.
     EXPECT_TRUE(h.queue.arm_kicks());
     ASSERT_TRUE(h.deliver(60, 64));
     ASSERT_TRUE(h.deliver(60, 64));
@@ -143,6 +148,16 @@ TYPED_TEST(NetRxQueueTest, gives_unused_buffers_back_at_flush_in_ring_order) {
     EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{1, 2}));
     h.ring.post(8, 1, 0, 1);
     EXPECT_FALSE(h.queue.arm_kicks());  // a buffer the guest really posted
+    // A lend that found nothing to read (commit never came) stays lent.
+    std::span<const iovec> buffer;
+    ASSERT_TRUE(h.queue.next_buffer(64, &buffer));
+    EXPECT_FALSE(h.queue.flush());
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_TRUE(h.queue.flush());
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{3}));
+    // Stopping gives every kept buffer back, in ring order.
+    h.queue.finish();
+    EXPECT_EQ(avail_position(), 4u);
 }
 
 TYPED_TEST(NetRxQueueTest, holds_the_publish_until_rx_frames_are_pending) {
