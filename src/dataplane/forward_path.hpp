@@ -29,12 +29,13 @@
 namespace vnet::dataplane {
 
 struct PathOptions {
-    uint16_t tx_batch = 64;  // VHOST_NET_BATCH; 0: per-packet (one pop, one write, one publish)
-    bool tx_peek = true;     // hold the batch for one submission (the MSG_MORE hint)
-    bool gro = true;         // coalesce TCP segments of a batch bound for a tap
-    bool gro_udp = false;    // ... and UDP datagrams (USO)
-    uint32_t rx_frames = 0;  // guest RX coalescing (ethtool -C rx-frames); 0: per batch
-    uint32_t rx_usecs = 0;   // ... deadline after the first held frame (ethtool -C rx-usecs)
+    uint16_t tx_batch = 64;   // VHOST_NET_BATCH; 0: per-packet (one pop, one write, one publish)
+    bool tx_peek = true;      // hold the batch for one submission (the MSG_MORE hint)
+    bool gro = true;          // coalesce TCP segments of a batch bound for a tap
+    bool gro_udp = false;     // ... and UDP datagrams (USO)
+    uint32_t rx_frames = 0;   // guest RX coalescing (ethtool -C rx-frames); 0: per batch
+    uint32_t rx_usecs = 0;    // ... deadline after the first held frame (ethtool -C rx-usecs)
+    bool adaptive_rx = true;  // rx_frames = 0: hold a stream's bursts (RxStreamPacer)
     uint32_t weight_packets = 256;    // VHOST_NET_PKT_WEIGHT
     uint32_t weight_bytes = 0x80000;  // VHOST_NET_WEIGHT
 };

@@ -111,7 +111,7 @@ ForwardPath& Worker::add_path(std::unique_ptr<ForwardPath> path) {
     if (!run_guarded(
             [&] {
                 p.destination().set_rx_coalescing(p.destination_queue(), p.options().rx_frames,
-                                                  p.options().rx_usecs);
+                                                  p.options().rx_usecs, p.options().adaptive_rx);
             },
             &fault_address)) {
         p.on_guest_fault(fault_address);
@@ -396,6 +396,16 @@ void Worker::sleep_until_ready() {
         }
     }
     update_registrations();
+    // A stream's held tail goes out before the sleep instead of waiting for
+    // the timer: a wake-up costs more than the hold saves.
+    for (const auto& path : paths_) {
+        uintptr_t fault_address = 0;
+        if (!run_guarded(
+                [&] { path->destination().publish_rx_before_sleep(path->destination_queue()); },
+                &fault_address)) {
+            path->on_guest_fault(fault_address);
+        }
+    }
     // Held guest RX frames bound the sleep: the earliest one is due when
     // the timer fires, with or without more traffic.
     arm_rx_timer(publish_due_rx(false));

@@ -173,12 +173,13 @@ void VhostUserPort::flush_rx_buffers(uint16_t queue) {
     }
 }
 
-void VhostUserPort::set_rx_coalescing(uint16_t queue, uint32_t frames, uint32_t usecs) {
+void VhostUserPort::set_rx_coalescing(uint16_t queue, uint32_t frames, uint32_t usecs,
+                                      bool adaptive) {
     if (queue >= queue_pairs_) {
         return;
     }
     QueuePair& p = pairs_[queue];
-    if (p.rx.set_coalescing(frames, usecs)) {
+    if (p.rx.set_coalescing(frames, usecs, adaptive)) {
         notify_guest(p.rx_end.call_fd, tx_counters(queue));
     }
 }
@@ -190,6 +191,13 @@ uint64_t VhostUserPort::rx_held_deadline(uint16_t queue) const {
 void VhostUserPort::publish_held_rx(uint16_t queue) {
     QueuePair& p = pairs_[queue];
     if (p.rx.publish_held()) {
+        notify_guest(p.rx_end.call_fd, tx_counters(queue));
+    }
+}
+
+void VhostUserPort::publish_rx_before_sleep(uint16_t queue) {
+    QueuePair& p = pairs_[queue];
+    if (p.rx.publish_stream_held()) {
         notify_guest(p.rx_end.call_fd, tx_counters(queue));
     }
 }

@@ -102,9 +102,10 @@ public:
                              packet::PacketBurst& out) override;
     void commit_rx_buffers(uint16_t queue, std::span<const int> lengths) override;
 
-    void set_rx_coalescing(uint16_t queue, uint32_t frames, uint32_t usecs) override;
+    void set_rx_coalescing(uint16_t queue, uint32_t frames, uint32_t usecs, bool adaptive) override;
     uint64_t rx_held_deadline(uint16_t queue) const override;
     void publish_held_rx(uint16_t queue) override;
+    void publish_rx_before_sleep(uint16_t queue) override;
     void set_adaptive_rx(uint16_t queue, bool on) override;
     uint64_t rx_call_deadline(uint16_t queue) const override;
     void flush_rx_call(uint16_t queue) override;

@@ -43,6 +43,9 @@ void NetRxQueue::start(AnyDeviceRing ring, const NetQueueConfig& config) {
     held_packets_ = 0;
     burst_bytes_ = 0;
     held_deadline_ = 0;
+    held_by_stream_ = false;
+    flush_now_ns_ = 0;
+    pacer_.reset();
     call_deadline_ = 0;
     window_ = RxWindow{};
 }
@@ -261,13 +264,32 @@ bool NetRxQueue::should_hold_publish(uint16_t avail_left) {
     const Coalescing& c = coalescing_;
     // A guest refills its RX ring when it sees used entries: holding while
     // it has no buffers left would stall both sides until the deadline.
-    if (c.frames == 0 || burst_packets_ >= c.frames || starved_ || avail_left == 0) {
+    if (starved_ || avail_left == 0) {
+        return false;
+    }
+    if (c.frames == 0) {
+        return c.stream && should_hold_for_stream();
+    }
+    if (burst_packets_ >= c.frames) {
         return false;
     }
     if (held_deadline_ == 0) {
         // One clock read per coalesced publish, not per packet.
         held_deadline_ = c.usecs == 0 ? kHeldUntilRoundEnd : now_ns_() + uint64_t{c.usecs} * 1000;
     }
+    return true;
+}
+
+// The adaptive default: one clock read per burst that brought frames.
+bool NetRxQueue::should_hold_for_stream() {
+    const uint64_t now = now_ns_();
+    const uint64_t due = pacer_.hold_until(now, burst_packets_);
+    if (due == 0) {
+        flush_now_ns_ = now;
+        return false;
+    }
+    held_deadline_ = due;
+    held_by_stream_ = true;
     return true;
 }
 
@@ -296,6 +318,11 @@ bool NetRxQueue::publish(R& ring) {
     burst_bytes_ = 0;
     held_packets_ = 0;
     held_deadline_ = 0;
+    held_by_stream_ = false;
+    if (coalescing_.stream) {
+        pacer_.published(flush_now_ns_ != 0 ? flush_now_ns_ : now_ns_());
+        flush_now_ns_ = 0;
+    }
     return notify;
 }
 
@@ -343,12 +370,18 @@ bool NetRxQueue::take_deferred_call() {
     return std::visit([](auto& ring) { return ring.should_notify(); }, ring_);
 }
 
-bool NetRxQueue::set_coalescing(uint32_t frames, uint32_t usecs) {
+bool NetRxQueue::set_coalescing(uint32_t frames, uint32_t usecs, bool stream) {
     // More frames than a ring holds could never be pending: the count is a
     // u16 (config validation keeps it far lower anyway).
-    coalescing_ = Coalescing{std::min(frames, kMaxQueueSize), usecs, coalescing_.adaptive_calls};
+    coalescing_ =
+        Coalescing{std::min(frames, kMaxQueueSize), usecs, coalescing_.adaptive_calls, stream};
+    pacer_.reset();
     // Turned off: nothing may stay held without a deadline.
     return frames == 0 && publish_held();
+}
+
+bool NetRxQueue::publish_stream_held() {
+    return held_by_stream_ && publish_held();
 }
 
 bool NetRxQueue::publish_held() {

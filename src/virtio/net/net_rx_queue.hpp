@@ -20,6 +20,7 @@
 #include "virtio/net/any_device_ring.hpp"
 #include "virtio/net/net_queue_config.hpp"
 #include "virtio/net/ring_fault.hpp"
+#include "virtio/net/rx_stream_pacer.hpp"
 #include "virtio/net/rx_window.hpp"
 
 namespace vnet::virtio {
@@ -96,9 +97,12 @@ public:
     // (given back to the ring by finish). Returns whether to notify.
     bool flush();
 
-    // rx_frames / rx_usecs (frames = 0: off). Returns whether to notify
-    // (turning coalescing off publishes what was held).
-    bool set_coalescing(uint32_t frames, uint32_t usecs);
+    // rx_frames / rx_usecs (frames = 0: off). With frames = 0 and
+    // `stream`, the adaptive default instead (RxStreamPacer): a burst after
+    // silence is published at once, a stream's bursts are held for a small
+    // budget. Returns whether to notify (turning holding off publishes
+    // what was held).
+    bool set_coalescing(uint32_t frames, uint32_t usecs, bool stream = false);
 
     // adaptive_rx: every burst is published at once (a polling guest sees
     // it), but the call is deferred while the guest still has more than
@@ -117,6 +121,10 @@ public:
     uint64_t held_deadline() const { return running_ ? held_deadline_ : 0; }
     // Publishes held frames. Returns whether to notify.
     bool publish_held();
+    // The owner is going to sleep: frames held only because a stream was
+    // running (RxStreamPacer) go out now; rx_frames / rx_usecs holds keep
+    // their deadline. Returns whether to notify.
+    bool publish_stream_held();
     // Before the owner sleeps on the kick fd: true if it may (the guest
     // posted no buffers since the path parked).
     bool arm_kicks();
@@ -144,6 +152,7 @@ private:
         uint32_t frames = 0;
         uint32_t usecs = 0;
         bool adaptive_calls = false;
+        bool stream = false;  // RxStreamPacer when frames = 0
     };
     bool grow_window(uint32_t need_bytes);
     bool make_room();
@@ -152,6 +161,7 @@ private:
     template <typename R>
     bool refill_window(R& ring);
     bool should_hold_publish(uint16_t avail_left);
+    bool should_hold_for_stream();
     template <typename R>
     bool should_defer_call(const R& ring) const;
     template <typename R>
@@ -182,6 +192,11 @@ private:
     // When the held frames must be published; 0: nothing held,
     // kHeldUntilRoundEnd: rx_usecs = 0.
     uint64_t held_deadline_ = 0;
+    bool held_by_stream_ = false;  // held by pacer_, not rx_frames / rx_usecs
+    // The clock read of the flush that decided to publish (0: none), so the
+    // pacer's publish time costs no second read.
+    uint64_t flush_now_ns_ = 0;
+    RxStreamPacer pacer_;
     // adaptive_rx: when the deferred call is due; 0: none deferred.
     uint64_t call_deadline_ = 0;
     RxWindow window_;

@@ -53,7 +53,7 @@ TEST_F(VhostUserPortRxCoalescing, rx_frames_0_publishes_and_notifies_once_per_bu
 }
 
 TEST_F(VhostUserPortRxCoalescing, rx_frames_8_publishes_at_8_and_16_and_holds_the_rest) {
-    guest.port.set_rx_coalescing(0, 8, 1'000'000);  // 1 s: the clock plays no part here
+    guest.port.set_rx_coalescing(0, 8, 1'000'000, false);  // 1 s: the clock plays no part here
     for (uint16_t frame = 1; frame <= 20; ++frame) {
         turn_with_frames(1);
         const auto published = static_cast<uint16_t>(frame / 8 * 8);
@@ -74,7 +74,7 @@ TEST_F(VhostUserPortRxCoalescing, rx_frames_8_publishes_at_8_and_16_and_holds_th
 }
 
 TEST_F(VhostUserPortRxCoalescing, a_burst_reaching_rx_frames_is_published_whole) {
-    guest.port.set_rx_coalescing(0, 8, 1'000'000);
+    guest.port.set_rx_coalescing(0, 8, 1'000'000, false);
     turn_with_frames(5);
     EXPECT_EQ(guest.used_idx(), 0);
     turn_with_frames(12);  // 17 pending: one publish, not one at 8 and a remainder
@@ -83,7 +83,7 @@ TEST_F(VhostUserPortRxCoalescing, a_burst_reaching_rx_frames_is_published_whole)
 }
 
 TEST_F(VhostUserPortRxCoalescing, rx_usecs_0_holds_only_until_the_end_of_the_round) {
-    guest.port.set_rx_coalescing(0, 8, 0);
+    guest.port.set_rx_coalescing(0, 8, 0, false);
     turn_with_frames(3);
     EXPECT_EQ(guest.used_idx(), 0);
     // Already due: the worker publishes it at the end of this round.
@@ -97,7 +97,7 @@ TEST_F(VhostUserPortRxCoalescing, held_frames_are_published_when_the_guest_runs_
     small.post_rx_buffers(5);
     WakeableFillSource tap;
     dataplane::ForwardPath to_small(tap, 0, small.port, 0, dataplane::PathOptions{});
-    small.port.set_rx_coalescing(0, 8, 1'000'000);
+    small.port.set_rx_coalescing(0, 8, 1'000'000, false);
     tap.queue_frames(10);
     dataplane::TurnResult turn = to_small.run_turn();
     EXPECT_EQ(turn.packets, 5u);
@@ -118,7 +118,7 @@ TEST_F(VhostUserPortRxCoalescing, push_bursts_are_held_until_the_ring_is_emptied
     small.post_rx_buffers(6);
     dataplane::testing::FakePushSource vm;  // another VM's TX ring
     dataplane::ForwardPath to_small(vm, 0, small.port, 0, dataplane::PathOptions{});
-    small.port.set_rx_coalescing(0, 8, 1'000'000);
+    small.port.set_rx_coalescing(0, 8, 1'000'000, false);
     // The fake's bytes are its packet number; a VM sink checks the
     // virtio-net header against the frame, so give them a plain one.
     auto queue_plain_packets = [&vm](size_t n) {
@@ -139,7 +139,7 @@ TEST_F(VhostUserPortRxCoalescing, push_bursts_are_held_until_the_ring_is_emptied
 }
 
 TEST_F(VhostUserPortRxCoalescing, a_stopped_ring_publishes_held_frames_and_keeps_its_setting) {
-    guest.port.set_rx_coalescing(0, 8, 1'000'000);
+    guest.port.set_rx_coalescing(0, 8, 1'000'000, false);
     turn_with_frames(3);
     ASSERT_EQ(guest.used_idx(), 0);
     guest.stop_rx_ring();  // GET_VRING_BASE
@@ -162,7 +162,7 @@ TEST_F(VhostUserPortRxCoalescing, a_stopped_ring_publishes_held_frames_and_keeps
 }
 
 TEST_F(VhostUserPortRxCoalescing, held_frames_of_a_guest_whose_memory_vanished_count_as_drops) {
-    guest.port.set_rx_coalescing(0, 8, 1'000'000);
+    guest.port.set_rx_coalescing(0, 8, 1'000'000, false);
     turn_with_frames(3);
     auto address = reinterpret_cast<uintptr_t>(guest.device->memory()->regions()[0].host_addr);
     guest.port.on_guest_fault(0, address);  // what a SIGBUS on its memory leads to
@@ -172,10 +172,10 @@ TEST_F(VhostUserPortRxCoalescing, held_frames_of_a_guest_whose_memory_vanished_c
 }
 
 TEST_F(VhostUserPortRxCoalescing, turning_coalescing_off_publishes_what_was_held) {
-    guest.port.set_rx_coalescing(0, 8, 1'000'000);
+    guest.port.set_rx_coalescing(0, 8, 1'000'000, false);
     turn_with_frames(3);
     ASSERT_EQ(guest.used_idx(), 0);
-    guest.port.set_rx_coalescing(0, 0, 0);
+    guest.port.set_rx_coalescing(0, 0, 0, false);
     EXPECT_EQ(guest.used_idx(), 3);
     turn_with_frames(1);
     EXPECT_EQ(guest.used_idx(), 4);

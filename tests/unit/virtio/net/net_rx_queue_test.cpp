@@ -219,6 +219,94 @@ TYPED_TEST(NetRxQueueTest, turning_coalescing_off_publishes_what_was_held) {
     EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0}));
 }
 
+// The adaptive default (set_coalescing(0, 0, stream)): a lone frame is
+// published and called at once, a stream's bursts are held for the pacer's
+// budget, and a lone frame after the stream went quiet is prompt again.
+TYPED_TEST(NetRxQueueTest, adaptive_publishes_a_lone_frame_at_once_and_holds_a_stream) {
+    typename TestFixture::Harness h(256, false, test::version_1_config());
+    h.queue.set_coalescing(0, 0, /*stream=*/true);
+    h.ring.post(0, 200, 0, 1);
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_TRUE(h.queue.flush());  // after silence: at once
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0}));
+    // A stream: bursts right after a publish are held, for the first one's
+    // budget, then published together with one call.
+    g_now_ns += 2000;
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.queue.flush());
+    EXPECT_EQ(h.queue.held_deadline(), g_now_ns + RxStreamPacer::kBudgetNs);
+    g_now_ns += 5000;
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.queue.flush());
+    EXPECT_TRUE(h.ring.reclaim_all().empty());
+    g_now_ns += RxStreamPacer::kBudgetNs;
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_TRUE(h.queue.flush());  // the budget has passed: this flush publishes
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{1, 2, 3}));
+    EXPECT_EQ(h.queue.held_deadline(), 0u);
+    // The tap goes quiet: a lone frame after silence is not held.
+    g_now_ns += RxStreamPacer::kSilenceNs;
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_TRUE(h.queue.flush());
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{4}));
+    EXPECT_EQ(h.counters.bursts.get(), 3u);
+}
+
+TYPED_TEST(NetRxQueueTest, adaptive_publishes_the_frame_budget_at_once) {
+    typename TestFixture::Harness h(256, false, test::version_1_config());
+    h.queue.set_coalescing(0, 0, /*stream=*/true);
+    h.ring.post(0, 200, 0, 1);
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_TRUE(h.queue.flush());
+    h.ring.reclaim_all();
+    g_now_ns += 1000;
+    for (uint16_t i = 0; i + 1 < RxStreamPacer::kBudgetFrames; ++i) {
+        ASSERT_TRUE(h.deliver(60, 64));
+    }
+    EXPECT_FALSE(h.queue.flush());
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_TRUE(h.queue.flush());  // the budget's last frame: no waiting for the clock
+    EXPECT_EQ(h.ring.reclaim_all().size(), RxStreamPacer::kBudgetFrames);
+}
+
+// No lost wake-up: the worker publishes a stream's held tail before it
+// sleeps (publish_stream_held), while rx_frames holds keep their deadline.
+TYPED_TEST(NetRxQueueTest, adaptive_hold_ends_before_the_owner_sleeps) {
+    typename TestFixture::Harness h(256, false, test::version_1_config());
+    h.queue.set_coalescing(0, 0, /*stream=*/true);
+    h.ring.post(0, 200, 0, 1);
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_TRUE(h.queue.flush());
+    h.ring.reclaim_all();
+    g_now_ns += 1000;
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.queue.flush());
+    EXPECT_TRUE(h.queue.publish_stream_held());
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{1}));
+    EXPECT_FALSE(h.queue.publish_stream_held());  // nothing left
+
+    h.queue.set_coalescing(8, 1000, /*stream=*/true);  // explicit: overrides the default
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.queue.flush());
+    EXPECT_FALSE(h.queue.publish_stream_held());
+    EXPECT_NE(h.queue.held_deadline(), 0u);
+    EXPECT_TRUE(h.queue.publish_held());
+}
+
+TYPED_TEST(NetRxQueueTest, adaptive_never_holds_when_the_guest_is_out_of_buffers) {
+    typename TestFixture::Harness h(16, false, test::version_1_config());
+    h.queue.set_coalescing(0, 0, /*stream=*/true);
+    h.ring.post(0, 3, 0, 1);
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_TRUE(h.queue.flush());
+    g_now_ns += 1000;
+    ASSERT_TRUE(h.deliver(60, 64));
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.deliver(60, 64));  // starved
+    EXPECT_TRUE(h.queue.flush());
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0, 1, 2}));
+}
+
 // A big frame: the guest sees it as soon as it is written; the call and
 // the counts still come once, at the flush.
 TYPED_TEST(NetRxQueueTest, shows_a_big_frame_at_once_and_calls_once_at_flush) {
