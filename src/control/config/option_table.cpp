@@ -422,7 +422,8 @@ constexpr std::array kOptions = {
                        "switch ports (split rings): publish every burst to a guest at once but "
                        "defer its call while the switch's sources keep sending and the guest "
                        "still has over an eighth of its RX ring posted, at most 100 us (ethtool "
-                       "-C adaptive-rx); a lone frame is still called at once"),
+                       "-C adaptive-rx); cross-connects without rx_frames: a stream's bursts "
+                       "are held until 64 frames or 20 us; a lone frame is still called at once"),
     OptionSpec{"submit",
                OptionScope::datapath,
                std::nullopt,

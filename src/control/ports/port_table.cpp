@@ -126,6 +126,7 @@ void PortTable::connect_ports(PortEntry& a_entry, PortEntry& b_entry) {
     po.gro_udp = d.gro_udp;
     po.rx_frames = d.rx_frames;
     po.rx_usecs = d.rx_usecs;
+    po.adaptive_rx = d.adaptive_rx;
     offer_gso(*a, *b);
     offer_gso(*b, *a);
     const size_t group = a_entry.placement_group;
