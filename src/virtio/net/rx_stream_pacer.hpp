@@ -3,7 +3,7 @@
 // cross-connect). A fast reader drains the tap in many small bursts; a
 // publish per burst wakes an event-driven guest per few frames, and a
 // wake-up costs tens of microseconds on a VM host. So:
-//   - a burst after silence (no publish in the last kSilenceNs) is
+//   - a burst after silence (no publish in the last kSilenceNs, 200 us) is
 //     published and called at once: a lone frame (a ping, a reply) waits
 //     for nothing;
 //   - while bursts keep coming, they are held until kBudgetFrames are
@@ -20,10 +20,14 @@ namespace vnet::virtio {
 
 class RxStreamPacer {
 public:
-    // A publish less than this long ago means a stream is running. Equal
-    // to the hold budget: a stream paced by the budget stays a stream, and
-    // bursts sparser than that gain nothing from holding anyway.
-    static constexpr uint64_t kSilenceNs = 20000;
+    // A publish less than this long ago means a stream is running. Longer
+    // than a guest's wake-up and turn: a guest sharing the sender's CPU
+    // stops the sender while it runs, so a stream's bursts come tens of
+    // microseconds apart; at 20 us each such burst counted as a lone one and
+    // woke the guest at once (64 B tap -> guest 0.35-0.42 Mpps vs 0.50-0.52
+    // at 200 us, BENCHMARKS.md guestrx). A request/response faster than
+    // this pays at most kBudgetNs per frame.
+    static constexpr uint64_t kSilenceNs = 200000;
     static constexpr uint16_t kBudgetFrames = 64;
     static constexpr uint64_t kBudgetNs = 20000;
 
