@@ -209,7 +209,8 @@ TEST_F(ControlMethodsTest, options_list_is_the_option_table) {
     const json socket_path = *std::find_if(ports.begin(), ports.end(),
                                            [](const json& r) { return r["key"] == "socket_path"; });
     EXPECT_EQ(socket_path["kind"], "vhost-user");
-    for (const json& row : call("options.list", {{"scope", "switch"}})["result"]) {
+    const json switch_rows = call("options.list", {{"scope", "switch"}});
+    for (const json& row : switch_rows["result"]) {
         EXPECT_FALSE(row.contains("flag")) << row.dump();
     }
     const json bad = call("options.list", {{"scope", "ports"}});
