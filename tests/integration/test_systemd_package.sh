@@ -161,12 +161,13 @@ pid_changed() {
 # every_path: every path of the container's file systems (/ and /run) but
 # the package manager's, systemd's and the logs' own books, which an
 # install and a purge rightly change (and agetty's, made whenever the
-# console's getty starts).
+# console's getty starts, and adduser's lock directory, made when the
+# postinst adds the kvm group).
 every_path() {
     in_ct find / /run -xdev \( -path /proc -o -path /sys -o -path /dev -o -path /tmp \
         -o -path /var/tmp -o -path /var/log -o -path /var/cache -o -path /var/lib/apt \
         -o -path /var/lib/dpkg -o -path /run/systemd -o -path /run/user -o -path /run/log \
-        -o -path /run/lock -o -path /run/agetty.reload \) -prune -o -print | sort
+        -o -path /run/lock -o -path /run/agetty.reload -o -path /run/adduser \) -prune -o -print | sort
 }
 every_path >"$WORK/paths-before-install.txt"
 
@@ -207,7 +208,7 @@ ok "reload: spare0 added from the config file, same MainPID"
 # ---- 4. restart with a front end connected -------------------------------------------
 
 bg_start --log "$WORK/pktgen.log" nsenter --target "$LEADER" --all \
-    vnet-pktgen --socket-path /run/vnetd/vm0.sock --tx --reconnect --rate 2000 --duration 0 \
+    vnet-pktgen --socket-path /run/vnetd/vm/vm0.sock --tx --reconnect --rate 2000 --duration 0 \
     --stats-interval 0
 BG_PID_PKTGEN=$BG_PID
 fail_log "$WORK/pktgen.log" 20
