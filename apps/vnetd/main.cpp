@@ -16,9 +16,9 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "cli_docs/cli_docs.hpp"
 #include "common/build_info.hpp"
 #include "common/cli_exit.hpp"
-#include "cli_docs/cli_docs.hpp"
 #include "common/log.hpp"
 #include "common/log_format.hpp"
 #include "control/config/config.hpp"
