@@ -161,8 +161,12 @@ expect_error old-key "unknown parameter 'port' (port.set takes name, ingress_pol
 ctl --json port list >/dev/null || fail "(d) vnetd stopped answering"
 log_has "$WORK/vnetd.log" "port vm0: ingress policing $R3 kbit/s, burst $B3 kbit" ||
     fail "(d) the last setting is not the one logged last"
-[ "$(grep -c "ingress policing" "$WORK/vnetd.log")" = 2 ] ||
+# Each applied set logs the port's line and the control socket's audit line
+# (uid and the setting); a refused one logs neither.
+[ "$(grep -c "port vm0: ingress policing" "$WORK/vnetd.log")" = 2 ] ||
     fail "(d) a refused port set was applied: $(grep "ingress policing" "$WORK/vnetd.log")"
+[ "$(grep -c "control: uid 0 set port vm0's ingress policing" "$WORK/vnetd.log")" = 2 ] ||
+    fail "(d) not one audit line per applied set: $(grep "ingress policing" "$WORK/vnetd.log")"
 
 stop_pid "$VNETD_PID" TERM || fail "vnetd exited with status $? on SIGTERM"
 pass
