@@ -8,15 +8,17 @@
 
 #include "frontend/packet_builder.hpp"
 #include "idle_waiter.hpp"
+#include "packet/wire.hpp"
 #include "periodic_stats.hpp"
 
 namespace vnet::pktgen {
 namespace {
 
-constexpr uint32_t kEthHeaderLen = 14;
-constexpr uint32_t kIpv4MinHeaderLen = 20;
-constexpr uint32_t kUdpHeaderLen = 8;
-constexpr uint8_t kIpProtoUdp = 17;
+using packet::kEtherTypeIpv4;
+using packet::kEthHeaderLen;
+using packet::kIpProtoUdp;
+using packet::kUdpHeaderLen;
+constexpr size_t kIpv4MinHeaderLen = packet::kIpv4HeaderLen;
 // The TX cookie carries the RX buffer's index with this bit set, so the
 // two rings' completions can never be confused.
 constexpr uint64_t kTxCookie = uint64_t{1} << 32;
@@ -34,7 +36,7 @@ void swap_frame_addresses(std::byte* frame, uint32_t len) {
     swap_bytes(frame, frame + 6, 6);
     const auto ethertype =
         (static_cast<unsigned>(frame[12]) << 8) | static_cast<unsigned>(frame[13]);
-    if (ethertype != 0x0800 || len < kEthHeaderLen + kIpv4MinHeaderLen) {
+    if (ethertype != kEtherTypeIpv4 || len < kEthHeaderLen + kIpv4MinHeaderLen) {
         return;
     }
     std::byte* ip = frame + kEthHeaderLen;
