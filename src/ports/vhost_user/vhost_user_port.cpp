@@ -77,6 +77,9 @@ uint32_t VhostUserPort::queue_generation(uint16_t queue) const {
 uint16_t VhostUserPort::receive_burst(uint16_t queue, packet::PacketBurst& burst, uint16_t max) {
     QueuePair& p = pairs_[queue];
     const virtio::NetTxQueue::Received got = p.tx.receive_burst(burst, max);
+    if (got.taken != 0) {
+        p.rx.note_guest_sent();
+    }
     if (got.notify) {
         notify_guest(p.tx_end.call_fd, rx_counters(queue));
     }

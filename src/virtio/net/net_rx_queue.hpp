@@ -125,6 +125,9 @@ public:
     // running (RxStreamPacer) go out now; rx_frames / rx_usecs holds keep
     // their deadline. Returns whether to notify.
     bool publish_stream_held();
+    // The same queue pair's guest TX ring gave frames (RxStreamPacer: a
+    // guest that answers gets its next frame at once).
+    void note_guest_sent() { pacer_.guest_sent(); }
     // Before the owner sleeps on the kick fd: true if it may (the guest
     // posted no buffers since the path parked).
     bool arm_kicks();

@@ -6,12 +6,17 @@
 //   - a burst after silence (no publish in the last kSilenceNs, 200 us) is
 //     published and called at once: a lone frame (a ping, a reply) waits
 //     for nothing;
+//   - so is a burst after the guest sent something since the last publish:
+//     a guest that answers is in a conversation (a request and its reply,
+//     TCP's ACK clock), where the next frame is what it waits for, however
+//     close together the frames come (a 10 us round trip is well inside
+//     the silence window, and holding there doubled its latency);
 //   - while bursts keep coming, they are held until kBudgetFrames are
 //     pending or kBudgetNs have passed since the first held one (the
 //     kernel's vhost-net signals once per batch of up to 64);
 //   - the owner publishes what is held before it sleeps (hold_ends_on_idle):
 //     a stream's tail never waits for a timer.
-// Pure logic over a caller's clock (ns), no state beyond two times.
+// Pure logic over a caller's clock (ns), no state beyond two times and a flag.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +39,7 @@ public:
     // End of a burst, `pending` frames not yet published, at `now`:
     // 0 to publish now, else the time by which the held frames must be.
     uint64_t hold_until(uint64_t now, uint16_t pending) {
-        if (last_publish_ns_ == 0 || now - last_publish_ns_ >= kSilenceNs ||
+        if (last_publish_ns_ == 0 || guest_sent_ || now - last_publish_ns_ >= kSilenceNs ||
             pending >= kBudgetFrames) {
             return 0;
         }
@@ -48,16 +53,21 @@ public:
     void published(uint64_t now) {
         last_publish_ns_ = now;
         first_held_ns_ = 0;
+        guest_sent_ = false;
     }
+    // The same queue pair's guest TX ring gave frames: the guest answers.
+    void guest_sent() { guest_sent_ = true; }
     // A restarted ring: the next burst is a first one.
     void reset() {
         last_publish_ns_ = 0;
         first_held_ns_ = 0;
+        guest_sent_ = false;
     }
 
 private:
     uint64_t last_publish_ns_ = 0;
     uint64_t first_held_ns_ = 0;
+    bool guest_sent_ = false;
 };
 
 }  // namespace vnet::virtio

@@ -252,6 +252,33 @@ TYPED_TEST(NetRxQueueTest, adaptive_publishes_a_lone_frame_at_once_and_holds_a_s
     EXPECT_EQ(h.counters.bursts.get(), 3u);
 }
 
+// A conversation (the guest answered each frame before the next came, as a
+// request/response or TCP's ACK clock does): each frame goes out at once
+// however close together they come; a burst with no answer in between is
+// held again.
+TYPED_TEST(NetRxQueueTest, adaptive_publishes_at_once_to_a_guest_that_answered) {
+    typename TestFixture::Harness h(256, false, test::version_1_config());
+    h.queue.set_coalescing(0, 0, /*stream=*/true);
+    h.ring.post(0, 200, 0, 1);
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_TRUE(h.queue.flush());  // after silence
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0}));
+    for (uint32_t i = 1; i <= 3; ++i) {
+        g_now_ns += 10000;  // a 10 us round trip, well inside the silence window
+        h.queue.note_guest_sent();
+        ASSERT_TRUE(h.deliver(60, 64));
+        EXPECT_TRUE(h.queue.flush()) << "frame " << i;
+        EXPECT_EQ(h.queue.held_deadline(), 0u);
+        EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{i}));
+    }
+    // No answer since the last publish: a stream's burst, held.
+    g_now_ns += 2000;
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.queue.flush());
+    EXPECT_EQ(h.queue.held_deadline(), g_now_ns + RxStreamPacer::kBudgetNs);
+    EXPECT_EQ(h.counters.bursts.get(), 4u);
+}
+
 TYPED_TEST(NetRxQueueTest, adaptive_publishes_the_frame_budget_at_once) {
     typename TestFixture::Harness h(256, false, test::version_1_config());
     h.queue.set_coalescing(0, 0, /*stream=*/true);
