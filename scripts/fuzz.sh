@@ -1,16 +1,32 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, ASan+UBSan) and runs each for a bounded
 # time over a scratch copy of its committed seed corpus. Fails on any finding.
-#   scripts/fuzz.sh [seconds-per-target]   (default 60)
+#   scripts/fuzz.sh [seconds-per-target]       build, then run (default 60 s)
+#   scripts/fuzz.sh build                      build only
+#   scripts/fuzz.sh run [seconds-per-target]   run what was built
+# (scripts/test.sh builds beside the release tests and runs beside the ASan
+# ones, so the runs do not share the CPUs with a compiler.)
 set -euo pipefail
+step=all
+case "${1:-}" in
+build | run)
+    step=$1
+    shift
+    ;;
+esac
 seconds=${1:-60}
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${VNET_FUZZ_BUILD_DIR:-$top/build-fuzz}
 
-cmake -S "$top" -B "$build" -G Ninja -DVNET_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVNET_WERROR=ON \
-      -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
-      -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
-ninja -C "$build" -j"$(nproc)" vnet_fuzz_targets
+if [ "$step" != run ]; then
+    cmake -S "$top" -B "$build" -G Ninja -DVNET_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVNET_WERROR=ON \
+          -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+          -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+    ninja -C "$build" -j"$(nproc)" vnet_fuzz_targets
+fi
+if [ "$step" = build ]; then
+    exit 0
+fi
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -29,7 +45,7 @@ fuzz_one() {
 }
 
 # Each target is one process on one CPU: as many run at once as there are
-# CPUs (scripts/test.sh runs them at the lowest priority beside the
+# CPUs (scripts/test.sh runs them at the lowest priority beside the ASan
 # integration tests, with twice the time).
 targets=("$build"/tests/fuzz/fuzz_*)
 for bin in "${targets[@]}"; do

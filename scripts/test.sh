@@ -5,7 +5,7 @@
 # against the release build, and the unit tests and the same integration
 # tests against the ASan+UBSan build. It prints the time of each
 # phase at the end.
-#   VNET_FUZZ_SECONDS=120  time per fuzz target (beside the integration tests)
+#   VNET_FUZZ_SECONDS=120  time per fuzz target (beside the ASan integration tests)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -113,14 +113,17 @@ fi
 cat "$test_deps_log"
 
 # The integration tests mostly wait (paced streams, a guest's fixed-length
-# iperf3 runs, timers): they leave more than a CPU idle. The ASan+UBSan build
-# and the fuzz targets use it, at the lowest CPU priority so the tests keep
-# the CPUs they ask for. Each fuzz target gets twice the time it had alone.
-beside "build (ASan+UBSan)" \
+# iperf3 runs, timers): they leave more than a CPU idle. The ASan+UBSan
+# build and then the fuzz targets' build use it, at the lowest CPU priority
+# so the tests keep the CPUs they ask for; the fuzz targets run beside the
+# ASan tests below, each with twice the time it had alone. (Run beside the
+# release tests with the ASan build competing, they executed about half of
+# what they did alone.)
+beside "build (ASan+UBSan, then the fuzz targets)" \
     bash -c 'cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DVNET_SANITIZE=ON \
-                 -DVNET_BENCH=OFF -DVNET_WERROR=ON "$@" >/dev/null && ninja -C build-asan -j"$(nproc)"' \
+                 -DVNET_BENCH=OFF -DVNET_WERROR=ON "$@" >/dev/null && ninja -C build-asan -j"$(nproc)" &&
+             bash scripts/fuzz.sh build' \
     asan "${lines_only[@]}"
-beside "fuzz (${VNET_FUZZ_SECONDS:-120}s per target)" bash scripts/fuzz.sh "${VNET_FUZZ_SECONDS:-120}"
 
 # Two at a time: tests/integration/CMakeLists.txt gives the ones that need
 # the machine (testpmd, a CPU or time measurement) to themselves and runs one
@@ -128,8 +131,9 @@ beside "fuzz (${VNET_FUZZ_SECONDS:-120}s per target)" bash scripts/fuzz.sh "${VN
 phase "integration tests"
 (cd build && ctest --output-on-failure --timeout 900 -j2)
 
-phase "wait for the ASan+UBSan build"
-wait_beside "build (ASan+UBSan)"
+phase "wait for the ASan+UBSan and fuzz builds"
+wait_beside "build (ASan+UBSan, then the fuzz targets)"
+beside "fuzz (${VNET_FUZZ_SECONDS:-120}s per target)" bash scripts/fuzz.sh run "${VNET_FUZZ_SECONDS:-120}"
 
 # The same integration scripts against the sanitized binaries: ASan exits
 # non-zero and UBSan aborts (-fno-sanitize-recover), and every script checks
