@@ -5,8 +5,11 @@
 # of test_qemu_guest.sh. libvirt's QEMU runs as libvirt-qemu:kvm, not root.
 #
 #  (a) <interface type='vhostuser'> mode='client' with <reconnect enabled='yes'
-#      timeout='2'/>: vnetd listens on a socket made root:kvm 0660 from the
-#      start (--socket-group kvm --socket-mode 0660). The guest boots, gets
+#      timeout='2'/>: vnetd runs the Debian package's shipped configuration
+#      (deploy/vnetd.toml, only its paths and tap name moved into the test's
+#      directory), so the socket libvirt's QEMU connects to is the packaged
+#      default: root:kvm 0660 in a directory vnetd makes root:kvm 0750. The
+#      guest boots, gets
 #      link and pings the address of vnetd's tap (in a netns) 3/3. Then vnetd
 #      is restarted under the running guest (SIGTERM, a new vnetd on the same
 #      socket): the guest sees its link drop and come back, QEMU having
@@ -94,7 +97,7 @@ iperf_listening() { ip netns exec "$NS" ss -Hltn "sport = :5201" | grep -q LISTE
 # the host address; a tap of vnetd's previous life may still be going away
 # there.
 tap_into_netns() {
-    wait_for 10 "vnetd did not set up tap $TAP" log_has "$1" "port $TAP: tap $TAP"
+    wait_for 10 "vnetd did not set up tap $TAP" log_has "$1" "port [^ ]+: tap $TAP "
     wait_for 10 "could not move $TAP into $NS" ip link set "$TAP" netns "$NS"
     ip -n "$NS" addr add "$HOST_IP/24" dev "$TAP" || fail "ip addr add"
     ip netns exec "$NS" sysctl -qw "net.ipv6.conf.$TAP.disable_ipv6=1" 2>/dev/null
@@ -160,21 +163,33 @@ check_forwarded() {
 # ---- (a) QEMU connects to vnetd, and reconnects to its next life -------------
 echo "== (a) mode='client', vnetd restarted under the running guest"
 mkdir -m 0755 "$WORK/run"
-SOCK_A="$WORK/run/vm0.sock"
-VNETD_A=("$VNETD" --socket-path "$SOCK_A" --socket-group kvm --socket-mode 0660 --tap "$TAP"
-    --control-socket "")
-bg_start --log "$WORK/vnetd-a1.log" "${VNETD_A[@]}" --stats-file "$WORK/stats-a1.json"
+SOCK_A="$WORK/run/vm/vm0.sock"
+# shipped_config LIFE: $WORK/vnetd-aLIFE.toml, deploy/vnetd.toml with its
+# /run/vnetd paths under $WORK/run, the test's tap, and a stats file for
+# this life; fails if one of them was not there to move.
+shipped_config() {
+    local out="$WORK/vnetd-a$1.toml"
+    sed -e "s|\"/run/vnetd/|\"$WORK/run/|" -e "s|\"vm0tap\"|\"$TAP\"|" \
+        -e "/^\[daemon\]/a stats_file = \"$WORK/stats-a$1.json\"" "$HERE/../../deploy/vnetd.toml" >"$out"
+    grep -q "socket_path = \"$SOCK_A\"" "$out" && grep -q "tap = \"$TAP\"" "$out" &&
+        ! grep -q '"/run/vnetd' "$out"
+}
+shipped_config 1 || fail "deploy/vnetd.toml no longer has the paths this test moves"
+bg_start --log "$WORK/vnetd-a1.log" "$VNETD" --config "$WORK/vnetd-a1.toml"
 VNETD_PID=$BG_PID
 wait_for 10 "vnetd did not create $SOCK_A" test -S "$SOCK_A"
-check "socket for libvirt-qemu: $(stat -c '%U:%G %a' "$SOCK_A") = root:kvm 660" \
+check "packaged socket for libvirt-qemu: $(stat -c '%U:%G %a' "$SOCK_A") = root:kvm 660" \
     test "$(stat -c '%U:%G %a' "$SOCK_A")" = "root:kvm 660"
+check "... in a directory vnetd made: $(stat -c '%U:%G %a' "${SOCK_A%/*}") = root:kvm 750" \
+    test "$(stat -c '%U:%G %a' "${SOCK_A%/*}")" = "root:kvm 750"
 tap_into_netns "$WORK/vnetd-a1.log"
 start_domain a client "$SOCK_A" "<reconnect enabled='yes' timeout='2'/>" vnet_relink=1
 wait_until "$DOMAIN_TIMEOUT" console_has a "waiting for the link to drop" ||
     { wait_domain a "$VNETD_PID"; fail "the guest never got to its first ping"; }
 stop_pid "$VNETD_PID" TERM 10
 check "case a vnetd 1 exits 0 on SIGTERM (rc $?)" test $? = 0
-bg_start --log "$WORK/vnetd-a2.log" "${VNETD_A[@]}" --stats-file "$WORK/stats-a2.json"
+shipped_config 2 || fail "deploy/vnetd.toml no longer has the paths this test moves"
+bg_start --log "$WORK/vnetd-a2.log" "$VNETD" --config "$WORK/vnetd-a2.toml"
 VNETD_PID=$BG_PID
 tap_into_netns "$WORK/vnetd-a2.log"
 wait_domain a "$VNETD_PID"
