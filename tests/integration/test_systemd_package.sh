@@ -14,8 +14,10 @@
 #      front end's frames reach vnetd again;
 #   5. watchdog: a SIGSTOPped vnetd misses WatchdogSec, systemd kills and
 #      restarts it (NRestarts grows, a new MainPID), traffic comes back;
-#   6. upgrade: `vnetctl upgrade` hands over to a new process, systemd
-#      follows MAINPID to it, the unit stays active, traffic goes on;
+#   6. package upgrade: `apt-get install --reinstall ./vnetd_*.deb` while
+#      vnetd runs: the postinst's `vnetctl upgrade` hands over to a new
+#      process (no stop, no restart: NRestarts unchanged), systemd follows
+#      MAINPID to it, the unit stays active, traffic goes on;
 #   7. stop: inactive, no vnetd left, the front end still there (it waits
 #      to reconnect).
 #
@@ -238,12 +240,18 @@ traffic_flows "after the watchdog restart"
 [ "$(in_ct pidof vnet-pktgen)" = "$FRONT_END" ] || fail "watchdog: the front end was restarted"
 ok "watchdog: restarted, NRestarts $(unit NRestarts), MainPID $(unit MainPID)"
 
-# ---- 6. upgrade in place -------------------------------------------------------------
+# ---- 6. package upgrade: in place -------------------------------------------------------
 
 OLD_PID=$(unit MainPID)
-in_ct vnetctl upgrade >"$WORK/upgrade.txt" 2>&1 || { fail_log "$WORK/upgrade.txt"; fail "vnetctl upgrade failed"; }
-echo "[$(elapsed) s] upgrade: $(cat "$WORK/upgrade.txt")"
-NEW_PID=$(sed -nE 's/.*pid ([0-9]+).*/\1/p' "$WORK/upgrade.txt")
+RESTARTS=$(unit NRestarts)
+in_ct apt-get install --reinstall -y -q "/mnt/deb/$(basename "$DEB")" >"$WORK/upgrade.txt" 2>&1 ||
+    { fail_log "$WORK/upgrade.txt"; fail "apt-get install --reinstall failed"; }
+grep -q '^vnetd: upgraded in place' "$WORK/upgrade.txt" ||
+    { fail_log "$WORK/upgrade.txt"; fail "upgrade: the postinst did not hand over in place"; }
+echo "[$(elapsed) s] upgrade: $(grep -E 'upgraded|pid' "$WORK/upgrade.txt" | tr '\n' ' ')"
+NEW_PID=$(sed -nE 's/.*pid ([0-9]+).*/\1/p' "$WORK/upgrade.txt" | head -n 1)
+[ -n "$NEW_PID" ] || fail "upgrade: no new pid in vnetctl upgrade's answer"
+[ "$(unit NRestarts)" = "$RESTARTS" ] || fail "upgrade: the unit was restarted (NRestarts $RESTARTS -> $(unit NRestarts))"
 # The new process's pid in the container; systemd follows MAINPID=.
 wait_for 10 "upgrade: MainPID did not follow the new process" eval '[ "$(unit MainPID)" = "$NEW_PID" ]'
 transcript "upgrade"
@@ -254,7 +262,7 @@ sleep 2
 in_ct test ! -e "/proc/$OLD_PID" || fail "upgrade: the old vnetd ($OLD_PID) is still there"
 traffic_flows "after the upgrade"
 [ "$(in_ct pidof vnet-pktgen)" = "$FRONT_END" ] || fail "upgrade: the front end was restarted"
-ok "upgrade: MainPID $OLD_PID -> $NEW_PID, still active"
+ok "package upgrade: in place, MainPID $OLD_PID -> $NEW_PID, NRestarts $RESTARTS, still active"
 
 # ---- 7. stop ---------------------------------------------------------------------
 
@@ -278,4 +286,4 @@ comm -13 "$WORK/paths-before-install.txt" "$WORK/paths-after-purge.txt" >"$WORK/
 [ -s "$WORK/left.txt" ] && fail "purge left: $(head -n 20 "$WORK/left.txt" | tr '\n' ' ')"
 ok "purge: nothing left behind ($(wc -l <"$WORK/paths-after-purge.txt") paths as before the install; $(elapsed) s in all)"
 
-pass "the package under systemd: install, start, reload, restart, watchdog, upgrade, stop, purge"
+pass "the package under systemd: install, start, reload, restart, watchdog, package upgrade in place, stop, purge"
