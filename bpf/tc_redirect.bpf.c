@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // A tc (clsact ingress) program that hands every frame to the device in
 // redirect_target[0], on that device's egress: what joins a VXLAN uplink's
 // two halves (ports/vxlan/): frames vnetd writes into the uplink's tap are
@@ -28,4 +29,4 @@ int tc_redirect(struct __sk_buff* skb) {
     return bpf_redirect(*ifindex, 0);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // XDP_DROP every frame that enters the tap: the cheapest possible consumer,
 // for measuring what vnetd can push into a tap (reference/peer-baselines.md:
 // native XDP_DROP on a tap is the seed's +44.8% case). The kernel counts the
@@ -12,4 +13,4 @@ int xdp_drop(struct xdp_md* ctx) {
     return XDP_DROP;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // XDP_PASS every frame: the frame goes on to the stack as without XDP, so
 // this measures the cost of running a program at all (and, on a tap, that
 // the native build_skb path is taken).
@@ -11,4 +12,4 @@ int xdp_pass(struct xdp_md* ctx) {
     return XDP_PASS;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

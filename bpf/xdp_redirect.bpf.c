@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // XDP_REDIRECT every frame to the device in redirect_map[0], which vnetd
 // fills with the ifindex of the port's xdp_redirect interface. A devmap
 // (not bpf_redirect(ifindex)) so the kernel batches the transmit and
@@ -21,4 +22,4 @@ int xdp_redirect(struct xdp_md* ctx) {
     return bpf_redirect_map(&redirect_map, 0, XDP_PASS);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
