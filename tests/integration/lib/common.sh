@@ -53,6 +53,15 @@
 #
 # Processes: every process is stopped by its PID only, and only those this
 # test started and registered (bg_start, track). Nothing is killed by name.
+#
+# What stays in each script on purpose, though it looks alike between them
+# (`duplicates` pairs them by shape): a test's vnetd.toml heredoc (the
+# topology is the test's input and reads as the operator's file would; a
+# writer function would hide the keys under test), its prelude of bounds
+# and sizes (the same names, each test's own values and reasons), and its
+# assertion blocks over its own streams and counters. Set-up that is the
+# same in effect (processes, names, namespaces, guests, streams) lives here
+# and in lib/qemu_stream.sh, lib/vxlan_hosts.sh.
 
 [ -n "${_VT_COMMON_LOADED:-}" ] && return 0
 _VT_COMMON_LOADED=1
