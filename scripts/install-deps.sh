@@ -48,8 +48,9 @@ test_packages=(
     # the package's checks (test_package), and a Debian 12 root booted under
     # a real systemd with the package in it (test_systemd_package)
     lintian debootstrap systemd-container
-    # EVPN between namespaces as hosts (test_evpn_frr): zebra + bgpd per namespace
-    frr
+    # EVPN between namespaces as hosts (test_evpn_frr*): zebra + bgpd per
+    # namespace; nft counts the underlay's VXLAN datagrams
+    frr nftables
 )
 
 packages=("${build_packages[@]}")
