@@ -19,7 +19,9 @@
 #     frames to it leave as N datagrams to its VTEP only (r2 N, r3 0) and
 #     reach no local guest (b 0); zebra's withdrawal takes it away;
 #   - a MAC remote first, then sending here (a VM that moved in) is local:
-#     behind its port in the switch and static in the bridge;
+#     behind its port in the switch and static in the bridge; zebra
+#     installing it behind another VTEP while it is silent here (it moved
+#     away) puts it behind the uplink and takes the static entry away;
 #   - a's entry goes when its port is deleted, b's with `mac flush`;
 #   - `switch uplink del` removes the bridge and both devices; vnetd exits 0.
 # Usage: test_evpn_fdb.sh BUILD_DIR   (as root)
@@ -149,8 +151,11 @@ check_equal "a's broadcast, once per VTEP of the flood list" "N=$N" \
 ok "a's MAC $MAC_A is static on $VT (zebra's to advertise); its broadcast left once to each VTEP"
 
 # ---- a remote MAC, as zebra installs it (type-2 route) ----------------------------
-bridge -n "$HE" fdb add "$MAC_R" dev "$VX" dst "$VTEP2" self extern_learn || fail "remote MAC (self)"
-bridge -n "$HE" fdb add "$MAC_R" dev "$VX" master extern_learn || fail "remote MAC (master)"
+zebra_install() {  # MAC VTEP
+    bridge -n "$HE" fdb replace "$1" dev "$VX" dst "$2" self master dynamic extern_learn ||
+        fail "installing $1 behind $2"
+}
+zebra_install "$MAC_R" "$VTEP2"
 wait_for 3 "$MAC_R not behind uplink-s0: $(ctl mac list)" behind "$MAC_R" uplink-s0
 bg_start --out "$WORK/rx.out" --err "$WORK/rx.log" "$PKTGEN" --connect-timeout 20 \
     --socket-path "$WORK/b.sock" --rx
@@ -168,14 +173,12 @@ check_equal "and nowhere else" "zero=0" "r3=$((r3_after - r3_before))" \
     "b=$(pktgen_value "$WORK/rx.out" rx-packets)"
 ok "$MAC_R behind uplink-s0; $N unicast frames to it left as $N datagrams to $VTEP2, none to $VTEP3 or b"
 
-bridge -n "$HE" fdb del "$MAC_R" dev "$VX" self || fail "withdrawing (self)"
-bridge -n "$HE" fdb del "$MAC_R" dev "$VX" master || fail "withdrawing (master)"
+bridge -n "$HE" fdb del "$MAC_R" dev "$VX" dst "$VTEP2" self master || fail "withdrawing $MAC_R"
 wait_for 3 "$MAC_R still in the switch after zebra withdrew it: $(ctl mac list)" not_in_switch "$MAC_R"
 ok "withdrawn: $MAC_R left the switch"
 
 # ---- a VM that moved in: remote first, then its frame here ------------------------
-bridge -n "$HE" fdb add "$MAC_B" dev "$VX" dst "$VTEP3" self extern_learn || fail "b as remote (self)"
-bridge -n "$HE" fdb add "$MAC_B" dev "$VX" master extern_learn || fail "b as remote (master)"
+zebra_install "$MAC_B" "$VTEP3"
 wait_for 3 "$MAC_B not behind uplink-s0: $(ctl mac list)" behind "$MAC_B" uplink-s0
 # Its first frame on this host (a gratuitous broadcast, like QEMU's RARP).
 pktgen --socket-path "$WORK/b.sock" --tx --count 1 --drain-timeout 5 --src-mac "$MAC_B" \
@@ -187,14 +190,23 @@ behind "$MAC_B" b || fail "$MAC_B not behind b: $(ctl mac list)"
 static_on_tap "$MAC_B" || fail "$MAC_B's static entry went again"
 ok "a MAC that moved in: behind b in the switch, static on $VT in the bridge"
 
+# ---- and away again: zebra moves it to another VTEP while b is silent here ------
+zebra_install "$MAC_B" "$VTEP2"
+wait_for 3 "$MAC_B not behind uplink-s0 after it moved away: $(ctl mac list)" behind "$MAC_B" uplink-s0
+no_static_on_tap "$MAC_B" || fail "$MAC_B still static on $VT after it moved away"
+ok "a MAC that moved away (zebra's newer route, silent here): behind the uplink, no static entry"
+
 # ---- its port deleted, a flush ---------------------------------------------------
 ctl port del a >/dev/null || fail "port del a"
 wait_for 3 "$MAC_A's static entry outlived its port: $(bridge -n "$HE" fdb show br "$BR")" \
     no_static_on_tap "$MAC_A"
+pktgen --socket-path "$WORK/b.sock" --tx --count 1 --drain-timeout 5 --src-mac "$MAC_B" \
+    --dst-mac "$BROADCAST" >"$WORK/tx.out" 2>"$WORK/tx.log" || fail "b's frame: $(tail -3 "$WORK/tx.log")"
+wait_for 3 "$MAC_B is not static again" static_on_tap "$MAC_B"
 ctl mac flush --switch s0 >/dev/null || fail "mac flush"
 wait_for 3 "$MAC_B's static entry outlived the flush: $(bridge -n "$HE" fdb show br "$BR")" \
     no_static_on_tap "$MAC_B"
-ok "static entries removed with their port (a) and by mac flush (b)"
+ok "static entries removed with their port (a) and by mac flush (b, back behind the uplink)"
 
 # ---- the uplink goes ------------------------------------------------------------
 out=$(ctl switch uplink del s0) || fail "uplink del: $out"
