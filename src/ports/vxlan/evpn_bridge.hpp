@@ -6,8 +6,10 @@
 // the tc splice (vxlan_uplink.hpp) takes every frame at the ingress hook of
 // the tap and of the vxlan device, before a bridge port's rx handler runs,
 // so the bridge is a table zebra and vnetd share, nothing more. Hence its
-// ports learn nothing and the bridge has no IPv6 link-local address (it
-// would otherwise send router solicitations and MLD reports to its ports).
+// ports learn nothing and flood nothing, and the bridge has no IPv6
+// link-local address and no multicast snooping: the bridge device itself
+// sends nothing (router solicitations, MLD and IGMP reports), and would
+// reach neither port if it did.
 #pragma once
 
 #include <string>
@@ -27,7 +29,8 @@ public:
     EvpnBridge(const EvpnBridge&) = delete;
     EvpnBridge& operator=(const EvpnBridge&) = delete;
 
-    // Makes the device with `ifindex` a port of the bridge, learning off.
+    // Makes the device with `ifindex` a port of the bridge, learning and
+    // flooding off.
     // Throws PortSetupError naming the step.
     void add_port(unsigned ifindex, const std::string& device);
 
