@@ -133,6 +133,11 @@ rx_stop() {
     done
     RX_PID=()
 }
+# zeros CASE NAME=VALUE...: check_zero, printed for the record.
+zeros() {
+    echo "($1) ${*:2}"
+    check_zero "$@"
+}
 # received N/VM EXPECTED: it got EXPECTED frames, every one verified, none lost.
 received() {
     [ "${RX[$1]}" = "$2 $2 0" ] || fail "$1 received (packets verified lost) '${RX[$1]}', expected $2 each"
@@ -234,7 +239,7 @@ received 2/vm1 "$N"
 for key in 1/vm2 2/vm2 3/vm1 3/vm2; do received "$key" 0; done
 check_equal "unicast host 1 vm1 -> host 2 vm1: VXLAN datagrams on the underlay" "N=$N" \
     "from_host1=$(delta from1)" "to_host2=$(delta to2)"
-check_zero "unicast: nothing elsewhere" "to_host1=$(delta to1)" "to_host3=$(delta to3)" \
+zeros "unicast: nothing elsewhere" "to_host1=$(delta to1)" "to_host3=$(delta to3)" \
     "from_host2=$(delta from2)" "from_host3=$(delta from3)"
 ok "unicast: $N frames verified at host 2's vm1 in $N datagrams, no flooding"
 
@@ -290,7 +295,7 @@ send 3 vm1 "$MOVED" "$N"
 rx_stop
 received 2/vm3 "$N"
 check_equal "host 3 -> the moved VM" "N=$N" "from_host3=$(delta from3)" "to_host2=$(delta to2)"
-check_zero "host 3 -> the moved VM: nothing to its old host" "to_host1=$(delta to1)"
+zeros "host 3 -> the moved VM: nothing to its old host" "to_host1=$(delta to1)"
 ok "the move: host 3's $N frames reached $MOVED on host 2, none its old host, $((($(_vt_now_us) - t0) / 1000)) ms after its first frame there"
 echo "--- host 3: show evpn mac vni $VNI mac $MOVED (MAC mobility: the move raised its sequence number)"
 evpn_vtysh 3 "show evpn mac vni $VNI mac $MOVED"
