@@ -23,9 +23,10 @@
 # pid at exit) with its own pathspace (-N <the namespace's name>: its vty
 # and zserv sockets in /var/run/frr/<name>/, removed at exit; `vtysh -N
 # <name>` talks to it, evpn_vtysh), its configuration, pid file and log in
-# $WORK/frr/<name>/. Timers are the fastest BGP allows (keepalive 1 s,
-# hold 3 s, connect retry 1 s, no advertisement interval), so a route
-# crosses in well under a second once the sessions are up.
+# $WORK/frr/<name>/. Timers are short (keepalive 1 s, hold 3 s, the
+# least BGP allows; connect retry 1 s; no advertisement interval), so a
+# route crosses in well under a second once the sessions are up (a host's
+# first routes about a second after its session comes up).
 # shellcheck shell=bash
 
 EVPN_NET=10.250.0
