@@ -25,8 +25,9 @@
 # <name>` talks to it, evpn_vtysh), its configuration, pid file and log in
 # $WORK/frr/<name>/. Timers are short (keepalive 1 s, hold 3 s, the
 # least BGP allows; connect retry 1 s; no advertisement interval), so a
-# route crosses in well under a second once the sessions are up (a host's
-# first routes about a second after its session comes up).
+# route crosses in well under a second once the sessions are up. A new
+# session's first routes wait bgpd's coalesce-time (1 s, kept: it is what
+# a real host that joins sees; `coalesce-time 0` halves the join's time).
 # shellcheck shell=bash
 
 EVPN_NET=10.250.0
