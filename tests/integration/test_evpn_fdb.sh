@@ -57,21 +57,27 @@ MAC_R=02:00:00:00:0e:0c
 BROADCAST=ff:ff:ff:ff:ff:ff
 
 # ---- the host, the two other VTEPs and vnetd --------------------------------------
+# underlay_to NS LINK NET: veth LINK (NET.1, in hE) to "peer" (NET.2, in NS),
+# with static neighbours both ways.
+underlay_to() {
+    local ns=$1 link=$2 net=$3 mac_h mac_r
+    ip link add "$link" netns "$HE" type veth peer name peer netns "$ns" || fail "veth to $ns"
+    ip -n "$HE" addr add "$net.1/24" dev "$link" || fail "address of $link"
+    ip -n "$ns" addr add "$net.2/24" dev peer || fail "address in $ns"
+    ip -n "$HE" link set "$link" up || fail "$link up"
+    ip -n "$ns" link set peer up || fail "peer up in $ns"
+    mac_h=$(ip -n "$HE" -br link show "$link" | awk '{print $3}')
+    mac_r=$(ip -n "$ns" -br link show peer | awk '{print $3}')
+    ip -n "$HE" neigh replace "$net.2" lladdr "$mac_r" dev "$link" nud permanent ||
+        fail "static neighbour in $HE"
+    ip -n "$ns" neigh replace "$net.1" lladdr "$mac_h" dev peer nud permanent ||
+        fail "static neighbour in $ns"
+}
 netns_new "$HE"
 netns_new "$R2"
 netns_new "$R3"
-for i in 2 3; do
-    r=R$i u=U$i net=NET$i
-    ip link add "${!u}" netns "$HE" type veth peer name peer netns "${!r}" || fail "veth to ${!r}"
-    ip -n "$HE" addr add "${!net}.1/24" dev "${!u}" && ip -n "${!r}" addr add "${!net}.2/24" dev peer ||
-        fail "underlay addresses"
-    ip -n "$HE" link set "${!u}" up && ip -n "${!r}" link set peer up || fail "underlay up"
-    mac_h=$(ip -n "$HE" -br link show "${!u}" | awk '{print $3}')
-    mac_r=$(ip -n "${!r}" -br link show peer | awk '{print $3}')
-    ip -n "$HE" neigh replace "${!net}.2" lladdr "$mac_r" dev "${!u}" nud permanent &&
-        ip -n "${!r}" neigh replace "${!net}.1" lladdr "$mac_h" dev peer nud permanent ||
-        fail "static neighbours"
-done
+underlay_to "$R2" "$U2" "$NET2"
+underlay_to "$R3" "$U3" "$NET3"
 VTEP2=$NET2.2
 VTEP3=$NET3.2
 
@@ -112,7 +118,7 @@ for dev in "$VX" "$VT"; do
         fail "learning on $dev: $(bridge -n "$HE" -d link show dev "$dev")"
     ip -n "$HE" link show "$dev" | grep -q "state UNKNOWN\|state UP" || fail "$dev is not up"
 done
-[ -z "$(bridge -n "$HE" fdb show dev "$VX" | grep " dst ")" ] ||
+! bridge -n "$HE" fdb show dev "$VX" | grep -q " dst " ||
     fail "$VX has remotes: $(bridge -n "$HE" fdb show dev "$VX")"
 tc -n "$HE" filter show dev "$VT" ingress | grep -q "tc_redirect" || fail "no tc splice on $VT"
 ctl port list | grep -qE "^uplink-s0 +vxlan +$VX vni $VNI evpn in $BR " || fail "port list: $(ctl port list)"
