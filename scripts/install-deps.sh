@@ -48,6 +48,9 @@ test_packages=(
     # the package's checks (test_package), and a Debian 12 root booted under
     # a real systemd with the package in it (test_systemd_package)
     lintian debootstrap systemd-container
+    # EVPN between namespaces as hosts (test_evpn_frr*): zebra + bgpd per
+    # namespace; nft counts the underlay's VXLAN datagrams
+    frr nftables
 )
 
 packages=("${build_packages[@]}")
@@ -65,9 +68,24 @@ if ((${#missing[@]})); then
     echo "install-deps: installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
+    # frr's postinst starts and enables its service: a zebra in the host's own
+    # namespace that the tests do not want (they start zebra + bgpd per
+    # namespace, each in its own pathspace). A policy-rc.d that refuses frr
+    # alone keeps it from starting; one the admin already has is left alone.
+    policy=/usr/sbin/policy-rc.d
+    if [ ! -e $policy ]; then
+        printf '#!/bin/sh\n[ "$1" = frr ] && exit 101\nexit 0\n' >$policy
+        chmod 755 $policy
+        trap 'rm -f $policy' EXIT
+    fi
     # dpkg's fsync per file is much of an install's time on a VM's disk; what
     # it guards against (power lost mid-install) is no risk on a build machine.
     apt-get install -y -qq -o Dpkg::Options::=--force-unsafe-io "${missing[@]}" >/dev/null
+    # ... nor at the next boot
+    if [[ " ${missing[*]} " == *" frr "* ]]; then
+        systemctl disable frr.service >/dev/null 2>&1 || true
+        update-rc.d frr disable >/dev/null 2>&1 || true
+    fi
 fi
 case ${1:-} in --build | --demo) exit 0 ;; esac
 

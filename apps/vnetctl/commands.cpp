@@ -300,6 +300,7 @@ class UplinkAdd final : public Command {
     std::string name_;
     std::map<std::string, std::string> settings_;
     std::vector<std::string> remotes_;
+    bool evpn_ = false;
     void declare(CLI::App& app) override {
         app.add_option("switch", switch_, "the switch")->required();
         app.add_option("kind", kind_, "vxlan")->required()->check(CLI::IsMember({"vxlan"}));
@@ -320,6 +321,9 @@ class UplinkAdd final : public Command {
             }
         }
         app.add_option("--remote", remotes_, "a remote host's tunnel address (repeat)");
+        app.add_flag("--evpn", evpn_,
+                     "BGP EVPN through FRR: remotes from the control plane, the switch's MACs in "
+                     "bridge vxbr<VNI>'s FDB (the [[port]] key evpn)");
     }
     int run(Session& s) override {
         const std::string name = name_.empty() ? "uplink-" + switch_ : name_;
@@ -329,6 +333,9 @@ class UplinkAdd final : public Command {
         }
         if (!remotes_.empty()) {
             params["vxlan_remote"] = remotes_;
+        }
+        if (evpn_) {
+            params["evpn"] = true;
         }
         const json r = s.client.call("port.add", params);
         print_answer(s, r, "switch " + switch_ + ": vxlan uplink " + name + " added");

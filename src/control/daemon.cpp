@@ -39,6 +39,7 @@ Daemon::Daemon(Config config, std::function<Config()> reread)
       control_queue_(reactor_),
       switches_({.config = config_,
                  .log = log_,
+                 .reactor = reactor_,
                  .workers = workers_,
                  .placement = placement_,
                  .service_of =

@@ -184,6 +184,25 @@ bool is_ip_address(const std::string& text) {
            ::inet_pton(AF_INET6, text.c_str(), &a) == 1;
 }
 
+// EVPN mode: the control plane (FRR's zebra) installs the remote VTEPs and
+// MACs, so static ones would fight it; one VLAN (the uplink's untagged
+// one) is the VNI's broadcast domain, so a trunk has no meaning there.
+void validate_evpn_keys(const PortConfig& p, const std::string& where) {
+    if (!p.evpn) {
+        return;
+    }
+    if (!p.vxlan_remote.empty()) {
+        throw std::invalid_argument(where +
+                                    "evpn takes the remote VTEPs from the control plane (FRR): "
+                                    "give no vxlan_remote (--remote)");
+    }
+    if (!p.trunk.empty()) {
+        throw std::invalid_argument(where +
+                                    "evpn carries one VLAN, the uplink's untagged one: give no "
+                                    "trunk");
+    }
+}
+
 // VXLAN uplinks: on a switch, at most one per switch (vnetctl names an
 // uplink by its switch) and one per VNI (the kernel refuses a second vxlan
 // device with the same VNI and port).
@@ -193,12 +212,12 @@ void validate_vxlan_keys(const Config& c) {
     for (const PortConfig& p : c.ports) {
         const std::string where = "port '" + p.name + "': ";
         const bool any = p.vni != 0 || !p.vxlan_local.empty() || !p.vxlan_dev.empty() ||
-                         !p.vxlan_remote.empty() || p.vxlan_port != 4789;
+                         !p.vxlan_remote.empty() || p.vxlan_port != 4789 || p.evpn;
         if (p.type != PortType::vxlan) {
             if (any) {
                 throw std::invalid_argument(
                     where +
-                    "vni, vxlan_local, vxlan_dev, vxlan_port and vxlan_remote are for "
+                    "vni, vxlan_local, vxlan_dev, vxlan_port, vxlan_remote and evpn are for "
                     "vxlan ports");
             }
             continue;
@@ -234,6 +253,7 @@ void validate_vxlan_keys(const Config& c) {
         if (p.vxlan_dev.size() > 15) {
             throw std::invalid_argument(where + "vxlan_dev is longer than 15 characters");
         }
+        validate_evpn_keys(p, where);
     }
 }
 
@@ -245,6 +265,10 @@ std::string vxlan_device_name(const PortConfig& p) {
 
 std::string vxlan_tap_name(const PortConfig& p) {
     return "vxtap" + std::to_string(p.vni);
+}
+
+std::string vxlan_bridge_name(const PortConfig& p) {
+    return "vxbr" + std::to_string(p.vni);
 }
 
 std::optional<uint16_t> Config::uplink_mtu_of(const std::string& switch_name) const {

@@ -75,11 +75,15 @@ struct PortConfig {
     // docs/USAGE.md "VXLAN uplinks"): the VNI, the tunnel's source address
     // and underlay device (empty: the route's), the UDP port, the remote
     // VTEPs. The kernel device is `vxlan<VNI>`, its tap `vxtap<VNI>`.
+    // evpn: no static remotes; the devices are laid out for FRR's zebra (a
+    // bridge `vxbr<VNI>` holding both) and the switch's MACs are synced
+    // with the bridge's FDB (control/switches/evpn/).
     uint32_t vni = 0;
     std::string vxlan_local;
     std::string vxlan_dev;
     uint16_t vxlan_port = 4789;
     std::vector<std::string> vxlan_remote;
+    bool evpn = false;
 };
 
 // One [[switch]] table: an L2 learning switch its ports name.
@@ -162,6 +166,8 @@ Config load_config_file(const std::string& path);
 // A vxlan port's kernel devices: `vxlan<VNI>` and its tap `vxtap<VNI>`.
 std::string vxlan_device_name(const PortConfig& port);
 std::string vxlan_tap_name(const PortConfig& port);
+// An EVPN uplink's bridge (FRR's zebra maps the VNI to it): `vxbr<VNI>`.
+std::string vxlan_bridge_name(const PortConfig& port);
 
 // A port from its name, type and settings given as text, KEY = VALUE with the
 // [[port]] keys (what a flag would say): how ports are added at run time

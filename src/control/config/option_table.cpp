@@ -332,6 +332,9 @@ constexpr std::array kOptions = {
                [](const Config&, const PortConfig* p) {
                    return join(p->vxlan_remote, [](const std::string& r) { return r; });
                }},
+    VNET_PORT_BOOL(evpn, PortType::vxlan,
+                   "BGP EVPN through FRR: no static remotes; the uplink's devices sit in a "
+                   "bridge `vxbr<VNI>` and the switch's MACs are kept in step with its FDB"),
     OptionSpec{"vxlan_port",
                OptionScope::port,
                PortType::vxlan,

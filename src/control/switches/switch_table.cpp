@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "control/switches/evpn/evpn_fdb_sync.hpp"
+
 namespace vnet::control {
 
 namespace {
@@ -24,6 +26,13 @@ dataplane::switching::MemberConfig member_config_of(const PortConfig& pc) {
 }  // namespace
 
 SwitchTable::SwitchTable(Wiring wiring) : w_(std::move(wiring)) {}
+
+SwitchTable::~SwitchTable() = default;
+
+void SwitchTable::clear() {
+    evpn_syncs_.clear();
+    switches_.clear();
+}
 
 void SwitchTable::open_config_switches() {
     boot_connections_ = w_.config.connections.size();
@@ -146,6 +155,9 @@ SwitchId SwitchTable::attach_to_switch(const PortConfig& config, ports::Port& po
     if (error) {
         std::rethrow_exception(error);
     }
+    if (config.type == PortType::vxlan && config.evpn) {
+        start_evpn_sync(*s, config, port, member);
+    }
     // The switch makes every frame fit its receiver (a guest without TSO gets
     // segments, one without GUEST_CSUM a computed checksum), so a tap on it
     // takes GSO frames from the host whole, as it does from a tap peer.
@@ -163,7 +175,30 @@ SwitchId SwitchTable::attach_to_switch(const PortConfig& config, ports::Port& po
     return s->id;
 }
 
+// The EVPN uplink's sync runs while the uplink is on the switch. If it
+// cannot start (a device gone), the uplink leaves again: no half uplink.
+void SwitchTable::start_evpn_sync(SwitchEntry& s, const PortConfig& config, const ports::Port& port,
+                                  uint16_t member) {
+    try {
+        evpn_syncs_.emplace(
+            &port, std::make_unique<evpn::EvpnFdbSync>(
+                       w_.reactor, w_.log, *s.worker, *s.datapath,
+                       evpn::EvpnUplink{
+                           .port = config.name,
+                           .bridge = vxlan_bridge_name(config),
+                           .tap = vxlan_tap_name(config),
+                           .vxlan = vxlan_device_name(config),
+                           .member = member,
+                           .vlan = config.vlan.value_or(dataplane::switching::kDefaultVlan),
+                       }));
+    } catch (...) {
+        s.worker->run_sync([&] { s.datapath->detach(port); });
+        throw;
+    }
+}
+
 bool SwitchTable::detach_from_switch(const ports::Port& port) {
+    evpn_syncs_.erase(&port);
     for (SwitchEntry& s : switches_) {
         bool detached = false;
         s.worker->run_sync([&] { detached = s.datapath->detach(port); });

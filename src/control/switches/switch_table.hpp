@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,8 +21,13 @@
 #include "dataplane/placement.hpp"
 #include "dataplane/switch/switch_datapath.hpp"
 #include "dataplane/worker.hpp"
+#include "io/reactor.hpp"
 
 namespace vnet::control {
+
+namespace evpn {
+class EvpnFdbSync;
+}
 
 struct SwitchEntry {
     SwitchId id;
@@ -36,6 +42,7 @@ public:
     struct Wiring {
         Config& config;  // the running config: add/remove keep it in step
         const Logger& log;
+        io::Reactor& reactor;  // the EVPN uplinks' sync rounds
         const std::vector<std::unique_ptr<dataplane::Worker>>& workers;
         const dataplane::Placement& placement;
         // The service of the port named so (a switch's vxlan uplink), or
@@ -47,6 +54,7 @@ public:
         std::function<void()> changed;
     };
     explicit SwitchTable(Wiring wiring);
+    ~SwitchTable();
     SwitchTable(const SwitchTable&) = delete;
     SwitchTable& operator=(const SwitchTable&) = delete;
 
@@ -84,8 +92,8 @@ public:
 
     SwitchEntry* switch_named(const std::string& name);
     // Pointers into the workers, which own the switches: cleared before
-    // they go.
-    void clear() { switches_.clear(); }
+    // they go (the EVPN syncs, which use them, first).
+    void clear();
     // In the order they were made.
     std::vector<SwitchEntry>::iterator begin() { return switches_.begin(); }
     std::vector<SwitchEntry>::iterator end() { return switches_.end(); }
@@ -94,6 +102,10 @@ private:
     // Makes the switch on its worker: the next id and, by it, the worker.
     void open_switch(const SwitchConfig& config);
     SwitchEntry* switch_with_id(SwitchId id);
+    // An EVPN uplink joined switch `s` as `member`: its MACs sync from now
+    // on (control/switches/evpn/), until it leaves.
+    void start_evpn_sync(SwitchEntry& s, const PortConfig& config, const ports::Port& port,
+                         uint16_t member);
     // The switch named `only`, or every switch; RpcError if none is so named.
     std::vector<SwitchEntry*> selected(const std::optional<std::string>& only);
 
@@ -106,6 +118,8 @@ private:
     // of the boot config. Fixed, so a switch made later lands where the
     // rule says whatever ports were added since.
     size_t boot_connections_ = 0;
+    // The EVPN uplinks' syncs, by uplink port.
+    std::map<const ports::Port*, std::unique_ptr<evpn::EvpnFdbSync>> evpn_syncs_;
 };
 
 }  // namespace vnet::control

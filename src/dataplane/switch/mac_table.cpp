@@ -87,6 +87,15 @@ void MacTable::forget_member(uint16_t member) {
     }
 }
 
+bool MacTable::forget(Key key) {
+    const size_t i = find(key);
+    if (slots_[i].key == kFree) {
+        return false;
+    }
+    erase_at(i);
+    return true;
+}
+
 void MacTable::forget_all() {
     std::fill(slots_.begin(), slots_.end(), Slot{});
     size_ = 0;

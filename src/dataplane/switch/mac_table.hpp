@@ -75,6 +75,9 @@ public:
     void forget_member(uint16_t member);
     // Forgets every entry (vnetctl mac flush); not counted as aged.
     void forget_all();
+    // Forgets the entry of `key` (a remote MAC its control plane withdrew);
+    // false if there was none. Not counted as aged.
+    bool forget(Key key);
 
     uint32_t size() const { return size_; }
     uint32_t max_entries() const { return max_entries_; }

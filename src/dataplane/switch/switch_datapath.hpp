@@ -95,6 +95,9 @@ public:
     // Forgets the learned MACs of every member, or of `port` only (nothing
     // if it is no member); how many were forgotten.
     uint32_t forget_macs(const ports::Port* port);
+    // The MAC table itself, for a control plane that tells the switch where
+    // MACs are (the EVPN sync, control/switches/evpn/).
+    MacTable& mac_table() { return core_.mac_table(); }
 
     // `now_ns` is the worker's round clock (steady_now_ns() as the last
     // round ended or the worker woke, one read shared by the whole round;

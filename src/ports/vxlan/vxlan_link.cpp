@@ -16,6 +16,7 @@
 
 #include "common/netlink_handles.hpp"
 #include "ports/setup_error.hpp"
+#include "ports/vxlan/route_socket.hpp"
 
 namespace vnet::ports {
 namespace {
@@ -27,23 +28,6 @@ using netlink::Addr;
 using netlink::Link;
 using netlink::Neigh;
 using netlink::Sock;
-
-// libnl's codes (NLE_*) are not errnos: nl_syserr2nlerr went one way only,
-// so the message carries libnl's text and the errno slot what maps back.
-[[noreturn]] void netlink_failed(const std::string& device, const std::string& step, int nl_err) {
-    throw PortSetupError(device + ": " + step + " failed: " + nl_geterror(nl_err), 0);
-}
-
-Sock route_socket(const std::string& device) {
-    Sock sk(nl_socket_alloc());
-    if (!sk) {
-        throw PortSetupError(device + ": nl_socket_alloc failed", ENOMEM);
-    }
-    if (int err = nl_connect(sk.get(), NETLINK_ROUTE); err < 0) {
-        netlink_failed(device, "connecting to rtnetlink", err);
-    }
-    return sk;
-}
 
 Addr parse_ip(const std::string& device, const std::string& what, const std::string& text) {
     nl_addr* a = nullptr;
@@ -94,6 +78,9 @@ VxlanLink::VxlanLink(const VxlanLinkOptions& options) : options_(options) {
     rtnl_link_set_name(link.get(), options_.name.c_str());
     rtnl_link_vxlan_set_id(link.get(), options_.vni);
     rtnl_link_vxlan_set_port(link.get(), options_.dstport);
+    if (!options_.learning) {
+        rtnl_link_vxlan_set_learning(link.get(), 0);
+    }
     if (!options_.local.empty()) {
         Addr local = parse_ip(device, "local", options_.local);
         rtnl_link_vxlan_set_local(link.get(), local.get());

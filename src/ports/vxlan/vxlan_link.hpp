@@ -21,6 +21,9 @@ struct VxlanLinkOptions {
     std::string underlay;     // the device the tunnel goes out of (empty: the route's)
     uint16_t dstport = 4789;  // IANA's VXLAN port (the kernel's own default is 8472)
     unsigned mtu = 0;         // 0: the kernel's choice
+    // Off (`nolearning`) in EVPN mode: the control plane installs the
+    // remote MACs, the data plane learns none.
+    bool learning = true;
 };
 
 class VxlanLink {

@@ -96,8 +96,8 @@ TEST(ConfigVxlan, mistakes_are_refused_with_the_reason) {
                                             "vxlan_remote = [\"host-b\"]\n")),
               "port 'up': vxlan_remote 'host-b' is not an IPv4 or IPv6 address");
     EXPECT_EQ(load_error("[[port]]\nname = \"t\"\ntype = \"tap\"\nvni = 7\n"),
-              "port 't': vni, vxlan_local, vxlan_dev, vxlan_port and vxlan_remote are for vxlan "
-              "ports");
+              "port 't': vni, vxlan_local, vxlan_dev, vxlan_port, vxlan_remote and evpn are for "
+              "vxlan ports");
 }
 
 }  // namespace

@@ -18,12 +18,24 @@ void VxlanUplinkService::show(nlohmann::json& out) {
         {"underlay", link.options().underlay},
         {"mtu", link.mtu()},
         {"peers", link.peers()},
+        {"evpn", uplink_->bridge() != nullptr},
+        {"bridge", uplink_->bridge() == nullptr ? "" : uplink_->bridge()->name()},
         {"tc_program_ids",
          {uplink_->to_tunnel().program_id(), uplink_->from_tunnel().program_id()}},
     };
 }
 
 BuiltPort build_vxlan_port(const PortConfig& pc, const PortContext& context) {
+    // EVPN mode: the bridge first, so that it exists for the devices to
+    // join and goes last.
+    std::unique_ptr<ports::EvpnBridge> bridge;
+    if (pc.evpn) {
+        bridge = std::make_unique<ports::EvpnBridge>(vxlan_bridge_name(pc));
+        if (bridge->replaced_leftover()) {
+            context.log->warn("port {}: {} was left by a vnetd that died: deleted and made again",
+                              pc.name, bridge->name());
+        }
+    }
     ports::VxlanLinkOptions lo;
     lo.name = vxlan_device_name(pc);
     lo.vni = pc.vni;
@@ -31,6 +43,7 @@ BuiltPort build_vxlan_port(const PortConfig& pc, const PortContext& context) {
     lo.underlay = pc.vxlan_dev;
     lo.dstport = pc.vxlan_port;
     lo.mtu = pc.mtu.value_or(kDefaultVxlanMtu);  // what Config::uplink_mtu_of offers the guests
+    lo.learning = !pc.evpn;                      // zebra installs the remote MACs
     auto link = std::make_unique<ports::VxlanLink>(lo);
     if (link->replaced_leftover()) {
         context.log->warn("port {}: {} was left by a vnetd that died: deleted and made again",
@@ -46,14 +59,21 @@ BuiltPort build_vxlan_port(const PortConfig& pc, const PortContext& context) {
     to.submit_mode = context.config.datapath.submit;
     auto tap = std::make_unique<ports::TapPort>(pc.name, to);
     const unsigned mtu = link->mtu();
-    auto uplink = std::make_unique<ports::VxlanUplink>(std::move(link), tap->device().ifindex());
+    if (bridge) {
+        bridge->add_port(link->ifindex(), link->name());
+        bridge->add_port(tap->device().ifindex(), tap->device().name());
+    }
+    auto uplink = std::make_unique<ports::VxlanUplink>(std::move(link), tap->device().ifindex(),
+                                                       std::move(bridge));
     context.log->info(
         "port {}: vxlan uplink, vni {}, device {} (ifindex {}) spliced to tap {} (ifindex {}), "
-        "udp port {}, local {}, mtu {}, {} peer(s)",
+        "udp port {}, local {}, mtu {}, {}",
         pc.name, pc.vni, uplink->link().name(), uplink->link().ifindex(), tap->device().name(),
         tap->device().ifindex(), pc.vxlan_port,
         pc.vxlan_local.empty() ? "the route's" : pc.vxlan_local, mtu,
-        uplink->link().peers().size());
+        uplink->bridge() != nullptr
+            ? "evpn: both in bridge " + uplink->bridge()->name() + ", no learning"
+            : std::to_string(uplink->link().peers().size()) + " peer(s)");
     return {std::move(tap), std::make_unique<VxlanUplinkService>(std::move(uplink))};
 }
 
@@ -63,10 +83,19 @@ void vxlan_list_fields(const PortConfig& pc, nlohmann::json& out) {
     out["device"] = vxlan_device_name(pc);
     out["ifname"] = vxlan_tap_name(pc);
     out["remotes"] = pc.vxlan_remote;
+    out["evpn"] = pc.evpn;
+    if (pc.evpn) {
+        out["bridge"] = vxlan_bridge_name(pc);
+    }
 }
 
 size_t vxlan_change_peer(PortService& service, PortConfig& pc, const std::string& address,
                          bool add) {
+    if (pc.evpn) {
+        throw std::invalid_argument("switch '" + pc.switch_name +
+                                    "': its uplink is in EVPN mode: the remote VTEPs come from the "
+                                    "control plane (FRR), not from uplink peer add/del");
+    }
     auto& uplink = dynamic_cast<VxlanUplinkService&>(service);  // what build_vxlan_port made
     if (add) {
         uplink.add_peer(address);
