@@ -75,7 +75,7 @@ uint16_t Config::queue_pairs_of(const PortConfig& port) const {
     if (port.queue_pairs) {
         return *port.queue_pairs;
     }
-    if (port.type == PortType::vhost_user) {
+    if (port.type() == PortType::vhost_user) {
         return kDefaultQueuePairs;
     }
     const PortConfig* peer = peer_of(port.name);
@@ -85,19 +85,15 @@ uint16_t Config::queue_pairs_of(const PortConfig& port) const {
     if (peer->queue_pairs) {
         return *peer->queue_pairs;
     }
-    return peer->type == PortType::vhost_user ? kDefaultQueuePairs : uint16_t{1};
+    return peer->type() == PortType::vhost_user ? kDefaultQueuePairs : uint16_t{1};
 }
 
 namespace {
 
 // The xdp keys of one port (docs/USAGE.md "XDP on the tap"). Whether FILE
 // exists and holds SECTION is found out when the program is loaded.
-void validate_xdp_keys(const PortConfig& p) {
-    const std::string where = "port '" + p.name + "': ";
-    bool any = !p.xdp.empty() || !p.xdp_redirect.empty() || p.xdp_mode != "auto";
-    if (any && p.type != PortType::tap) {
-        throw std::invalid_argument(where + "xdp, xdp_mode and xdp_redirect are for tap ports");
-    }
+void validate_xdp_keys(const PortConfig& port, const TapSettings& p) {
+    const std::string where = "port '" + port.name + "': ";
     if (!ports::parse_xdp_mode(p.xdp_mode)) {
         throw std::invalid_argument(where + "xdp_mode must be auto, native or generic, not '" +
                                     p.xdp_mode + "'");
@@ -123,7 +119,7 @@ void validate_xdp_keys(const PortConfig& p) {
         throw std::invalid_argument(where + "xdp_redirect '" + p.xdp_redirect +
                                     "' is longer than 15 characters");
     }
-    const std::string& own = p.ifname.empty() ? p.name : p.ifname;
+    const std::string own = tap_device_name(port);
     if (p.xdp_redirect == own) {
         throw std::invalid_argument(where + "xdp_redirect names the port's own tap '" + own +
                                     "' (a program sends frames back with XDP_TX)");
@@ -190,27 +186,21 @@ bool is_ip_address(const std::string& text) {
 void validate_vxlan_keys(const Config& c) {
     std::set<std::string> switches_with_uplink;
     std::set<uint32_t> vnis;
-    for (const PortConfig& p : c.ports) {
-        const std::string where = "port '" + p.name + "': ";
-        const bool any = p.vni != 0 || !p.vxlan_local.empty() || !p.vxlan_dev.empty() ||
-                         !p.vxlan_remote.empty() || p.vxlan_port != 4789;
-        if (p.type != PortType::vxlan) {
-            if (any) {
-                throw std::invalid_argument(
-                    where +
-                    "vni, vxlan_local, vxlan_dev, vxlan_port and vxlan_remote are for "
-                    "vxlan ports");
-            }
+    for (const PortConfig& port : c.ports) {
+        const VxlanSettings* vxlan = port.get<VxlanSettings>();
+        if (vxlan == nullptr) {
             continue;
         }
+        const VxlanSettings& p = *vxlan;
+        const std::string where = "port '" + port.name + "': ";
         if (p.vni == 0) {
             throw std::invalid_argument(where + "a vxlan port needs vni (1..16777215)");
         }
-        if (p.switch_name.empty()) {
+        if (port.switch_name.empty()) {
             throw std::invalid_argument(where + "a vxlan port is a switch's uplink: give switch");
         }
-        if (!switches_with_uplink.insert(p.switch_name).second) {
-            throw std::invalid_argument(where + "switch '" + p.switch_name +
+        if (!switches_with_uplink.insert(port.switch_name).second) {
+            throw std::invalid_argument(where + "switch '" + port.switch_name +
                                         "' has a vxlan uplink already (one per switch)");
         }
         if (!vnis.insert(p.vni).second) {
@@ -239,17 +229,22 @@ void validate_vxlan_keys(const Config& c) {
 
 }  // namespace
 
-std::string vxlan_device_name(const PortConfig& p) {
+std::string vxlan_device_name(const VxlanSettings& p) {
     return "vxlan" + std::to_string(p.vni);
 }
 
-std::string vxlan_tap_name(const PortConfig& p) {
+std::string vxlan_tap_name(const VxlanSettings& p) {
     return "vxtap" + std::to_string(p.vni);
+}
+
+std::string tap_device_name(const PortConfig& p) {
+    const TapSettings* tap = p.get<TapSettings>();
+    return tap == nullptr || tap->ifname.empty() ? p.name : tap->ifname;
 }
 
 std::optional<uint16_t> Config::uplink_mtu_of(const std::string& switch_name) const {
     for (const PortConfig& p : ports) {
-        if (p.type == PortType::vxlan && p.switch_name == switch_name) {
+        if (p.type() == PortType::vxlan && p.switch_name == switch_name) {
             return p.mtu.value_or(kDefaultVxlanMtu);
         }
     }
@@ -286,29 +281,30 @@ void Config::validate() const {
         if (!names.insert(p.name).second) {
             throw std::invalid_argument("port name '" + p.name + "' is used twice");
         }
-        if (p.type == PortType::vhost_user) {
-            if (p.socket_path.empty() && p.listen_fd < 0) {
+        if (const VhostUserSettings* vhost = p.get<VhostUserSettings>()) {
+            const VhostUserSettings& v = *vhost;
+            if (v.socket_path.empty() && v.listen_fd < 0) {
                 throw std::invalid_argument("port '" + p.name + "': socket_path is required");
             }
             // vhost-user.rst "Backend program conventions": --fd "is
             // incompatible with --socket-path". An inherited socket is
             // already listening, so there is nothing to connect to either.
-            if (p.listen_fd >= 0 && !p.socket_path.empty()) {
+            if (v.listen_fd >= 0 && !v.socket_path.empty()) {
                 throw std::invalid_argument(
                     "--fd and --socket-path cannot be given together: --fd serves a listening "
                     "socket vnetd inherited, --socket-path makes one");
             }
-            if (p.listen_fd >= 0 && p.client) {
+            if (v.listen_fd >= 0 && v.client) {
                 throw std::invalid_argument(
                     "--fd and --client cannot be given together: --fd is a listening socket");
             }
-            require_absolute("port '" + p.name + "': socket_path", p.socket_path);
-            if (p.socket_path.size() >= 108) {
+            require_absolute("port '" + p.name + "': socket_path", v.socket_path);
+            if (v.socket_path.size() >= 108) {
                 throw std::invalid_argument(
                     "port '" + p.name + "': socket_path is longer than a unix socket allows (107)");
             }
-            if (!p.socket_path.empty() && !socket_paths.insert(p.socket_path).second) {
-                throw std::invalid_argument("port '" + p.name + "': socket_path " + p.socket_path +
+            if (!v.socket_path.empty() && !socket_paths.insert(v.socket_path).second) {
+                throw std::invalid_argument("port '" + p.name + "': socket_path " + v.socket_path +
                                             " is another port's");
             }
         }
@@ -320,11 +316,13 @@ void Config::validate() const {
                 throw std::invalid_argument("port '" + p.name + "': " + e.what());
             }
         }
-        if (p.type == PortType::tap && p.ifname.size() > 15) {
-            throw std::invalid_argument("port '" + p.name +
-                                        "': tap name longer than 15 characters");
+        if (const TapSettings* tap = p.get<TapSettings>()) {
+            if (tap->ifname.size() > 15) {
+                throw std::invalid_argument("port '" + p.name +
+                                            "': tap name longer than 15 characters");
+            }
+            validate_xdp_keys(p, *tap);
         }
-        validate_xdp_keys(p);
     }
     std::set<std::string> connected;
     for (const auto& [a, b] : connections) {
@@ -440,10 +438,7 @@ PortConfig new_port(const std::string& name, const std::string& type, const std:
         throw std::invalid_argument(where + ": type must be vhost-user, tap, null or vxlan, not '" +
                                     type + "'");
     }
-    p.type = *parsed;
-    if (p.type == PortType::tap) {
-        p.ifname = p.name;  // `tap` names another device
-    }
+    p.settings = default_settings(*parsed);
     return p;
 }
 

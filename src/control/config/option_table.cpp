@@ -42,7 +42,22 @@ const SwitchConfig& current_switch(const Config& c) {
 }
 
 using D = DatapathConfig;
-using P = PortConfig;
+
+// A kind's own key: set on a port of that kind, refused on another; read
+// as the kind's default on another (what the docs show as the default).
+template <class Kind>
+Kind& settings_for(PortConfig* p, std::string_view key) {
+    if (Kind* k = p->get<Kind>()) {
+        return *k;
+    }
+    throw std::invalid_argument(std::string(key) + " is for " + std::string(Kind::kind) + " ports");
+}
+template <class Kind>
+const Kind& settings_or_default(const PortConfig* p) {
+    static const Kind defaults;
+    const Kind* k = p == nullptr ? nullptr : p->get<Kind>();
+    return k == nullptr ? defaults : *k;
+}
 
 // Setters check that a value is well-formed and fits its field; what it
 // means (ranges, combinations) is Config::validate's, once, for the config
@@ -68,49 +83,59 @@ using P = PortConfig;
             },                                                                                    \
             [](const Config& c, const PortConfig*) { return on_off(c.datapath.field); } \
     }
-#define VNET_PORT_BOOL(field, type, help)                                                           \
-    OptionSpec {                                                                                    \
-#field, OptionScope::port, type, "on|off", help,                                            \
-            {}, false,                                                                              \
-             [](Config&, PortConfig * p,                                                            \
-                std::string_view                                                                    \
-                    t) { p->field = parse_on_off(#field, t); },                                     \
-                                                             [](const Config&,                      \
-                                                                const PortConfig*                   \
-                                                                    p) { return on_off(p->field); } \
+#define VNET_KIND_BOOL(Kind, field, help)                                                  \
+    OptionSpec {                                                                           \
+#field, OptionScope::port, port_type_of<Kind>(), "on|off", help, {}, false,              \
+            [](Config&, PortConfig* p, std::string_view t) {                                     \
+                settings_for<Kind>(p, #field).field = parse_on_off(#field, t);                   \
+            },                                                                                   \
+            [](const Config&, const PortConfig* p) {                                             \
+                return on_off(settings_or_default<Kind>(p).field);                               \
+            } \
     }
 
 constexpr std::array kOptions = {
     // ---- ports: what they are (on the command line these build the ports)
     OptionSpec{"socket_path",
                OptionScope::port,
-               PortType::vhost_user,
+               port_type_of<VhostUserSettings>(),
                "PATH",
                "the VM port's vhost-user socket",
                {},
                true,
-               [](Config&, PortConfig* p, std::string_view t) { p->socket_path = t; },
-               [](const Config&, const PortConfig* p) { return text_or_none(p->socket_path); }},
-    OptionSpec{
-        "client",
-        OptionScope::port,
-        PortType::vhost_user,
-        "on|off",
-        "connect to a listening front end instead of listening (reconnects forever)",
-        {},
-        true,
-        [](Config&, PortConfig* p, std::string_view t) { p->client = parse_on_off("client", t); },
-        [](const Config&, const PortConfig* p) { return on_off(p->client); }},
+               [](Config&, PortConfig* p, std::string_view t) {
+                   settings_for<VhostUserSettings>(p, "socket_path").socket_path = t;
+               },
+               [](const Config&, const PortConfig* p) {
+                   return text_or_none(settings_or_default<VhostUserSettings>(p).socket_path);
+               }},
+    OptionSpec{"client",
+               OptionScope::port,
+               port_type_of<VhostUserSettings>(),
+               "on|off",
+               "connect to a listening front end instead of listening (reconnects forever)",
+               {},
+               true,
+               [](Config&, PortConfig* p, std::string_view t) {
+                   settings_for<VhostUserSettings>(p, "client").client = parse_on_off("client", t);
+               },
+               [](const Config&, const PortConfig* p) {
+                   return on_off(settings_or_default<VhostUserSettings>(p).client);
+               }},
     OptionSpec{"tap",
                OptionScope::port,
-               PortType::tap,
+               port_type_of<TapSettings>(),
                "NAME",
                "tap device to open or create (repeat `--tap` for tap ↔ tap); default: the "
                "port's name",
                {},
                true,
-               [](Config&, PortConfig* p, std::string_view t) { p->ifname = t; },
-               [](const Config&, const PortConfig* p) { return text_or_none(p->ifname); }},
+               [](Config&, PortConfig* p, std::string_view t) {
+                   settings_for<TapSettings>(p, "tap").ifname = t;
+               },
+               [](const Config&, const PortConfig* p) {
+                   return text_or_none(settings_or_default<TapSettings>(p).ifname);
+               }},
     // ---- ports: settings (as flags: applied to every port of the kind)
     OptionSpec{"queue_pairs",
                OptionScope::port,
@@ -137,7 +162,7 @@ constexpr std::array kOptions = {
                    p->mtu = static_cast<uint16_t>(parse_uint("mtu", t, 68, 65535));
                },
                [](const Config&, const PortConfig* p) { return optional_number(p->mtu); }},
-    VNET_PORT_BOOL(streaming_stores, PortType::vhost_user,
+    VNET_KIND_BOOL(VhostUserSettings, streaming_stores,
                    "write whole GSO frames (16 KiB or more) from other guests into this guest's "
                    "buffers with non-temporal stores, past the worker's cache (1.3-2x faster VM "
                    "→ VM); `off` where this guest's vCPUs share the worker's CPU"),
@@ -169,79 +194,110 @@ constexpr std::array kOptions = {
         [](const Config&, const PortConfig* p) { return number(p->ingress_policing_burst); }},
     OptionSpec{"socket_owner",
                OptionScope::port,
-               PortType::vhost_user,
+               port_type_of<VhostUserSettings>(),
                "USER",
                "owner (user name or uid) of the listening socket",
                {},
                false,
                [](Config&, PortConfig* p, std::string_view t) {
-                   p->socket_owner = parse_socket_owner(std::string(t));
+                   settings_for<VhostUserSettings>(p, "socket_owner").socket_owner =
+                       parse_socket_owner(std::string(t));
                },
-               [](const Config&, const PortConfig* p) { return optional_number(p->socket_owner); }},
+               [](const Config&, const PortConfig* p) {
+                   return optional_number(settings_or_default<VhostUserSettings>(p).socket_owner);
+               }},
     OptionSpec{"socket_group",
                OptionScope::port,
-               PortType::vhost_user,
+               port_type_of<VhostUserSettings>(),
                "GROUP",
                "group (name or gid) of the listening socket",
                {},
                false,
                [](Config&, PortConfig* p, std::string_view t) {
-                   p->socket_group = parse_socket_group(std::string(t));
+                   settings_for<VhostUserSettings>(p, "socket_group").socket_group =
+                       parse_socket_group(std::string(t));
                },
-               [](const Config&, const PortConfig* p) { return optional_number(p->socket_group); }},
+               [](const Config&, const PortConfig* p) {
+                   return optional_number(settings_or_default<VhostUserSettings>(p).socket_group);
+               }},
     OptionSpec{"socket_mode",
                OptionScope::port,
-               PortType::vhost_user,
+               port_type_of<VhostUserSettings>(),
                "OCTAL",
                "permissions of the listening socket, e.g. 0660",
                {},
                false,
                [](Config&, PortConfig* p, std::string_view t) {
-                   p->socket_mode = parse_mode("socket_mode", t);
+                   settings_for<VhostUserSettings>(p, "socket_mode").socket_mode =
+                       parse_mode("socket_mode", t);
                },
                [](const Config&, const PortConfig* p) {
-                   return p->socket_mode ? octal(*p->socket_mode) : std::string();
+                   return settings_or_default<VhostUserSettings>(p).socket_mode
+                              ? octal(*settings_or_default<VhostUserSettings>(p).socket_mode)
+                              : std::string();
                }},
-    VNET_PORT_BOOL(persist, PortType::tap, "keep created taps after exit"),
-    VNET_PORT_BOOL(napi, PortType::tap,
+    VNET_KIND_BOOL(TapSettings, persist, "keep created taps after exit"),
+    VNET_KIND_BOOL(TapSettings, napi,
                    "open taps with `IFF_NAPI` (measured here: one-packet writes lose pps with it)"),
     OptionSpec{"napi_frags",
                OptionScope::port,
-               PortType::tap,
+               port_type_of<TapSettings>(),
                "on|off",
                "also `IFF_NAPI_FRAGS` (turns napi on; upstream calls it \"very much test only\")",
                {},
                false,
                [](Config&, PortConfig* p, std::string_view t) {
-                   p->napi_frags = parse_on_off("napi_frags", t);
-                   p->napi = p->napi || p->napi_frags;  // tun needs IFF_NAPI with it
+                   settings_for<TapSettings>(p, "napi_frags").napi_frags =
+                       parse_on_off("napi_frags", t);
+                   settings_for<TapSettings>(p, "napi_frags").napi =
+                       settings_for<TapSettings>(p, "napi_frags").napi ||
+                       settings_for<TapSettings>(p, "napi_frags")
+                           .napi_frags;  // tun needs IFF_NAPI with it
                },
-               [](const Config&, const PortConfig* p) { return on_off(p->napi_frags); }},
+               [](const Config&, const PortConfig* p) {
+                   return on_off(settings_or_default<TapSettings>(p).napi_frags);
+               }},
     OptionSpec{"txqueuelen",
                OptionScope::port,
-               PortType::tap,
+               port_type_of<TapSettings>(),
                "N",
                "the tap's host → reader queue (kernel default 500)",
                {},
                false,
                [](Config&, PortConfig* p, std::string_view t) {
-                   p->txqueuelen = static_cast<unsigned>(parse_uint("txqueuelen", t, 1, 1u << 20));
+                   settings_for<TapSettings>(p, "txqueuelen").txqueuelen =
+                       static_cast<unsigned>(parse_uint("txqueuelen", t, 1, 1u << 20));
                },
-               [](const Config&, const PortConfig* p) { return optional_number(p->txqueuelen); }},
-    OptionSpec{"xdp", OptionScope::port, PortType::tap, "FILE[:SECTION]",
+               [](const Config&, const PortConfig* p) {
+                   return optional_number(settings_or_default<TapSettings>(p).txqueuelen);
+               }},
+    OptionSpec{"xdp", OptionScope::port, port_type_of<TapSettings>(), "FILE[:SECTION]",
                "an XDP program for the tap, attached before the first write (see \"XDP on the "
                "tap\")",
-               "--tap-xdp", false, [](Config&, PortConfig* p, std::string_view t) { p->xdp = t; },
-               [](const Config&, const PortConfig* p) { return text_or_none(p->xdp); }},
-    OptionSpec{"xdp_mode", OptionScope::port, PortType::tap, "auto|native|generic",
+               "--tap-xdp", false,
+               [](Config&, PortConfig* p, std::string_view t) {
+                   settings_for<TapSettings>(p, "xdp").xdp = t;
+               },
+               [](const Config&, const PortConfig* p) {
+                   return text_or_none(settings_or_default<TapSettings>(p).xdp);
+               }},
+    OptionSpec{"xdp_mode", OptionScope::port, port_type_of<TapSettings>(), "auto|native|generic",
                "how the program is attached: native first (auto), or only one way",
                "--tap-xdp-mode", false,
-               [](Config&, PortConfig* p, std::string_view t) { p->xdp_mode = t; },
-               [](const Config&, const PortConfig* p) { return p->xdp_mode; }},
-    OptionSpec{"xdp_redirect", OptionScope::port, PortType::tap, "IFNAME",
+               [](Config&, PortConfig* p, std::string_view t) {
+                   settings_for<TapSettings>(p, "xdp_mode").xdp_mode = t;
+               },
+               [](const Config&, const PortConfig* p) {
+                   return settings_or_default<TapSettings>(p).xdp_mode;
+               }},
+    OptionSpec{"xdp_redirect", OptionScope::port, port_type_of<TapSettings>(), "IFNAME",
                "the interface in the program's `redirect_map[0]`", "--tap-xdp-redirect", false,
-               [](Config&, PortConfig* p, std::string_view t) { p->xdp_redirect = t; },
-               [](const Config&, const PortConfig* p) { return text_or_none(p->xdp_redirect); }},
+               [](Config&, PortConfig* p, std::string_view t) {
+                   settings_for<TapSettings>(p, "xdp_redirect").xdp_redirect = t;
+               },
+               [](const Config&, const PortConfig* p) {
+                   return text_or_none(settings_or_default<TapSettings>(p).xdp_redirect);
+               }},
     // ---- ports: L2 switch membership (see "The L2 switch")
     OptionSpec{"switch",
                OptionScope::port,
@@ -296,62 +352,79 @@ constexpr std::array kOptions = {
     // ---- ports: a switch's VXLAN uplink (see "VXLAN uplinks")
     OptionSpec{"vni",
                OptionScope::port,
-               PortType::vxlan,
+               port_type_of<VxlanSettings>(),
                "1..16777215",
                "the uplink's VXLAN network identifier (devices `vxlan<VNI>` and `vxtap<VNI>`)",
                {},
                false,
                [](Config&, PortConfig* p, std::string_view t) {
-                   p->vni = static_cast<uint32_t>(parse_uint("vni", t, 1, 0xffffff));
+                   settings_for<VxlanSettings>(p, "vni").vni =
+                       static_cast<uint32_t>(parse_uint("vni", t, 1, 0xffffff));
                },
                [](const Config&, const PortConfig* p) {
-                   return p->vni == 0 ? std::string() : number(p->vni);
+                   return settings_or_default<VxlanSettings>(p).vni == 0
+                              ? std::string()
+                              : number(settings_or_default<VxlanSettings>(p).vni);
                }},
     OptionSpec{"vxlan_local",
                OptionScope::port,
-               PortType::vxlan,
+               port_type_of<VxlanSettings>(),
                "IP",
                "the tunnel's source address on this host (none: the route's)",
                {},
                false,
-               [](Config&, PortConfig* p, std::string_view t) { p->vxlan_local = t; },
-               [](const Config&, const PortConfig* p) { return text_or_none(p->vxlan_local); }},
+               [](Config&, PortConfig* p, std::string_view t) {
+                   settings_for<VxlanSettings>(p, "vxlan_local").vxlan_local = t;
+               },
+               [](const Config&, const PortConfig* p) {
+                   return text_or_none(settings_or_default<VxlanSettings>(p).vxlan_local);
+               }},
     OptionSpec{"vxlan_remote",
                OptionScope::port,
-               PortType::vxlan,
+               port_type_of<VxlanSettings>(),
                "IP,...",
                "the other hosts' tunnel addresses: floods go to each, learned MACs to one "
                "(vnetctl switch uplink peer add/del changes them at run time)",
                {},
                false,
                [](Config&, PortConfig* p, std::string_view t) {
-                   p->vxlan_remote.clear();
-                   for_each_item(
-                       t, [p](std::string_view item) { p->vxlan_remote.emplace_back(item); });
+                   std::vector<std::string>& remote =
+                       settings_for<VxlanSettings>(p, "vxlan_remote").vxlan_remote;
+                   remote.clear();
+                   for_each_item(t,
+                                 [&remote](std::string_view item) { remote.emplace_back(item); });
                },
                [](const Config&, const PortConfig* p) {
-                   return join(p->vxlan_remote, [](const std::string& r) { return r; });
+                   return join(settings_or_default<VxlanSettings>(p).vxlan_remote,
+                               [](const std::string& r) { return r; });
                }},
     OptionSpec{"vxlan_port",
                OptionScope::port,
-               PortType::vxlan,
+               port_type_of<VxlanSettings>(),
                "N",
                "the UDP destination port (IANA's 4789; Linux's own default is 8472)",
                {},
                false,
                [](Config&, PortConfig* p, std::string_view t) {
-                   p->vxlan_port = static_cast<uint16_t>(parse_uint("vxlan_port", t, 1, 65535));
+                   settings_for<VxlanSettings>(p, "vxlan_port").vxlan_port =
+                       static_cast<uint16_t>(parse_uint("vxlan_port", t, 1, 65535));
                },
-               [](const Config&, const PortConfig* p) { return number(p->vxlan_port); }},
+               [](const Config&, const PortConfig* p) {
+                   return number(settings_or_default<VxlanSettings>(p).vxlan_port);
+               }},
     OptionSpec{"vxlan_dev",
                OptionScope::port,
-               PortType::vxlan,
+               port_type_of<VxlanSettings>(),
                "IFNAME",
                "the underlay device the tunnel leaves by (none: the route's)",
                {},
                false,
-               [](Config&, PortConfig* p, std::string_view t) { p->vxlan_dev = t; },
-               [](const Config&, const PortConfig* p) { return text_or_none(p->vxlan_dev); }},
+               [](Config&, PortConfig* p, std::string_view t) {
+                   settings_for<VxlanSettings>(p, "vxlan_dev").vxlan_dev = t;
+               },
+               [](const Config&, const PortConfig* p) {
+                   return text_or_none(settings_or_default<VxlanSettings>(p).vxlan_dev);
+               }},
     // ---- switches: a [[switch]] table each (config file only)
     OptionSpec{
         "mac_aging_s",
@@ -603,7 +676,7 @@ constexpr std::array kOptions = {
 
 #undef VNET_DATAPATH_UINT
 #undef VNET_DATAPATH_BOOL
-#undef VNET_PORT_BOOL
+#undef VNET_KIND_BOOL
 
 // Keys are unique within a scope: one name, one meaning.
 constexpr bool keys_unique() {
@@ -619,7 +692,7 @@ constexpr bool keys_unique() {
 static_assert(keys_unique(), "an option key appears twice in one scope");
 
 bool applies_to(const OptionSpec& o, const PortConfig& p) {
-    return !o.port_type || *o.port_type == p.type;
+    return !o.port_type || *o.port_type == p.type();
 }
 
 }  // namespace

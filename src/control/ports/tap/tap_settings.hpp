@@ -1,0 +1,26 @@
+// A tap port's own [[port]] keys (docs/USAGE.md "Ports", "XDP on the tap").
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace vnet::control {
+
+struct TapSettings {
+    static constexpr std::string_view kind = "tap";
+
+    std::string ifname;  // the `tap` key; empty: the port's name
+    bool persist = false;
+    bool napi = false;
+    bool napi_frags = false;
+    std::optional<unsigned> txqueuelen;
+    // XDP on the tap (ports/tap/tap_xdp.hpp): "FILE[:SECTION]" (empty:
+    // none), the attach mode, and the interface the program's
+    // redirect_map[0] points at. Kept as written; validation checks.
+    std::string xdp;
+    std::string xdp_mode = "auto";
+    std::string xdp_redirect;
+};
+
+}  // namespace vnet::control
