@@ -21,12 +21,6 @@
 
 namespace vnet::control {
 
-// Queue pairs a VM port offers unless told otherwise: the front end enables
-// what it wants of them (QEMU queues=N, virtio-user queues=N, ethtool -L).
-inline constexpr uint16_t kDefaultQueuePairs = 8;
-// A VXLAN uplink's MTU unless told: a 1500-byte IPv4 underlay less the 50
-// bytes of outer Ethernet, IP, UDP and VXLAN headers (the kernel's default).
-inline constexpr uint16_t kDefaultVxlanMtu = 1450;
 // vhost_user::kMaxQueuePairs (DPDK's VHOST_MAX_QUEUE_PAIRS).
 inline constexpr uint16_t kMaxQueuePairs = 128;
 
@@ -140,12 +134,6 @@ struct Config {
 };
 
 Config load_config_file(const std::string& path);
-
-// A vxlan port's kernel devices: `vxlan<VNI>` and its tap `vxtap<VNI>`.
-std::string vxlan_device_name(const VxlanSettings& vxlan);
-std::string vxlan_tap_name(const VxlanSettings& vxlan);
-// A tap port's device: its `tap` key, else the port's name.
-std::string tap_device_name(const PortConfig& port);
 
 // A port from its name, type and settings given as text, KEY = VALUE with the
 // [[port]] keys (what a flag would say): how ports are added at run time

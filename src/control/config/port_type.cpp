@@ -47,6 +47,17 @@ std::optional<PortType> parse_port_type(const std::string& s) {
     return std::nullopt;
 }
 
+std::string port_type_names() {
+    std::string out;
+    for (size_t i = 0; i < kKindNames.size(); ++i) {
+        if (i > 0) {
+            out += i + 1 == kKindNames.size() ? " or " : ", ";
+        }
+        out += kKindNames[i];
+    }
+    return out;
+}
+
 PortSettings default_settings(PortType t) {
     return settings_at(static_cast<size_t>(t),
                        std::make_index_sequence<std::variant_size_v<PortSettings>>());

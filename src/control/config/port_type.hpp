@@ -33,6 +33,8 @@ constexpr PortType port_type_of() {
 // The kind's name as the config writes it ("vhost-user").
 const char* to_string(PortType t);
 std::optional<PortType> parse_port_type(const std::string& s);
+// Every kind's name, for a message: "vhost-user, tap, null or vxlan".
+std::string port_type_names();
 // A kind's settings with every key at its default.
 PortSettings default_settings(PortType t);
 

@@ -7,6 +7,9 @@
 
 namespace vnet::control {
 
+struct Config;
+struct PortConfig;
+
 struct TapSettings {
     static constexpr std::string_view kind = "tap";
 
@@ -21,6 +24,14 @@ struct TapSettings {
     std::string xdp;
     std::string xdp_mode = "auto";
     std::string xdp_redirect;
+
+    // The device's name and the XDP keys (whether FILE exists and holds
+    // SECTION is found out when the program is loaded). Throws
+    // std::invalid_argument naming the port.
+    void validate(const PortConfig& port, const Config& config) const;
 };
+
+// A tap port's device: its `tap` key, else the port's name.
+std::string tap_device_name(const PortConfig& port);
 
 }  // namespace vnet::control

@@ -4,11 +4,19 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace vnet::control {
+
+struct Config;
+struct PortConfig;
+
+// Queue pairs a VM port offers unless told otherwise: the front end enables
+// what it wants of them (QEMU queues=N, virtio-user queues=N, ethtool -L).
+inline constexpr uint16_t kDefaultQueuePairs = 8;
 
 struct VhostUserSettings {
     static constexpr std::string_view kind = "vhost-user";
@@ -23,6 +31,13 @@ struct VhostUserSettings {
     // with streaming stores (packet/streaming_copy.hpp); off where the
     // guest's vCPUs share the worker's CPU.
     bool streaming_stores = true;
+
+    // What the front end may enable unless queue_pairs says (GET_QUEUE_NUM):
+    // a VM port serves what it asks for; the port at its other end follows.
+    static constexpr uint16_t default_queue_pairs = kDefaultQueuePairs;
+    // The socket: one of socket_path and listen_fd, absolute, and no other
+    // port's. Throws std::invalid_argument naming the port.
+    void validate(const PortConfig& port, const Config& config) const;
 };
 
 }  // namespace vnet::control

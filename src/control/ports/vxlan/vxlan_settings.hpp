@@ -5,11 +5,19 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace vnet::control {
+
+struct Config;
+struct PortConfig;
+
+// A VXLAN uplink's MTU unless told: a 1500-byte IPv4 underlay less the 50
+// bytes of outer Ethernet, IP, UDP and VXLAN headers (the kernel's default).
+inline constexpr uint16_t kDefaultVxlanMtu = 1450;
 
 struct VxlanSettings {
     static constexpr std::string_view kind = "vxlan";
@@ -19,6 +27,19 @@ struct VxlanSettings {
     std::string vxlan_dev;    // the underlay device; empty: the route's
     uint16_t vxlan_port = 4789;
     std::vector<std::string> vxlan_remote;  // the remote VTEPs
+
+    // A vxlan port is its switch's uplink: one per switch (vnetctl names an
+    // uplink by its switch) and one per VNI (the kernel refuses a second
+    // vxlan device with the same VNI and port). Throws
+    // std::invalid_argument naming the port.
+    void validate(const PortConfig& port, const Config& config) const;
+    // The tunnel's MTU (the port's `mtu`, else kDefaultVxlanMtu): what the
+    // VM ports on its switch offer their guests unless told.
+    std::optional<uint16_t> uplink_mtu(const PortConfig& port) const;
 };
+
+// The kernel devices: `vxlan<VNI>` and its tap `vxtap<VNI>`.
+std::string vxlan_device_name(const VxlanSettings& vxlan);
+std::string vxlan_tap_name(const VxlanSettings& vxlan);
 
 }  // namespace vnet::control
