@@ -5,8 +5,11 @@
 #include <cctype>
 #include <limits>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "common/log_levels.hpp"
+#include "control/config/option_rows.hpp"
 #include "control/config/value_parsers.hpp"
 #include "dataplane/switch/mac_address.hpp"
 #include "io/packet_batch.hpp"
@@ -14,20 +17,6 @@
 namespace vnet::control {
 
 namespace {
-
-std::string text_or_none(const std::string& s) {
-    return s.empty() ? "" : s;
-}
-
-template <class T>
-std::string number(T v) {
-    return std::to_string(v);
-}
-
-template <class T>
-std::string optional_number(const std::optional<T>& v) {
-    return v ? std::to_string(*v) : "";
-}
 
 // The [[switch]] being parsed is the last one (config.cpp appends it first).
 SwitchConfig& current_switch(Config& c, std::string_view key) {
@@ -42,22 +31,6 @@ const SwitchConfig& current_switch(const Config& c) {
 }
 
 using D = DatapathConfig;
-
-// A kind's own key: set on a port of that kind, refused on another; read
-// as the kind's default on another (what the docs show as the default).
-template <class Kind>
-Kind& settings_for(PortConfig* p, std::string_view key) {
-    if (Kind* k = p->get<Kind>()) {
-        return *k;
-    }
-    throw std::invalid_argument(std::string(key) + " is for " + std::string(Kind::kind) + " ports");
-}
-template <class Kind>
-const Kind& settings_or_default(const PortConfig* p) {
-    static const Kind defaults;
-    const Kind* k = p == nullptr ? nullptr : p->get<Kind>();
-    return k == nullptr ? defaults : *k;
-}
 
 // Setters check that a value is well-formed and fits its field; what it
 // means (ranges, combinations) is Config::validate's, once, for the config
@@ -83,60 +56,9 @@ const Kind& settings_or_default(const PortConfig* p) {
             },                                                                                    \
             [](const Config& c, const PortConfig*) { return on_off(c.datapath.field); } \
     }
-#define VNET_KIND_BOOL(Kind, field, help)                                                  \
-    OptionSpec {                                                                           \
-#field, OptionScope::port, port_type_of<Kind>(), "on|off", help, {}, false,              \
-            [](Config&, PortConfig* p, std::string_view t) {                                     \
-                settings_for<Kind>(p, #field).field = parse_on_off(#field, t);                   \
-            },                                                                                   \
-            [](const Config&, const PortConfig* p) {                                             \
-                return on_off(settings_or_default<Kind>(p).field);                               \
-            } \
-    }
-
-constexpr std::array kOptions = {
-    // ---- ports: what they are (on the command line these build the ports)
-    OptionSpec{"socket_path",
-               OptionScope::port,
-               port_type_of<VhostUserSettings>(),
-               "PATH",
-               "the VM port's vhost-user socket",
-               {},
-               true,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   settings_for<VhostUserSettings>(p, "socket_path").socket_path = t;
-               },
-               [](const Config&, const PortConfig* p) {
-                   return text_or_none(settings_or_default<VhostUserSettings>(p).socket_path);
-               }},
-    OptionSpec{"client",
-               OptionScope::port,
-               port_type_of<VhostUserSettings>(),
-               "on|off",
-               "connect to a listening front end instead of listening (reconnects forever)",
-               {},
-               true,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   settings_for<VhostUserSettings>(p, "client").client = parse_on_off("client", t);
-               },
-               [](const Config&, const PortConfig* p) {
-                   return on_off(settings_or_default<VhostUserSettings>(p).client);
-               }},
-    OptionSpec{"tap",
-               OptionScope::port,
-               port_type_of<TapSettings>(),
-               "NAME",
-               "tap device to open or create (repeat `--tap` for tap ↔ tap); default: the "
-               "port's name",
-               {},
-               true,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   settings_for<TapSettings>(p, "tap").ifname = t;
-               },
-               [](const Config&, const PortConfig* p) {
-                   return text_or_none(settings_or_default<TapSettings>(p).ifname);
-               }},
-    // ---- ports: settings (as flags: applied to every port of the kind)
+// The port rows every kind takes; each kind's own rows are in its folder
+// (control/ports/<kind>/<kind>_options.cpp).
+constexpr std::array kPortOptions = {
     OptionSpec{"queue_pairs",
                OptionScope::port,
                std::nullopt,
@@ -162,10 +84,6 @@ constexpr std::array kOptions = {
                    p->mtu = static_cast<uint16_t>(parse_uint("mtu", t, 68, 65535));
                },
                [](const Config&, const PortConfig* p) { return optional_number(p->mtu); }},
-    VNET_KIND_BOOL(VhostUserSettings, streaming_stores,
-                   "write whole GSO frames (16 KiB or more) from other guests into this guest's "
-                   "buffers with non-temporal stores, past the worker's cache (1.3-2x faster VM "
-                   "→ VM); `off` where this guest's vCPUs share the worker's CPU"),
     OptionSpec{"ingress_policing_rate",
                OptionScope::port,
                std::nullopt,
@@ -192,113 +110,6 @@ constexpr std::array kOptions = {
                 parse_uint("ingress_policing_burst", t, 0, std::numeric_limits<uint32_t>::max()));
         },
         [](const Config&, const PortConfig* p) { return number(p->ingress_policing_burst); }},
-    OptionSpec{"socket_owner",
-               OptionScope::port,
-               port_type_of<VhostUserSettings>(),
-               "USER",
-               "owner (user name or uid) of the listening socket",
-               {},
-               false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   settings_for<VhostUserSettings>(p, "socket_owner").socket_owner =
-                       parse_socket_owner(std::string(t));
-               },
-               [](const Config&, const PortConfig* p) {
-                   return optional_number(settings_or_default<VhostUserSettings>(p).socket_owner);
-               }},
-    OptionSpec{"socket_group",
-               OptionScope::port,
-               port_type_of<VhostUserSettings>(),
-               "GROUP",
-               "group (name or gid) of the listening socket",
-               {},
-               false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   settings_for<VhostUserSettings>(p, "socket_group").socket_group =
-                       parse_socket_group(std::string(t));
-               },
-               [](const Config&, const PortConfig* p) {
-                   return optional_number(settings_or_default<VhostUserSettings>(p).socket_group);
-               }},
-    OptionSpec{"socket_mode",
-               OptionScope::port,
-               port_type_of<VhostUserSettings>(),
-               "OCTAL",
-               "permissions of the listening socket, e.g. 0660",
-               {},
-               false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   settings_for<VhostUserSettings>(p, "socket_mode").socket_mode =
-                       parse_mode("socket_mode", t);
-               },
-               [](const Config&, const PortConfig* p) {
-                   return settings_or_default<VhostUserSettings>(p).socket_mode
-                              ? octal(*settings_or_default<VhostUserSettings>(p).socket_mode)
-                              : std::string();
-               }},
-    VNET_KIND_BOOL(TapSettings, persist, "keep created taps after exit"),
-    VNET_KIND_BOOL(TapSettings, napi,
-                   "open taps with `IFF_NAPI` (measured here: one-packet writes lose pps with it)"),
-    OptionSpec{"napi_frags",
-               OptionScope::port,
-               port_type_of<TapSettings>(),
-               "on|off",
-               "also `IFF_NAPI_FRAGS` (turns napi on; upstream calls it \"very much test only\")",
-               {},
-               false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   settings_for<TapSettings>(p, "napi_frags").napi_frags =
-                       parse_on_off("napi_frags", t);
-                   settings_for<TapSettings>(p, "napi_frags").napi =
-                       settings_for<TapSettings>(p, "napi_frags").napi ||
-                       settings_for<TapSettings>(p, "napi_frags")
-                           .napi_frags;  // tun needs IFF_NAPI with it
-               },
-               [](const Config&, const PortConfig* p) {
-                   return on_off(settings_or_default<TapSettings>(p).napi_frags);
-               }},
-    OptionSpec{"txqueuelen",
-               OptionScope::port,
-               port_type_of<TapSettings>(),
-               "N",
-               "the tap's host → reader queue (kernel default 500)",
-               {},
-               false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   settings_for<TapSettings>(p, "txqueuelen").txqueuelen =
-                       static_cast<unsigned>(parse_uint("txqueuelen", t, 1, 1u << 20));
-               },
-               [](const Config&, const PortConfig* p) {
-                   return optional_number(settings_or_default<TapSettings>(p).txqueuelen);
-               }},
-    OptionSpec{"xdp", OptionScope::port, port_type_of<TapSettings>(), "FILE[:SECTION]",
-               "an XDP program for the tap, attached before the first write (see \"XDP on the "
-               "tap\")",
-               "--tap-xdp", false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   settings_for<TapSettings>(p, "xdp").xdp = t;
-               },
-               [](const Config&, const PortConfig* p) {
-                   return text_or_none(settings_or_default<TapSettings>(p).xdp);
-               }},
-    OptionSpec{"xdp_mode", OptionScope::port, port_type_of<TapSettings>(), "auto|native|generic",
-               "how the program is attached: native first (auto), or only one way",
-               "--tap-xdp-mode", false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   settings_for<TapSettings>(p, "xdp_mode").xdp_mode = t;
-               },
-               [](const Config&, const PortConfig* p) {
-                   return settings_or_default<TapSettings>(p).xdp_mode;
-               }},
-    OptionSpec{"xdp_redirect", OptionScope::port, port_type_of<TapSettings>(), "IFNAME",
-               "the interface in the program's `redirect_map[0]`", "--tap-xdp-redirect", false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   settings_for<TapSettings>(p, "xdp_redirect").xdp_redirect = t;
-               },
-               [](const Config&, const PortConfig* p) {
-                   return text_or_none(settings_or_default<TapSettings>(p).xdp_redirect);
-               }},
-    // ---- ports: L2 switch membership (see "The L2 switch")
     OptionSpec{"switch",
                OptionScope::port,
                std::nullopt,
@@ -349,82 +160,9 @@ constexpr std::array kOptions = {
                        return dataplane::switching::to_string(m);
                    });
                }},
-    // ---- ports: a switch's VXLAN uplink (see "VXLAN uplinks")
-    OptionSpec{"vni",
-               OptionScope::port,
-               port_type_of<VxlanSettings>(),
-               "1..16777215",
-               "the uplink's VXLAN network identifier (devices `vxlan<VNI>` and `vxtap<VNI>`)",
-               {},
-               false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   settings_for<VxlanSettings>(p, "vni").vni =
-                       static_cast<uint32_t>(parse_uint("vni", t, 1, 0xffffff));
-               },
-               [](const Config&, const PortConfig* p) {
-                   return settings_or_default<VxlanSettings>(p).vni == 0
-                              ? std::string()
-                              : number(settings_or_default<VxlanSettings>(p).vni);
-               }},
-    OptionSpec{"vxlan_local",
-               OptionScope::port,
-               port_type_of<VxlanSettings>(),
-               "IP",
-               "the tunnel's source address on this host (none: the route's)",
-               {},
-               false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   settings_for<VxlanSettings>(p, "vxlan_local").vxlan_local = t;
-               },
-               [](const Config&, const PortConfig* p) {
-                   return text_or_none(settings_or_default<VxlanSettings>(p).vxlan_local);
-               }},
-    OptionSpec{"vxlan_remote",
-               OptionScope::port,
-               port_type_of<VxlanSettings>(),
-               "IP,...",
-               "the other hosts' tunnel addresses: floods go to each, learned MACs to one "
-               "(vnetctl switch uplink peer add/del changes them at run time)",
-               {},
-               false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   std::vector<std::string>& remote =
-                       settings_for<VxlanSettings>(p, "vxlan_remote").vxlan_remote;
-                   remote.clear();
-                   for_each_item(t,
-                                 [&remote](std::string_view item) { remote.emplace_back(item); });
-               },
-               [](const Config&, const PortConfig* p) {
-                   return join(settings_or_default<VxlanSettings>(p).vxlan_remote,
-                               [](const std::string& r) { return r; });
-               }},
-    OptionSpec{"vxlan_port",
-               OptionScope::port,
-               port_type_of<VxlanSettings>(),
-               "N",
-               "the UDP destination port (IANA's 4789; Linux's own default is 8472)",
-               {},
-               false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   settings_for<VxlanSettings>(p, "vxlan_port").vxlan_port =
-                       static_cast<uint16_t>(parse_uint("vxlan_port", t, 1, 65535));
-               },
-               [](const Config&, const PortConfig* p) {
-                   return number(settings_or_default<VxlanSettings>(p).vxlan_port);
-               }},
-    OptionSpec{"vxlan_dev",
-               OptionScope::port,
-               port_type_of<VxlanSettings>(),
-               "IFNAME",
-               "the underlay device the tunnel leaves by (none: the route's)",
-               {},
-               false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   settings_for<VxlanSettings>(p, "vxlan_dev").vxlan_dev = t;
-               },
-               [](const Config&, const PortConfig* p) {
-                   return text_or_none(settings_or_default<VxlanSettings>(p).vxlan_dev);
-               }},
+};
+
+constexpr std::array kOtherOptions = {
     // ---- switches: a [[switch]] table each (config file only)
     OptionSpec{
         "mac_aging_s",
@@ -676,20 +414,24 @@ constexpr std::array kOptions = {
 
 #undef VNET_DATAPATH_UINT
 #undef VNET_DATAPATH_BOOL
-#undef VNET_KIND_BOOL
 
-// Keys are unique within a scope: one name, one meaning.
-constexpr bool keys_unique() {
-    for (size_t i = 0; i < kOptions.size(); ++i) {
-        for (size_t j = i + 1; j < kOptions.size(); ++j) {
-            if (kOptions[i].scope == kOptions[j].scope && kOptions[i].key == kOptions[j].key) {
-                return false;
-            }
-        }
-    }
-    return true;
+// The one table: each port kind's own rows (in PortSettings' order, so a
+// VM port's socket_path comes first), the rows every port takes, then the
+// switch, datapath and daemon rows.
+template <size_t... I>
+std::vector<OptionSpec> compose_table(std::index_sequence<I...>) {
+    std::vector<OptionSpec> rows;
+    (
+        [&rows] {
+            const std::span<const OptionSpec> kind =
+                std::variant_alternative_t<I, PortSettings>::options();
+            rows.insert(rows.end(), kind.begin(), kind.end());
+        }(),
+        ...);
+    rows.insert(rows.end(), kPortOptions.begin(), kPortOptions.end());
+    rows.insert(rows.end(), kOtherOptions.begin(), kOtherOptions.end());
+    return rows;
 }
-static_assert(keys_unique(), "an option key appears twice in one scope");
 
 bool applies_to(const OptionSpec& o, const PortConfig& p) {
     return !o.port_type || *o.port_type == p.type();
@@ -712,11 +454,13 @@ const char* to_string(OptionScope s) {
 }
 
 std::span<const OptionSpec> option_table() {
-    return kOptions;
+    static const std::vector<OptionSpec> table =
+        compose_table(std::make_index_sequence<std::variant_size_v<PortSettings>>());
+    return table;
 }
 
 const OptionSpec* find_option(OptionScope scope, std::string_view key) {
-    for (const OptionSpec& o : kOptions) {
+    for (const OptionSpec& o : option_table()) {
         if (o.scope == scope && o.key == key) {
             return &o;
         }
@@ -769,7 +513,7 @@ void apply_flag(Config& config, const OptionSpec& option, std::string_view text)
 
 nlohmann::json datapath_json(const Config& config) {
     nlohmann::json j = nlohmann::json::object();
-    for (const OptionSpec& o : kOptions) {
+    for (const OptionSpec& o : option_table()) {
         if (o.scope != OptionScope::datapath) {
             continue;
         }
@@ -789,7 +533,7 @@ std::string markdown_table() {
     const Config defaults;
     const PortConfig port_defaults;
     std::string out = "| flag / key | scope | default | meaning |\n|---|---|---|---|\n";
-    for (const OptionSpec& o : kOptions) {
+    for (const OptionSpec& o : option_table()) {
         std::string names = "`" + flag_of(o) + "`";
         if (!o.flag_alias.empty()) {
             names += " (`" + std::string(o.flag_alias) + "`)";

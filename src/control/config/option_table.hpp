@@ -1,5 +1,7 @@
-// The one option table. Every option vnetd takes is a row here, and every
-// place that names options reads the rows: the config file's keys (an
+// The one option table. Every option vnetd takes is a row here (a port
+// kind's own rows are written beside its builder, control/ports/<kind>/
+// <kind>_options.cpp, and composed in), and every place that names options
+// reads the rows: the config file's keys (an
 // unknown key is an error naming it and the file), the command-line flags
 // (the key with dashes, so `tx_batch` is `--tx-batch`), the "datapath"
 // object of the stats JSON and the final report, and the option table of

@@ -160,6 +160,17 @@ TEST(OptionTable, flags_are_the_keys_with_dashes) {
     EXPECT_EQ(find_option(OptionScope::datapath, "no_such_key"), nullptr);
 }
 
+// The kinds' rows come from their own files: one key, one meaning, still.
+TEST(OptionTable, keys_are_unique_within_a_scope) {
+    const std::span<const OptionSpec> rows = option_table();
+    for (size_t i = 0; i < rows.size(); ++i) {
+        for (size_t j = i + 1; j < rows.size(); ++j) {
+            EXPECT_FALSE(rows[i].scope == rows[j].scope && rows[i].key == rows[j].key)
+                << rows[i].key;
+        }
+    }
+}
+
 TEST(OptionTable, every_default_reads_back_through_its_own_setter) {
     const Config defaults;
     for (const OptionSpec& o : option_table()) {

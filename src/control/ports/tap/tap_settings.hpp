@@ -2,16 +2,20 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
 namespace vnet::control {
 
 struct Config;
+struct OptionSpec;
 struct PortConfig;
 
 struct TapSettings {
     static constexpr std::string_view kind = "tap";
+    // The kind's rows of the option table (tap_options.cpp).
+    static std::span<const OptionSpec> options();
 
     std::string ifname;  // the `tap` key; empty: the port's name
     bool persist = false;

@@ -6,12 +6,14 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
 namespace vnet::control {
 
 struct Config;
+struct OptionSpec;
 struct PortConfig;
 
 // Queue pairs a VM port offers unless told otherwise: the front end enables
@@ -20,6 +22,8 @@ inline constexpr uint16_t kDefaultQueuePairs = 8;
 
 struct VhostUserSettings {
     static constexpr std::string_view kind = "vhost-user";
+    // The kind's rows of the option table (vhost_user_options.cpp).
+    static std::span<const OptionSpec> options();
 
     std::string socket_path;
     bool client = false;  // connect to a listening front end instead of listening

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,7 @@
 namespace vnet::control {
 
 struct Config;
+struct OptionSpec;
 struct PortConfig;
 
 // A VXLAN uplink's MTU unless told: a 1500-byte IPv4 underlay less the 50
@@ -21,6 +23,8 @@ inline constexpr uint16_t kDefaultVxlanMtu = 1450;
 
 struct VxlanSettings {
     static constexpr std::string_view kind = "vxlan";
+    // The kind's rows of the option table (vxlan_options.cpp).
+    static std::span<const OptionSpec> options();
 
     uint32_t vni = 0;
     std::string vxlan_local;  // the tunnel's source address; empty: the route's
