@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "answer_tables.hpp"
+#include "port_keys.hpp"
 #include "show_text.hpp"
 #include "text_table.hpp"
 
@@ -31,6 +32,16 @@ std::string absolute_path(const std::string& path) {
 // vnetd's answer with --json, else `text`.
 void print_answer(const Session& s, const json& answer, const std::string& text) {
     std::cout << (s.as_json ? answer.dump(2) : text) << "\n";
+}
+
+// vnetctl's --socket (its default when not given), for a subcommand's help.
+std::string socket_option(const CLI::App& app) {
+    const CLI::App* root = &app;
+    while (root->get_parent() != nullptr) {
+        root = root->get_parent();
+    }
+    const CLI::Option* socket = root->get_option("--socket");
+    return socket->count() > 0 ? socket->results().front() : socket->get_default_str();
 }
 
 // Flags are config keys with dashes: the key for the params.
@@ -113,36 +124,35 @@ class PortList final : public Command {
     }
 };
 
-// port add KIND NAME [options]: the flags are [[port]] keys with dashes;
-// --set KEY=VALUE reaches any other key of the config file's option table.
+// port add KIND NAME [--KEY VALUE...]: the keys are vnetd's [[port]] keys,
+// read from it (port_keys.hpp); --set KEY=VALUE reaches any key too.
 class PortAdd final : public Command {
     std::string kind_;
     std::string name_;
-    std::map<std::string, std::string> settings_;
+    std::vector<std::string> key_words_;
     std::vector<std::string> set_;
     std::string peer_;
     void declare(CLI::App& app) override {
-        app.add_option("kind", kind_, "vhost-user, tap or null")->required();
+        app.add_option("kind", kind_, "the port's kind: vhost-user, tap, null, vxlan")->required();
         app.add_option("name", name_, "the port's name")->required();
-        for (const char* key :
-             {"socket-path", "queue-pairs", "socket-owner", "socket-group", "socket-mode", "mtu",
-              "tap", "switch", "vlan", "trunk", "allowed-macs"}) {
-            app.add_option_function<std::string>(
-                std::string("--") + key, [this, key](const std::string& v) { settings_[key] = v; },
-                std::string("the [[port]] key ") + key);
-        }
-        for (const char* key : {"client", "persist"}) {
-            app.add_flag_function(
-                std::string("--") + key, [this, key](int64_t) { settings_[key] = "on"; },
-                std::string("the [[port]] key ") + key);
-        }
         app.add_option("--peer", peer_, "cross-connect it to this port (in none yet)");
-        app.add_option("--set", set_, "KEY=VALUE: any other [[port]] key");
+        app.add_option("--set", set_, "KEY=VALUE: a [[port]] key");
+        app.footer([&app] { return port_keys_help(socket_option(app)); });
+    }
+    bool take_extra_words(std::vector<std::string> words) override {
+        key_words_ = std::move(words);
+        return true;
     }
     int run(Session& s) override {
         json params{{"name", name_}, {"type", kind_}};
-        for (const auto& [key, value] : settings_) {
-            params[key_of_flag(key)] = value;
+        if (!key_words_.empty()) {
+            try {
+                add_key_words(s.client.call("options.list", {{"scope", "port"}}), key_words_,
+                              params);
+            } catch (const std::invalid_argument& e) {
+                std::cerr << "vnetctl: port add: " << e.what() << "\n";
+                return 2;
+            }
         }
         for (const std::string& kv : set_) {
             const size_t eq = kv.find('=');
@@ -482,7 +492,10 @@ constexpr std::array kCommands{
     CommandRow{"methods", "every method the control socket has", &make<Methods>},
     CommandRow{"stats", "counters per port, queue and direction (PORT: that port's)", &make<Stats>},
     CommandRow{"port list", "the ports and where they are", &make<PortList>},
-    CommandRow{"port add", "add a port to the running vnetd", &make<PortAdd>},
+    CommandRow{"port add",
+               "add a port to the running vnetd: KIND NAME, then --KEY VALUE for its [[port]] "
+               "keys (vnetd.toml(5); --help lists the running vnetd's)",
+               &make<PortAdd>},
     CommandRow{"port del", "remove a port (its guest is disconnected)", &make<PortDel>},
     CommandRow{"reload", "re-read vnetd's config file and apply what changed (as SIGHUP does)",
                &make<Reload>},

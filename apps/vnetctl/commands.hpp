@@ -8,7 +8,9 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "rpc_client/control_client.hpp"
 
@@ -27,6 +29,10 @@ public:
     // Adds its arguments and options to `app`, its CLI11 subcommand; the
     // parsed values land in the command's members.
     virtual void declare(CLI::App& app) = 0;
+    // The words CLI11 did not take (after its positionals): a command that
+    // reads them (port add's keys, which are vnetd's) keeps them and says
+    // true; the rest refuse them as CLI11 would.
+    virtual bool take_extra_words(std::vector<std::string> /*words*/) { return false; }
     // Once parsed: does it and returns the exit status.
     virtual int run(Session& session) = 0;
 };

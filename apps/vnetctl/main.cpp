@@ -57,6 +57,9 @@ int main(int argc, char** argv) {
     // The options before the subcommand may come after it too
     // (`vnetctl port list --json`): a subcommand hands up what it does not take.
     app.fallthrough();
+    // Words no option takes reach the root (fallthrough); the chosen
+    // subcommand gets them, and refuses them unless it reads them itself.
+    app.allow_extras();
     std::string socket = kDefaultSocket;
     bool as_json = false;
     app.add_option("--socket", socket, "vnetd's control socket")->capture_default_str();
@@ -82,6 +85,13 @@ int main(int argc, char** argv) {
     }
     try {
         app.parse(argc, argv);
+        if (!app.remaining().empty()) {
+            for (auto& [sub, command] : commands) {
+                if (*sub && !command->take_extra_words(app.remaining())) {
+                    throw CLI::ExtrasError(app.remaining());
+                }
+            }
+        }
     } catch (const CLI::ParseError& e) {
         return vnet::exit_status_of(app, e);
     }

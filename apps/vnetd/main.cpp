@@ -32,31 +32,32 @@ namespace {
 vnet::control::Config config_from_flags(const std::string& socket_path, int listen_fd, bool client,
                                         const std::vector<std::string>& taps, bool null_port) {
     using vnet::control::PortConfig;
-    using vnet::control::PortType;
     vnet::control::Config c;
     std::vector<std::string> names;
     if (!socket_path.empty() || listen_fd >= 0) {
         PortConfig vm;
         vm.name = "vm0";
-        vm.type = PortType::vhost_user;
-        vm.socket_path = socket_path;
-        vm.listen_fd = listen_fd;
-        vm.client = client;
+        vnet::control::VhostUserSettings v;
+        v.socket_path = socket_path;
+        v.listen_fd = listen_fd;
+        v.client = client;
+        vm.settings = v;
         c.ports.push_back(vm);
         names.push_back(vm.name);
     }
     for (const std::string& tap : taps) {
         PortConfig t;
         t.name = tap;
-        t.type = PortType::tap;
-        t.ifname = tap;
+        vnet::control::TapSettings ts;
+        ts.ifname = tap;
+        t.settings = ts;
         c.ports.push_back(t);
         names.push_back(t.name);
     }
     if (null_port) {
         PortConfig n;
         n.name = "null0";
-        n.type = PortType::null;
+        n.settings = vnet::control::NullSettings{};
         c.ports.push_back(n);
         names.push_back(n.name);
     }

@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "common/build_info.hpp"
+
 namespace vnet::cli_docs {
 
 std::string roff_escape(std::string_view text) {
@@ -28,7 +30,8 @@ std::string roff_header(std::string_view name, int section, std::string_view sum
         c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     }
     // No date: the page must be the same in every build of one version.
-    return ".TH " + upper + " " + std::to_string(section) + " \"\" \"vnetd " VNET_VERSION "\" \"" +
+    return ".TH " + upper + " " + std::to_string(section) + " \"\" \"vnetd " +
+           std::string(build_info::version()) + "\" \"" +
            (section == 5 ? "File Formats" : "System Administration") + "\"\n.SH NAME\n" +
            roff_escape(name) + " \\- " + roff_escape(summary) + "\n";
 }

@@ -328,6 +328,23 @@ ctl port add vhost-user vm1 --socket-path "$WORK/vm1.sock" --queue-pairs 1 --swi
     --allowed-macs "$MAC" >/dev/null || fail "port add vm1"
 log_has_text "$WORK/vnetd.log" "control: uid 0 added port vm1 (vhost-user, switch s0, vlan 10, allowed_macs $MAC, socket_path $WORK/vm1.sock, queue_pairs 1)" ||
     fail "port add not logged: $(grep 'control: ' "$WORK/vnetd.log")"
+# port add's keys are vnetd's (options.list): --KEY=VALUE and an on|off key
+# alone work, an unknown key is refused before the call, --help lists them.
+ctl port add tap n9 --mtu=1400 --persist >/dev/null || fail "port add tap n9 --mtu=1400 --persist"
+ctl --json port list | python3 -c '
+import json, sys
+assert any(p["name"] == "n9" and p["type"] == "tap" for p in json.load(sys.stdin))' ||
+    fail "port add n9 not listed: $(ctl port list)"
+ctl port del n9 >/dev/null || fail "port del n9"
+out=$(ctl port add null n9 --mtu-size 9000 2>&1)
+rc=$?
+[ "$rc" = 2 ] && [ "$out" = "vnetctl: port add: vnetd has no [[port]] key 'mtu_size' (vnetctl port add --help lists its keys)" ] ||
+    fail "port add --mtu-size: exit $rc: $out"
+expect_refused "port 'n9': socket_path is for vhost-user ports" port add null n9 --socket-path /tmp/n9.sock
+ctl port add --help | grep -qE '^  --vxlan-remote IP,\.\.\. +vxlan: the other hosts' ||
+    fail "port add --help does not list vnetd's keys: $(ctl port add --help)"
+"$VNETCTL" --socket "$WORK/none.ctl" port add --help | grep -q "listed here when it answers" ||
+    fail "port add --help without vnetd: $("$VNETCTL" --socket "$WORK/none.ctl" port add --help)"
 ctl port list | grep -qE "^vm1 +vhost-user +$WORK/vm1.sock +1 +- +s0 vlan 10 +$MAC +0$" ||
     fail "port list: $(ctl port list)"
 ctl show vm1 | grep -qx "  switch s0 vlan 10, allowed MACs $MAC" || fail "show vm1: $(ctl show vm1)"
@@ -350,7 +367,7 @@ expect_refused "port 'vm1' is on switch 's0', not 's1'" mac flush --switch s1 --
 log_has_text "$WORK/vnetd.log" "control: uid 0 flushed 1 learned MAC(s) of port vm1" || fail "mac flush not logged"
 ctl port del vm1 >/dev/null && ctl switch del s0 >/dev/null || fail "port del vm1, switch del s0"
 log_has "$WORK/vnetd.log" "control: uid 0 removed switch s0" || fail "switch del not logged"
-ok "operator verbs: --json after the subcommand, stats PORT, log level, worker list, switch membership, mac flush, changes logged"
+ok "operator verbs: --json after the subcommand, stats PORT, log level, worker list, switch membership, port add's keys from vnetd, mac flush, changes logged"
 
 # --- a second vnetd: the same explicit path fails, the default only warns
 out=$(timeout 10 "$VNETD" --null --socket-path "$WORK/vm2.sock" --control-socket "$CTL" 2>&1) &&

@@ -1,6 +1,5 @@
 #include "control/config/config.hpp"
 
-#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <toml++/toml.h>
@@ -16,7 +15,6 @@
 #include "control/config/value_parsers.hpp"
 #include "dataplane/switch/switch_core.hpp"
 #include "packet/packet_burst.hpp"
-#include "ports/tap/xdp_options.hpp"
 
 namespace vnet::control {
 
@@ -26,6 +24,23 @@ namespace {
 // a publish later than 100 ms looks like a dead link to the guest.
 constexpr uint32_t kMaxRxFrames = 256;
 constexpr uint32_t kMaxRxUsecs = 100000;
+}  // namespace
+
+namespace {
+
+// The queue pairs a kind serves unless told (its default_queue_pairs), if
+// it has its own number: a kind without one follows its peer.
+std::optional<uint16_t> default_queue_pairs(const PortConfig& port) {
+    return std::visit(
+        [](const auto& kind) -> std::optional<uint16_t> {
+            if constexpr (requires { kind.default_queue_pairs; }) {
+                return kind.default_queue_pairs;
+            }
+            return std::nullopt;
+        },
+        port.settings);
+}
+
 }  // namespace
 
 const PortConfig* Config::find_port(const std::string& name) const {
@@ -75,8 +90,8 @@ uint16_t Config::queue_pairs_of(const PortConfig& port) const {
     if (port.queue_pairs) {
         return *port.queue_pairs;
     }
-    if (port.type == PortType::vhost_user) {
-        return kDefaultQueuePairs;
+    if (const auto own = default_queue_pairs(port)) {
+        return *own;
     }
     const PortConfig* peer = peer_of(port.name);
     if (peer == nullptr) {
@@ -85,50 +100,10 @@ uint16_t Config::queue_pairs_of(const PortConfig& port) const {
     if (peer->queue_pairs) {
         return *peer->queue_pairs;
     }
-    return peer->type == PortType::vhost_user ? kDefaultQueuePairs : uint16_t{1};
+    return default_queue_pairs(*peer).value_or(1);
 }
 
 namespace {
-
-// The xdp keys of one port (docs/USAGE.md "XDP on the tap"). Whether FILE
-// exists and holds SECTION is found out when the program is loaded.
-void validate_xdp_keys(const PortConfig& p) {
-    const std::string where = "port '" + p.name + "': ";
-    bool any = !p.xdp.empty() || !p.xdp_redirect.empty() || p.xdp_mode != "auto";
-    if (any && p.type != PortType::tap) {
-        throw std::invalid_argument(where + "xdp, xdp_mode and xdp_redirect are for tap ports");
-    }
-    if (!ports::parse_xdp_mode(p.xdp_mode)) {
-        throw std::invalid_argument(where + "xdp_mode must be auto, native or generic, not '" +
-                                    p.xdp_mode + "'");
-    }
-    if (p.xdp.empty()) {
-        if (!p.xdp_redirect.empty()) {
-            throw std::invalid_argument(where + "xdp_redirect needs xdp (the program to attach)");
-        }
-        if (p.xdp_mode != "auto") {
-            throw std::invalid_argument(where + "xdp_mode needs xdp (the program to attach)");
-        }
-        return;
-    }
-    if (ports::split_xdp_spec(p.xdp).file.empty()) {
-        throw std::invalid_argument(where + "xdp must be FILE[:SECTION], not '" + p.xdp + "'");
-    }
-    const std::string file = ports::split_xdp_spec(p.xdp).file;
-    if (file.find('/') != std::string::npos && file.front() != '/') {
-        throw std::invalid_argument(where + "xdp FILE must be an absolute path or the bare name " +
-                                    "of a shipped program, not '" + file + "'");
-    }
-    if (p.xdp_redirect.size() > 15) {
-        throw std::invalid_argument(where + "xdp_redirect '" + p.xdp_redirect +
-                                    "' is longer than 15 characters");
-    }
-    const std::string& own = p.ifname.empty() ? p.name : p.ifname;
-    if (p.xdp_redirect == own) {
-        throw std::invalid_argument(where + "xdp_redirect names the port's own tap '" + own +
-                                    "' (a program sends frames back with XDP_TX)");
-    }
-}
 
 // The switches and their ports' keys (docs/USAGE.md "The L2 switch").
 void validate_switches(const Config& c) {
@@ -178,103 +153,24 @@ void validate_switches(const Config& c) {
     }
 }
 
-bool is_ip_address(const std::string& text) {
-    in6_addr a{};
-    return ::inet_pton(AF_INET, text.c_str(), &a) == 1 ||
-           ::inet_pton(AF_INET6, text.c_str(), &a) == 1;
-}
-
-// EVPN mode: the control plane (FRR's zebra) installs the remote VTEPs and
-// MACs, so static ones would fight it; one VLAN (the uplink's untagged
-// one) is the VNI's broadcast domain, so a trunk has no meaning there.
-void validate_evpn_keys(const PortConfig& p, const std::string& where) {
-    if (!p.evpn) {
-        return;
-    }
-    if (!p.vxlan_remote.empty()) {
-        throw std::invalid_argument(where +
-                                    "evpn takes the remote VTEPs from the control plane (FRR): "
-                                    "give no vxlan_remote (--remote)");
-    }
-    if (!p.trunk.empty()) {
-        throw std::invalid_argument(where +
-                                    "evpn carries one VLAN, the uplink's untagged one: give no "
-                                    "trunk");
-    }
-}
-
-// VXLAN uplinks: on a switch, at most one per switch (vnetctl names an
-// uplink by its switch) and one per VNI (the kernel refuses a second vxlan
-// device with the same VNI and port).
-void validate_vxlan_keys(const Config& c) {
-    std::set<std::string> switches_with_uplink;
-    std::set<uint32_t> vnis;
-    for (const PortConfig& p : c.ports) {
-        const std::string where = "port '" + p.name + "': ";
-        const bool any = p.vni != 0 || !p.vxlan_local.empty() || !p.vxlan_dev.empty() ||
-                         !p.vxlan_remote.empty() || p.vxlan_port != 4789 || p.evpn;
-        if (p.type != PortType::vxlan) {
-            if (any) {
-                throw std::invalid_argument(
-                    where +
-                    "vni, vxlan_local, vxlan_dev, vxlan_port, vxlan_remote and evpn are for "
-                    "vxlan ports");
-            }
-            continue;
-        }
-        if (p.vni == 0) {
-            throw std::invalid_argument(where + "a vxlan port needs vni (1..16777215)");
-        }
-        if (p.switch_name.empty()) {
-            throw std::invalid_argument(where + "a vxlan port is a switch's uplink: give switch");
-        }
-        if (!switches_with_uplink.insert(p.switch_name).second) {
-            throw std::invalid_argument(where + "switch '" + p.switch_name +
-                                        "' has a vxlan uplink already (one per switch)");
-        }
-        if (!vnis.insert(p.vni).second) {
-            throw std::invalid_argument(where + "vni " + std::to_string(p.vni) +
-                                        " is another vxlan port's");
-        }
-        if (!p.vxlan_local.empty() && !is_ip_address(p.vxlan_local)) {
-            throw std::invalid_argument(where + "vxlan_local '" + p.vxlan_local +
-                                        "' is not an IPv4 or IPv6 address");
-        }
-        std::set<std::string> remotes;
-        for (const std::string& r : p.vxlan_remote) {
-            if (!is_ip_address(r)) {
-                throw std::invalid_argument(where + "vxlan_remote '" + r +
-                                            "' is not an IPv4 or IPv6 address");
-            }
-            if (!remotes.insert(r).second) {
-                throw std::invalid_argument(where + "vxlan_remote " + r + " is given twice");
-            }
-        }
-        if (p.vxlan_dev.size() > 15) {
-            throw std::invalid_argument(where + "vxlan_dev is longer than 15 characters");
-        }
-        validate_evpn_keys(p, where);
-    }
-}
-
 }  // namespace
 
-std::string vxlan_device_name(const PortConfig& p) {
-    return "vxlan" + std::to_string(p.vni);
-}
-
-std::string vxlan_tap_name(const PortConfig& p) {
-    return "vxtap" + std::to_string(p.vni);
-}
-
-std::string vxlan_bridge_name(const PortConfig& p) {
-    return "vxbr" + std::to_string(p.vni);
-}
-
 std::optional<uint16_t> Config::uplink_mtu_of(const std::string& switch_name) const {
+    // The kinds that are a switch's uplink say its MTU (uplink_mtu).
     for (const PortConfig& p : ports) {
-        if (p.type == PortType::vxlan && p.switch_name == switch_name) {
-            return p.mtu.value_or(kDefaultVxlanMtu);
+        if (p.switch_name != switch_name) {
+            continue;
+        }
+        const std::optional<uint16_t> mtu = std::visit(
+            [&p](const auto& kind) -> std::optional<uint16_t> {
+                if constexpr (requires { kind.uplink_mtu(p); }) {
+                    return kind.uplink_mtu(p);
+                }
+                return std::nullopt;
+            },
+            p.settings);
+        if (mtu) {
+            return mtu;
         }
     }
     return std::nullopt;
@@ -302,39 +198,12 @@ void Config::validate() const {
         throw std::invalid_argument("group is given without user: give both, or user alone");
     }
     std::set<std::string> names;
-    std::set<std::string> socket_paths;
     for (const PortConfig& p : ports) {
         if (p.name.empty()) {
             throw std::invalid_argument("a port has no name");
         }
         if (!names.insert(p.name).second) {
             throw std::invalid_argument("port name '" + p.name + "' is used twice");
-        }
-        if (p.type == PortType::vhost_user) {
-            if (p.socket_path.empty() && p.listen_fd < 0) {
-                throw std::invalid_argument("port '" + p.name + "': socket_path is required");
-            }
-            // vhost-user.rst "Backend program conventions": --fd "is
-            // incompatible with --socket-path". An inherited socket is
-            // already listening, so there is nothing to connect to either.
-            if (p.listen_fd >= 0 && !p.socket_path.empty()) {
-                throw std::invalid_argument(
-                    "--fd and --socket-path cannot be given together: --fd serves a listening "
-                    "socket vnetd inherited, --socket-path makes one");
-            }
-            if (p.listen_fd >= 0 && p.client) {
-                throw std::invalid_argument(
-                    "--fd and --client cannot be given together: --fd is a listening socket");
-            }
-            require_absolute("port '" + p.name + "': socket_path", p.socket_path);
-            if (p.socket_path.size() >= 108) {
-                throw std::invalid_argument(
-                    "port '" + p.name + "': socket_path is longer than a unix socket allows (107)");
-            }
-            if (!p.socket_path.empty() && !socket_paths.insert(p.socket_path).second) {
-                throw std::invalid_argument("port '" + p.name + "': socket_path " + p.socket_path +
-                                            " is another port's");
-            }
         }
         if (p.queue_pairs && (*p.queue_pairs == 0 || *p.queue_pairs > kMaxQueuePairs)) {
             // Worded as the option table's parse_uint says it.
@@ -344,11 +213,14 @@ void Config::validate() const {
                 throw std::invalid_argument("port '" + p.name + "': " + e.what());
             }
         }
-        if (p.type == PortType::tap && p.ifname.size() > 15) {
-            throw std::invalid_argument("port '" + p.name +
-                                        "': tap name longer than 15 characters");
-        }
-        validate_xdp_keys(p);
+        // The kind's own keys, by the kind (control/ports/<kind>/).
+        std::visit(
+            [&](const auto& kind) {
+                if constexpr (requires { kind.validate(p, *this); }) {
+                    kind.validate(p, *this);
+                }
+            },
+            p.settings);
     }
     std::set<std::string> connected;
     for (const auto& [a, b] : connections) {
@@ -366,7 +238,6 @@ void Config::validate() const {
         }
     }
     validate_switches(*this);
-    validate_vxlan_keys(*this);
     if (datapath.tx_batch > packet::kMaxBurstPackets) {
         throw std::invalid_argument("tx_batch must be 0..64 (0: per-packet)");
     }
@@ -461,13 +332,10 @@ PortConfig new_port(const std::string& name, const std::string& type, const std:
     p.name = name;
     auto parsed = parse_port_type(type);
     if (!parsed) {
-        throw std::invalid_argument(where + ": type must be vhost-user, tap, null or vxlan, not '" +
+        throw std::invalid_argument(where + ": type must be " + port_type_names() + ", not '" +
                                     type + "'");
     }
-    p.type = *parsed;
-    if (p.type == PortType::tap) {
-        p.ifname = p.name;  // `tap` names another device
-    }
+    p.settings = default_settings(*parsed);
     return p;
 }
 

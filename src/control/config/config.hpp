@@ -21,48 +21,22 @@
 
 namespace vnet::control {
 
-// Queue pairs a VM port offers unless told otherwise: the front end enables
-// what it wants of them (QEMU queues=N, virtio-user queues=N, ethtool -L).
-inline constexpr uint16_t kDefaultQueuePairs = 8;
-// A VXLAN uplink's MTU unless told: a 1500-byte IPv4 underlay less the 50
-// bytes of outer Ethernet, IP, UDP and VXLAN headers (the kernel's default).
-inline constexpr uint16_t kDefaultVxlanMtu = 1450;
 // vhost_user::kMaxQueuePairs (DPDK's VHOST_MAX_QUEUE_PAIRS).
 inline constexpr uint16_t kMaxQueuePairs = 128;
 
 struct PortConfig {
     std::string name;
-    PortType type = PortType::null;
-    // vhost-user
-    std::string socket_path;
-    bool client = false;  // connect to a listening front end instead of listening
-    int listen_fd = -1;   // an inherited listening socket (--fd) instead of socket_path
+    // The kind's own keys (control/ports/<kind>/<kind>_settings.hpp); the
+    // alternative held is the port's type.
+    PortSettings settings = NullSettings{};
+    // The keys every kind takes.
     // vhost-user: the most queue pairs the front end may enable (GET_QUEUE_NUM);
     // tap: tap queues (IFF_MULTI_QUEUE). Unset: Config::queue_pairs_of.
     std::optional<uint16_t> queue_pairs;
-    std::optional<uid_t> socket_owner;
-    std::optional<gid_t> socket_group;
-    std::optional<mode_t> socket_mode;
     std::optional<uint16_t> mtu;  // offered to the guest (VIRTIO_NET_F_MTU) / set on a tap
-    // vhost-user: whole GSO frames from other guests written into this
-    // guest's buffers with streaming stores (packet/streaming_copy.hpp);
-    // off where the guest's vCPUs share the worker's CPU.
-    bool streaming_stores = true;
     // Ingress policing of what the port sends (OVS names): kbit/s (0: off), kbit (0: 8000).
     uint32_t ingress_policing_rate = 0;
     uint32_t ingress_policing_burst = 0;
-    // tap
-    std::string ifname;
-    bool persist = false;
-    bool napi = false;
-    bool napi_frags = false;
-    std::optional<unsigned> txqueuelen;
-    // XDP on the tap (ports/tap/tap_xdp.hpp, docs/USAGE.md "XDP on the tap"):
-    // "FILE[:SECTION]" (empty: none), the attach mode, and the interface the
-    // program's redirect_map[0] points at. Kept as written; validate() checks.
-    std::string xdp;
-    std::string xdp_mode = "auto";
-    std::string xdp_redirect;
     // L2 switch membership (dataplane/switch/, docs/USAGE.md "The L2 switch"):
     // the switch's name (empty: none), the access VLAN (with `trunk`: the
     // native, untagged VLAN), the VLANs carried tagged, and the only source
@@ -71,19 +45,17 @@ struct PortConfig {
     std::optional<uint16_t> vlan;
     std::vector<uint16_t> trunk;
     std::vector<packet::MacAddress> allowed_macs;
-    // vxlan: a switch's uplink to other hosts (ports/vxlan/vxlan_uplink.hpp,
-    // docs/USAGE.md "VXLAN uplinks"): the VNI, the tunnel's source address
-    // and underlay device (empty: the route's), the UDP port, the remote
-    // VTEPs. The kernel device is `vxlan<VNI>`, its tap `vxtap<VNI>`.
-    // evpn: no static remotes; the devices are laid out for FRR's zebra (a
-    // bridge `vxbr<VNI>` holding both) and the switch's MACs are synced
-    // with the bridge's FDB (control/switches/evpn/).
-    uint32_t vni = 0;
-    std::string vxlan_local;
-    std::string vxlan_dev;
-    uint16_t vxlan_port = 4789;
-    std::vector<std::string> vxlan_remote;
-    bool evpn = false;
+
+    PortType type() const { return static_cast<PortType>(settings.index()); }
+    // The kind's settings if the port is of that kind, else nullptr.
+    template <class Kind>
+    Kind* get() {
+        return std::get_if<Kind>(&settings);
+    }
+    template <class Kind>
+    const Kind* get() const {
+        return std::get_if<Kind>(&settings);
+    }
 };
 
 // One [[switch]] table: an L2 learning switch its ports name.
@@ -162,12 +134,6 @@ struct Config {
 };
 
 Config load_config_file(const std::string& path);
-
-// A vxlan port's kernel devices: `vxlan<VNI>` and its tap `vxtap<VNI>`.
-std::string vxlan_device_name(const PortConfig& port);
-std::string vxlan_tap_name(const PortConfig& port);
-// An EVPN uplink's bridge (FRR's zebra maps the VNI to it): `vxbr<VNI>`.
-std::string vxlan_bridge_name(const PortConfig& port);
 
 // A port from its name, type and settings given as text, KEY = VALUE with the
 // [[port]] keys (what a flag would say): how ports are added at run time

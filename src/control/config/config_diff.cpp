@@ -18,7 +18,7 @@ bool runtime_option(std::string_view key) {
 std::vector<std::string> changed_port_keys(const Config& before, const PortConfig& old_port,
                                            const Config& after, const PortConfig& new_port) {
     std::vector<std::string> keys;
-    if (old_port.type != new_port.type) {
+    if (old_port.type() != new_port.type()) {
         keys.emplace_back("type");
     }
     for (const OptionSpec& o : option_table()) {

@@ -5,8 +5,11 @@
 #include <cctype>
 #include <limits>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "common/log_levels.hpp"
+#include "control/config/option_rows.hpp"
 #include "control/config/value_parsers.hpp"
 #include "dataplane/switch/mac_address.hpp"
 #include "io/packet_batch.hpp"
@@ -14,20 +17,6 @@
 namespace vnet::control {
 
 namespace {
-
-std::string text_or_none(const std::string& s) {
-    return s.empty() ? "" : s;
-}
-
-template <class T>
-std::string number(T v) {
-    return std::to_string(v);
-}
-
-template <class T>
-std::string optional_number(const std::optional<T>& v) {
-    return v ? std::to_string(*v) : "";
-}
 
 // The [[switch]] being parsed is the last one (config.cpp appends it first).
 SwitchConfig& current_switch(Config& c, std::string_view key) {
@@ -42,7 +31,6 @@ const SwitchConfig& current_switch(const Config& c) {
 }
 
 using D = DatapathConfig;
-using P = PortConfig;
 
 // Setters check that a value is well-formed and fits its field; what it
 // means (ranges, combinations) is Config::validate's, once, for the config
@@ -68,50 +56,9 @@ using P = PortConfig;
             },                                                                                    \
             [](const Config& c, const PortConfig*) { return on_off(c.datapath.field); } \
     }
-#define VNET_PORT_BOOL(field, type, help)                                                           \
-    OptionSpec {                                                                                    \
-#field, OptionScope::port, type, "on|off", help,                                            \
-            {}, false,                                                                              \
-             [](Config&, PortConfig * p,                                                            \
-                std::string_view                                                                    \
-                    t) { p->field = parse_on_off(#field, t); },                                     \
-                                                             [](const Config&,                      \
-                                                                const PortConfig*                   \
-                                                                    p) { return on_off(p->field); } \
-    }
-
-constexpr std::array kOptions = {
-    // ---- ports: what they are (on the command line these build the ports)
-    OptionSpec{"socket_path",
-               OptionScope::port,
-               PortType::vhost_user,
-               "PATH",
-               "the VM port's vhost-user socket",
-               {},
-               true,
-               [](Config&, PortConfig* p, std::string_view t) { p->socket_path = t; },
-               [](const Config&, const PortConfig* p) { return text_or_none(p->socket_path); }},
-    OptionSpec{
-        "client",
-        OptionScope::port,
-        PortType::vhost_user,
-        "on|off",
-        "connect to a listening front end instead of listening (reconnects forever)",
-        {},
-        true,
-        [](Config&, PortConfig* p, std::string_view t) { p->client = parse_on_off("client", t); },
-        [](const Config&, const PortConfig* p) { return on_off(p->client); }},
-    OptionSpec{"tap",
-               OptionScope::port,
-               PortType::tap,
-               "NAME",
-               "tap device to open or create (repeat `--tap` for tap ↔ tap); default: the "
-               "port's name",
-               {},
-               true,
-               [](Config&, PortConfig* p, std::string_view t) { p->ifname = t; },
-               [](const Config&, const PortConfig* p) { return text_or_none(p->ifname); }},
-    // ---- ports: settings (as flags: applied to every port of the kind)
+// The port rows every kind takes; each kind's own rows are in its folder
+// (control/ports/<kind>/<kind>_options.cpp).
+constexpr std::array kPortOptions = {
     OptionSpec{"queue_pairs",
                OptionScope::port,
                std::nullopt,
@@ -137,10 +84,6 @@ constexpr std::array kOptions = {
                    p->mtu = static_cast<uint16_t>(parse_uint("mtu", t, 68, 65535));
                },
                [](const Config&, const PortConfig* p) { return optional_number(p->mtu); }},
-    VNET_PORT_BOOL(streaming_stores, PortType::vhost_user,
-                   "write whole GSO frames (16 KiB or more) from other guests into this guest's "
-                   "buffers with non-temporal stores, past the worker's cache (1.3-2x faster VM "
-                   "→ VM); `off` where this guest's vCPUs share the worker's CPU"),
     OptionSpec{"ingress_policing_rate",
                OptionScope::port,
                std::nullopt,
@@ -167,82 +110,6 @@ constexpr std::array kOptions = {
                 parse_uint("ingress_policing_burst", t, 0, std::numeric_limits<uint32_t>::max()));
         },
         [](const Config&, const PortConfig* p) { return number(p->ingress_policing_burst); }},
-    OptionSpec{"socket_owner",
-               OptionScope::port,
-               PortType::vhost_user,
-               "USER",
-               "owner (user name or uid) of the listening socket",
-               {},
-               false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   p->socket_owner = parse_socket_owner(std::string(t));
-               },
-               [](const Config&, const PortConfig* p) { return optional_number(p->socket_owner); }},
-    OptionSpec{"socket_group",
-               OptionScope::port,
-               PortType::vhost_user,
-               "GROUP",
-               "group (name or gid) of the listening socket",
-               {},
-               false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   p->socket_group = parse_socket_group(std::string(t));
-               },
-               [](const Config&, const PortConfig* p) { return optional_number(p->socket_group); }},
-    OptionSpec{"socket_mode",
-               OptionScope::port,
-               PortType::vhost_user,
-               "OCTAL",
-               "permissions of the listening socket, e.g. 0660",
-               {},
-               false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   p->socket_mode = parse_mode("socket_mode", t);
-               },
-               [](const Config&, const PortConfig* p) {
-                   return p->socket_mode ? octal(*p->socket_mode) : std::string();
-               }},
-    VNET_PORT_BOOL(persist, PortType::tap, "keep created taps after exit"),
-    VNET_PORT_BOOL(napi, PortType::tap,
-                   "open taps with `IFF_NAPI` (measured here: one-packet writes lose pps with it)"),
-    OptionSpec{"napi_frags",
-               OptionScope::port,
-               PortType::tap,
-               "on|off",
-               "also `IFF_NAPI_FRAGS` (turns napi on; upstream calls it \"very much test only\")",
-               {},
-               false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   p->napi_frags = parse_on_off("napi_frags", t);
-                   p->napi = p->napi || p->napi_frags;  // tun needs IFF_NAPI with it
-               },
-               [](const Config&, const PortConfig* p) { return on_off(p->napi_frags); }},
-    OptionSpec{"txqueuelen",
-               OptionScope::port,
-               PortType::tap,
-               "N",
-               "the tap's host → reader queue (kernel default 500)",
-               {},
-               false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   p->txqueuelen = static_cast<unsigned>(parse_uint("txqueuelen", t, 1, 1u << 20));
-               },
-               [](const Config&, const PortConfig* p) { return optional_number(p->txqueuelen); }},
-    OptionSpec{"xdp", OptionScope::port, PortType::tap, "FILE[:SECTION]",
-               "an XDP program for the tap, attached before the first write (see \"XDP on the "
-               "tap\")",
-               "--tap-xdp", false, [](Config&, PortConfig* p, std::string_view t) { p->xdp = t; },
-               [](const Config&, const PortConfig* p) { return text_or_none(p->xdp); }},
-    OptionSpec{"xdp_mode", OptionScope::port, PortType::tap, "auto|native|generic",
-               "how the program is attached: native first (auto), or only one way",
-               "--tap-xdp-mode", false,
-               [](Config&, PortConfig* p, std::string_view t) { p->xdp_mode = t; },
-               [](const Config&, const PortConfig* p) { return p->xdp_mode; }},
-    OptionSpec{"xdp_redirect", OptionScope::port, PortType::tap, "IFNAME",
-               "the interface in the program's `redirect_map[0]`", "--tap-xdp-redirect", false,
-               [](Config&, PortConfig* p, std::string_view t) { p->xdp_redirect = t; },
-               [](const Config&, const PortConfig* p) { return text_or_none(p->xdp_redirect); }},
-    // ---- ports: L2 switch membership (see "The L2 switch")
     OptionSpec{"switch",
                OptionScope::port,
                std::nullopt,
@@ -293,68 +160,9 @@ constexpr std::array kOptions = {
                        return dataplane::switching::to_string(m);
                    });
                }},
-    // ---- ports: a switch's VXLAN uplink (see "VXLAN uplinks")
-    OptionSpec{"vni",
-               OptionScope::port,
-               PortType::vxlan,
-               "1..16777215",
-               "the uplink's VXLAN network identifier (devices `vxlan<VNI>` and `vxtap<VNI>`)",
-               {},
-               false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   p->vni = static_cast<uint32_t>(parse_uint("vni", t, 1, 0xffffff));
-               },
-               [](const Config&, const PortConfig* p) {
-                   return p->vni == 0 ? std::string() : number(p->vni);
-               }},
-    OptionSpec{"vxlan_local",
-               OptionScope::port,
-               PortType::vxlan,
-               "IP",
-               "the tunnel's source address on this host (none: the route's)",
-               {},
-               false,
-               [](Config&, PortConfig* p, std::string_view t) { p->vxlan_local = t; },
-               [](const Config&, const PortConfig* p) { return text_or_none(p->vxlan_local); }},
-    OptionSpec{"vxlan_remote",
-               OptionScope::port,
-               PortType::vxlan,
-               "IP,...",
-               "the other hosts' tunnel addresses: floods go to each, learned MACs to one "
-               "(vnetctl switch uplink peer add/del changes them at run time)",
-               {},
-               false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   p->vxlan_remote.clear();
-                   for_each_item(
-                       t, [p](std::string_view item) { p->vxlan_remote.emplace_back(item); });
-               },
-               [](const Config&, const PortConfig* p) {
-                   return join(p->vxlan_remote, [](const std::string& r) { return r; });
-               }},
-    VNET_PORT_BOOL(evpn, PortType::vxlan,
-                   "BGP EVPN through FRR: no static remotes; the uplink's devices sit in a "
-                   "bridge `vxbr<VNI>` and the switch's MACs are kept in step with its FDB"),
-    OptionSpec{"vxlan_port",
-               OptionScope::port,
-               PortType::vxlan,
-               "N",
-               "the UDP destination port (IANA's 4789; Linux's own default is 8472)",
-               {},
-               false,
-               [](Config&, PortConfig* p, std::string_view t) {
-                   p->vxlan_port = static_cast<uint16_t>(parse_uint("vxlan_port", t, 1, 65535));
-               },
-               [](const Config&, const PortConfig* p) { return number(p->vxlan_port); }},
-    OptionSpec{"vxlan_dev",
-               OptionScope::port,
-               PortType::vxlan,
-               "IFNAME",
-               "the underlay device the tunnel leaves by (none: the route's)",
-               {},
-               false,
-               [](Config&, PortConfig* p, std::string_view t) { p->vxlan_dev = t; },
-               [](const Config&, const PortConfig* p) { return text_or_none(p->vxlan_dev); }},
+};
+
+constexpr std::array kOtherOptions = {
     // ---- switches: a [[switch]] table each (config file only)
     OptionSpec{
         "mac_aging_s",
@@ -606,23 +414,27 @@ constexpr std::array kOptions = {
 
 #undef VNET_DATAPATH_UINT
 #undef VNET_DATAPATH_BOOL
-#undef VNET_PORT_BOOL
 
-// Keys are unique within a scope: one name, one meaning.
-constexpr bool keys_unique() {
-    for (size_t i = 0; i < kOptions.size(); ++i) {
-        for (size_t j = i + 1; j < kOptions.size(); ++j) {
-            if (kOptions[i].scope == kOptions[j].scope && kOptions[i].key == kOptions[j].key) {
-                return false;
-            }
-        }
-    }
-    return true;
+// The one table: each port kind's own rows (in PortSettings' order, so a
+// VM port's socket_path comes first), the rows every port takes, then the
+// switch, datapath and daemon rows.
+template <size_t... I>
+std::vector<OptionSpec> compose_table(std::index_sequence<I...>) {
+    std::vector<OptionSpec> rows;
+    (
+        [&rows] {
+            const std::span<const OptionSpec> kind =
+                std::variant_alternative_t<I, PortSettings>::options();
+            rows.insert(rows.end(), kind.begin(), kind.end());
+        }(),
+        ...);
+    rows.insert(rows.end(), kPortOptions.begin(), kPortOptions.end());
+    rows.insert(rows.end(), kOtherOptions.begin(), kOtherOptions.end());
+    return rows;
 }
-static_assert(keys_unique(), "an option key appears twice in one scope");
 
 bool applies_to(const OptionSpec& o, const PortConfig& p) {
-    return !o.port_type || *o.port_type == p.type;
+    return !o.port_type || *o.port_type == p.type();
 }
 
 }  // namespace
@@ -642,11 +454,13 @@ const char* to_string(OptionScope s) {
 }
 
 std::span<const OptionSpec> option_table() {
-    return kOptions;
+    static const std::vector<OptionSpec> table =
+        compose_table(std::make_index_sequence<std::variant_size_v<PortSettings>>());
+    return table;
 }
 
 const OptionSpec* find_option(OptionScope scope, std::string_view key) {
-    for (const OptionSpec& o : kOptions) {
+    for (const OptionSpec& o : option_table()) {
         if (o.scope == scope && o.key == key) {
             return &o;
         }
@@ -699,7 +513,7 @@ void apply_flag(Config& config, const OptionSpec& option, std::string_view text)
 
 nlohmann::json datapath_json(const Config& config) {
     nlohmann::json j = nlohmann::json::object();
-    for (const OptionSpec& o : kOptions) {
+    for (const OptionSpec& o : option_table()) {
         if (o.scope != OptionScope::datapath) {
             continue;
         }
@@ -719,7 +533,7 @@ std::string markdown_table() {
     const Config defaults;
     const PortConfig port_defaults;
     std::string out = "| flag / key | scope | default | meaning |\n|---|---|---|---|\n";
-    for (const OptionSpec& o : kOptions) {
+    for (const OptionSpec& o : option_table()) {
         std::string names = "`" + flag_of(o) + "`";
         if (!o.flag_alias.empty()) {
             names += " (`" + std::string(o.flag_alias) + "`)";

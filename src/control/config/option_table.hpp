@@ -1,11 +1,14 @@
-// The one option table. Every option vnetd takes is a row here, and every
-// place that names options reads the rows: the config file's keys (an
+// The one option table. Every option vnetd takes is a row here (a port
+// kind's own rows are written beside its builder, control/ports/<kind>/
+// <kind>_options.cpp, and composed in), and every place that names options
+// reads the rows: the config file's keys (an
 // unknown key is an error naming it and the file), the command-line flags
 // (the key with dashes, so `tx_batch` is `--tx-batch`), the "datapath"
 // object of the stats JSON and the final report, and the option table of
 // docs/USAGE.md (a unit test keeps that table equal to markdown_table()).
-// Defaults are the member initializers of Config, DatapathConfig and
-// PortConfig: the table reads them, it does not repeat them.
+// Defaults are the member initializers of Config, DatapathConfig,
+// PortConfig and the kinds' settings structs: the table reads them, it does
+// not repeat them.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -30,8 +33,8 @@ const char* to_string(OptionScope s);
 struct OptionSpec {
     std::string_view key;
     OptionScope scope;
-    // Port options that mean something for one kind of port only; as a
-    // flag they apply to the ports of that kind.
+    // A kind's own keys (its settings struct's): set on a port of another
+    // kind they are refused; as a flag they apply to the ports of that kind.
     std::optional<PortType> port_type;
     // The value's shape in docs and --help: "N", "on|off", "FILE[:SECTION]".
     std::string_view value_name;

@@ -35,7 +35,7 @@ Settings changed_settings(OptionScope scope, const Config& config, const PortCon
                           const Config& base_config, const PortConfig* base_port) {
     Settings out;
     for (const OptionSpec& o : option_table()) {
-        if (o.scope != scope || (port != nullptr && !applies_to(o, port->type))) {
+        if (o.scope != scope || (port != nullptr && !applies_to(o, port->type()))) {
             continue;
         }
         std::string text = o.get(config, port);
@@ -133,7 +133,7 @@ RunStateSwitch run_state_switch(const SwitchConfig& config) {
 }
 
 RunStatePort run_state_port(const PortConfig& config, const std::string& peer) {
-    const std::string type = to_string(config.type);
+    const std::string type = to_string(config.type());
     Config scratch;
     const PortConfig base = port_from_settings(config.name, type, {}, scratch);
     return {config.name, type, peer,

@@ -15,12 +15,12 @@ nlohmann::json PortTable::list_ports() {
     nlohmann::json out = nlohmann::json::array();
     for (const PortConfig& pc : config.ports) {
         nlohmann::json p{{"name", pc.name},
-                         {"type", to_string(pc.type)},
+                         {"type", to_string(pc.type())},
                          {"queue_pairs", config.queue_pairs_of(pc)}};
         if (const PortConfig* peer = config.peer_of(pc.name)) {
             p["peer"] = peer->name;
         }
-        if (const PortFactoryEntry* factory = find_port_factory(to_string(pc.type));
+        if (const PortFactoryEntry* factory = find_port_factory(to_string(pc.type()));
             factory != nullptr && factory->list_fields != nullptr) {
             factory->list_fields(pc, p);
         }
@@ -46,7 +46,7 @@ nlohmann::json PortTable::show_ports(const std::optional<std::string>& only) {
             continue;
         }
         nlohmann::json j{{"name", pc.name},
-                         {"type", to_string(pc.type)},
+                         {"type", to_string(pc.type())},
                          {"queue_pairs", entry->port->queue_count()}};
         if (const PortConfig* peer = w_.config.peer_of(pc.name)) {
             j["peer"] = peer->name;

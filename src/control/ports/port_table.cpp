@@ -22,10 +22,10 @@ void PortTable::open_config_ports() {
 }
 
 PortEntry PortTable::build_port(const PortConfig& pc, size_t placement_group) {
-    const PortFactoryEntry* factory = find_port_factory(to_string(pc.type));
+    const PortFactoryEntry* factory = find_port_factory(to_string(pc.type()));
     if (factory == nullptr) {
         throw std::invalid_argument("port '" + pc.name + "': no factory for type " +
-                                    to_string(pc.type));
+                                    to_string(pc.type()));
     }
     PortContext context{
         .config = w_.config,
@@ -229,7 +229,7 @@ void PortTable::add_port(PortConfig pc, const std::string& peer) {
     }
     wire_added_port(pc, peer.empty() ? nullptr : entry_named(peer));  // ports_ may have moved
     config = std::move(next);
-    w_.log->info("port {}: added ({}{}{}{}{})", pc.name, to_string(pc.type),
+    w_.log->info("port {}: added ({}{}{}{}{})", pc.name, to_string(pc.type()),
                  peer.empty() ? "" : ", cross-connected to ", peer,
                  pc.switch_name.empty() ? "" : ", on switch ", pc.switch_name);
     w_.changed();

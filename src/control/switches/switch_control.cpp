@@ -36,7 +36,7 @@ void SwitchTable::change_uplink_peer(const std::string& switch_name, const std::
     PortConfig* pc = nullptr;
     const PortFactoryEntry* factory = nullptr;
     for (PortConfig& p : w_.config.ports) {
-        const PortFactoryEntry* f = find_port_factory(to_string(p.type));
+        const PortFactoryEntry* f = find_port_factory(to_string(p.type()));
         if (f != nullptr && f->change_peer != nullptr && p.switch_name == switch_name) {
             pc = &p;
             factory = f;

@@ -155,8 +155,8 @@ SwitchId SwitchTable::attach_to_switch(const PortConfig& config, ports::Port& po
     if (error) {
         std::rethrow_exception(error);
     }
-    if (config.type == PortType::vxlan && config.evpn) {
-        start_evpn_sync(*s, config, port, member);
+    if (const VxlanSettings* vx = config.get<VxlanSettings>(); vx != nullptr && vx->evpn) {
+        start_evpn_sync(*s, config, *vx, port, member);
     }
     // The switch makes every frame fit its receiver (a guest without TSO gets
     // segments, one without GUEST_CSUM a computed checksum), so a tap on it
@@ -177,7 +177,8 @@ SwitchId SwitchTable::attach_to_switch(const PortConfig& config, ports::Port& po
 
 // The EVPN uplink's sync runs while the uplink is on the switch. If it
 // cannot start (a device gone), the uplink leaves again: no half uplink.
-void SwitchTable::start_evpn_sync(SwitchEntry& s, const PortConfig& config, const ports::Port& port,
+void SwitchTable::start_evpn_sync(SwitchEntry& s, const PortConfig& config,
+                                  const VxlanSettings& vxlan, const ports::Port& port,
                                   uint16_t member) {
     try {
         evpn_syncs_.emplace(
@@ -185,9 +186,9 @@ void SwitchTable::start_evpn_sync(SwitchEntry& s, const PortConfig& config, cons
                        w_.reactor, w_.log, *s.worker, *s.datapath,
                        evpn::EvpnUplink{
                            .port = config.name,
-                           .bridge = vxlan_bridge_name(config),
-                           .tap = vxlan_tap_name(config),
-                           .vxlan = vxlan_device_name(config),
+                           .bridge = vxlan_bridge_name(vxlan),
+                           .tap = vxlan_tap_name(vxlan),
+                           .vxlan = vxlan_device_name(vxlan),
                            .member = member,
                            .vlan = config.vlan.value_or(dataplane::switching::kDefaultVlan),
                        }));

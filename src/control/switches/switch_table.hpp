@@ -104,8 +104,8 @@ private:
     SwitchEntry* switch_with_id(SwitchId id);
     // An EVPN uplink joined switch `s` as `member`: its MACs sync from now
     // on (control/switches/evpn/), until it leaves.
-    void start_evpn_sync(SwitchEntry& s, const PortConfig& config, const ports::Port& port,
-                         uint16_t member);
+    void start_evpn_sync(SwitchEntry& s, const PortConfig& config, const VxlanSettings& vxlan,
+                         const ports::Port& port, uint16_t member);
     // The switch named `only`, or every switch; RpcError if none is so named.
     std::vector<SwitchEntry*> selected(const std::optional<std::string>& only);
 

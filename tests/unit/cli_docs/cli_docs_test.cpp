@@ -2,6 +2,7 @@
 // like vnetctl's: global options, a group with subcommands, positionals,
 // a hidden option that neither may show.
 #include "cli_docs/cli_docs.hpp"
+#include "common/build_info.hpp"
 
 #include <gtest/gtest.h>
 
@@ -40,7 +41,9 @@ TEST(CliDocs, ManPageListsOptionsAndEveryLeafCommand) {
     ToolTree t;
     const std::string page = man_page(
         t.app, ManPageText{"tool", 8, "does things", "Line one.\n\nLine two.", "", "x(1)"});
-    EXPECT_EQ(page.rfind(".TH TOOL 8 \"\" \"vnetd " VNET_VERSION "\"", 0), 0u) << page;
+    EXPECT_EQ(page.rfind(".TH TOOL 8 \"\" \"vnetd " + std::string(build_info::version()) + "\"", 0),
+              0u)
+        << page;
     EXPECT_NE(page.find(".SH NAME\ntool \\- does things\n"), std::string::npos);
     EXPECT_NE(page.find("Line one.\n.PP\nLine two.\n"), std::string::npos) << page;
     EXPECT_NE(page.find("\\fB\\-\\-socket\\fR \\fITEXT\\fR\nthe socket (default: /run/tool.ctl)"),

@@ -14,16 +14,16 @@ namespace {
 PortConfig vm(const std::string& name) {
     PortConfig p;
     p.name = name;
-    p.type = PortType::vhost_user;
-    p.socket_path = "/run/vnetd/" + name + ".sock";
+    p.settings = VhostUserSettings{};
+    p.get<VhostUserSettings>()->socket_path = "/run/vnetd/" + name + ".sock";
     return p;
 }
 
 PortConfig tap(const std::string& name) {
     PortConfig p;
     p.name = name;
-    p.type = PortType::tap;
-    p.ifname = name;
+    p.settings = TapSettings{};
+    p.get<TapSettings>()->ifname = name;
     return p;
 }
 
@@ -82,7 +82,7 @@ TEST(PlanReload, a_new_port_may_connect_to_a_port_that_stays) {
 
 TEST(PlanReload, a_port_whose_keys_changed_is_refused_naming_the_keys) {
     Config after = boot();
-    after.ports[0].socket_path = "/run/vnetd/other.sock";
+    after.ports[0].get<VhostUserSettings>()->socket_path = "/run/vnetd/other.sock";
     after.ports[0].mtu = 9000;
     const ConfigPlan plan = plan_reload(boot(), after);
     ASSERT_EQ(plan.refusals.size(), 1u);

@@ -36,8 +36,8 @@ std::string file_with(const std::string& text) {
 PortConfig vm_port(const std::string& socket_path) {
     PortConfig p;
     p.name = "vm0";
-    p.type = PortType::vhost_user;
-    p.socket_path = socket_path;
+    p.settings = VhostUserSettings{};
+    p.get<VhostUserSettings>()->socket_path = socket_path;
     return p;
 }
 
@@ -70,14 +70,14 @@ TEST(ConfigErrors, a_relative_xdp_file_is_refused_a_shipped_name_is_not) {
     Config c;
     PortConfig tap;
     tap.name = "t0";
-    tap.type = PortType::tap;
-    tap.ifname = "t0";
-    tap.xdp = "bpf/mine.o:xdp";
+    tap.settings = TapSettings{};
+    tap.get<TapSettings>()->ifname = "t0";
+    tap.get<TapSettings>()->xdp = "bpf/mine.o:xdp";
     c.ports = {tap};
     EXPECT_EQ(error_of([&] { c.validate(); }),
               "port 't0': xdp FILE must be an absolute path or the bare name of a shipped "
               "program, not 'bpf/mine.o'");
-    c.ports[0].xdp = "xdp_drop";
+    c.ports[0].get<TapSettings>()->xdp = "xdp_drop";
     EXPECT_EQ(error_of([&] { c.validate(); }), "");
 }
 

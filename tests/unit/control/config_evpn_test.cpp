@@ -46,12 +46,14 @@ TEST(ConfigEvpn, the_key_is_read_and_the_bridge_named_by_the_vni) {
     ASSERT_EQ(load_error(uplink("vxlan_local = \"10.0.0.1\"\nevpn = true\n"), &c), "");
     const PortConfig* p = c.find_port("up");
     ASSERT_NE(p, nullptr);
-    EXPECT_TRUE(p->evpn);
-    EXPECT_EQ(vxlan_bridge_name(*p), "vxbr100");
-    EXPECT_EQ(vxlan_device_name(*p), "vxlan100");
-    EXPECT_EQ(vxlan_tap_name(*p), "vxtap100");
+    const VxlanSettings* vx = p->get<VxlanSettings>();
+    ASSERT_NE(vx, nullptr);
+    EXPECT_TRUE(vx->evpn);
+    EXPECT_EQ(vxlan_bridge_name(*vx), "vxbr100");
+    EXPECT_EQ(vxlan_device_name(*vx), "vxlan100");
+    EXPECT_EQ(vxlan_tap_name(*vx), "vxtap100");
     ASSERT_EQ(load_error(uplink(""), &c), "");
-    EXPECT_FALSE(c.find_port("up")->evpn);  // static mode unless asked
+    EXPECT_FALSE(c.find_port("up")->get<VxlanSettings>()->evpn);  // static mode unless asked
 }
 
 TEST(ConfigEvpn, static_remotes_a_trunk_and_other_kinds_are_refused) {
@@ -61,8 +63,7 @@ TEST(ConfigEvpn, static_remotes_a_trunk_and_other_kinds_are_refused) {
     EXPECT_EQ(load_error(uplink("evpn = true\ntrunk = [10, 20]\n")),
               "port 'up': evpn carries one VLAN, the uplink's untagged one: give no trunk");
     EXPECT_EQ(load_error("[[port]]\nname = \"t\"\ntype = \"tap\"\nevpn = true\n"),
-              "port 't': vni, vxlan_local, vxlan_dev, vxlan_port, vxlan_remote and evpn are for "
-              "vxlan ports");
+              "port 't': evpn is for vxlan ports");
 }
 
 // What vnetctl switch uplink add ... --evpn --remote sends: the same check
@@ -73,7 +74,7 @@ TEST(ConfigEvpn, vnetctl_settings_meet_the_same_refusal) {
     c.ports.push_back(port_from_settings(
         "uplink-s0", "vxlan",
         {{"switch", "s0"}, {"vni", "100"}, {"evpn", "on"}, {"vxlan_remote", "10.0.0.2"}}, c));
-    EXPECT_TRUE(c.ports.back().evpn);
+    EXPECT_TRUE(c.ports.back().get<VxlanSettings>()->evpn);
     try {
         c.validate();
         ADD_FAILURE() << "evpn with a remote was accepted";

@@ -14,13 +14,13 @@ namespace {
 Config vm_and_null(int listen_fd, const std::string& socket_path, bool client = false) {
     PortConfig vm;
     vm.name = "vm0";
-    vm.type = PortType::vhost_user;
-    vm.listen_fd = listen_fd;
-    vm.socket_path = socket_path;
-    vm.client = client;
+    vm.settings = VhostUserSettings{};
+    vm.get<VhostUserSettings>()->listen_fd = listen_fd;
+    vm.get<VhostUserSettings>()->socket_path = socket_path;
+    vm.get<VhostUserSettings>()->client = client;
     PortConfig null;
     null.name = "null0";
-    null.type = PortType::null;
+    null.settings = NullSettings{};
     Config c;
     c.ports = {vm, null};
     c.connections.emplace_back("vm0", "null0");

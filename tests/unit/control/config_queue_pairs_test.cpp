@@ -18,9 +18,13 @@ namespace {
 PortConfig port(const std::string& name, PortType type, std::optional<uint16_t> pairs = {}) {
     PortConfig p;
     p.name = name;
-    p.type = type;
-    p.socket_path = type == PortType::vhost_user ? "/tmp/" + name + ".sock" : "";
-    p.ifname = type == PortType::tap ? name : "";
+    p.settings = default_settings(type);
+    if (VhostUserSettings* v = p.get<VhostUserSettings>()) {
+        v->socket_path = "/tmp/" + name + ".sock";
+    }
+    if (TapSettings* t = p.get<TapSettings>()) {
+        t->ifname = name;
+    }
     p.queue_pairs = pairs;
     return p;
 }

@@ -51,14 +51,15 @@ TEST(ConfigVxlan, an_uplinks_keys_are_read_and_its_devices_named_by_the_vni) {
               "");
     const PortConfig* p = c.find_port("up");
     ASSERT_NE(p, nullptr);
-    EXPECT_EQ(p->type, PortType::vxlan);
-    EXPECT_EQ(p->vni, 4242u);
-    EXPECT_EQ(p->vxlan_local, "10.0.0.1");
-    EXPECT_EQ(p->vxlan_remote, (std::vector<std::string>{"10.0.0.2", "fd00::3"}));
-    EXPECT_EQ(p->vxlan_port, 8472);
-    EXPECT_EQ(p->vxlan_dev, "eth0");
-    EXPECT_EQ(vxlan_device_name(*p), "vxlan4242");
-    EXPECT_EQ(vxlan_tap_name(*p), "vxtap4242");
+    EXPECT_EQ(p->type(), PortType::vxlan);
+    EXPECT_EQ(p->get<VxlanSettings>()->vni, 4242u);
+    EXPECT_EQ(p->get<VxlanSettings>()->vxlan_local, "10.0.0.1");
+    EXPECT_EQ(p->get<VxlanSettings>()->vxlan_remote,
+              (std::vector<std::string>{"10.0.0.2", "fd00::3"}));
+    EXPECT_EQ(p->get<VxlanSettings>()->vxlan_port, 8472);
+    EXPECT_EQ(p->get<VxlanSettings>()->vxlan_dev, "eth0");
+    EXPECT_EQ(vxlan_device_name(*p->get<VxlanSettings>()), "vxlan4242");
+    EXPECT_EQ(vxlan_tap_name(*p->get<VxlanSettings>()), "vxtap4242");
 }
 
 TEST(ConfigVxlan, guests_on_the_switch_are_offered_the_tunnels_mtu) {
@@ -96,8 +97,7 @@ TEST(ConfigVxlan, mistakes_are_refused_with_the_reason) {
                                             "vxlan_remote = [\"host-b\"]\n")),
               "port 'up': vxlan_remote 'host-b' is not an IPv4 or IPv6 address");
     EXPECT_EQ(load_error("[[port]]\nname = \"t\"\ntype = \"tap\"\nvni = 7\n"),
-              "port 't': vni, vxlan_local, vxlan_dev, vxlan_port, vxlan_remote and evpn are for "
-              "vxlan ports");
+              "port 't': vni is for vxlan ports");
 }
 
 }  // namespace

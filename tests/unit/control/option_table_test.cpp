@@ -110,20 +110,20 @@ TEST(OptionTable, a_port_flag_applies_to_every_port_of_its_kind) {
     Config c;
     PortConfig vm;
     vm.name = "vm0";
-    vm.type = PortType::vhost_user;
+    vm.settings = VhostUserSettings{};
     PortConfig tap;
     tap.name = "t0";
-    tap.type = PortType::tap;
+    tap.settings = TapSettings{};
     c.ports = {vm, tap};
     apply_flag(c, *find_option(OptionScope::port, "napi"), "on");
     apply_flag(c, *find_option(OptionScope::port, "mtu"), "9000");
-    EXPECT_FALSE(c.ports[0].napi);  // a tap option
-    EXPECT_TRUE(c.ports[1].napi);
+    EXPECT_EQ(c.ports[0].get<TapSettings>(), nullptr);  // a tap option
+    EXPECT_TRUE(c.ports[1].get<TapSettings>()->napi);
     EXPECT_EQ(c.ports[0].mtu, 9000);  // every port
     EXPECT_EQ(c.ports[1].mtu, 9000);
     apply_flag(c, *find_option(OptionScope::port, "napi_frags"), "on");
-    EXPECT_TRUE(c.ports[1].napi_frags);
-    EXPECT_TRUE(c.ports[1].napi);  // tun needs IFF_NAPI with IFF_NAPI_FRAGS
+    EXPECT_TRUE(c.ports[1].get<TapSettings>()->napi_frags);
+    EXPECT_TRUE(c.ports[1].get<TapSettings>()->napi);  // tun needs IFF_NAPI with IFF_NAPI_FRAGS
 }
 
 TEST(OptionTable, streaming_stores_is_a_vm_port_option_on_by_default) {
@@ -138,18 +138,18 @@ TEST(OptionTable, streaming_stores_is_a_vm_port_option_on_by_default) {
     const Config c = load_config_file(path);
     ::unlink(path);
     ASSERT_EQ(c.ports.size(), 2u);
-    EXPECT_FALSE(c.ports[0].streaming_stores);
-    EXPECT_TRUE(c.ports[1].streaming_stores);
+    EXPECT_FALSE(c.ports[0].get<VhostUserSettings>()->streaming_stores);
+    EXPECT_TRUE(c.ports[1].get<VhostUserSettings>()->streaming_stores);
 
     Config flags;
     PortConfig vm;
-    vm.type = PortType::vhost_user;
+    vm.settings = VhostUserSettings{};
     PortConfig tap;
-    tap.type = PortType::tap;
+    tap.settings = TapSettings{};
     flags.ports = {vm, tap};
     apply_flag(flags, *find_option(OptionScope::port, "streaming_stores"), "off");
-    EXPECT_FALSE(flags.ports[0].streaming_stores);
-    EXPECT_TRUE(flags.ports[1].streaming_stores);  // a VM port option: the tap is left alone
+    EXPECT_FALSE(flags.ports[0].get<VhostUserSettings>()->streaming_stores);
+    EXPECT_EQ(flags.ports[1].get<VhostUserSettings>(), nullptr);  // a VM port option: not the tap's
 }
 
 TEST(OptionTable, flags_are_the_keys_with_dashes) {
@@ -160,6 +160,17 @@ TEST(OptionTable, flags_are_the_keys_with_dashes) {
     EXPECT_EQ(find_option(OptionScope::datapath, "no_such_key"), nullptr);
 }
 
+// The kinds' rows come from their own files: one key, one meaning, still.
+TEST(OptionTable, keys_are_unique_within_a_scope) {
+    const std::span<const OptionSpec> rows = option_table();
+    for (size_t i = 0; i < rows.size(); ++i) {
+        for (size_t j = i + 1; j < rows.size(); ++j) {
+            EXPECT_FALSE(rows[i].scope == rows[j].scope && rows[i].key == rows[j].key)
+                << rows[i].key;
+        }
+    }
+}
+
 TEST(OptionTable, every_default_reads_back_through_its_own_setter) {
     const Config defaults;
     for (const OptionSpec& o : option_table()) {
@@ -167,7 +178,10 @@ TEST(OptionTable, every_default_reads_back_through_its_own_setter) {
         if (o.scope == OptionScope::switch_) {
             c.switches.emplace_back();  // switch rows set the [[switch]] being parsed
         }
-        PortConfig p;
+        PortConfig p;  // of the row's kind, for a kind's own key
+        if (o.port_type) {
+            p.settings = default_settings(*o.port_type);
+        }
         const std::string text = o.get(defaults, &p);
         if (text.empty()) {
             continue;  // unset by default

@@ -38,7 +38,7 @@ struct BuiltNullPort {
     BuiltNullPort() {
         PortConfig pc;
         pc.name = "sink";
-        pc.type = PortType::null;
+        pc.settings = NullSettings{};
         pc.queue_pairs = 3;
         config.ports = {pc};
         PortContext context{.config = config,

@@ -53,7 +53,7 @@ std::vector<UniqueFd>* Takeover::fds_for(const PortConfig& pc) {
     if (it == ports_.end()) {
         return nullptr;
     }
-    const PortFactoryEntry* factory = find_port_factory(to_string(pc.type));
+    const PortFactoryEntry* factory = find_port_factory(to_string(pc.type()));
     HandedOverPort& h = it->second;
     if (factory == nullptr || factory->handover_key == nullptr || h.kind != factory->kind ||
         h.key != factory->handover_key(pc)) {

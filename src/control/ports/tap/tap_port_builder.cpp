@@ -11,32 +11,33 @@ namespace vnet::control {
 
 namespace {
 
-std::unique_ptr<ports::TapXdpProgram> load_xdp(const PortConfig& pc, const ports::TapPort& tap,
-                                               const Logger& log) {
+std::unique_ptr<ports::TapXdpProgram> load_xdp(const PortConfig& pc, const TapSettings& ts,
+                                               const ports::TapPort& tap, const Logger& log) {
     const std::string device = "tap '" + tap.device().name() + "'";
     ports::TapXdpOptions o;
-    o.program = ports::split_xdp_spec(pc.xdp);
-    o.mode = ports::parse_xdp_mode(pc.xdp_mode).value_or(ports::XdpMode::auto_select);
-    if (!pc.xdp_redirect.empty()) {
-        o.redirect_ifindex = ports::xdp_redirect_target(device, pc.xdp_redirect);
+    o.program = ports::split_xdp_spec(ts.xdp);
+    o.mode = ports::parse_xdp_mode(ts.xdp_mode).value_or(ports::XdpMode::auto_select);
+    if (!ts.xdp_redirect.empty()) {
+        o.redirect_ifindex = ports::xdp_redirect_target(device, ts.xdp_redirect);
     }
     auto xdp = std::make_unique<ports::TapXdpProgram>(device, tap.device().ifindex(), o);
     log->info("port {}: xdp program {} section {} from {} on tap {}: {} mode (id {}){}", pc.name,
               xdp->program_name(), xdp->section(), xdp->file(), tap.device().name(),
               ports::to_string(xdp->mode()), xdp->program_id(),
-              pc.xdp_redirect.empty() ? "" : ", redirect to " + pc.xdp_redirect);
+              ts.xdp_redirect.empty() ? "" : ", redirect to " + ts.xdp_redirect);
     return xdp;
 }
 
 }  // namespace
 
 BuiltPort build_tap_port(const PortConfig& pc, const PortContext& context) {
+    const TapSettings& ts = std::get<TapSettings>(pc.settings);
     ports::TapPortOptions o;
-    o.tap.name = pc.ifname.empty() ? pc.name : pc.ifname;
-    o.tap.persist = pc.persist;
-    o.tap.napi = pc.napi;
-    o.tap.napi_frags = pc.napi_frags;
-    o.tap.txqueuelen = pc.txqueuelen;
+    o.tap.name = tap_device_name(pc);
+    o.tap.persist = ts.persist;
+    o.tap.napi = ts.napi;
+    o.tap.napi_frags = ts.napi_frags;
+    o.tap.txqueuelen = ts.txqueuelen;
     if (pc.mtu) {
         o.tap.mtu = *pc.mtu;
     }
@@ -51,8 +52,8 @@ BuiltPort build_tap_port(const PortConfig& pc, const PortContext& context) {
     context.log->info("port {}: tap {} (ifindex {}, {} queue(s), napi {}, submit {})", pc.name,
                       tap->device().name(), tap->device().ifindex(), tap->queue_count(),
                       tap->device().napi(), io::to_string(tap->submit_mode()));
-    if (!pc.xdp.empty()) {
-        tap->attach_xdp(load_xdp(pc, *tap, context.log));
+    if (!ts.xdp.empty()) {
+        tap->attach_xdp(load_xdp(pc, ts, *tap, context.log));
     }
     // The one line for a tap deleted under vnetd: the worker that noticed
     // only posts it, the control thread logs it.
@@ -69,11 +70,11 @@ BuiltPort build_tap_port(const PortConfig& pc, const PortContext& context) {
 }
 
 void tap_list_fields(const PortConfig& pc, nlohmann::json& out) {
-    out["ifname"] = pc.ifname;
+    out["ifname"] = tap_device_name(pc);
 }
 
 std::string tap_handover_key(const PortConfig& pc) {
-    return pc.ifname.empty() ? pc.name : pc.ifname;
+    return tap_device_name(pc);
 }
 
 // Not with an XDP program: the new vnetd would attach its own while ours

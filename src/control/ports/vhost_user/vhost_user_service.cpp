@@ -14,18 +14,20 @@ namespace vnet::control {
 BuiltPort build_vhost_user_port(const PortConfig& config, const PortContext& context) {
     auto port = std::make_unique<ports::VhostUserPort>(
         config.name, context.config.queue_pairs_of(config), context.run_on_owner);
-    port->set_streaming_stores(config.streaming_stores);
+    port->set_streaming_stores(std::get<VhostUserSettings>(config.settings).streaming_stores);
     auto service = std::make_unique<VhostUserService>(*port, config, context);
     return {std::move(port), std::move(service)};
 }
 
 void vhost_user_list_fields(const PortConfig& config, nlohmann::json& out) {
-    out["socket_path"] = config.socket_path;
-    out["client"] = config.client;
+    const VhostUserSettings& v = std::get<VhostUserSettings>(config.settings);
+    out["socket_path"] = v.socket_path;
+    out["client"] = v.client;
 }
 
 std::string vhost_user_handover_key(const PortConfig& config) {
-    return config.client ? "client:" + config.socket_path : config.socket_path;
+    const VhostUserSettings& v = std::get<VhostUserSettings>(config.settings);
+    return v.client ? "client:" + v.socket_path : v.socket_path;
 }
 
 VhostUserService::VhostUserService(ports::VhostUserPort& port, const PortConfig& config,
@@ -35,7 +37,8 @@ VhostUserService::VhostUserService(ports::VhostUserPort& port, const PortConfig&
       log_(context.log),
       reactor_(context.reactor),
       control_queue_(context.control_queue) {
-    if (context.handed_over != nullptr && context.handed_over->size() == 1 && !config.client) {
+    if (context.handed_over != nullptr && context.handed_over->size() == 1 &&
+        !std::get<VhostUserSettings>(config.settings).client) {
         handed_over_ = std::move(context.handed_over->front());
     }
 }
@@ -124,35 +127,36 @@ void VhostUserService::follow_guest(ports::Port& peer) {
 
 void VhostUserService::open_socket(const vhost_user::DeviceConfig& dc) {
     const PortConfig& pc = config_;
-    if (pc.client) {
+    const VhostUserSettings& v = std::get<VhostUserSettings>(pc.settings);
+    if (v.client) {
         vhost_user::ClientOptions o;
-        o.path = pc.socket_path;
+        o.path = v.socket_path;
         o.device = dc;
         client_ = std::make_unique<vhost_user::ClientSocket>(reactor_, o, &port_);
         log_->info("port {}: connecting to {} (client, reconnects forever)", pc.name,
-                   pc.socket_path);
+                   v.socket_path);
         return;
     }
     vhost_user::ServerOptions o;
-    o.path = pc.listen_fd >= 0 ? "fd:" + std::to_string(pc.listen_fd) : pc.socket_path;
-    o.listen_fd = pc.listen_fd;
+    o.path = v.listen_fd >= 0 ? "fd:" + std::to_string(v.listen_fd) : v.socket_path;
+    o.listen_fd = v.listen_fd;
     if (handed_over_) {
-        o.path = pc.socket_path;
+        o.path = v.socket_path;
         o.listen_fd = handed_over_.release();  // the server socket owns it from here
         o.handed_over = true;
     }
-    o.access = {.mode = pc.socket_mode, .owner = pc.socket_owner, .group = pc.socket_group};
+    o.access = {.mode = v.socket_mode, .owner = v.socket_owner, .group = v.socket_group};
     o.device = dc;
     server_ = std::make_unique<vhost_user::ServerSocket>(reactor_, o, &port_);
     if (o.handed_over) {
-        log_->info("port {}: listening on {} (handed over)", pc.name, pc.socket_path);
+        log_->info("port {}: listening on {} (handed over)", pc.name, v.socket_path);
         return;
     }
-    if (pc.listen_fd >= 0) {
-        log_->info("port {}: listening on inherited fd {}", pc.name, pc.listen_fd);
+    if (v.listen_fd >= 0) {
+        log_->info("port {}: listening on inherited fd {}", pc.name, v.listen_fd);
         return;
     }
-    log_->info("port {}: listening on {}", pc.name, pc.socket_path);
+    log_->info("port {}: listening on {}", pc.name, v.socket_path);
 }
 
 std::vector<int> VhostUserService::handover_fds() {

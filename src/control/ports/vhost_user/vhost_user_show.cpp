@@ -65,7 +65,8 @@ void add_ring_state(nlohmann::json& j, const virtio::RingState& s) {
 }  // namespace
 
 void VhostUserService::show(nlohmann::json& out) {
-    out["socket"] = {{"path", config_.socket_path}, {"client", config_.client}};
+    const VhostUserSettings& socket = std::get<VhostUserSettings>(config_.settings);
+    out["socket"] = {{"path", socket.socket_path}, {"client", socket.client}};
     std::vector<vhost_user::VhostUserDevice*> devs = devices();
     if (devs.empty()) {
         out["state"] = client_ ? "connecting" : "listening";

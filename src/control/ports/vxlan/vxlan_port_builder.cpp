@@ -26,35 +26,36 @@ void VxlanUplinkService::show(nlohmann::json& out) {
 }
 
 BuiltPort build_vxlan_port(const PortConfig& pc, const PortContext& context) {
+    const VxlanSettings& vx = std::get<VxlanSettings>(pc.settings);
     // EVPN mode: the bridge first, so that it exists for the devices to
     // join and goes last.
     std::unique_ptr<ports::EvpnBridge> bridge;
-    if (pc.evpn) {
-        bridge = std::make_unique<ports::EvpnBridge>(vxlan_bridge_name(pc));
+    if (vx.evpn) {
+        bridge = std::make_unique<ports::EvpnBridge>(vxlan_bridge_name(vx));
         if (bridge->replaced_leftover()) {
             context.log->warn("port {}: {} was left by a vnetd that died: deleted and made again",
                               pc.name, bridge->name());
         }
     }
     ports::VxlanLinkOptions lo;
-    lo.name = vxlan_device_name(pc);
-    lo.vni = pc.vni;
-    lo.local = pc.vxlan_local;
-    lo.underlay = pc.vxlan_dev;
-    lo.dstport = pc.vxlan_port;
+    lo.name = vxlan_device_name(vx);
+    lo.vni = vx.vni;
+    lo.local = vx.vxlan_local;
+    lo.underlay = vx.vxlan_dev;
+    lo.dstport = vx.vxlan_port;
     lo.mtu = pc.mtu.value_or(kDefaultVxlanMtu);  // what Config::uplink_mtu_of offers the guests
-    lo.learning = !pc.evpn;                      // zebra installs the remote MACs
+    lo.learning = !vx.evpn;                      // zebra installs the remote MACs
     auto link = std::make_unique<ports::VxlanLink>(lo);
     if (link->replaced_leftover()) {
         context.log->warn("port {}: {} was left by a vnetd that died: deleted and made again",
                           pc.name, lo.name);
     }
-    for (const std::string& peer : pc.vxlan_remote) {
+    for (const std::string& peer : vx.vxlan_remote) {
         link->add_peer(peer);
     }
     // The tap carries what the tunnel carries: the vxlan device's MTU.
     ports::TapPortOptions to;
-    to.tap.name = vxlan_tap_name(pc);
+    to.tap.name = vxlan_tap_name(vx);
     to.tap.mtu = link->mtu();
     to.submit_mode = context.config.datapath.submit;
     auto tap = std::make_unique<ports::TapPort>(pc.name, to);
@@ -68,9 +69,9 @@ BuiltPort build_vxlan_port(const PortConfig& pc, const PortContext& context) {
     context.log->info(
         "port {}: vxlan uplink, vni {}, device {} (ifindex {}) spliced to tap {} (ifindex {}), "
         "udp port {}, local {}, mtu {}, {}",
-        pc.name, pc.vni, uplink->link().name(), uplink->link().ifindex(), tap->device().name(),
-        tap->device().ifindex(), pc.vxlan_port,
-        pc.vxlan_local.empty() ? "the route's" : pc.vxlan_local, mtu,
+        pc.name, vx.vni, uplink->link().name(), uplink->link().ifindex(), tap->device().name(),
+        tap->device().ifindex(), vx.vxlan_port,
+        vx.vxlan_local.empty() ? "the route's" : vx.vxlan_local, mtu,
         uplink->bridge() != nullptr
             ? "evpn: both in bridge " + uplink->bridge()->name() + ", no learning"
             : std::to_string(uplink->link().peers().size()) + " peer(s)");
@@ -78,20 +79,21 @@ BuiltPort build_vxlan_port(const PortConfig& pc, const PortContext& context) {
 }
 
 void vxlan_list_fields(const PortConfig& pc, nlohmann::json& out) {
+    const VxlanSettings& vx = std::get<VxlanSettings>(pc.settings);
     out["switch"] = pc.switch_name;
-    out["vni"] = pc.vni;
-    out["device"] = vxlan_device_name(pc);
-    out["ifname"] = vxlan_tap_name(pc);
-    out["remotes"] = pc.vxlan_remote;
-    out["evpn"] = pc.evpn;
-    if (pc.evpn) {
-        out["bridge"] = vxlan_bridge_name(pc);
+    out["vni"] = vx.vni;
+    out["device"] = vxlan_device_name(vx);
+    out["ifname"] = vxlan_tap_name(vx);
+    out["remotes"] = vx.vxlan_remote;
+    out["evpn"] = vx.evpn;
+    if (vx.evpn) {
+        out["bridge"] = vxlan_bridge_name(vx);
     }
 }
 
 size_t vxlan_change_peer(PortService& service, PortConfig& pc, const std::string& address,
                          bool add) {
-    if (pc.evpn) {
+    if (std::get<VxlanSettings>(pc.settings).evpn) {
         throw std::invalid_argument("switch '" + pc.switch_name +
                                     "': its uplink is in EVPN mode: the remote VTEPs come from the "
                                     "control plane (FRR), not from uplink peer add/del");
@@ -102,12 +104,13 @@ size_t vxlan_change_peer(PortService& service, PortConfig& pc, const std::string
     } else {
         uplink.remove_peer(address);
     }
-    pc.vxlan_remote.assign(uplink.peers().begin(), uplink.peers().end());
-    return pc.vxlan_remote.size();
+    std::vector<std::string>& remotes = std::get<VxlanSettings>(pc.settings).vxlan_remote;
+    remotes.assign(uplink.peers().begin(), uplink.peers().end());
+    return remotes.size();
 }
 
 std::string vxlan_handover_key(const PortConfig& pc) {
-    return vxlan_device_name(pc);
+    return vxlan_device_name(std::get<VxlanSettings>(pc.settings));
 }
 
 // The successor would have to make the same vxlan device while ours still

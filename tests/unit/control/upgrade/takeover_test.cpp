@@ -17,7 +17,7 @@ Config two_null_ports() {
     for (const char* name : {"n0", "n1"}) {
         PortConfig p;
         p.name = name;
-        p.type = PortType::null;
+        p.settings = NullSettings{};
         c.ports.push_back(p);
     }
     c.connections.emplace_back("n0", "n1");

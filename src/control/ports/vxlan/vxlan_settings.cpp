@@ -1,0 +1,97 @@
+#include "control/ports/vxlan/vxlan_settings.hpp"
+
+#include <arpa/inet.h>
+
+#include <set>
+#include <stdexcept>
+
+#include "control/config/config.hpp"
+
+namespace vnet::control {
+
+namespace {
+
+bool is_ip_address(const std::string& text) {
+    in6_addr a{};
+    return ::inet_pton(AF_INET, text.c_str(), &a) == 1 ||
+           ::inet_pton(AF_INET6, text.c_str(), &a) == 1;
+}
+
+}  // namespace
+
+void VxlanSettings::validate(const PortConfig& port, const Config& config) const {
+    const std::string where = "port '" + port.name + "': ";
+    if (vni == 0) {
+        throw std::invalid_argument(where + "a vxlan port needs vni (1..16777215)");
+    }
+    if (port.switch_name.empty()) {
+        throw std::invalid_argument(where + "a vxlan port is a switch's uplink: give switch");
+    }
+    // Said of the second of two uplinks.
+    for (const PortConfig& other : config.ports) {
+        if (&other == &port) {
+            break;
+        }
+        const VxlanSettings* v = other.get<VxlanSettings>();
+        if (v == nullptr) {
+            continue;
+        }
+        if (other.switch_name == port.switch_name) {
+            throw std::invalid_argument(where + "switch '" + port.switch_name +
+                                        "' has a vxlan uplink already (one per switch)");
+        }
+        if (v->vni == vni) {
+            throw std::invalid_argument(where + "vni " + std::to_string(vni) +
+                                        " is another vxlan port's");
+        }
+    }
+    if (!vxlan_local.empty() && !is_ip_address(vxlan_local)) {
+        throw std::invalid_argument(where + "vxlan_local '" + vxlan_local +
+                                    "' is not an IPv4 or IPv6 address");
+    }
+    std::set<std::string> remotes;
+    for (const std::string& r : vxlan_remote) {
+        if (!is_ip_address(r)) {
+            throw std::invalid_argument(where + "vxlan_remote '" + r +
+                                        "' is not an IPv4 or IPv6 address");
+        }
+        if (!remotes.insert(r).second) {
+            throw std::invalid_argument(where + "vxlan_remote " + r + " is given twice");
+        }
+    }
+    if (vxlan_dev.size() > 15) {
+        throw std::invalid_argument(where + "vxlan_dev is longer than 15 characters");
+    }
+    // EVPN mode: the control plane (FRR's zebra) installs the remote VTEPs
+    // and MACs, so static ones would fight it; one VLAN (the uplink's
+    // untagged one) is the VNI's broadcast domain, so a trunk has no
+    // meaning there.
+    if (evpn && !vxlan_remote.empty()) {
+        throw std::invalid_argument(where +
+                                    "evpn takes the remote VTEPs from the control plane (FRR): "
+                                    "give no vxlan_remote (--remote)");
+    }
+    if (evpn && !port.trunk.empty()) {
+        throw std::invalid_argument(where +
+                                    "evpn carries one VLAN, the uplink's untagged one: give no "
+                                    "trunk");
+    }
+}
+
+std::optional<uint16_t> VxlanSettings::uplink_mtu(const PortConfig& port) const {
+    return port.mtu.value_or(kDefaultVxlanMtu);
+}
+
+std::string vxlan_device_name(const VxlanSettings& vxlan) {
+    return "vxlan" + std::to_string(vxlan.vni);
+}
+
+std::string vxlan_tap_name(const VxlanSettings& vxlan) {
+    return "vxtap" + std::to_string(vxlan.vni);
+}
+
+std::string vxlan_bridge_name(const VxlanSettings& vxlan) {
+    return "vxbr" + std::to_string(vxlan.vni);
+}
+
+}  // namespace vnet::control

@@ -1,0 +1,55 @@
+// A vxlan port's own [[port]] keys: a switch's uplink to other hosts
+// (ports/vxlan/vxlan_uplink.hpp, docs/USAGE.md "VXLAN uplinks"). The
+// fields are named as the keys are. The kernel device is `vxlan<VNI>`, its
+// tap `vxtap<VNI>`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vnet::control {
+
+struct Config;
+struct OptionSpec;
+struct PortConfig;
+
+// A VXLAN uplink's MTU unless told: a 1500-byte IPv4 underlay less the 50
+// bytes of outer Ethernet, IP, UDP and VXLAN headers (the kernel's default).
+inline constexpr uint16_t kDefaultVxlanMtu = 1450;
+
+struct VxlanSettings {
+    static constexpr std::string_view kind = "vxlan";
+    // The kind's rows of the option table (vxlan_options.cpp).
+    static std::span<const OptionSpec> options();
+
+    uint32_t vni = 0;
+    std::string vxlan_local;  // the tunnel's source address; empty: the route's
+    std::string vxlan_dev;    // the underlay device; empty: the route's
+    uint16_t vxlan_port = 4789;
+    std::vector<std::string> vxlan_remote;  // the remote VTEPs
+    // BGP EVPN through FRR: no static remotes; the devices are laid out for
+    // FRR's zebra (a bridge `vxbr<VNI>` holding both) and the switch's MACs
+    // are kept in step with the bridge's FDB (control/switches/evpn/).
+    bool evpn = false;
+
+    // A vxlan port is its switch's uplink: one per switch (vnetctl names an
+    // uplink by its switch) and one per VNI (the kernel refuses a second
+    // vxlan device with the same VNI and port). Throws
+    // std::invalid_argument naming the port.
+    void validate(const PortConfig& port, const Config& config) const;
+    // The tunnel's MTU (the port's `mtu`, else kDefaultVxlanMtu): what the
+    // VM ports on its switch offer their guests unless told.
+    std::optional<uint16_t> uplink_mtu(const PortConfig& port) const;
+};
+
+// The kernel devices: `vxlan<VNI>` and its tap `vxtap<VNI>`.
+std::string vxlan_device_name(const VxlanSettings& vxlan);
+std::string vxlan_tap_name(const VxlanSettings& vxlan);
+// An EVPN uplink's bridge (FRR's zebra maps the VNI to it): `vxbr<VNI>`.
+std::string vxlan_bridge_name(const VxlanSettings& vxlan);
+
+}  // namespace vnet::control
