@@ -56,8 +56,8 @@
 #     (zebra, kernel FDB) and A's zebra has it as local;
 #   - host C has it behind B's VTEP (zebra `show evpn mac vni`, and the
 #     kernel FDB extern_learn entry) within 3 s of the switchover (B's
-#     vnetd logging SEND_RARP), polled every 50 ms from the migrate
-#     command on; the time is printed;
+#     vnetd logging SEND_RARP), polled from the migrate command on (50 ms
+#     between rounds); the time is printed;
 #   - host A no longer advertises it: no static entry on A's vxtap, A's
 #     zebra has it as remote behind B, and the only type-2 route for it
 #     in C's BGP table is B's; A's and C's switches have it behind their
@@ -295,9 +295,9 @@ if [ -n "$EVPN" ]; then
     mac_show 1
     echo "--- before: host C: show evpn mac vni $VNI mac $MAC"
     mac_show 3
-    # From the migrate command on, every 50 ms: when host C first has the
-    # MAC behind B ("c-at-b US") and when host A first stopped advertising
-    # it ("a-stopped US").
+    # From the migrate command on, in rounds 50 ms apart: when host C
+    # first has the MAC behind B ("c-at-b US") and when host A first
+    # stopped advertising it ("a-stopped US").
     (
         c="" a=""
         while [ -z "$c" ] || [ -z "$a" ]; do
@@ -543,7 +543,9 @@ echo "RARPs on the tap:"
 echo "${RARPS:-none}" | while read -r line; do echo "  $line"; done
 echo "vnetd: src rx $SRC_RX pkts $SRC_RXB B, dst rx $DST_RX pkts $DST_RXB B, tap tx $TAP_TX pkts $TAP_TXB B"
 echo "vnetd: $MAC on port $MAC_PORT"
-[ -n "$EVPN" ] && echo "EVPN: host C had $MAC behind B ${C_MS:-never} ms after the switchover," \
-    "host A stopped advertising it ${A_MS:-never} ms after it (bound ${CONVERGE_S} s)"
+if [ -n "$EVPN" ]; then
+    echo "EVPN: host C had $MAC behind B ${C_MS:-never} ms after the switchover," \
+        "host A stopped advertising it ${A_MS:-never} ms after it (bound ${CONVERGE_S} s)"
+fi
 checks_passed
 pass
