@@ -40,9 +40,33 @@
 # Printed for the notes: QEMU's downtime and the longest gap between two
 # reads on the receiver (the stall the stream saw).
 #
+# VNET_TEST_EVPN=1 (ctest integration.test_qemu_migration_evpn): the same
+# guest, streams and checks across three hosts joined by BGP EVPN through
+# FRR (lib/evpn.sh: network namespaces on an underlay bridge, zebra + bgpd
+# each, a route reflector), each with its own vnetd, switch s0 and an EVPN
+# uplink (`evpn = true` in its config file): src on host A, dst on host B,
+# the tap on host C (moved from C's namespace into one of its own; the
+# guest gets the tunnel's MTU, host_mtu=1450). The guest moves from A to B;
+# QEMU and the migration stream stay in the root namespace (the ports'
+# sockets are files). The RARP that QEMU asks B's vnetd for is learned on
+# B's dst port, B's zebra advertises the MAC with a higher MAC-mobility
+# sequence, and C's zebra moves it. Asserted on top of the above (each
+# vnetd's log, stats and MAC table for its own port):
+#   - before the migration, host C has the guest's MAC behind A's VTEP
+#     (zebra, kernel FDB) and A's zebra has it as local;
+#   - host C has it behind B's VTEP (zebra `show evpn mac vni`, and the
+#     kernel FDB extern_learn entry) within 3 s of the switchover (B's
+#     vnetd logging SEND_RARP), polled from the migrate command on (50 ms
+#     between rounds); the time is printed;
+#   - host A no longer advertises it: no static entry on A's vxtap, A's
+#     zebra has it as remote behind B, and the only type-2 route for it
+#     in C's BGP table is B's; A's and C's switches have it behind their
+#     uplink.
+#
 # Usage: test_qemu_migration.sh BUILD_DIR   (as root; exit 77 = skipped)
 # Environment: VNET_QEMU_KERNEL=/boot/vmlinuz-X (see guest_kernel),
-# VNET_QEMU_DATA_KIB=16384 (the file's size), VNET_KEEP_WORK=1.
+# VNET_QEMU_DATA_KIB=16384 (the file's size), VNET_TEST_EVPN=1 (three
+# EVPN hosts), VNET_KEEP_WORK=1.
 set -u
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -61,55 +85,113 @@ build_programs "${1:-}"
 qemu_guest_prerequisites
 need_built "$VNETD" "$VNETCTL"
 
+EVPN=${VNET_TEST_EVPN:-}
 work_dir vnet-qemu-migration
 NS=$(ns_name vnet-mig)
 TAP=$(link_name vnmig)
-CONF="$WORK/vnetd.toml"
-CTL="$WORK/ctl.sock"
-STATS="$WORK/stats.json"
 NET=10.81.$((VT_ID % 250))
 HOST_IP=$NET.1
 GUEST_IP=$NET.2
 MAC=52:54:00:12:37:01
+NET_OPTS=",guest_announce=off"
 T0=$(date +%s.%N)
-fail_log "$WORK/vnetd.log" 40
 for f in qemu-src.log qemu-dst.log console-src.txt console-dst.txt receiver.out sender.out rarp.out; do
     fail_log "$WORK/$f" 30
 done
 
-echo "== guest kernel $KVER; netns $NS, tap $TAP, host $HOST_IP, guest $GUEST_IP ($MAC)"
-guest_initramfs
-netns_new "$NS"
-
-# ---- vnetd: one switch, the two guest ports and the tap ------------------------
+# Each port's vnetd: its log, stats file and control socket (one vnetd
+# for all three, or one per EVPN host).
+declare -A LOG_OF=() STATS_OF=() CTL_OF=()
+VNETD_PIDS=()
 # The switch's hold at a full destination is long (200 ms) for a TCG guest
 # that is slow to post RX buffers.
-cat >"$CONF" <<TOML
+SWITCH_TOML='[[switch]]
+name = "s0"
+destination_hold_us = 200000'
+# port_toml ROLE: the [[port]] of src, dst (vhost-user) or tap.
+port_toml() {
+    if [ "$1" = tap ]; then
+        printf '[[port]]\nname = "%s"\ntype = "tap"\nswitch = "s0"\n' "$TAP"
+    else
+        printf '[[port]]\nname = "%s"\ntype = "vhost-user"\nsocket_path = "%s"\nswitch = "s0"\n' \
+            "$1" "$WORK/$1.sock"
+    fi
+}
+
+if [ -z "$EVPN" ]; then
+    # ---- vnetd: one switch, the two guest ports and the tap ------------------------
+    echo "== guest kernel $KVER; netns $NS, tap $TAP, host $HOST_IP, guest $GUEST_IP ($MAC)"
+    guest_initramfs
+    netns_new "$NS"
+    CONF="$WORK/vnetd.toml"
+    CTL="$WORK/ctl.sock"
+    STATS="$WORK/stats.json"
+    fail_log "$WORK/vnetd.log" 40
+    cat >"$CONF" <<TOML
 [daemon]
 control_socket = "$CTL"
 stats_file = "$STATS"
-[[switch]]
-name = "s0"
-destination_hold_us = 200000
-[[port]]
-name = "src"
-type = "vhost-user"
-socket_path = "$WORK/src.sock"
-switch = "s0"
-[[port]]
-name = "dst"
-type = "vhost-user"
-socket_path = "$WORK/dst.sock"
-switch = "s0"
-[[port]]
-name = "$TAP"
-type = "tap"
-switch = "s0"
+$SWITCH_TOML
+$(port_toml src)
+$(port_toml dst)
+$(port_toml tap)
 TOML
-start_vnetd "$WORK/vnetd.log" --config "$CONF" --log-level debug
-wait_for 10 "vnetd did not listen on both sockets" log_count "$WORK/vnetd.log" "listening on" 2
-wait_for 10 "vnetd did not create tap $TAP" test -e "/sys/class/net/$TAP"
-ip link set "$TAP" netns "$NS" || fail "could not move $TAP into $NS"
+    start_vnetd "$WORK/vnetd.log" --config "$CONF" --log-level debug
+    VNETD_PIDS=("$VNETD_PID")
+    for role in src dst tap; do
+        LOG_OF[$role]=$WORK/vnetd.log STATS_OF[$role]=$STATS CTL_OF[$role]=$CTL
+    done
+    wait_for 10 "vnetd did not listen on both sockets" log_count "$WORK/vnetd.log" "listening on" 2
+    TAP_HOME=()
+else
+    # ---- three EVPN hosts: A with src, B with dst, C with the tap ----------------------
+    # shellcheck source=lib/evpn.sh
+    . "$HERE/lib/evpn.sh"
+    VNI=100
+    VX=vxlan$VNI
+    CONVERGE_S=3 # issue 30: a moved MAC is followed within 3 s
+    declare -A HOST_OF=([src]=1 [dst]=2 [tap]=3) NAME_OF=([1]=A [2]=B [3]=C)
+    echo "== guest kernel $KVER; EVPN hosts A (src), B (dst), C (tap $TAP into netns $NS);" \
+        "host $HOST_IP, guest $GUEST_IP ($MAC)"
+    guest_initramfs
+    netns_new "$NS"
+    evpn_underlay_start
+    for role in src dst tap; do
+        n=${HOST_OF[$role]}
+        evpn_host_add "$n"
+        d=$WORK/h$n
+        mkdir -p "$d"
+        LOG_OF[$role]=$WORK/vnetd-${NAME_OF[$n]}.log STATS_OF[$role]=$d/stats.json CTL_OF[$role]=$d/ctl.sock
+        fail_log "${LOG_OF[$role]}" 25
+        cat >"$d/vnetd.toml" <<TOML
+[daemon]
+control_socket = "${CTL_OF[$role]}"
+stats_file = "${STATS_OF[$role]}"
+$SWITCH_TOML
+[[port]]
+name = "uplink-s0"
+type = "vxlan"
+switch = "s0"
+vni = $VNI
+vxlan_local = "$EVPN_HOST_IP"
+evpn = true
+$(port_toml "$role")
+TOML
+        start_vnetd "${LOG_OF[$role]}" --netns "${EVPN_NS[$n]}" --config "$d/vnetd.toml" --log-level debug
+        VNETD_PIDS+=("$VNETD_PID")
+    done
+    for role in src dst; do
+        wait_for 10 "host ${NAME_OF[${HOST_OF[$role]}]}'s vnetd did not listen" log_has "${LOG_OF[$role]}" "listening on"
+    done
+    for n in 1 2 3; do
+        wait_for 10 "host ${NAME_OF[$n]}'s BGP session with the reflector" evpn_established "$n"
+    done
+    TAP_HOME=(-n "${EVPN_NS[3]}")
+    NET_OPTS+=",host_mtu=1450" # the tunnel's, as vnetd gives the tap
+fi
+tap_made() { ip "${TAP_HOME[@]}" link show "$TAP" >/dev/null; }
+wait_for 10 "vnetd did not create tap $TAP" tap_made
+ip "${TAP_HOME[@]}" link set "$TAP" netns "$NS" || fail "could not move $TAP into $NS"
 ip -n "$NS" addr add "$HOST_IP/24" dev "$TAP" || fail "ip addr add"
 ip -n "$NS" link set "$TAP" up || fail "ip link set $TAP up"
 ip -n "$NS" link set lo up
@@ -131,7 +213,7 @@ start_qemu() {
     local role=$1
     shift
     guest_command --mb "$GUEST_MB" --console "$WORK/console-$role.log" --socket "$WORK/$role.sock" \
-        --mac "$MAC" --net-opts ",guest_announce=off" \
+        --mac "$MAC" --net-opts "$NET_OPTS" \
         --append "vnet_host=$HOST_IP vnet_guest=$GUEST_IP vnet_stream=1 vnet_data_kib=$DATA_KIB" \
         -- -qmp "unix:$WORK/$role.qmp,server=on,wait=off" "$@"
     bg_start --log "$WORK/qemu-$role.log" timeout -k 5 "$QEMU_TIMEOUT" "${GUEST_CMD[@]}"
@@ -196,6 +278,37 @@ echo "streams running: $(receiver_bytes) bytes from the guest, $(sender_bytes) b
 # pre-copy converges on a loaded machine (QEMU 7.2's default is 32 MiB/s).
 qmp "$WORK/src.qmp" migrate-set-parameters '{"max-bandwidth": 1073741824, "downtime-limit": 300}' \
     >/dev/null || fail_now "migrate-set-parameters failed"
+if [ -n "$EVPN" ]; then
+    # mac_at N VTEP-HOST: host N has the guest's MAC behind host VTEP-HOST's
+    # VTEP, in zebra and in the kernel FDB (zebra's extern_learn entry).
+    mac_at() {
+        evpn_mac_known "$1" $VNI "$MAC" "$EVPN_NET.$2" && evpn_remote_mac_in_fdb "${EVPN_NS[$1]}" $VX "$MAC" "$EVPN_NET.$2"
+    }
+    # advertised_by N: host N's vnetd has the MAC as a static entry on its vxtap.
+    advertised_by() { bridge -n "${EVPN_NS[$1]}" fdb show dev vxtap$VNI | grep -q "^$MAC .*static"; }
+    a_stopped() { ! advertised_by 1 && mac_at 1 2; }
+    mac_show() { evpn_vtysh "$1" "show evpn mac vni $VNI mac $MAC"; }
+    wait_for "$CONVERGE_S" "host C does not have the guest's MAC behind A's VTEP before the migration" mac_at 3 1
+    advertised_by 1 || fail_now "host A's vxtap$VNI has no static entry for the guest's MAC"
+    mac_show 1 | grep -q "Intf: vxtap$VNI" || fail_now "host A's zebra does not have the MAC as local: $(mac_show 1)"
+    echo "--- before: host A: show evpn mac vni $VNI mac $MAC"
+    mac_show 1
+    echo "--- before: host C: show evpn mac vni $VNI mac $MAC"
+    mac_show 3
+    # From the migrate command on, in rounds 50 ms apart: when host C
+    # first has the MAC behind B ("c-at-b US") and when host A first
+    # stopped advertising it ("a-stopped US").
+    (
+        c="" a=""
+        while [ -z "$c" ] || [ -z "$a" ]; do
+            [ -z "$c" ] && mac_at 3 2 && c=$(_vt_now_us) && echo "c-at-b $c"
+            [ -z "$a" ] && a_stopped && a=$(_vt_now_us) && echo "a-stopped $a"
+            sleep 0.05
+        done
+    ) >"$WORK/evpn-watch.out" 2>/dev/null &
+    WATCH_PID=$!
+    track "$WATCH_PID" TERM 1
+fi
 echo "== migrate tcp:127.0.0.1:$PORT"
 T_MIGRATE=$(date +%s.%N)
 qmp "$WORK/src.qmp" migrate "{\"uri\": \"tcp:127.0.0.1:$PORT\"}" >"$WORK/migrate.out" 2>&1 ||
@@ -234,6 +347,40 @@ SRC_STATUS=$(vm_status src)
 wait_until 10 vm_status_is dst running
 DST_STATUS=$(vm_status dst)
 
+# ---- EVPN: the MAC follows the guest to host B --------------------------------------
+if [ -n "$EVPN" ]; then
+    watched() { awk -v w="$1" '$1 == w { print $2 }' "$WORK/evpn-watch.out"; }
+    # Waited for longer than the bound, to print how long it did take.
+    wait_until $((3 * CONVERGE_S)) eval '[ -n "$(watched c-at-b)" ] && [ -n "$(watched a-stopped)" ]'
+    stop_pid "$WATCH_PID" TERM 1
+    # The switchover: B's vnetd logs QEMU's SEND_RARP once the guest runs there.
+    RARP_LOGGED=$(sed -n "s/^\([0-9-]*\)T\([0-9:.]*\) .*\[dst\] SEND_RARP: announcing $MAC.*/\1 \2/p" \
+        "${LOG_OF[dst]}" | head -n 1)
+    T_SWITCH_US=$(date -d "$RARP_LOGGED" +%s%6N 2>/dev/null)
+    ms_after_switch() { [ -n "$1" ] && [ -n "$T_SWITCH_US" ] && echo $((($1 - T_SWITCH_US) / 1000)); }
+    C_MS=$(ms_after_switch "$(watched c-at-b)")
+    A_MS=$(ms_after_switch "$(watched a-stopped)")
+    echo "switchover (B's vnetd: SEND_RARP) at ${RARP_LOGGED:-missing};" \
+        "host C has $MAC behind B ${C_MS:-never} ms later, host A stopped advertising it ${A_MS:-never} ms later"
+    echo "--- after: host C: show evpn mac vni $VNI mac $MAC (MAC mobility: B's sequence is higher)"
+    mac_show 3 | tee "$WORK/evpn-c-after.txt"
+    echo "--- after: host C: bridge fdb show dev $VX | grep $MAC"
+    bridge -n "${EVPN_NS[3]}" fdb show dev $VX | grep "^$MAC " | tee "$WORK/evpn-c-fdb.txt"
+    echo "--- after: host A: show evpn mac vni $VNI mac $MAC"
+    mac_show 1 | tee "$WORK/evpn-a-after.txt"
+    # The type-2 routes for the MAC in C's BGP table, each under its RD.
+    evpn_vtysh 3 "show bgp l2vpn evpn route type macip" |
+        awk -v mac="$MAC" '/^Route Distinguisher:/ { rd = $3 } index($0, "[" mac "]") { print rd }' \
+            >"$WORK/evpn-c-routes.txt"
+    echo "--- after: host C: type-2 routes for $MAC, by RD: $(xargs <"$WORK/evpn-c-routes.txt")"
+    A_ADVERTISES=no
+    advertised_by 1 && A_ADVERTISES=yes
+    for role in src tap; do
+        "$VNETCTL" --socket "${CTL_OF[$role]}" --json mac list --switch s0 >"$WORK/macs-$role.json" ||
+            fail_now "vnetctl mac list on the $role host failed"
+    done
+fi
+
 # ---- the rest of the stream, from the destination ------------------------------------
 wait_until "$STREAM_WAIT" log_has "$WORK/receiver.out" '^(done|error)' ||
     fail_now "the stream from the guest did not end ${STREAM_WAIT}s after the migration"
@@ -254,10 +401,15 @@ SENDER_RC=$?
 stop_pid "$RARP_PID" TERM 5
 
 # vnetd's view while it still runs: the MAC table, then its final stats.
-running "$VNETD_PID" || fail "vnetd exited during the migration"
-"$VNETCTL" --socket "$CTL" --json mac list --switch s0 >"$WORK/macs.json" || fail "vnetctl mac list failed"
-stop_pid "$VNETD_PID" TERM 10
-VNETD_RC=$?
+for pid in "${VNETD_PIDS[@]}"; do
+    running "$pid" || fail "vnetd $pid exited during the migration"
+done
+"$VNETCTL" --socket "${CTL_OF[dst]}" --json mac list --switch s0 >"$WORK/macs.json" || fail "vnetctl mac list failed"
+VNETD_RCS=()
+for pid in "${VNETD_PIDS[@]}"; do
+    stop_pid "$pid" TERM 10
+    VNETD_RCS+=($?)
+done
 
 # ---- the checks ---------------------------------------------------------------------------
 not() { ! "$@"; }
@@ -317,15 +469,22 @@ for c in rx_errors rx_length_errors rx_frame_errors rx_over_errors rx_crc_errors
     check "guest eth0 $c = 0 on the destination (is ${v:-missing})" test "$v" = 0
 done
 
-[ -s "$STATS" ] || fail "vnetd wrote no $STATS"
-read -r SRC_RX SRC_RXB DST_RX DST_RXB TAP_TX TAP_TXB < <(vnetd_stats "$STATS" \
-    src.rx.packets src.rx.bytes dst.rx.packets dst.rx.bytes "$TAP.tx.packets" "$TAP.tx.bytes")
+for role in src dst tap; do
+    [ -s "${STATS_OF[$role]}" ] || fail "vnetd wrote no ${STATS_OF[$role]}"
+done
+read -r SRC_RX SRC_RXB < <(vnetd_stats "${STATS_OF[src]}" src.rx.packets src.rx.bytes)
+read -r DST_RX DST_RXB < <(vnetd_stats "${STATS_OF[dst]}" dst.rx.packets dst.rx.bytes)
+read -r TAP_TX TAP_TXB < <(vnetd_stats "${STATS_OF[tap]}" "$TAP.tx.packets" "$TAP.tx.bytes")
 check "vnetd src port received the guest's frames before ($SRC_RX)" test "${SRC_RX:-0}" -gt 0
 check "vnetd dst port received the guest's frames after ($DST_RX)" test "${DST_RX:-0}" -gt 0
-MAC_PORT=$(python3 -c '
+# mac_port FILE: the ports a `mac list --json` in FILE has the guest's MAC on.
+mac_port() {
+    python3 -c '
 import json, sys
 print(" ".join(e["port"] for e in json.load(open(sys.argv[1])) if e["mac"] == sys.argv[2]) or "none")' \
-    "$WORK/macs.json" "$MAC")
+        "$1" "$MAC"
+}
+MAC_PORT=$(mac_port "$WORK/macs.json")
 check "the switch has $MAC on port dst (has it on: $MAC_PORT)" test "$MAC_PORT" = dst
 
 # The announcement: RARPs from the guest's MAC, after the migration started.
@@ -333,12 +492,37 @@ RARPS=$(awk -v mac="$MAC" -v t="$T_MIGRATE" '$1 == "rarp" && $2 > t && $3 == "sr
 check "a RARP from $MAC reached the tap after the migration started" test -n "$RARPS"
 
 check "vnetd logged dirty logging on for port src" \
-    grep -qE '\[src\] dirty logging on' "$WORK/vnetd.log"
+    grep -qE '\[src\] dirty logging on' "${LOG_OF[src]}"
 check "vnetd logged no dirty logging for port dst (the destination does not log)" \
-    not grep -qE '\[dst\] dirty logging on' "$WORK/vnetd.log"
+    not grep -qE '\[dst\] dirty logging on' "${LOG_OF[dst]}"
 check "vnetd logged SEND_RARP for $MAC on port dst" \
-    grep -qE "\[dst\] SEND_RARP: announcing $MAC" "$WORK/vnetd.log"
-check "vnetd exited 0 on SIGTERM (is $VNETD_RC)" test "$VNETD_RC" = 0
+    grep -qE "\[dst\] SEND_RARP: announcing $MAC" "${LOG_OF[dst]}"
+for rc in "${VNETD_RCS[@]}"; do
+    check "vnetd exited 0 on SIGTERM (is $rc)" test "$rc" = 0
+done
+
+if [ -n "$EVPN" ]; then
+    check "host C has $MAC behind B's VTEP ${CONVERGE_S} s after the switchover at most (${C_MS:-never} ms)" \
+        test -n "$C_MS" -a "${C_MS:-0}" -le $((CONVERGE_S * 1000))
+    check "host A stopped advertising $MAC ${CONVERGE_S} s after the switchover at most (${A_MS:-never} ms)" \
+        test -n "$A_MS" -a "${A_MS:-0}" -le $((CONVERGE_S * 1000))
+    check "host C's zebra has $MAC remote behind B's VTEP $EVPN_NET.2" \
+        grep -q "Remote VTEP: $EVPN_NET.2\b" "$WORK/evpn-c-after.txt"
+    check "host C's kernel FDB has $MAC dst $EVPN_NET.2 extern_learn" \
+        grep -qE "^$MAC dst $EVPN_NET.2 .*extern_learn" "$WORK/evpn-c-fdb.txt"
+    check "host A's zebra has $MAC remote behind B's VTEP $EVPN_NET.2" \
+        grep -q "Remote VTEP: $EVPN_NET.2\b" "$WORK/evpn-a-after.txt"
+    check "host A's vnetd no longer has $MAC as a static entry on vxtap$VNI (has: $A_ADVERTISES)" \
+        test "$A_ADVERTISES" = no
+    C_ROUTES=$(xargs <"$WORK/evpn-c-routes.txt")
+    check "host C's BGP table has one type-2 route for $MAC, B's (RDs: ${C_ROUTES:-none})" \
+        eval '[[ "$C_ROUTES" == "$EVPN_NET.2:"* && "$C_ROUTES" != *" "* ]]'
+    for role in src tap; do
+        p=$(mac_port "$WORK/macs-$role.json")
+        check "host ${NAME_OF[${HOST_OF[$role]}]}'s switch has $MAC behind its uplink (has it on: $p)" \
+            test "$p" = uplink-s0
+    done
+fi
 
 # ---- summary ----------------------------------------------------------------------------------
 T_END=$(date +%s.%N)
@@ -359,5 +543,9 @@ echo "RARPs on the tap:"
 echo "${RARPS:-none}" | while read -r line; do echo "  $line"; done
 echo "vnetd: src rx $SRC_RX pkts $SRC_RXB B, dst rx $DST_RX pkts $DST_RXB B, tap tx $TAP_TX pkts $TAP_TXB B"
 echo "vnetd: $MAC on port $MAC_PORT"
+if [ -n "$EVPN" ]; then
+    echo "EVPN: host C had $MAC behind B ${C_MS:-never} ms after the switchover," \
+        "host A stopped advertising it ${A_MS:-never} ms after it (bound ${CONVERGE_S} s)"
+fi
 checks_passed
 pass
