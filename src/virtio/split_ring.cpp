@@ -80,8 +80,7 @@ uint16_t SplitRing::pop_avail(std::span<uint16_t> heads, RingError* error) {
         }
         heads[i] = head;
     }
-    last_avail_idx_ = static_cast<uint16_t>(last_avail_idx_ + n);
-    given_back_ = static_cast<uint16_t>(given_back_ - std::min(n, given_back_));
+    take_avail(n);
     return n;
 }
 

@@ -9,6 +9,7 @@
 // VRING_AVAIL_F_NO_INTERRUPT).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 
@@ -56,6 +57,14 @@ public:
     // Takes up to heads.size() heads. Returns how many; on error returns 0
     // and sets *error (the ring is then unusable until reset).
     uint16_t pop_avail(std::span<uint16_t> heads, RingError* error);
+
+    // For a caller that reads the avail entries itself (SplitDeviceRing::
+    // pop_burst, after avail_count and its own range checks): takes `count`
+    // heads, as pop_avail would have.
+    void take_avail(uint16_t count) {
+        last_avail_idx_ = static_cast<uint16_t>(last_avail_idx_ + count);
+        given_back_ = static_cast<uint16_t>(given_back_ - std::min(count, given_back_));
+    }
 
     // Gives back the last `count` heads taken by pop_avail (e.g. an RX packet
     // that did not fit): they will be popped again.
