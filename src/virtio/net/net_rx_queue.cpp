@@ -1,7 +1,6 @@
 #include "virtio/net/net_rx_queue.hpp"
 
 #include <algorithm>
-#include <array>
 #include <type_traits>
 #include <utility>
 
@@ -198,8 +197,8 @@ bool NetRxQueue::grow_window(uint32_t need_bytes) {
 template <typename R>
 bool NetRxQueue::refill_window(R& ring) {
     const auto want = std::min(window_.free_heads(), kRefillChains);
-    std::array<PoppedChain, kRefillChains> chains;
-    std::array<RingPosition, kRefillChains + 1> before;
+    std::array<PoppedChain, kRefillChains>& chains = popped_;
+    std::array<RingPosition, kRefillChains + 1>& before = popped_before_;
     const BurstPop popped =
         ring.pop_burst(window_.free_iovecs(), std::span<PoppedChain>(chains.data(), want), before);
     // The first chain that cannot go into the window: a device-readable

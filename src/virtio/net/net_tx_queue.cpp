@@ -72,7 +72,7 @@ NetTxQueue::Received NetTxQueue::receive_burst_on(R& ring, packet::PacketBurst& 
                           size_t{packet::kMaxBurstPackets} - in_flight_count_}));
     Received result;
     burst.header_size = static_cast<uint16_t>(config_.header_size);
-    std::array<PoppedChain, packet::kMaxBurstPackets> chains;
+    std::array<PoppedChain, packet::kMaxBurstPackets>& chains = popped_;
     uint16_t looked_at = 0;  // chains taken or completed unsent: each counts against max
     while (looked_at < max) {
         // One pop for the burst; the chains' iovecs lie one after another
