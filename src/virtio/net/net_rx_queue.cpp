@@ -59,6 +59,14 @@ void NetRxQueue::fail(RingFault fault) {
 // ---- per packet: the window only ----------------------------------------------
 
 bool NetRxQueue::next_buffer(uint32_t max_packet, std::span<const iovec>* out) {
+    // The common packet, in the middle of a burst: the next head the
+    // window holds takes it on its own (with or without MRG_RXBUF, what
+    // grow_window and lend would decide, without counting bytes).
+    if (running_ && !kicks_enabled_ && window_.has_unlent() &&
+        window_.head(window_.first_unlent()).bytes >= max_packet) [[likely]] {
+        *out = window_.lend_one(max_packet);
+        return true;
+    }
     if (!running_) {
         return false;
     }
