@@ -141,25 +141,13 @@ BurstPop SplitDeviceRing::take_heads(uint16_t n, std::span<iovec> out, size_t& u
     const VirtqDesc* table = layout.desc;
     const uint16_t* avail = layout.avail->ring;
     const uint16_t size = layout.size;
-    const uint16_t at = ring_.last_avail_idx();
-    const std::span<const GuestRegion> regions = memory_->regions();
+    const uint32_t at = ring_.last_avail_idx();
+    const uint32_t mask = size - 1u;  // a power of two: the index wraps with the 16-bit count
     // The hinted region (size 0: none, every buffer goes to the walker).
-    uint64_t region_gpa = 0;
-    uint64_t region_size = 0;
-    uint8_t* region_host = nullptr;
-    auto load_hint = [&] {
-        if (region_hint_ < regions.size()) {
-            const GuestRegion& r = regions[region_hint_];
-            region_gpa = r.guest_phys_addr;
-            region_size = r.size;
-            region_host = r.host_addr;
-        }
-    };
-    load_hint();
+    HintedRegion region = hinted_region();
     size_t next = used;
     for (uint16_t i = 0; i < n; ++i) {
-        const uint16_t head =
-            shared::load_relaxed(avail[static_cast<uint16_t>(at + i) & (size - 1)]);
+        const uint16_t head = shared::load_relaxed(avail[(at + i) & mask]);
         // virtio 1.2 §2.7.6: ring entries are descriptor-chain heads; vhost: "Guest says index".
         // As pop_avail: the entry is not taken.
         if (head >= size) [[unlikely]] {
@@ -173,10 +161,10 @@ BurstPop SplitDeviceRing::take_heads(uint16_t n, std::span<iovec> out, size_t& u
         // region: of all the rules only the mapping could fail (neither the
         // order rule nor the 2^32 limit can be broken by one u32 buffer),
         // and it cannot. The same iovec and chain the walker gives.
-        const uint64_t offset = d.addr - region_gpa;
+        const uint64_t offset = d.addr - region.gpa;
         if ((d.flags & (VirtqDesc::kFlagIndirect | VirtqDesc::kFlagNext)) == 0 && d.len != 0 &&
-            offset < region_size && d.len <= region_size - offset && next < out.size()) [[likely]] {
-            out[next++] = iovec{region_host + offset, d.len};
+            offset < region.size && d.len <= region.size - offset && next < out.size()) [[likely]] {
+            out[next++] = iovec{region.host + offset, d.len};
             const bool writable = (d.flags & VirtqDesc::kFlagWrite) != 0;
             PoppedChain c;
             c.id = head;
@@ -188,9 +176,8 @@ BurstPop SplitDeviceRing::take_heads(uint16_t n, std::span<iovec> out, size_t& u
             chains[first + i] = c;
             continue;
         }
-        const ChainWalkContext walk{table, size, indirect_allowed_, memory_, &region_hint_};
-        DescriptorChain walked;
-        const ChainError e = walk_descriptor_chain_from(walk, head, d, out.subspan(next), walked);
+        PoppedChain& chain = chains[first + i];
+        const ChainError e = walk_head(head, d, out.subspan(next), chain);
         if (e != ChainError::ok) [[unlikely]] {
             // As pop: the refused chain is taken; too_many_segments gives it
             // back at once, seen, for a retry.
@@ -201,19 +188,39 @@ BurstPop SplitDeviceRing::take_heads(uint16_t n, std::span<iovec> out, size_t& u
             used = next;
             return {i, to_pop_status(e)};
         }
-        PoppedChain& chain = chains[first + i];
-        chain.id = head;
-        chain.slots = 1;
-        chain.readable_segments = static_cast<uint16_t>(walked.readable_segments);
-        chain.writable_segments = static_cast<uint16_t>(walked.writable_segments);
-        chain.readable_bytes = walked.readable_bytes;
-        chain.writable_bytes = walked.writable_bytes;
-        next += walked.segment_count();
-        load_hint();  // the walker may have moved the hint
+        next += chain.segment_count();
+        region = hinted_region();  // the walker may have moved the hint
     }
     ring_.take_avail(n);
     used = next;
     return {n, PopStatus::ok};
+}
+
+SplitDeviceRing::HintedRegion SplitDeviceRing::hinted_region() const {
+    const std::span<const GuestRegion> regions = memory_->regions();
+    if (region_hint_ >= regions.size()) {
+        return {};
+    }
+    const GuestRegion& r = regions[region_hint_];
+    return {r.guest_phys_addr, r.size, r.host_addr};
+}
+
+ChainError SplitDeviceRing::walk_head(uint16_t head, VirtqDesc d, std::span<iovec> out,
+                                      PoppedChain& chain) {
+    const ChainWalkContext walk{ring_.layout().desc, ring_.size(), indirect_allowed_, memory_,
+                                &region_hint_};
+    DescriptorChain walked;
+    const ChainError e = walk_descriptor_chain_from(walk, head, d, out, walked);
+    if (e != ChainError::ok) {
+        return e;
+    }
+    chain.id = head;
+    chain.slots = 1;
+    chain.readable_segments = static_cast<uint16_t>(walked.readable_segments);
+    chain.writable_segments = static_cast<uint16_t>(walked.writable_segments);
+    chain.readable_bytes = walked.readable_bytes;
+    chain.writable_bytes = walked.writable_bytes;
+    return ChainError::ok;
 }
 
 PopStatus SplitDeviceRing::skip(PoppedChain& chain) {
