@@ -44,7 +44,7 @@ SOURCE_EXTENSIONS = (".md", ".c", ".h", ".cpp", ".hpp", ".py", ".sh", ".txt", ".
 BARE_EXTENSIONS = (".c", ".h", ".cpp", ".hpp", ".py", ".sh", ".md", ".in")
 
 TOKEN = re.compile(r"(?<![\w/.:$~>-])((?:\.\./)*[\w.<{*][\w.<>{},*-]*(?:/[\w.<>{},*-]+)+/?)")
-BARE = re.compile(r"(?<![\w/.:$~-])([\w-]+(?:\.[\w-]+)*)(?![\w/-])")
+BARE = re.compile(r"(?<![\w/.:$~>-])([\w-]+(?:\.[\w-]+)*)(?![\w/-])")
 
 
 def repository_paths(top):

@@ -43,49 +43,13 @@ const char* to_string(ChainError e) {
 
 namespace {
 
-// One descriptor as read, once, from guest memory. Checks run on this copy
-// only, so the guest cannot change a field between check and use.
-struct LocalDesc {
-    uint64_t addr;
-    uint32_t len;
-    uint16_t flags;
-    uint16_t next;
-};
+// One descriptor as read, once, from guest memory (read_descriptor_once).
+// Checks run on this copy only, so the guest cannot change a field between
+// check and use.
+using LocalDesc = VirtqDesc;
 
-// Indirect tables need not be 8-byte aligned (the spec does not say so), and
-// an atomic load of a misaligned uint64_t is undefined: read those byte-wise.
-[[gnu::cold, gnu::noinline]] LocalDesc read_misaligned_desc_once(const VirtqDesc* d) {
-    const auto* src = reinterpret_cast<const uint8_t*>(d);
-    uint8_t bytes[sizeof(VirtqDesc)];
-    for (size_t i = 0; i < sizeof(bytes); ++i) {
-        bytes[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
-    }
-    LocalDesc out;
-    std::memcpy(&out.addr, bytes, 8);
-    std::memcpy(&out.len, bytes + 8, 4);
-    std::memcpy(&out.flags, bytes + 12, 2);
-    std::memcpy(&out.next, bytes + 14, 2);
-    return out;
-}
-
-// Relaxed atomic loads of the two 64-bit halves: the compiler may neither
-// re-fetch nor tear them. No ordering is needed: the acquire of avail->idx
-// already ordered the driver's descriptor writes before this read.
 inline LocalDesc read_desc_once(const VirtqDesc* d) {
-    if ((reinterpret_cast<uintptr_t>(d) & 7) != 0) [[unlikely]] {
-        return read_misaligned_desc_once(d);
-    }
-    const auto* words = static_cast<const uint64_t*>(static_cast<const void*>(d));
-    const uint64_t addr = __atomic_load_n(&words[0], __ATOMIC_RELAXED);
-    const uint64_t rest = __atomic_load_n(&words[1], __ATOMIC_RELAXED);  // len, flags, next (LE)
-    // LocalDesc's len, flags, next lie as in VirtqDesc (little-endian): one
-    // 8-byte copy, which the compiler keeps as one register instead of
-    // repacking three fields.
-    static_assert(offsetof(LocalDesc, len) == 8 && sizeof(LocalDesc) == 16);
-    LocalDesc out;
-    out.addr = addr;
-    std::memcpy(&out.len, &rest, sizeof rest);
-    return out;
+    return read_descriptor_once(d);
 }
 
 // gpa_to_iovecs failed: tell "out of iovecs" from "not mapped" (cold path).
@@ -309,6 +273,26 @@ namespace {
 }
 
 }  // namespace
+
+[[gnu::cold, gnu::noinline]] VirtqDesc read_misaligned_descriptor_once(const VirtqDesc* d) {
+    const auto* src = reinterpret_cast<const uint8_t*>(d);
+    uint8_t bytes[sizeof(VirtqDesc)];
+    for (size_t i = 0; i < sizeof(bytes); ++i) {
+        bytes[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+    }
+    VirtqDesc out;
+    std::memcpy(&out.addr, bytes, 8);
+    std::memcpy(&out.len, bytes + 8, 4);
+    std::memcpy(&out.flags, bytes + 12, 2);
+    std::memcpy(&out.next, bytes + 14, 2);
+    return out;
+}
+
+ChainError walk_descriptor_chain_from(const ChainWalkContext& ctx, uint16_t head,
+                                      const VirtqDesc& first, std::span<iovec> out,
+                                      DescriptorChain& chain) {
+    return walk_rest(ctx, head, first, out, chain);
+}
 
 ChainError walk_descriptor_chain(const ChainWalkContext& ctx, uint16_t head, std::span<iovec> out,
                                  DescriptorChain& chain) {

@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "virtio/guest_memory.hpp"
@@ -63,5 +64,38 @@ struct ChainWalkContext {
 // holds the buffers. Zero-length descriptors are skipped (they add no iovec).
 ChainError walk_descriptor_chain(const ChainWalkContext& ctx, uint16_t head, std::span<iovec> out,
                                  DescriptorChain& chain);
+
+// For a caller that decides the common chain itself (the split ring's burst
+// pop): `first` is the descriptor at `head` (< queue size, checked by the
+// caller) as that caller read it, once, with read_descriptor_once; the walk
+// goes on from that copy, never re-reading it, with every rule and error of
+// walk_descriptor_chain.
+ChainError walk_descriptor_chain_from(const ChainWalkContext& ctx, uint16_t head,
+                                      const VirtqDesc& first, std::span<iovec> out,
+                                      DescriptorChain& chain);
+
+// Reads one descriptor from guest memory exactly once into a local (the
+// double-fetch class of DPDK bugs): relaxed atomic loads of its two 64-bit
+// halves, which the compiler may neither re-fetch nor tear. No ordering is
+// needed: the acquire of avail->idx already ordered the driver's
+// descriptor writes before this read. Indirect tables need not be 8-byte
+// aligned (the spec does not say so), and an atomic load of a misaligned
+// uint64_t is undefined: those are read byte-wise, out of line.
+VirtqDesc read_misaligned_descriptor_once(const VirtqDesc* d);
+inline VirtqDesc read_descriptor_once(const VirtqDesc* d) {
+    if ((reinterpret_cast<uintptr_t>(d) & 7) != 0) [[unlikely]] {
+        return read_misaligned_descriptor_once(d);
+    }
+    const auto* words = static_cast<const uint64_t*>(static_cast<const void*>(d));
+    const uint64_t addr = __atomic_load_n(&words[0], __ATOMIC_RELAXED);
+    const uint64_t rest = __atomic_load_n(&words[1], __ATOMIC_RELAXED);  // len, flags, next (LE)
+    // len, flags and next lie in VirtqDesc as in the ring (little-endian):
+    // one 8-byte copy, which the compiler keeps as one register instead of
+    // repacking three fields.
+    VirtqDesc out;
+    out.addr = addr;
+    std::memcpy(&out.len, &rest, sizeof rest);
+    return out;
+}
 
 }  // namespace vnet::virtio

@@ -80,8 +80,7 @@ uint16_t SplitRing::pop_avail(std::span<uint16_t> heads, RingError* error) {
         }
         heads[i] = head;
     }
-    last_avail_idx_ = static_cast<uint16_t>(last_avail_idx_ + n);
-    given_back_ = static_cast<uint16_t>(given_back_ - std::min(n, given_back_));
+    take_avail(n);
     return n;
 }
 
@@ -91,19 +90,6 @@ void SplitRing::unpop_avail(uint16_t count) {
     // new (the 6.18 IN_ORDER livelock compared a rewound last_avail_idx with avail idx).
     last_avail_idx_ = static_cast<uint16_t>(last_avail_idx_ - count);
     given_back_ = static_cast<uint16_t>(given_back_ + count);
-}
-
-void SplitRing::add_used(uint16_t head, uint32_t len) {
-    VirtqUsedElem& slot = layout_.used->ring[used_idx_shadow_ & (layout_.size - 1)];
-    // relaxed: the guest reads the entry only after it sees the release store in publish_used.
-    std::atomic_ref<uint32_t>(slot.id).store(head, std::memory_order_relaxed);
-    std::atomic_ref<uint32_t>(slot.len).store(len, std::memory_order_relaxed);
-    used_idx_shadow_ = static_cast<uint16_t>(used_idx_shadow_ + 1);
-    // kernel vhost_add_used_n: once the used index passes the last signalled value, 16-bit
-    // wrap makes the old value ambiguous, so the next should_notify must signal.
-    if (used_idx_shadow_ == signalled_used_) [[unlikely]] {
-        signalled_used_valid_ = false;
-    }
 }
 
 void SplitRing::publish_used() {

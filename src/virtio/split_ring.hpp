@@ -9,6 +9,8 @@
 // VRING_AVAIL_F_NO_INTERRUPT).
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <span>
 
@@ -57,12 +59,33 @@ public:
     // and sets *error (the ring is then unusable until reset).
     uint16_t pop_avail(std::span<uint16_t> heads, RingError* error);
 
+    // For a caller that reads the avail entries itself (SplitDeviceRing::
+    // pop_burst, after avail_count and its own range checks): takes `count`
+    // heads, as pop_avail would have.
+    void take_avail(uint16_t count) {
+        last_avail_idx_ = static_cast<uint16_t>(last_avail_idx_ + count);
+        given_back_ = static_cast<uint16_t>(given_back_ - std::min(count, given_back_));
+    }
+
     // Gives back the last `count` heads taken by pop_avail (e.g. an RX packet
     // that did not fit): they will be popped again.
     void unpop_avail(uint16_t count);
 
     // Records a used entry; the guest does not see it until publish_used().
-    void add_used(uint16_t head, uint32_t len);
+    // Inline: a burst's completions are a loop of these (one per frame).
+    void add_used(uint16_t head, uint32_t len) {
+        VirtqUsedElem& slot = layout_.used->ring[used_idx_shadow_ & (layout_.size - 1)];
+        // relaxed: the guest reads the entry only after it sees the release store in
+        // publish_used.
+        std::atomic_ref<uint32_t>(slot.id).store(head, std::memory_order_relaxed);
+        std::atomic_ref<uint32_t>(slot.len).store(len, std::memory_order_relaxed);
+        used_idx_shadow_ = static_cast<uint16_t>(used_idx_shadow_ + 1);
+        // kernel vhost_add_used_n: once the used index passes the last signalled value, 16-bit
+        // wrap makes the old value ambiguous, so the next should_notify must signal.
+        if (used_idx_shadow_ == signalled_used_) [[unlikely]] {
+            signalled_used_valid_ = false;
+        }
+    }
     // Makes every entry added since the last publish visible with one
     // release store of used->idx.
     void publish_used();

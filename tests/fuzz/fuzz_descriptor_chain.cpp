@@ -8,7 +8,10 @@
 //   [2..3]   offset of the second region in the memory bytes (two regions only)
 //   [4..5]   last_avail_idx (SET_VRING_BASE)    [6..7] used idx
 //   [8..9]   head seed for direct walks
-//   [10..15] six operations (low 3 bits: kind, high 5 bits: argument)
+//   [10..15] six operations (low 3 bits: kind, high 5 bits: argument);
+//            kind 1 pops a burst with SplitDeviceRing::pop_burst and the
+//            same chains with pop in a loop (the reference walk) from a
+//            twin ring over the same memory: both must agree exactly
 //   [16..]   guest memory, at guest address 0: descriptor table, avail ring,
 //            used ring (split-ring layout from offset 0), then anything
 //            (buffers, indirect tables). Zero-padded up to the ring's size.
@@ -27,6 +30,7 @@
 #include "fuzz_check.hpp"
 #include "virtio/descriptor_chain.hpp"
 #include "virtio/guest_memory.hpp"
+#include "virtio/ring/split_device_ring.hpp"
 #include "virtio/split_ring.hpp"
 
 using namespace vnet::virtio;
@@ -104,6 +108,52 @@ struct Fuzz {
     }
 };
 
+// pop_burst against pop in a loop over the same guest memory: the same
+// chains, iovecs, positions, status and vring base. Returns false once the
+// rings are broken (a rule the guest broke ends their use, as a queue's).
+bool burst_matches_pops(SplitDeviceRing& burst, SplitDeviceRing& reference, size_t max, size_t room,
+                        const Fuzz& f) {
+    std::array<iovec, kMaxIov> burst_iov{};
+    std::array<iovec, kMaxIov> reference_iov{};
+    std::array<PoppedChain, 32> chains{};
+    std::array<RingPosition, 33> before{};
+    const BurstPop got = burst.pop_burst(std::span<iovec>(burst_iov.data(), room),
+                                         std::span<PoppedChain>(chains.data(), max), before);
+    FUZZ_CHECK(got.count <= max);
+    FUZZ_CHECK(to_string(got.status) != nullptr);
+    size_t used = 0;
+    PopStatus status = PopStatus::ok;
+    uint16_t count = 0;
+    while (count < max) {
+        FUZZ_CHECK(before[count] == reference.position());
+        PoppedChain c;
+        status = reference.pop(std::span<iovec>(reference_iov.data() + used, room - used), c);
+        if (status != PopStatus::ok) {
+            break;
+        }
+        FUZZ_CHECK(count < got.count);
+        const PoppedChain& b = chains[count];
+        FUZZ_CHECK(b.id == c.id && b.slots == c.slots);
+        FUZZ_CHECK(b.readable_segments == c.readable_segments &&
+                   b.writable_segments == c.writable_segments);
+        FUZZ_CHECK(b.readable_bytes == c.readable_bytes && b.writable_bytes == c.writable_bytes);
+        for (uint32_t i = 0; i < c.segment_count(); ++i) {
+            FUZZ_CHECK(burst_iov[used + i].iov_base == reference_iov[used + i].iov_base);
+            FUZZ_CHECK(burst_iov[used + i].iov_len == reference_iov[used + i].iov_len);
+            FUZZ_CHECK(f.inside_guest_buffers(burst_iov[used + i]));
+        }
+        used += c.segment_count();
+        ++count;
+    }
+    FUZZ_CHECK(count == got.count);
+    FUZZ_CHECK(status == got.status);
+    if (status == PopStatus::ok) {  // filled: the position after the last chain
+        FUZZ_CHECK(before[count] == reference.position());
+    }
+    FUZZ_CHECK(burst.vring_base() == reference.vring_base());
+    return !breaks_ring(status);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -176,14 +226,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
     // The device loop as a dataplane drives it: pop, walk, use, publish, notify.
     SplitRing ring(layout, last_avail, used_idx, event_idx);
+    // Twins for kind 1: they only read the avail side and descriptors.
+    const RingConfig twin_config{&f.memory, indirect_allowed, event_idx};
+    SplitDeviceRing burst_ring(layout, twin_config, used_idx);
+    SplitDeviceRing reference_ring(layout, twin_config, used_idx);
+    (void)burst_ring.restore_vring_base(last_avail);
+    (void)reference_ring.restore_vring_base(last_avail);
+    bool twins_broken = false;
     std::array<uint16_t, 32> heads{};
     uint16_t popped_total = 0;
     bool broken = false;
     for (size_t op = 0; op < 6 && !broken; ++op) {
         const unsigned arg = ops[op] >> 3;
         switch (ops[op] & 7) {
-            case 0:
-            case 1: {  // pop a batch, walk each chain, use it
+            case 1:  // a burst against the reference walk
+                if (!twins_broken) {
+                    twins_broken = !burst_matches_pops(burst_ring, reference_ring, 1 + arg,
+                                                       1 + (arg * 7u + head_seed) % kMaxIov, f);
+                }
+                break;
+            case 0: {  // pop a batch, walk each chain, use it
                 RingError error = RingError::ok;
                 const uint16_t before = ring.last_avail_idx();
                 const uint16_t n =

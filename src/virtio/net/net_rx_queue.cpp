@@ -59,6 +59,14 @@ void NetRxQueue::fail(RingFault fault) {
 // ---- per packet: the window only ----------------------------------------------
 
 bool NetRxQueue::next_buffer(uint32_t max_packet, std::span<const iovec>* out) {
+    // The common packet, in the middle of a burst: the next head the
+    // window holds takes it on its own (with or without MRG_RXBUF, what
+    // grow_window and lend would decide, without counting bytes).
+    if (running_ && !kicks_enabled_ && window_.has_unlent() &&
+        window_.head(window_.first_unlent()).bytes >= max_packet) [[likely]] {
+        *out = window_.lend_one(max_packet);
+        return true;
+    }
     if (!running_) {
         return false;
     }
@@ -197,38 +205,39 @@ bool NetRxQueue::grow_window(uint32_t need_bytes) {
 template <typename R>
 bool NetRxQueue::refill_window(R& ring) {
     const auto want = std::min(window_.free_heads(), kRefillChains);
+    std::array<PoppedChain, kRefillChains>& chains = popped_;
+    std::array<RingPosition, kRefillChains + 1>& before = popped_before_;
+    const BurstPop popped =
+        ring.pop_burst(window_.free_iovecs(), std::span<PoppedChain>(chains.data(), want), before);
+    // The first chain that cannot go into the window: a device-readable
+    // one, or the one the pop refused.
     uint16_t added = 0;
-    while (added < want && !window_.full()) {
-        const RingPosition before = ring.position();
-        PoppedChain chain;
-        const PopStatus s = ring.pop(window_.free_iovecs(), chain);
-        if (s == PopStatus::empty) {
-            if (added == 0) {
-                starved_ = true;  // held frames must go out now: see should_hold_publish
-            }
-            break;
-        }
-        if (s == PopStatus::too_many_segments && window_.holds_iovecs()) {
-            break;  // stays in the ring (pop left it there) for the next window
-        }
-        const bool readable = s == PopStatus::ok && chain.readable_segments != 0;
-        if (s != PopStatus::ok || readable) {
-            if (added != 0) {
-                // Popped ahead of need: give it back, and break the ring only
-                // when a packet really needs this chain (the next refill).
-                ring.rewind(before);
-                break;
-            }
-            // Kernel vhost handle_rx: a device-readable buffer on RX is invalid.
-            fail(readable
-                     ? RingFault{"RX descriptor chain", "device-readable buffer in an RX chain"}
-                     : pop_fault(false, s));
-            return false;
-        }
-        window_.add(chain, before);
+    while (added < popped.count && chains[added].readable_segments == 0) {
+        window_.add(chains[added], before[added]);
         ++added;
     }
-    return true;
+    const bool readable = added < popped.count;
+    const PopStatus s = popped.status;
+    if (!readable && (s == PopStatus::ok || s == PopStatus::empty)) {
+        if (added == 0 && s == PopStatus::empty) {
+            starved_ = true;  // held frames must go out now: see should_hold_publish
+        }
+        return true;
+    }
+    if (!readable && s == PopStatus::too_many_segments && window_.holds_iovecs()) {
+        return true;  // stays in the ring (pop left it there) for the next window
+    }
+    if (added != 0) {
+        // Popped ahead of need: give it back (with any popped after it), and
+        // break the ring only when a packet really needs this chain (the
+        // next refill).
+        ring.rewind(before[added]);
+        return true;
+    }
+    // Kernel vhost handle_rx: a device-readable buffer on RX is invalid.
+    fail(readable ? RingFault{"RX descriptor chain", "device-readable buffer in an RX chain"}
+                  : pop_fault(false, s));
+    return false;
 }
 
 bool NetRxQueue::flush() {

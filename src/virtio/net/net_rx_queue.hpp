@@ -12,6 +12,7 @@
 
 #include <sys/uio.h>
 
+#include <array>
 #include <cstdint>
 #include <span>
 
@@ -203,6 +204,9 @@ private:
     // adaptive_rx: when the deferred call is due; 0: none deferred.
     uint64_t call_deadline_ = 0;
     RxWindow window_;
+    // What one refill's pop_burst returns (members: no clearing per refill).
+    std::array<PoppedChain, kRefillChains> popped_{};
+    std::array<RingPosition, kRefillChains + 1> popped_before_{};
 };
 
 }  // namespace vnet::virtio

@@ -72,11 +72,57 @@ NetTxQueue::Received NetTxQueue::receive_burst_on(R& ring, packet::PacketBurst& 
                           size_t{packet::kMaxBurstPackets} - in_flight_count_}));
     Received result;
     burst.header_size = static_cast<uint16_t>(config_.header_size);
-    for (uint16_t i = 0; i < max; ++i) {
-        PoppedChain chain;
-        PopStatus s = ring.pop(burst.free_iovecs(), chain);
+    std::array<PoppedChain, packet::kMaxBurstPackets>& chains = popped_;
+    uint16_t looked_at = 0;  // chains taken or completed unsent: each counts against max
+    while (looked_at < max) {
+        // One pop for the burst; the chains' iovecs lie one after another
+        // from free_iovecs() on, and each one kept moves down over the
+        // iovecs of the chains completed unsent before it.
+        const std::span<iovec> out = burst.free_iovecs();
+        const BurstPop popped =
+            ring.pop_burst(out, std::span<PoppedChain>(chains.data(), max - looked_at), {});
+        size_t next_iov = 0;  // the chain's iovecs in `out`
+        for (uint16_t i = 0; i < popped.count; ++i) {
+            const PoppedChain& chain = chains[i];
+            const size_t first_iov = next_iov;
+            next_iov += chain.segment_count();
+            ++looked_at;
+            if (chain.writable_segments != 0) {
+                // Kernel vhost handle_tx: "Unexpected descriptor format for TX".
+                counters_->count_drop(DropReason::bad_descriptor_chain);
+                fail({"TX descriptor chain", "device-writable buffer in a TX chain"});
+                return result;
+            }
+            if (chain.readable_bytes <= config_.header_size) {
+                // Nothing beyond the virtio-net header: complete it as dropped.
+                counters_->count_drop(DropReason::packet_too_short);
+                ring.add_used(chain.id, chain.slots, 0);
+                ++pending_used_;
+                continue;
+            }
+            const size_t kept_at = burst.iovecs_used - (out.data() - burst.iovecs.data());
+            if (kept_at != first_iov) [[unlikely]] {
+                std::copy_n(out.begin() + static_cast<ptrdiff_t>(first_iov),
+                            chain.readable_segments, out.begin() + static_cast<ptrdiff_t>(kept_at));
+            }
+            burst.push(chain.readable_segments, chain.readable_bytes, make_token(chain));
+            in_flight_[(in_flight_first_ + in_flight_count_) % packet::kMaxBurstPackets] =
+                InFlight{chain.id, chain.slots};
+            ++in_flight_count_;
+            ++result.taken;
+        }
+        PopStatus s = popped.status;
+        if (s == PopStatus::ok) {
+            continue;  // the span was filled: max reached
+        }
         if (s == PopStatus::empty) {
             break;
+        }
+        if (s == PopStatus::too_many_segments &&
+            burst.free_iovecs().size() != out.size() - next_iov) {
+            // Chains completed unsent held iovecs this pop counted against
+            // the chain: pop it again with the room they left.
+            continue;
         }
         if (s == PopStatus::too_many_segments && burst.iovecs_used != 0) {
             break;  // no room left: the chain stays for the next burst
@@ -86,42 +132,24 @@ NetTxQueue::Received NetTxQueue::receive_burst_on(R& ring, packet::PacketBurst& 
             // empty burst: legal for the guest, impossible for a tap. pop
             // left the chain in the ring; skip consumes it unmapped. The
             // packet is completed unsent and counted; the ring goes on.
+            PoppedChain chain;
             s = ring.skip(chain);
             if (s == PopStatus::ok) {
                 counters_->count_drop(DropReason::too_many_segments);
                 ring.add_used(chain.id, chain.slots, 0);
                 ++pending_used_;
+                ++looked_at;
                 continue;
             }
             if (s == PopStatus::empty) {
                 break;  // cannot happen: pop just saw it
             }
         }
-        if (s != PopStatus::ok) {
-            if (s != PopStatus::avail_index_jump && s != PopStatus::head_out_of_range) {
-                counters_->count_drop(DropReason::bad_descriptor_chain);
-            }
-            fail(pop_fault(true, s));
-            return result;
-        }
-        if (chain.writable_segments != 0) {
-            // Kernel vhost handle_tx: "Unexpected descriptor format for TX".
+        if (s != PopStatus::avail_index_jump && s != PopStatus::head_out_of_range) {
             counters_->count_drop(DropReason::bad_descriptor_chain);
-            fail({"TX descriptor chain", "device-writable buffer in a TX chain"});
-            return result;
         }
-        if (chain.readable_bytes <= config_.header_size) {
-            // Nothing beyond the virtio-net header: complete it as dropped.
-            counters_->count_drop(DropReason::packet_too_short);
-            ring.add_used(chain.id, chain.slots, 0);
-            ++pending_used_;
-            continue;
-        }
-        burst.push(chain.readable_segments, chain.readable_bytes, make_token(chain));
-        in_flight_[(in_flight_first_ + in_flight_count_) % packet::kMaxBurstPackets] =
-            InFlight{chain.id, chain.slots};
-        ++in_flight_count_;
-        ++result.taken;
+        fail(pop_fault(true, s));
+        return result;
     }
     if (result.taken == 0 && pending_used_ != 0) {
         result.notify = publish(ring);

@@ -98,6 +98,9 @@ private:
     // Heads handed out by receive_burst and not yet completed, oldest first
     // (completions come in the same order).
     std::array<InFlight, packet::kMaxBurstPackets> in_flight_{};
+    // What one pop_burst returns: a member, so a turn that finds the ring
+    // empty does not clear a 64-chain array first.
+    std::array<PoppedChain, packet::kMaxBurstPackets> popped_{};
     uint16_t in_flight_first_ = 0;
     uint16_t in_flight_count_ = 0;
 };

@@ -100,6 +100,13 @@ public:
         return {iovecs_.data() + first.first_iov,
                 static_cast<size_t>(last.first_iov + last.iov_count - first.first_iov)};
     }
+    // lend() when the next head holds `max_packet` bytes on its own.
+    std::span<const iovec> lend_one(uint32_t max_packet) {
+        const Head& h = heads_[pos_];
+        taken_ = 1;
+        requested_max_ = max_packet;
+        return {iovecs_.data() + h.first_iov, h.iov_count};
+    }
     bool lent() const { return taken_ != 0; }
     const Head& first_lent() const { return heads_[pos_]; }
     uint32_t requested_max() const { return requested_max_; }

@@ -11,6 +11,14 @@
 //                       and readable/writable segments in the caller's iovecs.
 //                       too_many_segments leaves the chain where it was, so
 //                       the caller can flush and retry with more room.
+//   pop_burst(iov, chains, before)
+//                       up to chains.size() chains in one call, as that many
+//                       pops in a row would give them: their iovecs one after
+//                       another in iov, stopping at the first pop that would
+//                       not be ok, with that pop's status and ring effect
+//                       (split: one pass over the avail entries and their
+//                       head descriptors, a one-descriptor chain decided
+//                       without the general walker; packed: pop in a loop).
 //   skip(chain)         consumes the chain pop just refused with
 //                       too_many_segments, without mapping any buffer: id and
 //                       slots for a used entry (the caller completes it
@@ -61,6 +69,14 @@ struct PoppedChain {
     uint32_t segment_count() const { return uint32_t{readable_segments} + writable_segments; }
 };
 
+// What pop_burst did: `count` chains popped (ok), then `status`: empty,
+// too_many_segments (that chain stays in the ring, as after pop) or the rule
+// the guest broke; ok when the chains span was filled.
+struct BurstPop {
+    uint16_t count = 0;
+    PopStatus status = PopStatus::ok;
+};
+
 // An avail-side position to rewind to: opaque to callers. Split: the
 // free-running avail index; packed: slot index | avail wrap counter << 15.
 struct RingPosition {
@@ -78,11 +94,13 @@ struct RingConfig {
 
 template <typename R>
 concept DeviceRing = std::default_initializable<R> && std::movable<R> &&
-    requires(R r, const R cr, std::span<iovec> iov, PoppedChain& chain, RingPosition pos,
+    requires(R r, const R cr, std::span<iovec> iov, PoppedChain& chain,
+             std::span<PoppedChain> chains, std::span<RingPosition> positions, RingPosition pos,
              uint16_t id, uint16_t slots, uint32_t len, uint32_t base) {
     typename R::Layout;
     { cr.size() } -> std::same_as<uint16_t>;
     { r.pop(iov, chain) } -> std::same_as<PopStatus>;
+    { r.pop_burst(iov, chains, positions) } -> std::same_as<BurstPop>;
     { r.skip(chain) } -> std::same_as<PopStatus>;
     { cr.position() } -> std::same_as<RingPosition>;
     { r.rewind(pos) } -> std::same_as<void>;
@@ -94,5 +112,32 @@ concept DeviceRing = std::default_initializable<R> && std::movable<R> &&
     { cr.vring_base() } -> std::same_as<uint32_t>;
     { r.restore_vring_base(base) } -> std::same_as<BaseError>;
 };
+
+// pop_burst as a loop of pops: the packed model's, and the split model's
+// while inflight tracking hands out resumed heads. `before`, when not empty
+// (as long as `chains`, or one longer), gets position() before each chain
+// looked at, the one that ended the burst included.
+template <typename R>
+BurstPop pop_one_by_one(R& ring, std::span<iovec> out, std::span<PoppedChain> chains,
+                        std::span<RingPosition> before) {
+    BurstPop result;
+    size_t used = 0;
+    while (result.count < chains.size()) {
+        if (result.count < before.size()) {
+            before[result.count] = ring.position();
+        }
+        PoppedChain& chain = chains[result.count];
+        result.status = ring.pop(out.subspan(used), chain);
+        if (result.status != PopStatus::ok) {
+            return result;
+        }
+        used += chain.segment_count();
+        ++result.count;
+    }
+    if (result.count < before.size()) {
+        before[result.count] = ring.position();
+    }
+    return result;
+}
 
 }  // namespace vnet::virtio

@@ -53,6 +53,11 @@ public:
     PackedPosition published_used_position() const { return published_used_; }
 
     PopStatus pop(std::span<iovec> out, PoppedChain& chain);
+    // A chain's slots and flags are only known by walking it: a loop of pops.
+    BurstPop pop_burst(std::span<iovec> out, std::span<PoppedChain> chains,
+                       std::span<RingPosition> before) {
+        return pop_one_by_one(*this, out, chains, before);
+    }
     // Consumes the chain at the avail position without mapping its buffers
     // (see DeviceRing): the same slot, id and in-flight checks as pop.
     PopStatus skip(PoppedChain& chain);

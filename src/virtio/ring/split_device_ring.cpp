@@ -1,5 +1,6 @@
 #include "virtio/ring/split_device_ring.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "virtio/ring/shared_access.hpp"
@@ -94,6 +95,132 @@ PopStatus SplitDeviceRing::pop(std::span<iovec> out, PoppedChain& chain) {
     chain.readable_bytes = walked.readable_bytes;
     chain.writable_bytes = walked.writable_bytes;
     return PopStatus::ok;
+}
+
+BurstPop SplitDeviceRing::pop_burst(std::span<iovec> out, std::span<PoppedChain> chains,
+                                    std::span<RingPosition> before) {
+    if (ring_.size() == 0 || inflight_.active()) [[unlikely]] {
+        return pop_one_by_one(*this, out, chains, before);  // resumed heads replace avail entries
+    }
+    const uint16_t start = ring_.last_avail_idx();
+    const auto want = static_cast<uint16_t>(std::min<size_t>(chains.size(), UINT16_MAX));
+    BurstPop result;
+    size_t used = 0;
+    while (result.count < want) {
+        // The index is re-read only once the cached one is used up, as pop's.
+        RingError ring_error = RingError::ok;
+        const uint16_t available = ring_.avail_count(&ring_error);
+        if (available == 0) {
+            result.status =
+                ring_error == RingError::ok ? PopStatus::empty : to_pop_status(ring_error);
+            break;
+        }
+        const auto n = static_cast<uint16_t>(std::min<size_t>(available, want - result.count));
+        const BurstPop part = take_heads(n, out, used, chains, result.count);
+        result.count = static_cast<uint16_t>(result.count + part.count);
+        result.status = part.status;
+        if (part.status != PopStatus::ok) {
+            break;
+        }
+    }
+    // One chain per avail entry: the position before chain i is start + i,
+    // and before a refused one it is where the ring stood before taking it.
+    const size_t positions = std::min<size_t>(before.size(), size_t{result.count} + 1);
+    for (size_t i = 0; i < positions; ++i) {
+        before[i] = RingPosition{static_cast<uint16_t>(start + i)};
+    }
+    return result;
+}
+
+BurstPop SplitDeviceRing::take_heads(uint16_t n, std::span<iovec> out, size_t& used,
+                                     std::span<PoppedChain> chains, uint16_t first) {
+    // Everything the loop reads of this object and the guest's layout, in
+    // locals: stores into `out` and `chains` could alias the members, and
+    // the compiler would reload them for every chain.
+    const SplitRingLayout& layout = ring_.layout();
+    const VirtqDesc* table = layout.desc;
+    const uint16_t* avail = layout.avail->ring;
+    const uint16_t size = layout.size;
+    const uint32_t at = ring_.last_avail_idx();
+    const uint32_t mask = size - 1u;  // a power of two: the index wraps with the 16-bit count
+    // The hinted region (size 0: none, every buffer goes to the walker).
+    HintedRegion region = hinted_region();
+    size_t next = used;
+    for (uint16_t i = 0; i < n; ++i) {
+        const uint16_t head = shared::load_relaxed(avail[(at + i) & mask]);
+        // virtio 1.2 §2.7.6: ring entries are descriptor-chain heads; vhost: "Guest says index".
+        // As pop_avail: the entry is not taken.
+        if (head >= size) [[unlikely]] {
+            ring_.take_avail(i);
+            used = next;
+            return {i, PopStatus::head_out_of_range};
+        }
+        // Read once; everything below decides on this copy.
+        const VirtqDesc d = read_descriptor_once(&table[head]);
+        // A chain of one direct, non-empty descriptor inside the hinted
+        // region: of all the rules only the mapping could fail (neither the
+        // order rule nor the 2^32 limit can be broken by one u32 buffer),
+        // and it cannot. The same iovec and chain the walker gives.
+        const uint64_t offset = d.addr - region.gpa;
+        if ((d.flags & (VirtqDesc::kFlagIndirect | VirtqDesc::kFlagNext)) == 0 && d.len != 0 &&
+            offset < region.size && d.len <= region.size - offset && next < out.size()) [[likely]] {
+            out[next++] = iovec{region.host + offset, d.len};
+            const bool writable = (d.flags & VirtqDesc::kFlagWrite) != 0;
+            PoppedChain c;
+            c.id = head;
+            c.slots = 1;
+            c.readable_segments = writable ? 0 : 1;
+            c.writable_segments = writable ? 1 : 0;
+            c.readable_bytes = writable ? 0 : d.len;
+            c.writable_bytes = writable ? d.len : 0;
+            chains[first + i] = c;
+            continue;
+        }
+        PoppedChain& chain = chains[first + i];
+        const ChainError e = walk_head(head, d, out.subspan(next), chain);
+        if (e != ChainError::ok) [[unlikely]] {
+            // As pop: the refused chain is taken; too_many_segments gives it
+            // back at once, seen, for a retry.
+            ring_.take_avail(static_cast<uint16_t>(i + 1));
+            if (e == ChainError::too_many_segments) {
+                ring_.unpop_avail(1);
+            }
+            used = next;
+            return {i, to_pop_status(e)};
+        }
+        next += chain.segment_count();
+        region = hinted_region();  // the walker may have moved the hint
+    }
+    ring_.take_avail(n);
+    used = next;
+    return {n, PopStatus::ok};
+}
+
+SplitDeviceRing::HintedRegion SplitDeviceRing::hinted_region() const {
+    const std::span<const GuestRegion> regions = memory_->regions();
+    if (region_hint_ >= regions.size()) {
+        return {};
+    }
+    const GuestRegion& r = regions[region_hint_];
+    return {r.guest_phys_addr, r.size, r.host_addr};
+}
+
+ChainError SplitDeviceRing::walk_head(uint16_t head, VirtqDesc d, std::span<iovec> out,
+                                      PoppedChain& chain) {
+    const ChainWalkContext walk{ring_.layout().desc, ring_.size(), indirect_allowed_, memory_,
+                                &region_hint_};
+    DescriptorChain walked;
+    const ChainError e = walk_descriptor_chain_from(walk, head, d, out, walked);
+    if (e != ChainError::ok) {
+        return e;
+    }
+    chain.id = head;
+    chain.slots = 1;
+    chain.readable_segments = static_cast<uint16_t>(walked.readable_segments);
+    chain.writable_segments = static_cast<uint16_t>(walked.writable_segments);
+    chain.readable_bytes = walked.readable_bytes;
+    chain.writable_bytes = walked.writable_bytes;
+    return ChainError::ok;
 }
 
 PopStatus SplitDeviceRing::skip(PoppedChain& chain) {

@@ -32,6 +32,13 @@ public:
     uint16_t size() const { return ring_.size(); }
 
     PopStatus pop(std::span<iovec> out, PoppedChain& chain);
+    // One pass over the burst's avail entries and head descriptors: a head
+    // descriptor without NEXT or INDIRECT whose buffer lies in the hinted
+    // region is decided here, anything else goes to the general walker
+    // with the descriptor already read. Same chains, statuses and ring
+    // state as pop in a loop (see DeviceRing).
+    BurstPop pop_burst(std::span<iovec> out, std::span<PoppedChain> chains,
+                       std::span<RingPosition> before);
     // Takes the next head without walking its chain (see DeviceRing).
     PopStatus skip(PoppedChain& chain);
 
@@ -72,6 +79,23 @@ public:
     BaseError restore_vring_base(uint32_t num);
 
 private:
+    // pop_burst over `n` heads the avail index covers, from chains[first].
+    BurstPop take_heads(uint16_t n, std::span<iovec> out, size_t& used,
+                        std::span<PoppedChain> chains, uint16_t first);
+    // The memory region the hint names, as take_heads checks buffers
+    // against it (size 0: no region, every buffer goes to the walker).
+    struct HintedRegion {
+        uint64_t gpa = 0;
+        uint64_t size = 0;
+        uint8_t* host = nullptr;
+    };
+    HintedRegion hinted_region() const;
+    // Any head take_heads does not decide itself: the general walker, from
+    // `d` (the head descriptor as read). Out of line, so the loop over
+    // one-descriptor heads keeps its values in registers.
+    [[gnu::noinline]] ChainError walk_head(uint16_t head, VirtqDesc d, std::span<iovec> out,
+                                           PoppedChain& chain);
+
     // Inflight helpers (only while tracking): whether avail position `at`
     // is one the resume list stands in for; the head to hand out for it;
     // marking a newly taken head.

@@ -4,6 +4,7 @@
 // model's own tests.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -110,6 +111,64 @@ TYPED_TEST(DeviceRingContract, completes_chains_out_of_order) {
     EXPECT_EQ(done[0].cookie, 1u);
     h.post(10, 3, 2, 0);  // every slot is free again
     EXPECT_EQ(h.pop_and_complete_all(), 3u);
+}
+
+// pop_burst is pops in a row in one call: the same chains, iovecs one
+// after another, positions, and the status that ended it.
+TYPED_TEST(DeviceRingContract, pop_burst_gives_what_pops_in_a_row_give) {
+    typename TestFixture::Harness h(16, false);
+    typename TestFixture::Harness reference(16, false);
+    for (auto* r : {&h, &reference}) {
+        r->post(0, 3, 1, 0);
+        r->post(3, 2, 2, 1);
+        r->post(5, 2, 0, 1);
+    }
+    std::array<PoppedChain, 8> chains{};
+    std::array<RingPosition, 9> before{};
+    const BurstPop got = h.device.pop_burst(h.iov, chains, before);
+    EXPECT_EQ(got.status, PopStatus::empty);
+    ASSERT_EQ(got.count, 7);
+    size_t at = 0;
+    for (uint16_t i = 0; i < got.count; ++i) {
+        EXPECT_EQ(before[i], reference.device.position()) << "chain " << i;
+        PoppedChain one;
+        ASSERT_EQ(reference.pop(one), PopStatus::ok);
+        EXPECT_EQ(chains[i].id, one.id) << "chain " << i;
+        EXPECT_EQ(chains[i].slots, one.slots) << "chain " << i;
+        EXPECT_EQ(chains[i].readable_segments, one.readable_segments) << "chain " << i;
+        EXPECT_EQ(chains[i].writable_segments, one.writable_segments) << "chain " << i;
+        for (uint32_t k = 0; k < one.segment_count(); ++k) {
+            // Two harnesses, two memories: the same buffer is the same offset.
+            EXPECT_EQ(static_cast<const char*>(h.iov[at + k].iov_base) -
+                          static_cast<const char*>(h.buffer_host(0)),
+                      static_cast<const char*>(reference.iov[k].iov_base) -
+                          static_cast<const char*>(reference.buffer_host(0)))
+                << "chain " << i;
+            EXPECT_EQ(h.iov[at + k].iov_len, reference.iov[k].iov_len) << "chain " << i;
+        }
+        at += one.segment_count();
+    }
+    EXPECT_EQ(before[got.count], reference.device.position());
+    EXPECT_EQ(h.device.vring_base(), reference.device.vring_base());
+    // Completed in one batch, as ever.
+    for (uint16_t i = 0; i < got.count; ++i) {
+        h.complete(chains[i]);
+    }
+    h.device.publish_used();
+    EXPECT_EQ(h.reclaim_all().size(), 7u);
+}
+
+TYPED_TEST(DeviceRingContract, pop_burst_stops_at_a_chain_without_room_and_leaves_it) {
+    typename TestFixture::Harness h(8, false);
+    h.post(0, 1, 1, 0);
+    h.post(1, 1, 3, 0);
+    std::array<PoppedChain, 4> chains{};
+    const BurstPop got = h.device.pop_burst(std::span<iovec>(h.iov.data(), 3), chains, {});
+    EXPECT_EQ(got.status, PopStatus::too_many_segments);
+    EXPECT_EQ(got.count, 1);
+    PoppedChain chain;
+    ASSERT_EQ(h.pop(chain), PopStatus::ok);
+    EXPECT_EQ(chain.id, 1);
 }
 
 TYPED_TEST(DeviceRingContract, leaves_a_chain_that_needs_more_iovecs_for_a_retry) {
