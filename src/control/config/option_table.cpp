@@ -48,6 +48,18 @@ using D = DatapathConfig;
             },                                                                                    \
             [](const Config& c, const PortConfig*) { return number(c.datapath.field); } \
     }
+// A datapath number with its own range, said alike by the parser and the
+// value name ("LOW..HIGH"), so a bad value reads the same range however it
+// came (Config::validate keeps the same bounds for configs made in code).
+#define VNET_DATAPATH_RANGE(field, low, high, help)                                         \
+    OptionSpec {                                                                            \
+#field, OptionScope::datapath, std::nullopt, #low ".." #high, help, {}, false,            \
+            [](Config& c, PortConfig*, std::string_view t) {                                      \
+                using T = decltype(D::field);                                                     \
+                c.datapath.field = static_cast<T>(parse_uint(#field, t, low, high));              \
+            },                                                                                    \
+            [](const Config& c, const PortConfig*) { return number(c.datapath.field); } \
+    }
 #define VNET_DATAPATH_BOOL(field, help)                                                     \
     OptionSpec {                                                                            \
 #field, OptionScope::datapath, std::nullopt, "on|off", help, {}, false,                   \
@@ -209,10 +221,10 @@ constexpr std::array kOtherOptions = {
                    return number(current_switch(c).destination_hold_us);
                }},
     // ---- the datapath
-    VNET_DATAPATH_UINT(tx_batch, "0..64",
-                       "packets taken from a TX ring (a guest's, or a tap's reads in tap ↔ tap) "
-                       "and submitted at once (VHOST_NET_BATCH); 0 = per-packet mode: one pop, "
-                       "one `writev`, one used-ring publish per packet, no GRO"),
+    VNET_DATAPATH_RANGE(tx_batch, 0, 64,
+                        "packets taken from a TX ring (a guest's, or a tap's reads in tap ↔ tap) "
+                        "and submitted at once (VHOST_NET_BATCH); 0 = per-packet mode: one pop, "
+                        "one `writev`, one used-ring publish per packet, no GRO"),
     VNET_DATAPATH_BOOL(tx_peek,
                        "the \"more is coming\" hint: while the ring still has packets, hold the "
                        "batch and take more, then submit once; `off` submits each packet as it is "
@@ -223,12 +235,13 @@ constexpr std::array kOtherOptions = {
                        "`gro.frames`/`gro.segments` how many were merged from how many segments"),
     VNET_DATAPATH_BOOL(gro_udp,
                        "also merge same-size UDP datagrams into USO writes (needs Linux ≥ 6.2)"),
-    VNET_DATAPATH_UINT(rx_frames, "0..256",
-                       "guest RX coalescing: hold the used-index publish and notify until this "
-                       "many frames are pending (ethtool -C rx-frames); 0 = one publish per burst"),
-    VNET_DATAPATH_UINT(rx_usecs, "0..100000",
-                       "guest RX coalescing: publish at the latest this long after the first held "
-                       "frame (ethtool -C rx-usecs)"),
+    VNET_DATAPATH_RANGE(
+        rx_frames, 0, 256,
+        "guest RX coalescing: hold the used-index publish and notify until this "
+        "many frames are pending (ethtool -C rx-frames); 0 = one publish per burst"),
+    VNET_DATAPATH_RANGE(rx_usecs, 0, 100000,
+                        "guest RX coalescing: publish at the latest this long after the first held "
+                        "frame (ethtool -C rx-usecs)"),
     VNET_DATAPATH_BOOL(adaptive_rx,
                        "switch ports (split rings): publish every burst to a guest at once but "
                        "defer its call while the switch's sources keep sending and the guest "
@@ -413,6 +426,7 @@ constexpr std::array kOtherOptions = {
 };
 
 #undef VNET_DATAPATH_UINT
+#undef VNET_DATAPATH_RANGE
 #undef VNET_DATAPATH_BOOL
 
 // The one table: each port kind's own rows (in PortSettings' order, so a

@@ -77,7 +77,10 @@ TEST(OptionTable, a_malformed_value_names_the_key_and_the_file) {
     std::string error = load_error(std::string("[datapath]\ngro = \"maybe\"\n") + kTwoPorts, &path);
     EXPECT_EQ(error, path + ": [datapath]: gro must be on or off, not 'maybe'");
     error = load_error(std::string("[datapath]\ntx_batch = -1\n") + kTwoPorts, &path);
-    EXPECT_EQ(error, path + ": [datapath]: tx_batch must be 0..65535, not '-1'");
+    EXPECT_EQ(error, path + ": [datapath]: tx_batch must be 0..64, not '-1'");
+    // The same range as a value above it and Config::validate say.
+    error = load_error(std::string("[datapath]\ntx_batch = 70000\n") + kTwoPorts, &path);
+    EXPECT_EQ(error, path + ": [datapath]: tx_batch must be 0..64, not '70000'");
     error = load_error(std::string("[datapath]\ntx_batch = 1.5\n") + kTwoPorts, &path);
     EXPECT_EQ(
         error,
