@@ -13,7 +13,8 @@ build_packages=(
     cmake ninja-build g++ clang libclang-rt-14-dev clang-format pkg-config
     libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev
     liburing-dev libbpf-dev libxdp-dev libgtest-dev libgmock-dev libbenchmark-dev
-    prometheus-cpp-dev
+    # the metrics endpoint: prometheus-cpp's text format served by libmicrohttpd (IPv6 too)
+    prometheus-cpp-dev libmicrohttpd-dev
     # sd_notify (libsystemd); --user/--group keep CAP_NET_ADMIN through libcap-ng;
     # vnetd-cni's rtnetlink
     libsystemd-dev libcap-ng-dev libnl-route-3-dev

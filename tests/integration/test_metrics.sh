@@ -2,8 +2,9 @@
 # vnetd's Prometheus endpoint (--metrics-address) under traffic, read by
 # curl and scraped by a real Prometheus server:
 #
-#   - vnetd (vhost-user vm0 -> tap) listens on 127.0.0.1:0 and logs the
-#     port it got; curl reads /metrics in the text format: HELP and TYPE
+#   - vnetd (vhost-user vm0 -> tap) listens on :0 (every address, IPv6
+#     and IPv4) and logs the port it got; curl reads /metrics over
+#     127.0.0.1 and over [::1]; the text format: HELP and TYPE
 #     lines, the label names port, queue, direction, reason, kind, worker,
 #     the process_* families; no series for queue pairs nobody enabled;
 #   - deploy/prometheus/vnetd.rules.yml passes its promtool tests, names
@@ -50,6 +51,10 @@ need_built "$VNETD" "$VNETCTL" "$PKTGEN"
 work_dir vnetd-metrics
 NS=$(ns_name vmet)
 netns_new "$NS"
+# IPv6 on the loopback alone (::1 for the IPv6 scrape): the tap, made later,
+# keeps the namespace's default, IPv6 off, so it carries no frame of the
+# kernel's own
+ip netns exec "$NS" sysctl -qw net.ipv6.conf.lo.disable_ipv6=0 || fail "IPv6 on lo in $NS"
 ip -n "$NS" link set lo up || fail "lo up in $NS"
 TAP=$(link_name vmet)
 SOCK="$WORK/vm.sock"
@@ -57,18 +62,26 @@ CTL="$WORK/vnetd.ctl"
 in_ns() { ip netns exec "$NS" "$@"; }
 ctl() { in_ns "$VNETCTL" --socket "$CTL" "$@"; }
 
-# --- vnetd, its endpoint on any free port of the namespace's loopback
+# --- vnetd, its endpoint on any free port of every address of the namespace
 start_vnetd "$WORK/vnetd.log" --netns "$NS" --socket-path "$SOCK" --tap "$TAP" \
-    --control-socket "$CTL" --metrics-address 127.0.0.1:0
+    --control-socket "$CTL" --metrics-address :0
 wait_for 10 "vnetd did not log its metrics address" log_has "$WORK/vnetd.log" "metrics at http://"
-METRICS=$(grep -oE "http://127\.0\.0\.1:[0-9]+/metrics" "$WORK/vnetd.log" | head -n 1)
-[[ "$METRICS" =~ :[1-9][0-9]*/metrics$ ]] || fail "vnetd logged no real port: '$METRICS'"
-TARGET=${METRICS#http://}
-TARGET=${TARGET%/metrics}
+LOGGED=$(grep -oE "http://localhost:[0-9]+/metrics" "$WORK/vnetd.log" | head -n 1)
+[[ "$LOGGED" =~ :[1-9][0-9]*/metrics$ ]] || fail "vnetd logged no real port: '$LOGGED'"
+PORT=${LOGGED#http://localhost:}
+PORT=${PORT%/metrics}
+TARGET=127.0.0.1:$PORT
+METRICS=http://$TARGET/metrics
 ip -n "$NS" link set "$TAP" up || fail "$TAP up"
 scrape() { in_ns curl -sSf --max-time 5 "$METRICS"; }
 scrape >"$WORK/idle.txt" || fail "curl $METRICS failed"
-echo "vnetd metrics at $METRICS: $(wc -l <"$WORK/idle.txt") lines before traffic"
+echo "vnetd metrics at $LOGGED: $(wc -l <"$WORK/idle.txt") lines before traffic"
+# the same endpoint over IPv6 (-g: the brackets are not a curl glob)
+in_ns curl -sSfg --max-time 5 "http://[::1]:$PORT/metrics" >"$WORK/idle-v6.txt" ||
+    fail "curl http://[::1]:$PORT/metrics failed"
+log_has "$WORK/idle-v6.txt" '^vnetd_port_info\{port="vm0",kind="vhost-user"\} 1$' ||
+    fail "the scrape over [::1] has no vnetd_port_info for vm0"
+ok "one endpoint, :$PORT: scraped over 127.0.0.1 and over [::1]"
 
 # --- the text format: HELP and TYPE per family, the stats' label names
 for family in vnetd_port_packets_total:counter vnetd_port_bytes_total:counter \

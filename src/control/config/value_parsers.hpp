@@ -27,7 +27,7 @@ uint64_t parse_uint(std::string_view key, std::string_view text, uint64_t min, u
 bool parse_on_off(std::string_view key, std::string_view text);
 // An octal mode such as 0660.
 mode_t parse_mode(std::string_view key, std::string_view text);
-// HOST:PORT as civetweb binds it (127.0.0.1:9464, [::1]:9464; port 0: any
+// HOST:PORT, [IPv6]:PORT or :PORT (127.0.0.1:9464, [::1]:9464; port 0: any
 // free one, which vnetd logs); empty: no endpoint.
 std::string parse_metrics_address(std::string_view text);
 // "0,2,4": CPU numbers.

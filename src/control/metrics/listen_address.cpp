@@ -1,6 +1,5 @@
 #include "control/metrics/listen_address.hpp"
 
-#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -76,17 +75,23 @@ MetricsListenAddress resolve_metrics_address(const std::string& address) {
         any6.sin6_family = AF_INET6;
         any6.sin6_addr = in6addr_any;
         any6.sin6_port = htons(port_number(address, port));
+        MetricsListenAddress listen;
         const int err = try_bind(reinterpret_cast<const sockaddr*>(&any6), sizeof any6, true);
         if (err != EAFNOSUPPORT) {
             check_bind(address, err);
-            return {"+" + port};
+            std::memcpy(&listen.address, &any6, sizeof any6);
+            listen.length = sizeof any6;
+            listen.dual_stack = true;
+            return listen;
         }
         sockaddr_in any4{};
         any4.sin_family = AF_INET;
         any4.sin_addr.s_addr = htonl(INADDR_ANY);
         any4.sin_port = any6.sin6_port;
         check_bind(address, try_bind(reinterpret_cast<const sockaddr*>(&any4), sizeof any4, false));
-        return {port};
+        std::memcpy(&listen.address, &any4, sizeof any4);
+        listen.length = sizeof any4;
+        return listen;
     }
     const bool bracketed = host.size() >= 2 && host.front() == '[' && host.back() == ']';
     if (bracketed) {
@@ -95,25 +100,33 @@ MetricsListenAddress resolve_metrics_address(const std::string& address) {
     addrinfo hints{};
     hints.ai_family = bracketed ? AF_INET6 : AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG;
+    // A bracketed host is an IPv6 literal, taken as it is: AI_ADDRCONFIG
+    // would refuse [::1] on a host (a namespace) whose only IPv6 address is
+    // its loopback's. A name resolves to the families the host has.
+    hints.ai_flags = AI_NUMERICSERV | (bracketed ? AI_NUMERICHOST : AI_ADDRCONFIG);
     addrinfo* found = nullptr;
     if (const int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
         refuse(address, "bad address (" + host + ": " + ::gai_strerror(rc) + ")");
     }
-    char text[INET6_ADDRSTRLEN] = {};
+    // The first answer, as the server would take it (IPv6 only if IPv6).
     const addrinfo& first = *found;
-    const int err = try_bind(first.ai_addr, first.ai_addrlen, false);
-    const void* raw = first.ai_family == AF_INET6
-                          ? static_cast<const void*>(
-                                &reinterpret_cast<const sockaddr_in6*>(first.ai_addr)->sin6_addr)
-                          : static_cast<const void*>(
-                                &reinterpret_cast<const sockaddr_in*>(first.ai_addr)->sin_addr);
-    ::inet_ntop(first.ai_family, raw, text, sizeof text);
-    const bool v6 = first.ai_family == AF_INET6;
+    MetricsListenAddress listen;
+    const bool fits = first.ai_addrlen <= sizeof listen.address;
+    if (fits) {
+        std::memcpy(&listen.address, first.ai_addr, first.ai_addrlen);
+        listen.length = first.ai_addrlen;
+    }
     ::freeaddrinfo(found);
-    check_bind(address, err);
-    const std::string numeric = v6 ? "[" + std::string(text) + "]" : std::string(text);
-    return {numeric + ":" + port};
+    if (!fits) {
+        refuse(address, "bad address (" + host + ": not an IPv4 or IPv6 address)");
+    }
+    // [::] is every address, IPv4 too, as :PORT (and as Linux's default,
+    // net.ipv6.bindv6only=0, has it); any other IPv6 address is IPv6 only.
+    listen.dual_stack =
+        listen.ipv6() &&
+        IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6*>(&listen.address)->sin6_addr);
+    check_bind(address, try_bind(listen.sockaddr_ptr(), listen.length, listen.dual_stack));
+    return listen;
 }
 
 std::string metrics_url_host(const std::string& address) {

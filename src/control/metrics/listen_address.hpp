@@ -6,12 +6,25 @@
 // HTTP library's internals.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <string>
 
 namespace vnet::control {
 
+// What the HTTP server binds: a numeric socket address (port 0: any free
+// port), IPv4 or IPv6.
 struct MetricsListenAddress {
-    std::string server_spec;  // what the HTTP server (civetweb) is given
+    MetricsListenAddress() : address{}, length(0), dual_stack(false) {}
+
+    sockaddr_storage address;
+    socklen_t length;
+    // An IPv6 socket that takes IPv4 too (IPV6_V6ONLY off): :PORT on a
+    // host with IPv6. Otherwise an IPv6 socket is IPv6 only.
+    bool dual_stack;
+
+    bool ipv6() const { return address.ss_family == AF_INET6; }
+    const sockaddr* sockaddr_ptr() const { return reinterpret_cast<const sockaddr*>(&address); }
 };
 
 // Resolves `address` and checks that it can be bound now (a socket bound

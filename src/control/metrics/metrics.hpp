@@ -1,5 +1,6 @@
-// Metrics: vnetd's Prometheus endpoint (--metrics-address), served by
-// prometheus-cpp's Exposer at /metrics.
+// Metrics: vnetd's Prometheus endpoint (--metrics-address): /metrics in the
+// text exposition format (prometheus-cpp's TextSerializer), served by GNU
+// libmicrohttpd over IPv4, IPv6 or both.
 //
 // Nothing is pushed into prometheus objects by the datapath. At each scrape
 // MetricsCollector asks its sources to build their metric families from
@@ -12,7 +13,7 @@
 // without this file knowing it.
 //
 // Sources read state the control thread owns (the port list, services), so
-// they run there: a scrape arrives on one of the Exposer's threads and
+// they run there: a scrape arrives on the HTTP server's thread and
 // hands the whole collection to the control thread through the Runner.
 #pragma once
 
@@ -23,9 +24,7 @@
 #include <string>
 #include <vector>
 
-namespace prometheus {
-class Exposer;
-}
+struct MHD_Daemon;
 
 namespace vnet::control {
 
@@ -59,10 +58,12 @@ private:
     std::vector<MetricsSource> sources_;
 };
 
-// The HTTP side: prometheus-cpp's Exposer listening on `address` (HOST:PORT,
-// the metrics_address option) with `collector` at /metrics. Throws
-// std::runtime_error naming the address if it cannot listen there.
-// Destroying it stops the server after the scrapes in flight.
+// The HTTP side: libmicrohttpd listening on `address` (the metrics_address
+// option: HOST:PORT, [IPv6]:PORT, :PORT) with one thread, answering GET or
+// HEAD /metrics with `collector`'s families, 404 for any other path and 405
+// for any other method. Throws std::runtime_error naming the address if it
+// cannot listen there. Destroying it stops the server after the scrape in
+// flight.
 class MetricsEndpoint {
 public:
     MetricsEndpoint(const std::string& address, std::shared_ptr<MetricsCollector> collector);
@@ -75,7 +76,7 @@ public:
 
 private:
     std::shared_ptr<MetricsCollector> collector_;
-    std::unique_ptr<prometheus::Exposer> exposer_;
+    MHD_Daemon* daemon_ = nullptr;
 };
 
 }  // namespace vnet::control
