@@ -7,6 +7,22 @@
 
 namespace vnet::virtio {
 
+namespace {
+
+// A walked split chain as the queues see it: one ring slot, whatever its length.
+PoppedChain popped_from(uint16_t head, const DescriptorChain& walked) {
+    PoppedChain chain;
+    chain.id = head;
+    chain.slots = 1;
+    chain.readable_segments = static_cast<uint16_t>(walked.readable_segments);
+    chain.writable_segments = static_cast<uint16_t>(walked.writable_segments);
+    chain.readable_bytes = walked.readable_bytes;
+    chain.writable_bytes = walked.writable_bytes;
+    return chain;
+}
+
+}  // namespace
+
 PopStatus to_pop_status(ChainError e) {
     switch (e) {
         case ChainError::ok:
@@ -88,12 +104,7 @@ PopStatus SplitDeviceRing::pop(std::span<iovec> out, PoppedChain& chain) {
     if (tracked) [[unlikely]] {
         mark_taken(static_cast<uint16_t>(ring_.last_avail_idx() - 1), head);
     }
-    chain.id = head;
-    chain.slots = 1;
-    chain.readable_segments = static_cast<uint16_t>(walked.readable_segments);
-    chain.writable_segments = static_cast<uint16_t>(walked.writable_segments);
-    chain.readable_bytes = walked.readable_bytes;
-    chain.writable_bytes = walked.writable_bytes;
+    chain = popped_from(head, walked);
     return PopStatus::ok;
 }
 
@@ -214,12 +225,7 @@ ChainError SplitDeviceRing::walk_head(uint16_t head, VirtqDesc d, std::span<iove
     if (e != ChainError::ok) {
         return e;
     }
-    chain.id = head;
-    chain.slots = 1;
-    chain.readable_segments = static_cast<uint16_t>(walked.readable_segments);
-    chain.writable_segments = static_cast<uint16_t>(walked.writable_segments);
-    chain.readable_bytes = walked.readable_bytes;
-    chain.writable_bytes = walked.writable_bytes;
+    chain = popped_from(head, walked);
     return ChainError::ok;
 }
 

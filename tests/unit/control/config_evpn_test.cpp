@@ -2,37 +2,17 @@
 // (docs/USAGE.md "EVPN mode"): the key read, the bridge named from the
 // VNI, and the exact message for each combination EVPN refuses.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <fstream>
 #include <stdexcept>
 #include <string>
 
 #include "control/config/config.hpp"
+#include "unit/control/config_file_error.hpp"
 
 namespace vnet::control {
 namespace {
 
-std::string load_error(const std::string& text, Config* out = nullptr) {
-    char path[] = "/tmp/vnet_config_evpn_test.XXXXXX";
-    int fd = ::mkstemp(path);
-    EXPECT_GE(fd, 0);
-    ::close(fd);
-    std::ofstream(path) << text;
-    std::string error;
-    try {
-        Config c = load_config_file(path);
-        if (out != nullptr) {
-            *out = c;
-        }
-    } catch (const std::invalid_argument& e) {
-        const std::string what = e.what();
-        const std::string prefix = std::string(path) + ": ";
-        error = what.starts_with(prefix) ? what.substr(prefix.size()) : what;
-    }
-    ::unlink(path);
-    return error;
-}
+using test::config_file_error;
 
 const std::string kSwitch = "[[switch]]\nname = \"s0\"\n";
 
@@ -43,7 +23,7 @@ std::string uplink(const std::string& keys) {
 
 TEST(ConfigEvpn, the_key_is_read_and_the_bridge_named_by_the_vni) {
     Config c;
-    ASSERT_EQ(load_error(uplink("vxlan_local = \"10.0.0.1\"\nevpn = true\n"), &c), "");
+    ASSERT_EQ(config_file_error(uplink("vxlan_local = \"10.0.0.1\"\nevpn = true\n"), &c), "");
     const PortConfig* p = c.find_port("up");
     ASSERT_NE(p, nullptr);
     const VxlanSettings* vx = p->get<VxlanSettings>();
@@ -52,17 +32,17 @@ TEST(ConfigEvpn, the_key_is_read_and_the_bridge_named_by_the_vni) {
     EXPECT_EQ(vxlan_bridge_name(*vx), "vxbr100");
     EXPECT_EQ(vxlan_device_name(*vx), "vxlan100");
     EXPECT_EQ(vxlan_tap_name(*vx), "vxtap100");
-    ASSERT_EQ(load_error(uplink(""), &c), "");
+    ASSERT_EQ(config_file_error(uplink(""), &c), "");
     EXPECT_FALSE(c.find_port("up")->get<VxlanSettings>()->evpn);  // static mode unless asked
 }
 
 TEST(ConfigEvpn, static_remotes_a_trunk_and_other_kinds_are_refused) {
-    EXPECT_EQ(load_error(uplink("evpn = true\nvxlan_remote = [\"10.0.0.2\"]\n")),
+    EXPECT_EQ(config_file_error(uplink("evpn = true\nvxlan_remote = [\"10.0.0.2\"]\n")),
               "port 'up': evpn takes the remote VTEPs from the control plane (FRR): give no "
               "vxlan_remote (--remote)");
-    EXPECT_EQ(load_error(uplink("evpn = true\ntrunk = [10, 20]\n")),
+    EXPECT_EQ(config_file_error(uplink("evpn = true\ntrunk = [10, 20]\n")),
               "port 'up': evpn carries one VLAN, the uplink's untagged one: give no trunk");
-    EXPECT_EQ(load_error("[[port]]\nname = \"t\"\ntype = \"tap\"\nevpn = true\n"),
+    EXPECT_EQ(config_file_error("[[port]]\nname = \"t\"\ntype = \"tap\"\nevpn = true\n"),
               "port 't': evpn is for vxlan ports");
 }
 
@@ -70,7 +50,7 @@ TEST(ConfigEvpn, static_remotes_a_trunk_and_other_kinds_are_refused) {
 // through port_from_settings and validate.
 TEST(ConfigEvpn, vnetctl_settings_meet_the_same_refusal) {
     Config c;
-    ASSERT_EQ(load_error(kSwitch, &c), "");
+    ASSERT_EQ(config_file_error(kSwitch, &c), "");
     c.ports.push_back(port_from_settings(
         "uplink-s0", "vxlan",
         {{"switch", "s0"}, {"vni", "100"}, {"evpn", "on"}, {"vxlan_remote", "10.0.0.2"}}, c));

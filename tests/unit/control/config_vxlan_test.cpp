@@ -2,37 +2,17 @@
 // uplinks"): the keys read, the devices named from the VNI, the MTU its
 // switch's guests are offered, and the exact message for each mistake.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <fstream>
 #include <stdexcept>
 #include <string>
 
 #include "control/config/config.hpp"
+#include "unit/control/config_file_error.hpp"
 
 namespace vnet::control {
 namespace {
 
-std::string load_error(const std::string& text, Config* out = nullptr) {
-    char path[] = "/tmp/vnet_config_vxlan_test.XXXXXX";
-    int fd = ::mkstemp(path);
-    EXPECT_GE(fd, 0);
-    ::close(fd);
-    std::ofstream(path) << text;
-    std::string error;
-    try {
-        Config c = load_config_file(path);
-        if (out != nullptr) {
-            *out = c;
-        }
-    } catch (const std::invalid_argument& e) {
-        const std::string what = e.what();
-        const std::string prefix = std::string(path) + ": ";
-        error = what.starts_with(prefix) ? what.substr(prefix.size()) : what;
-    }
-    ::unlink(path);
-    return error;
-}
+using test::config_file_error;
 
 const std::string kSwitches = "[[switch]]\nname = \"s0\"\n[[switch]]\nname = \"s1\"\n";
 
@@ -42,12 +22,12 @@ std::string uplink(const std::string& name, const std::string& keys) {
 
 TEST(ConfigVxlan, an_uplinks_keys_are_read_and_its_devices_named_by_the_vni) {
     Config c;
-    ASSERT_EQ(load_error(kSwitches + uplink("up",
-                                            "switch = \"s0\"\nvni = 4242\n"
-                                            "vxlan_local = \"10.0.0.1\"\n"
-                                            "vxlan_remote = [\"10.0.0.2\", \"fd00::3\"]\n"
-                                            "vxlan_port = 8472\nvxlan_dev = \"eth0\"\n"),
-                         &c),
+    ASSERT_EQ(config_file_error(kSwitches + uplink("up",
+                                                   "switch = \"s0\"\nvni = 4242\n"
+                                                   "vxlan_local = \"10.0.0.1\"\n"
+                                                   "vxlan_remote = [\"10.0.0.2\", \"fd00::3\"]\n"
+                                                   "vxlan_port = 8472\nvxlan_dev = \"eth0\"\n"),
+                                &c),
               "");
     const PortConfig* p = c.find_port("up");
     ASSERT_NE(p, nullptr);
@@ -64,39 +44,41 @@ TEST(ConfigVxlan, an_uplinks_keys_are_read_and_its_devices_named_by_the_vni) {
 
 TEST(ConfigVxlan, guests_on_the_switch_are_offered_the_tunnels_mtu) {
     Config c;
-    ASSERT_EQ(load_error(kSwitches + uplink("up", "switch = \"s0\"\nvni = 7\n"), &c), "");
+    ASSERT_EQ(config_file_error(kSwitches + uplink("up", "switch = \"s0\"\nvni = 7\n"), &c), "");
     EXPECT_EQ(c.uplink_mtu_of("s0"), std::optional<uint16_t>(1450));
     EXPECT_EQ(c.uplink_mtu_of("s1"), std::nullopt);  // no uplink: the guest's own default
-    ASSERT_EQ(load_error(kSwitches + uplink("up", "switch = \"s0\"\nvni = 7\nmtu = 8950\n"), &c),
-              "");
+    ASSERT_EQ(
+        config_file_error(kSwitches + uplink("up", "switch = \"s0\"\nvni = 7\nmtu = 8950\n"), &c),
+        "");
     EXPECT_EQ(c.uplink_mtu_of("s0"), std::optional<uint16_t>(8950));
 }
 
 TEST(ConfigVxlan, mistakes_are_refused_with_the_reason) {
-    EXPECT_EQ(load_error(kSwitches + uplink("up", "switch = \"s0\"\n")),
+    EXPECT_EQ(config_file_error(kSwitches + uplink("up", "switch = \"s0\"\n")),
               "port 'up': a vxlan port needs vni (1..16777215)");
-    EXPECT_EQ(load_error(kSwitches + uplink("up", "switch = \"s0\"\nvni = 16777216\n")),
+    EXPECT_EQ(config_file_error(kSwitches + uplink("up", "switch = \"s0\"\nvni = 16777216\n")),
               "port 'up': vni must be 1..16777215, not '16777216'");
-    EXPECT_EQ(load_error(kSwitches + uplink("up", "vni = 7\n")),
+    EXPECT_EQ(config_file_error(kSwitches + uplink("up", "vni = 7\n")),
               "port 'up': a vxlan port is a switch's uplink: give switch");
-    EXPECT_EQ(load_error(kSwitches + uplink("a", "switch = \"s0\"\nvni = 7\n") +
-                         uplink("b", "switch = \"s0\"\nvni = 8\n")),
+    EXPECT_EQ(config_file_error(kSwitches + uplink("a", "switch = \"s0\"\nvni = 7\n") +
+                                uplink("b", "switch = \"s0\"\nvni = 8\n")),
               "port 'b': switch 's0' has a vxlan uplink already (one per switch)");
-    EXPECT_EQ(load_error(kSwitches + uplink("a", "switch = \"s0\"\nvni = 7\n") +
-                         uplink("b", "switch = \"s1\"\nvni = 7\n")),
+    EXPECT_EQ(config_file_error(kSwitches + uplink("a", "switch = \"s0\"\nvni = 7\n") +
+                                uplink("b", "switch = \"s1\"\nvni = 7\n")),
               "port 'b': vni 7 is another vxlan port's");
-    EXPECT_EQ(load_error(kSwitches +
-                         uplink("up", "switch = \"s0\"\nvni = 7\nvxlan_local = \"10.0.0\"\n")),
+    EXPECT_EQ(config_file_error(
+                  kSwitches + uplink("up", "switch = \"s0\"\nvni = 7\nvxlan_local = \"10.0.0\"\n")),
               "port 'up': vxlan_local '10.0.0' is not an IPv4 or IPv6 address");
-    EXPECT_EQ(load_error(kSwitches + uplink("up",
-                                            "switch = \"s0\"\nvni = 7\n"
-                                            "vxlan_remote = [\"10.0.0.2\", \"10.0.0.2\"]\n")),
-              "port 'up': vxlan_remote 10.0.0.2 is given twice");
-    EXPECT_EQ(load_error(kSwitches + uplink("up",
-                                            "switch = \"s0\"\nvni = 7\n"
-                                            "vxlan_remote = [\"host-b\"]\n")),
+    EXPECT_EQ(
+        config_file_error(kSwitches + uplink("up",
+                                             "switch = \"s0\"\nvni = 7\n"
+                                             "vxlan_remote = [\"10.0.0.2\", \"10.0.0.2\"]\n")),
+        "port 'up': vxlan_remote 10.0.0.2 is given twice");
+    EXPECT_EQ(config_file_error(kSwitches + uplink("up",
+                                                   "switch = \"s0\"\nvni = 7\n"
+                                                   "vxlan_remote = [\"host-b\"]\n")),
               "port 'up': vxlan_remote 'host-b' is not an IPv4 or IPv6 address");
-    EXPECT_EQ(load_error("[[port]]\nname = \"t\"\ntype = \"tap\"\nvni = 7\n"),
+    EXPECT_EQ(config_file_error("[[port]]\nname = \"t\"\ntype = \"tap\"\nvni = 7\n"),
               "port 't': vni is for vxlan ports");
 }
 
