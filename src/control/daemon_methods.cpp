@@ -19,6 +19,7 @@ void Daemon::open_control_socket() {
     control_api_ = std::make_unique<AuditedControl>(
         ControlApi{.ports = ports_, .switches = switches_, .daemon = *this}, log_);
     add_control_methods(control_methods_, control_api_->api());
+    control_methods_.log_refusals(log_);
     rpc::ControlServerOptions o;
     o.path = config_.control_socket;
     o.mode = config_.control_socket_mode;

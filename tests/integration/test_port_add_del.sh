@@ -17,7 +17,8 @@
 #     list and vnetd's fd count are the same before and after): an unknown
 #     port, a duplicate name, another port's socket path, a socket path under a
 #     file (a missing directory is made), an unknown key, a bad value, a peer in a
-#     cross-connect already, bad JSON on the control socket;
+#     cross-connect already, bad JSON on the control socket; vnetd logs each
+#     refusal with the caller, the method and the message;
 #   - 1000 add/del cycles of a vhost-user port and 100 of a tap (one JSON-RPC
 #     connection): vnetd's fd count is the same after as before, its RSS
 #     grows by less than 2 MiB (an ASan build: no RSS bound, its quarantine
@@ -104,13 +105,17 @@ log_has "$WORK/vnetd.log" "port vm1: removed" || fail "vnetd did not log the rem
 ok "port del vm1 (front end attached) and $T1: socket and tap gone, ports back to: $BOOT_PORTS"
 
 # ---- errors: exact, and nothing changes --------------------------------------
-FDS=$(fd_count "$VNETD_PID")
+FDS=$(settled_fd_count "$VNETD_PID")
+fd_targets "$VNETD_PID" >"$WORK/fds-before"
 expect_error() { # expect_error MESSAGE VNETCTL-ARGS...
     local want=$1 out
     shift
     out=$(ctl "$@" 2>&1) && fail "vnetctl $* succeeded: $out"
     [ "$out" = "vnetctl: $want" ] || fail "vnetctl $*: '$out', expected 'vnetctl: $want'"
     [ "$(port_names)" = "$BOOT_PORTS" ] || fail "vnetctl $* changed the ports: $(port_names)"
+    log_has_text "$WORK/vnetd.log" "control: uid 0 \"$1.$2\" refused" ||
+        fail "vnetd did not log the refused $1.$2"
+    log_has_text "$WORK/vnetd.log" ": \"$want\"" || fail "vnetd did not log why: $want"
     ok "vnetctl $*: $want"
 }
 expect_error "no port named 'nope'" port del nope
@@ -143,7 +148,11 @@ PY
 # after the client has gone (an ASan vnetd is slow to get there): wait for
 # the count to settle; a leaked fd never does.
 fds_back() { [ "$(fd_count "$VNETD_PID")" = "$FDS" ]; }
-wait_until 5 fds_back
+wait_until 5 fds_back || {
+    fd_targets "$VNETD_PID" >"$WORK/fds-after"
+    echo "vnetd's descriptors, before and after the refused requests:"
+    diff "$WORK/fds-before" "$WORK/fds-after"
+}
 check_equal "vnetd fds" "before=$FDS" "after-refused-requests=$(fd_count "$VNETD_PID")"
 ok "bad JSON: -32700, -32602; nothing changed"
 
@@ -169,7 +178,7 @@ for i in range(count):
 PY
 }
 cycles 50 vhost-user || fail "warm-up cycles"
-FDS=$(fd_count "$VNETD_PID")
+FDS=$(settled_fd_count "$VNETD_PID")
 RSS=$(rss_kib "$VNETD_PID")
 T_CYC=$(date +%s.%N)
 cycles "$CYCLES" vhost-user || fail "vhost-user add/del cycles"

@@ -1,5 +1,7 @@
 #include "control/rpc/method_table.hpp"
 
+#include "control/rpc/caller.hpp"
+
 namespace vnet::control::rpc {
 namespace {
 
@@ -36,6 +38,17 @@ json parse_bounded(std::string_view line, int max_depth, bool* too_deep) {
     return json::parse(line, bound, /*allow_exceptions=*/false);
 }
 
+// `text` from a request as one safe log field: JSON-quoted (a newline or an
+// escape sequence cannot forge a log line or drive a terminal) and cut to
+// kLoggedChars bytes (a request line may be long; the log line is not).
+std::string loggable(std::string_view text) {
+    constexpr size_t kLoggedChars = 200;
+    const bool cut = text.size() > kLoggedChars;
+    const std::string quoted = json(std::string(text.substr(0, kLoggedChars)))
+                                   .dump(-1, ' ', false, json::error_handler_t::replace);
+    return cut ? quoted + "..." : quoted;
+}
+
 const json& no_params() {
     static const json empty = json::object();
     return empty;
@@ -45,6 +58,22 @@ const json& no_params() {
 
 void MethodTable::add(std::string name, std::string help, ParamSchema params, Handler handler) {
     methods_[std::move(name)] = Method{std::move(help), std::move(params), std::move(handler)};
+}
+
+void MethodTable::log_refusals(Logger log) {
+    refusal_log_ = std::move(log);
+}
+
+json MethodTable::refusal(const json& id, ErrorCode code, const std::string& message,
+                          std::string_view method) const {
+    if (refusal_log_) {
+        const std::optional<Caller> caller = current_caller();
+        refusal_log_->info("control: {} {} refused ({}): {}",
+                           caller ? "uid " + std::to_string(caller->uid) : "uid ?",
+                           method.empty() ? std::string("a request") : loggable(method),
+                           static_cast<int>(code), loggable(message));
+    }
+    return error_response(id, code, message);
 }
 
 json MethodTable::describe() const {
@@ -57,28 +86,28 @@ json MethodTable::describe() const {
 
 std::optional<json> MethodTable::handle_request(const json& request) const {
     if (!request.is_object()) {
-        return error_response(nullptr, ErrorCode::invalid_request, "a request is a JSON object");
+        return refusal(nullptr, ErrorCode::invalid_request, "a request is a JSON object");
     }
     const bool has_id = request.contains("id");
     const json id = has_id && valid_id(request["id"]) ? request["id"] : json(nullptr);
     if (has_id && !valid_id(request["id"])) {
-        return error_response(nullptr, ErrorCode::invalid_request,
-                              "\"id\" must be a string, a number or null");
+        return refusal(nullptr, ErrorCode::invalid_request,
+                       "\"id\" must be a string, a number or null");
     }
     auto it = request.find("jsonrpc");
     if (it == request.end() || *it != "2.0") {
-        return error_response(id, ErrorCode::invalid_request, "\"jsonrpc\" must be \"2.0\"");
+        return refusal(id, ErrorCode::invalid_request, "\"jsonrpc\" must be \"2.0\"");
     }
     it = request.find("method");
     if (it == request.end() || !it->is_string()) {
-        return error_response(id, ErrorCode::invalid_request, "\"method\" must be a string");
+        return refusal(id, ErrorCode::invalid_request, "\"method\" must be a string");
     }
     const std::string& name = it->get_ref<const std::string&>();
     const json* params = &no_params();
     if (auto p = request.find("params"); p != request.end()) {
         if (!p->is_object() && !p->is_array()) {
-            return error_response(id, ErrorCode::invalid_request,
-                                  "\"params\" must be an object or an array");
+            return refusal(id, ErrorCode::invalid_request,
+                           "\"params\" must be an object or an array", name);
         }
         params = &*p;
     }
@@ -88,15 +117,15 @@ std::optional<json> MethodTable::handle_request(const json& request) const {
             ParamSchema{}.check(name, *params);
             response = json{{"jsonrpc", "2.0"}, {"id", id}, {"result", describe()}};
         } else if (auto m = methods_.find(name); m == methods_.end()) {
-            response = error_response(id, ErrorCode::method_not_found, "no method '" + name + "'");
+            response = refusal(id, ErrorCode::method_not_found, "no method '" + name + "'", name);
         } else {
             m->second.params.check(name, *params);
             response = json{{"jsonrpc", "2.0"}, {"id", id}, {"result", m->second.handler(*params)}};
         }
     } catch (const RpcError& e) {
-        response = error_response(id, e.code, e.what());
+        response = refusal(id, e.code, e.what(), name);
     } catch (const std::exception& e) {
-        response = error_response(id, ErrorCode::internal_error, e.what());
+        response = refusal(id, ErrorCode::internal_error, e.what(), name);
     }
     if (!has_id) {
         return std::nullopt;  // a notification: done, never answered
@@ -108,24 +137,23 @@ std::optional<std::string> MethodTable::handle_line(std::string_view line) const
     bool too_deep = false;
     const json request = parse_bounded(line, kMaxDepth, &too_deep);
     if (too_deep) {
-        return error_response(
-                   nullptr, ErrorCode::invalid_request,
-                   "a request nested deeper than " + std::to_string(kMaxDepth) + " levels")
+        return refusal(nullptr, ErrorCode::invalid_request,
+                       "a request nested deeper than " + std::to_string(kMaxDepth) + " levels")
             .dump();
     }
     if (request.is_discarded()) {
-        return error_response(nullptr, ErrorCode::parse_error, "not a JSON text").dump();
+        return refusal(nullptr, ErrorCode::parse_error, "not a JSON text").dump();
     }
     if (!request.is_array()) {
         auto response = handle_request(request);
         return response ? std::optional(response->dump()) : std::nullopt;
     }
     if (request.empty()) {
-        return error_response(nullptr, ErrorCode::invalid_request, "an empty batch").dump();
+        return refusal(nullptr, ErrorCode::invalid_request, "an empty batch").dump();
     }
     if (request.size() > kMaxBatch) {
-        return error_response(nullptr, ErrorCode::invalid_request,
-                              "a batch of more than " + std::to_string(kMaxBatch) + " requests")
+        return refusal(nullptr, ErrorCode::invalid_request,
+                       "a batch of more than " + std::to_string(kMaxBatch) + " requests")
             .dump();
     }
     json responses = json::array();

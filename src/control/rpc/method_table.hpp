@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/log.hpp"
 #include "control/rpc/param_schema.hpp"
 #include "control/rpc/rpc_error.hpp"
 
@@ -53,6 +54,12 @@ public:
     // Every method with its help, by name (the built-in "help" method).
     nlohmann::json describe() const;
 
+    // Log each request the table refuses (one info line: the caller, the
+    // method and the answer's code and message), so that an operator sees in
+    // the daemon's log what was asked and why nothing changed. Unset (tests,
+    // fuzzing), refusals are only answered.
+    void log_refusals(Logger log);
+
 private:
     struct Method {
         std::string help;
@@ -61,8 +68,13 @@ private:
     };
 
     std::optional<nlohmann::json> handle_request(const nlohmann::json& request) const;
+    // The error response for a refused request, logged if log_refusals was
+    // given a log; `method` is empty when the request named none.
+    nlohmann::json refusal(const nlohmann::json& id, ErrorCode code, const std::string& message,
+                           std::string_view method = {}) const;
 
     std::map<std::string, Method, std::less<>> methods_;
+    Logger refusal_log_;
 };
 
 // Helpers for handlers: a required/optional parameter of the given type, or

@@ -41,7 +41,8 @@
 #   names           VT_ID (= the test's pid), ns_name PREFIX [SUFFIX],
 #                   link_name PREFIX [SUFFIX] (fails above 15 characters)
 #   netns, links    netns_new NAME [--ipv6], netns_del NAME,
-#                   link_stat NS DEV FIELD, fd_count PID
+#                   link_stat NS DEV FIELD, fd_count PID,
+#                   settled_fd_count PID, fd_targets PID
 #   programs        build_programs BUILD_DIR (VNETD, VNETCTL, PKTGEN, CNI),
 #                   need_commands CMD... (or skip), need_built FILE...
 #   vnetd, pktgen   start_vnetd LOG [--netns NS] ARG... (VNETD_PID),
@@ -440,6 +441,30 @@ link_stat() {
 # fd_count PID: open file descriptors of PID (0 when it is gone).
 fd_count() {
     { ls -U "/proc/$1/fd" 2>/dev/null || true; } | wc -l
+}
+
+# settled_fd_count PID: fd_count once it has held still for half a second
+# (at most 5 s), for a baseline taken just after ports came and went: a
+# single sample there once read one less than every later one agreed on.
+settled_fd_count() {
+    local last now same=0 end=$(($(_vt_now_us) + 5000000))
+    last=$(fd_count "$1")
+    while [ "$same" -lt 5 ] && [ "$(_vt_now_us)" -lt "$end" ]; do
+        sleep 0.1
+        now=$(fd_count "$1")
+        if [ "$now" = "$last" ]; then same=$((same + 1)); else same=0 last=$now; fi
+    done
+    echo "$last"
+}
+
+# fd_targets PID: what each open descriptor of PID points at, one per line
+# ("N -> target", sorted), so a test whose fd count moved can say which one.
+fd_targets() {
+    local fd
+    for fd in "/proc/$1/fd/"*; do
+        [ -e "$fd" ] || [ -L "$fd" ] || continue
+        echo "${fd##*/} -> $(readlink "$fd" 2>/dev/null)"
+    done | sort -n
 }
 
 # ---- vnetd and vnet-pktgen -------------------------------------------------------

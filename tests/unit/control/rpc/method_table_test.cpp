@@ -3,6 +3,11 @@
 #include "control/rpc/method_table.hpp"
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+
+#include <sstream>
+
+#include "control/rpc/caller.hpp"
 
 namespace vnet::control::rpc {
 namespace {
@@ -194,6 +199,36 @@ TEST_F(MethodTableTest, help_lists_every_method_with_its_help) {
     const json out = answer(R"({"jsonrpc":"2.0","id":1,"method":"help"})");
     EXPECT_EQ(out["result"]["echo"], "returns its params");
     EXPECT_EQ(out["result"].size(), 4u);
+}
+
+TEST_F(MethodTableTest, a_refused_request_is_logged_with_its_caller_and_answer_and_nothing_else) {
+    std::ostringstream lines;
+    auto log = std::make_shared<spdlog::logger>(
+        "refusals", std::make_shared<spdlog::sinks::ostream_sink_st>(lines));
+    log->set_pattern("%v");
+    table.log_refusals(log);
+    const CallerScope caller{Caller{1000, 4242}};
+
+    answer(R"({"jsonrpc":"2.0","id":1,"method":"echo","params":{"a":1}})");
+    EXPECT_EQ(lines.str(), "") << "an answered call is the audit's to log, not the table's";
+    answer(R"({"jsonrpc":"2.0","id":1,"method":"refuse"})");
+    answer(R"({"jsonrpc":"2.0","id":2,"method":"need_name","params":{}})");
+    answer(R"({"jsonrpc":"2.0","id":3,"method":"no\nsuch"})");
+    answer("{\"jsonrpc\":\"2.0\",");
+    EXPECT_EQ(lines.str(),
+              "control: uid 1000 \"refuse\" refused (-32000): \"no port 'x'\"\n"
+              "control: uid 1000 \"need_name\" refused (-32602): \"missing parameter 'name' (a "
+              "string)\"\n"
+              "control: uid 1000 \"no\\nsuch\" refused (-32601): \"no method 'no\\nsuch'\"\n"
+              "control: uid 1000 a request refused (-32700): \"not a JSON text\"\n")
+        << "a newline in a request is escaped: it cannot forge a log line";
+
+    lines.str("");
+    answer(R"({"jsonrpc":"2.0","id":4,"method":")" + std::string(300, 'm') + R"("})");
+    const std::string cut = "\"" + std::string(200, 'm') + "\"...";
+    EXPECT_EQ(lines.str(), "control: uid 1000 " + cut + " refused (-32601): \"no method '" +
+                               std::string(189, 'm') + "\"...\n")
+        << "a long request is cut in the log, not in the answer";
 }
 
 }  // namespace
