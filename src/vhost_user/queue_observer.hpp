@@ -54,7 +54,7 @@
 #include "virtio/inflight/split_inflight.hpp"
 #include "virtio/log/queue_log.hpp"
 #include "virtio/ring/packed_layout.hpp"
-#include "virtio/split_ring.hpp"
+#include "virtio/ring/split_ring.hpp"
 
 namespace vnet::vhost_user {
 

@@ -28,10 +28,10 @@
 #include <memory>
 
 #include "fuzz_check.hpp"
-#include "virtio/descriptor_chain.hpp"
 #include "virtio/guest_memory.hpp"
+#include "virtio/ring/descriptor_chain.hpp"
 #include "virtio/ring/split_device_ring.hpp"
-#include "virtio/split_ring.hpp"
+#include "virtio/ring/split_ring.hpp"
 
 using namespace vnet::virtio;
 

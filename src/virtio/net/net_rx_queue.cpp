@@ -4,7 +4,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "virtio/ring_layout.hpp"
+#include "virtio/ring/split_layout.hpp"
 
 namespace vnet::virtio {
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "virtio/net/any_device_ring.hpp"
+#include "virtio/ring/any_device_ring.hpp"
 
 namespace vnet::virtio {
 

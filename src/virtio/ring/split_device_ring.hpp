@@ -11,10 +11,10 @@
 #include <span>
 #include <vector>
 
-#include "virtio/descriptor_chain.hpp"
 #include "virtio/inflight/split_inflight.hpp"
+#include "virtio/ring/descriptor_chain.hpp"
 #include "virtio/ring/device_ring.hpp"
-#include "virtio/split_ring.hpp"
+#include "virtio/ring/split_ring.hpp"
 
 namespace vnet::virtio {
 

@@ -11,7 +11,7 @@
 #include <random>
 
 #include "unit/virtio/test_ring.hpp"
-#include "virtio/descriptor_chain.hpp"
+#include "virtio/ring/descriptor_chain.hpp"
 
 namespace vnet::virtio {
 namespace {

@@ -1,4 +1,4 @@
-#include "virtio/descriptor_chain.hpp"
+#include "virtio/ring/descriptor_chain.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>

@@ -1,4 +1,4 @@
-#include "virtio/split_ring.hpp"
+#include "virtio/ring/split_ring.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -1,4 +1,4 @@
-#include "virtio/descriptor_chain.hpp"
+#include "virtio/ring/descriptor_chain.hpp"
 
 #include <algorithm>
 #include <cstddef>

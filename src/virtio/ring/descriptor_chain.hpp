@@ -14,7 +14,7 @@
 #include <span>
 
 #include "virtio/guest_memory.hpp"
-#include "virtio/ring_layout.hpp"
+#include "virtio/ring/split_layout.hpp"
 
 namespace vnet::virtio {
 

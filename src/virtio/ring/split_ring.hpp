@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <span>
 
-#include "virtio/ring_layout.hpp"
+#include "virtio/ring/split_layout.hpp"
 
 namespace vnet::virtio {
 
