@@ -4,7 +4,7 @@
 // heads in the avail ring, decide whether the device needs a kick, and take
 // back what the device returned through the used ring.
 //
-// Deliberately separate from the device side (virtio/split_ring.hpp): a test
+// Deliberately separate from the device side (virtio/ring/split_ring.hpp): a test
 // peer that shares code with the thing it tests would share its bugs.
 //
 // Batching: add_* writes descriptors and avail entries that the device cannot

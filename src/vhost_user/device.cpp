@@ -8,6 +8,7 @@
 #include "common/guest_fault.hpp"
 #include "vhost_user/request_table.hpp"
 #include "virtio/ring/packed_ring.hpp"
+#include "virtio/ring/shared_access.hpp"
 
 namespace vnet::vhost_user {
 namespace {
@@ -235,31 +236,45 @@ QueueSnapshot VhostUserDevice::queue_snapshot(uint32_t queue_index) const {
     }
     const Queue& q = queues_[queue_index];
     s.index = queue_index;
-    s.format = packed() ? RingFormat::packed : RingFormat::split;
-    s.layout = q.layout;
-    s.packed_layout = q.packed_layout;
-    s.packed_base = q.packed_base;
-    s.last_avail_idx = q.last_avail_idx;
-    s.used_idx = q.used_idx;
     s.features = acked_features_;
     s.kick_fd = q.kick.get();
     s.call_fd = q.call.get();
     s.memory = memory_;
+    build_ring(q, s);
     if (logging()) {
         s.dirty_log = dirty_log_;
         s.log_areas = log_areas(q);
     }
-    if (q.inflight.active()) {
-        s.inflight = q.inflight;
-        s.inflight_resume = q.inflight_resume;
-        s.inflight_mapping = {inflight_->mapping, inflight_->base, inflight_->size};
-    }
-    if (q.packed_inflight.active()) {
-        s.packed_inflight = q.packed_inflight;
-        s.packed_resume = q.packed_resume;
+    if (q.inflight.active() || q.packed_inflight.active()) {
         s.inflight_mapping = {inflight_->mapping, inflight_->base, inflight_->size};
     }
     return s;
+}
+
+void VhostUserDevice::build_ring(const Queue& q, QueueSnapshot& s) const {
+    // The ring translates through the map the snapshot keeps alive.
+    const virtio::RingConfig config{s.memory.get(),
+                                    s.features.has(virtio::Feature::ring_indirect_desc),
+                                    s.features.has(virtio::Feature::ring_event_idx)};
+    if (packed()) {
+        virtio::PackedRing ring(q.packed_layout, config);
+        ring.restore_vring_base(q.packed_base);  // validated at SET_VRING_BASE and at start
+        if (q.packed_inflight.active()) {
+            s.inflight_resumed = static_cast<uint32_t>(q.packed_resume.chains.size());
+            ring.track_inflight(q.packed_inflight, q.packed_resume);
+        }
+        s.vring_base = q.packed_base;
+        s.ring = std::move(ring);
+        return;
+    }
+    virtio::SplitDeviceRing ring(q.layout, config, q.used_idx);
+    ring.restore_vring_base(q.last_avail_idx);  // 16 bits: cannot fail
+    if (q.inflight.active()) {
+        s.inflight_resumed = static_cast<uint32_t>(q.inflight_resume.size());
+        ring.track_inflight(q.inflight, q.inflight_resume);
+    }
+    s.vring_base = q.last_avail_idx;
+    s.ring = std::move(ring);
 }
 
 VhostUserDevice::VringInfo VhostUserDevice::vring_info(uint32_t queue_index) const {
@@ -323,7 +338,7 @@ bool VhostUserDevice::update_queue(uint32_t index) {
     // The front end may have truncated the file under us (hostile-input rule 4).
     uint16_t used_idx = 0;
     uintptr_t fault_address = 0;
-    if (!run_guarded([&] { used_idx = __atomic_load_n(&layout.used->idx, __ATOMIC_ACQUIRE); },
+    if (!run_guarded([&] { used_idx = virtio::shared::load_acquire(layout.used->idx); },
                      &fault_address)) {
         mark_broken("vring " + std::to_string(index) + ": guest memory truncated under us");
         return false;

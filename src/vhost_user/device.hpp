@@ -38,7 +38,7 @@
 #include "virtio/inflight/split_inflight.hpp"
 #include "virtio/log/queue_log.hpp"
 #include "virtio/ring/pop_status.hpp"
-#include "virtio/split_ring.hpp"
+#include "virtio/ring/split_ring.hpp"
 
 namespace vnet::vhost_user {
 
@@ -136,7 +136,7 @@ public:
     // up: what the dataplane still holds of it is dropped as queue_disabled,
     // not as a lost peer.
     bool queue_disabled(uint32_t queue_index) const;
-    // Valid (layout non-null) only while queue_ready(queue_index).
+    // Valid (a ring over guest memory) only while queue_ready(queue_index).
     QueueSnapshot queue_snapshot(uint32_t queue_index) const;
     // What the front end set up for a ring, as the device keeps it (vnetctl
     // show): any index below queue_count(), ready or not.
@@ -274,6 +274,9 @@ private:
     // false (device broken) if a fully set-up ring is not in guest memory.
     bool update_queue(uint32_t index);
     bool start_packed_queue(uint32_t index);  // update_queue's start, packed format
+    // The snapshot's ring, in the negotiated format, from what start
+    // translated and validated (cold: once per ring start).
+    void build_ring(const Queue& q, QueueSnapshot& s) const;
     void stop_queue(uint32_t index);
     void stop_all_queues();
     bool update_all_queues();

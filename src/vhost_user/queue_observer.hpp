@@ -11,7 +11,7 @@
 // BARRIERS: when one returns, the dataplane must already behave as it says.
 //
 //   on_queue_ready(device, q)     q became ready. Take device.queue_snapshot(q)
-//                                 (a value: layout, indices, fds, memory map)
+//                                 (a value: the ring, fds, memory map)
 //                                 and hand it to the worker that owns q.
 //   on_queue_stopped(device, q)   q is no longer ready: GET_VRING_BASE, disable,
 //                                 a memory-table change (then ready again with
@@ -50,11 +50,8 @@
 #include "packet/wire.hpp"
 #include "virtio/features.hpp"
 #include "virtio/guest_memory.hpp"
-#include "virtio/inflight/packed_inflight.hpp"
-#include "virtio/inflight/split_inflight.hpp"
 #include "virtio/log/queue_log.hpp"
-#include "virtio/ring/packed_layout.hpp"
-#include "virtio/split_ring.hpp"
+#include "virtio/ring/any_device_ring.hpp"
 
 namespace vnet::vhost_user {
 
@@ -62,7 +59,8 @@ class VhostUserDevice;
 
 using MacAddress = packet::MacAddress;
 
-// Which layout a queue uses: VIRTIO_F_RING_PACKED negotiated or not.
+// Which layout a queue uses: VIRTIO_F_RING_PACKED negotiated or not (for
+// the text of a vring base; the ring itself travels as an AnyDeviceRing).
 enum class RingFormat : uint8_t { split, packed };
 
 // A mapping of a front-end fd, kept alive by `owner`, with where it lies:
@@ -78,12 +76,17 @@ struct MappedArea {
 
 struct QueueSnapshot {
     uint32_t index = 0;  // virtqueue index: 2*pair is RX (to the guest), 2*pair+1 is TX
-    RingFormat format = RingFormat::split;
-    virtio::SplitRingLayout layout{};          // split only
-    virtio::PackedRingLayout packed_layout{};  // packed only
-    uint16_t last_avail_idx = 0;               // split: the next avail entry to take
-    uint16_t used_idx = 0;        // split: the guest's used->idx when the queue became ready
-    uint32_t packed_base = 0;     // packed: the vring base (validated), vhost-user encoding
+    // The ring, built by the device in the negotiated format over the areas
+    // it translated and validated, at the vring base (split: at the guest's
+    // used->idx), translating through `memory`. While an inflight buffer
+    // covers it (INFLIGHT_SHMFD) it tracks its chains and first hands out
+    // the `inflight_resumed` ones a previous back end took and never
+    // completed; `inflight_mapping` keeps that buffer mapped and says where
+    // it lies.
+    virtio::AnyDeviceRing ring;
+    uint32_t vring_base = 0;  // the base it starts from, in the format's encoding
+    uint32_t inflight_resumed = 0;
+    MappedArea inflight_mapping;
     virtio::FeatureSet features;  // negotiated (SET_FEATURES)
     int kick_fd = -1;             // -1: the front end never kicks (NOFD): poll the ring
     int call_fd = -1;             // -1: no call fd: do not notify
@@ -93,18 +96,6 @@ struct QueueSnapshot {
     // addresses. Null otherwise: the queue then pays nothing for logging.
     std::shared_ptr<const virtio::DirtyLog> dirty_log;
     virtio::RingLogAreas log_areas;
-    // While an inflight buffer covers this ring (INFLIGHT_SHMFD): the
-    // tracker, recovered, and what a previous back end took and never
-    // completed, oldest first. Split: the heads; last_avail_idx is then the
-    // used index, where they start (SplitDeviceRing::track_inflight).
-    // Packed: the chains with their descriptors, and the region's positions
-    // (PackedRing::track_inflight). `inflight_mapping` keeps the buffer
-    // mapped and says where it lies. Inactive otherwise.
-    virtio::SplitInflight inflight;
-    std::vector<uint16_t> inflight_resume;
-    virtio::PackedInflight packed_inflight;
-    virtio::PackedResume packed_resume;
-    MappedArea inflight_mapping;
 };
 
 class QueueObserver {

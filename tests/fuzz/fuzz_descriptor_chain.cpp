@@ -28,10 +28,10 @@
 #include <memory>
 
 #include "fuzz_check.hpp"
-#include "virtio/descriptor_chain.hpp"
 #include "virtio/guest_memory.hpp"
+#include "virtio/ring/descriptor_chain.hpp"
 #include "virtio/ring/split_device_ring.hpp"
-#include "virtio/split_ring.hpp"
+#include "virtio/ring/split_ring.hpp"
 
 using namespace vnet::virtio;
 
@@ -80,14 +80,14 @@ struct Fuzz {
     }
 
     // Walks one chain and checks what an ok walk promises.
-    ChainError walk(const ChainWalkContext& ctx, uint16_t head, size_t out_size) {
+    PopStatus walk(const ChainWalkContext& ctx, uint16_t head, size_t out_size) {
         DescriptorChain chain;
-        const ChainError e =
+        const PopStatus e =
             walk_descriptor_chain(ctx, head, std::span<iovec>(iov.data(), out_size), chain);
-        FUZZ_CHECK(e <= ChainError::buffer_unmapped);
+        FUZZ_CHECK(e <= PopStatus::buffer_unmapped);
         FUZZ_CHECK(to_string(e) != nullptr);
-        if (e != ChainError::ok) {
-            FUZZ_CHECK(e != ChainError::head_out_of_range || head >= ctx.queue_size);
+        if (e != PopStatus::ok) {
+            FUZZ_CHECK(e != PopStatus::head_out_of_range || head >= ctx.queue_size);
             return e;
         }
         FUZZ_CHECK(head < ctx.queue_size);
@@ -246,12 +246,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 }
                 break;
             case 0: {  // pop a batch, walk each chain, use it
-                RingError error = RingError::ok;
+                PopStatus error = PopStatus::ok;
                 const uint16_t before = ring.last_avail_idx();
                 const uint16_t n =
                     ring.pop_avail(std::span<uint16_t>(heads.data(), 1 + arg), &error);
                 FUZZ_CHECK(n <= 1 + arg);
-                if (error != RingError::ok) {
+                if (error != PopStatus::ok) {
                     FUZZ_CHECK(n == 0);
                     FUZZ_CHECK(ring.last_avail_idx() == before);
                     broken = true;  // the ring is unusable until reset
@@ -289,9 +289,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 break;
             }
             case 6: {  // avail_count never reports more than a ring's worth
-                RingError error = RingError::ok;
+                PopStatus error = PopStatus::ok;
                 const uint16_t avail = ring.avail_count(&error);
-                FUZZ_CHECK(error != RingError::ok || avail <= queue_size);
+                FUZZ_CHECK(error != PopStatus::ok || avail <= queue_size);
                 break;
             }
             default:

@@ -129,33 +129,34 @@ public:
     void on_queue_ready(VhostUserDevice& device, uint32_t q) override {
         check(device.queue_ready(q));
         QueueSnapshot s = device.queue_snapshot(q);
-        if (s.format == RingFormat::packed) {
-            check_packed(s);
+        if (const auto* packed = std::get_if<virtio::PackedRing>(&s.ring)) {
+            check_packed(s, packed->layout());
             return;
         }
-        check(s.memory != nullptr && s.layout.desc != nullptr && s.layout.avail != nullptr &&
-              s.layout.used != nullptr);
-        const uint32_t n = s.layout.size;
+        const virtio::SplitRingLayout& l =
+            std::get<virtio::SplitDeviceRing>(s.ring).split().layout();
+        check(s.memory != nullptr && l.desc != nullptr && l.avail != nullptr && l.used != nullptr);
+        const uint32_t n = l.size;
         check(n != 0 && (n & (n - 1)) == 0 && n <= virtio::kMaxQueueSize);
-        check(inside_some_region(*s.memory, s.layout.desc, virtio::desc_table_bytes(n)));
-        check(inside_some_region(*s.memory, s.layout.avail, virtio::avail_ring_bytes(n)));
-        check(inside_some_region(*s.memory, s.layout.used, virtio::used_ring_bytes(n)));
-        check(reinterpret_cast<uintptr_t>(s.layout.desc) % 16 == 0);
-        check(reinterpret_cast<uintptr_t>(s.layout.used) % 4 == 0);
+        check(inside_some_region(*s.memory, l.desc, virtio::desc_table_bytes(n)));
+        check(inside_some_region(*s.memory, l.avail, virtio::avail_ring_bytes(n)));
+        check(inside_some_region(*s.memory, l.used, virtio::used_ring_bytes(n)));
+        check(reinterpret_cast<uintptr_t>(l.desc) % 16 == 0);
+        check(reinterpret_cast<uintptr_t>(l.used) % 4 == 0);
         // Touch both ends of every area, as a worker would (guarded: files may shrink).
         volatile uint16_t sink = 0;
         uintptr_t fault = 0;
         run_guarded(
             [&] {
-                sink = s.layout.desc[0].next;
-                sink = s.layout.desc[n - 1].next;
-                sink = s.layout.avail->idx;
-                sink = s.layout.avail->ring[n];  // used_event
-                sink = s.layout.used->idx;
-                sink = static_cast<uint16_t>(s.layout.used->ring[n - 1].len);
+                sink = l.desc[0].next;
+                sink = l.desc[n - 1].next;
+                sink = l.avail->idx;
+                sink = l.avail->ring[n];  // used_event
+                sink = l.used->idx;
+                sink = static_cast<uint16_t>(l.used->ring[n - 1].len);
             },
             &fault);
-        last_avail_[q % 256] = s.last_avail_idx;
+        last_avail_[q % 256] = static_cast<uint16_t>(s.vring_base);
         if (std::getenv("VNET_FUZZ_LOG") != nullptr) {
             make_logger("fuzz.sock")->info("queue {} ready (size {})", q, n);
         }
@@ -163,8 +164,7 @@ public:
     // A packed queue (VIRTIO_F_RING_PACKED): any size 1..32768, the
     // descriptor ring 16-aligned and the two event areas 4-aligned, each
     // inside guest memory (virtio 1.2 §2.8.10.1), touched at both ends.
-    static void check_packed(const QueueSnapshot& s) {
-        const virtio::PackedRingLayout& l = s.packed_layout;
+    static void check_packed(const QueueSnapshot& s, const virtio::PackedRingLayout& l) {
         check(s.memory != nullptr && l.desc != nullptr && l.driver_event != nullptr &&
               l.device_event != nullptr);
         const uint32_t n = l.size;

@@ -380,9 +380,7 @@ void VhostUserPort::on_queue_ready(vhost_user::VhostUserDevice& device, uint32_t
         on_features_(s.features);
     }
     if (first) {
-        log_->info(
-            "{} rings{}", s.format == vhost_user::RingFormat::packed ? "packed" : "split",
-            s.format == vhost_user::RingFormat::packed ? " (VIRTIO_F_RING_PACKED negotiated)" : "");
+        log_->info("{}", virtio::describe_format(s.ring));
     }
     const auto pair = static_cast<uint16_t>(queue_index / 2);
     const uint32_t other = queue_index ^ 1u;
@@ -395,8 +393,7 @@ void VhostUserPort::on_queue_ready(vhost_user::VhostUserDevice& device, uint32_t
         on_queue_pair_(pair, true);
     }
     if (ring_running_[other]) {
-        const uint16_t entries =
-            s.format == vhost_user::RingFormat::packed ? s.packed_layout.size : s.layout.size;
+        const uint16_t entries = virtio::ring_size(s.ring);
         log_->info("queue pair {} running (rings {} and {}, {} entries)", pair, queue_index & ~1u,
                    queue_index | 1u, entries);
     }
@@ -407,32 +404,10 @@ void VhostUserPort::start_ring(uint32_t ring_index, const vhost_user::QueueSnaps
     RingEnd& e = end_of(ring_index);
     e = RingEnd{};
     e.memory = s.memory;
-    const virtio::RingConfig config{e.memory.get(),
-                                    s.features.has(virtio::Feature::ring_indirect_desc),
-                                    s.features.has(virtio::Feature::ring_event_idx)};
-    virtio::AnyDeviceRing ring;
-    if (s.format == vhost_user::RingFormat::packed) {
-        virtio::PackedRing packed(s.packed_layout, config);
-        // The device validated the base against the size (SET_VRING_BASE).
-        packed.restore_vring_base(s.packed_base);
-        if (s.packed_inflight.active()) {
-            // The device recovered the region; its mapping lives with the ring.
-            e.inflight_mapping = s.inflight_mapping;
-            counters_[ring_index].inflight_resumed.add(s.packed_resume.chains.size());
-            packed.track_inflight(s.packed_inflight, s.packed_resume);
-        }
-        ring = std::move(packed);
-    } else {
-        virtio::SplitDeviceRing split(s.layout, config, s.used_idx);
-        split.restore_vring_base(s.last_avail_idx);  // 16 bits: cannot fail
-        if (s.inflight.active()) {
-            // The device recovered the region; its mapping lives with the ring.
-            e.inflight_mapping = s.inflight_mapping;
-            counters_[ring_index].inflight_resumed.add(s.inflight_resume.size());
-            split.track_inflight(s.inflight, s.inflight_resume);
-        }
-        ring = std::move(split);
-    }
+    // The device built the ring; an inflight buffer's mapping lives with it.
+    e.inflight_mapping = s.inflight_mapping;
+    counters_[ring_index].inflight_resumed.add(s.inflight_resumed);
+    virtio::AnyDeviceRing ring = s.ring;
     virtio::NetQueueConfig queue_config = virtio::make_net_queue_config(s.features, s.call_fd >= 0);
     e.dirty_log = s.dirty_log;
     if (e.dirty_log) {
@@ -455,7 +430,7 @@ uint32_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
                                          uint32_t queue_index) {
     if (queue_index >= 2u * queue_pairs_) {
         const vhost_user::QueueSnapshot s = device.queue_snapshot(queue_index);
-        return s.format == vhost_user::RingFormat::packed ? s.packed_base : s.last_avail_idx;
+        return s.vring_base;
     }
     uint32_t last_avail = 0;
     uint16_t untaken = 0;

@@ -33,7 +33,7 @@
 #include "virtio/net/net_rx_queue.hpp"
 #include "virtio/net/net_tx_queue.hpp"
 #include "virtio/net/offload_adaptation.hpp"
-#include "virtio/net/ring_state.hpp"
+#include "virtio/ring/ring_state.hpp"
 
 namespace vnet::ports {
 

@@ -4,26 +4,13 @@
 #include <type_traits>
 #include <utility>
 
-#include "virtio/ring_layout.hpp"
+#include "virtio/ring/queue_size.hpp"
 
 namespace vnet::virtio {
 
 namespace {
 
 using packet::DropReason;
-
-// Buffers the guest has posted that the ring has not taken (given-back ones
-// included), as far as the hold and park logic needs it. Split: the exact
-// count. Packed has no count without walking: 1 if the next slot is
-// available, else 0 (the callers only compare it with 0 and with its value
-// at park time, and packed parks on enable_notifications instead).
-uint16_t avail_left(SplitDeviceRing& ring) {
-    RingError ignored = RingError::ok;
-    return ring.split().avail_count(&ignored);
-}
-uint16_t avail_left(PackedRing& ring) {
-    return ring.next_available() ? 1 : 0;
-}
 
 }  // namespace
 
@@ -169,7 +156,7 @@ bool NetRxQueue::make_room() {
 // but not filled (kept there from one burst to the next).
 template <typename R>
 uint16_t NetRxQueue::posted_left(R& ring) const {
-    return static_cast<uint16_t>(avail_left(ring) + window_.unlent_heads());
+    return static_cast<uint16_t>(ring.posted() + window_.unlent_heads());
 }
 
 bool NetRxQueue::grow_window(uint32_t need_bytes) {
@@ -352,7 +339,7 @@ void NetRxQueue::publish_early(R& ring) {
 
 template <typename R>
 bool NetRxQueue::should_defer_call(const R& ring) const {
-    if constexpr (std::is_same_v<R, SplitDeviceRing>) {
+    if constexpr (R::kExactPostedCount) {
         // parked_avail_ is what the guest still has posted after this burst:
         // with an eighth of its ring or less left it must run soon, or the
         // next bursts find no room.
@@ -405,17 +392,20 @@ bool NetRxQueue::arm_kicks() {
         return true;
     }
     kicks_enabled_ = true;
-    bool may_sleep = false;
-    if (auto* split = std::get_if<SplitDeviceRing>(&ring_)) {
-        split->enable_notifications();
-        // Compare with what was there when the path parked, not with our own
-        // (rewound) index: otherwise buffers we gave back look new and the path
-        // never sleeps (the 2026 vhost_net handle_rx livelock).
-        may_sleep = posted_left(*split) <= parked_avail_;
-    } else {
-        // Packed: enable_notifications already ignores given-back chains.
-        may_sleep = !std::get<PackedRing>(ring_).enable_notifications();
-    }
+    const bool may_sleep = std::visit(
+        [&](auto& ring) {
+            const bool new_work = ring.enable_notifications();
+            if constexpr (std::remove_reference_t<decltype(ring)>::kExactPostedCount) {
+                // Compare with what was there when the path parked, not with our
+                // own (rewound) index: otherwise buffers we gave back look new and
+                // the path never sleeps (the 2026 vhost_net handle_rx livelock).
+                return posted_left(ring) <= parked_avail_;
+            } else {
+                // enable_notifications already ignores given-back chains.
+                return !new_work;
+            }
+        },
+        ring_);
     if (config_.log.active()) [[unlikely]] {
         config_.log.mark_ring();  // the flags or event area just written
     }

@@ -18,11 +18,11 @@
 
 #include "packet/packet_burst.hpp"
 #include "packet/queue_counters.hpp"
-#include "virtio/net/any_device_ring.hpp"
 #include "virtio/net/net_queue_config.hpp"
 #include "virtio/net/ring_fault.hpp"
 #include "virtio/net/rx_stream_pacer.hpp"
 #include "virtio/net/rx_window.hpp"
+#include "virtio/ring/any_device_ring.hpp"
 
 namespace vnet::virtio {
 

@@ -1,7 +1,6 @@
 #include "virtio/net/net_tx_queue.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <type_traits>
 #include <utility>
 
@@ -21,19 +20,6 @@ uint16_t token_id(uint32_t token) {
 }
 uint16_t token_slots(uint32_t token) {
     return static_cast<uint16_t>(token >> 16);
-}
-
-// Chains the guest queued that the ring has not taken, read at stop.
-uint16_t untaken_chains(const SplitDeviceRing& ring) {
-    // A fresh read: avail_count() may answer from its cached index.
-    const SplitRing& split = ring.split();
-    const uint16_t avail_idx =
-        std::atomic_ref<uint16_t>(split.layout().avail->idx).load(std::memory_order_acquire);
-    const auto untaken = static_cast<uint16_t>(avail_idx - split.last_avail_idx());
-    return untaken > split.size() ? 0 : untaken;  // a guest that broke the rules: nothing to report
-}
-uint16_t untaken_chains(const PackedRing& ring) {
-    return ring.available_chains();  // no index to subtract: walks the flags (once, at stop)
 }
 
 }  // namespace
@@ -231,7 +217,7 @@ uint16_t NetTxQueue::finish(DropReason held_drop) {
             if (config_.log.active()) [[unlikely]] {
                 config_.log.mark_ring();  // the ring as we leave it, whatever wrote it last
             }
-            return running_ ? untaken_chains(ring) : 0;
+            return running_ ? ring.untaken_chains() : 0;
         },
         ring_);
 }

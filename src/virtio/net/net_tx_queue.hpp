@@ -14,9 +14,9 @@
 
 #include "packet/packet_burst.hpp"
 #include "packet/queue_counters.hpp"
-#include "virtio/net/any_device_ring.hpp"
 #include "virtio/net/net_queue_config.hpp"
 #include "virtio/net/ring_fault.hpp"
+#include "virtio/ring/any_device_ring.hpp"
 
 namespace vnet::virtio {
 

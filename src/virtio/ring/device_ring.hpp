@@ -40,6 +40,20 @@
 //   vring_base() / restore_vring_base(num)
 //                       GET_VRING_BASE / SET_VRING_BASE in vhost-user's
 //                       encoding for the format. Call publish_used() first.
+//   posted()            chains the driver posted that the ring has not taken
+//                       (given-back ones included), for the RX path's hold
+//                       and park decisions: the exact count when
+//                       R::kExactPostedCount (split: avail idx minus ours),
+//                       else 1 for "some" and 0 for "none" (packed: a
+//                       count would walk the ring). A ring that counts
+//                       exactly parks by comparing counts and may defer its
+//                       calls while the guest has plenty posted; one that
+//                       does not parks on enable_notifications().
+//   untaken_chains()    the same from a fresh read of guest memory, exact,
+//                       for the report of a stopping ring (cold: packed
+//                       walks the flags).
+//   state()             the cursors and the guest's fields for vnetctl show.
+//   R::kDescription     the format, as the log names it ("split rings").
 //
 // Every model is single-owner (one worker thread), syscall-free and never
 // allocates; the guest is the only other party.
@@ -53,6 +67,7 @@
 
 #include "virtio/guest_memory.hpp"
 #include "virtio/ring/pop_status.hpp"
+#include "virtio/ring/ring_state.hpp"
 
 namespace vnet::virtio {
 
@@ -111,6 +126,11 @@ concept DeviceRing = std::default_initializable<R> && std::movable<R> &&
     { r.enable_notifications() } -> std::same_as<bool>;
     { cr.vring_base() } -> std::same_as<uint32_t>;
     { r.restore_vring_base(base) } -> std::same_as<BaseError>;
+    { r.posted() } -> std::same_as<uint16_t>;
+    { cr.untaken_chains() } -> std::same_as<uint16_t>;
+    { cr.state() } -> std::same_as<RingState>;
+    requires std::same_as<decltype(R::kExactPostedCount), const bool>;
+    requires std::same_as<decltype(R::kDescription), const char* const>;
 };
 
 // pop_burst as a loop of pops: the packed model's, and the split model's

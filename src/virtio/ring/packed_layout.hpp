@@ -12,6 +12,8 @@
 #include <bit>
 #include <cstdint>
 
+#include "virtio/ring/queue_size.hpp"
+
 namespace vnet::virtio {
 
 static_assert(std::endian::native == std::endian::little,
@@ -61,7 +63,7 @@ constexpr uint64_t packed_desc_ring_bytes(uint32_t queue_size) {
 
 // virtio 1.2 §2.8: up to 2^15 entries, and the size need not be a power of 2.
 constexpr bool is_valid_packed_queue_size(uint32_t n) {
-    return n != 0 && n <= 32768;
+    return n != 0 && n <= kMaxQueueSize;
 }
 
 // A place in the ring: a slot index and the wrap counter that goes with it

@@ -199,7 +199,7 @@ bool PackedRing::next_available() const {
     return is_available(load_acquire(layout_.desc[avail_.index].flags), avail_.wrap);
 }
 
-uint16_t PackedRing::available_chains() const {
+uint16_t PackedRing::untaken_chains() const {
     PackedPosition pos = avail_;
     uint32_t slots = 0;
     uint16_t chains = 0;
@@ -568,6 +568,25 @@ BaseError validate_packed_vring_base(uint32_t num, uint16_t queue_size) {
         return BaseError::in_flight_exceeds_ring;
     }
     return BaseError::ok;
+}
+
+RingState PackedRing::state() const {
+    const PackedRingLayout& l = layout_;
+    RingState s;
+    s.packed = true;
+    s.size = size();
+    s.last_avail_idx = avail_.encoded();
+    s.last_used_idx = published_used_.encoded();
+    if (l.desc == nullptr || l.driver_event == nullptr || l.device_event == nullptr ||
+        l.size == 0) {
+        return s;
+    }
+    s.driver_event_flags = load_relaxed(l.driver_event->flags);
+    s.driver_event_off_wrap = load_relaxed(l.driver_event->off_wrap);
+    s.device_event_flags = load_relaxed(l.device_event->flags);
+    s.device_event_off_wrap = load_relaxed(l.device_event->off_wrap);
+    s.next_available = next_available();
+    return s;
 }
 
 BaseError PackedRing::restore_vring_base(uint32_t num) {

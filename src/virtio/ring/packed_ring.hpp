@@ -40,6 +40,7 @@ class ChainSegments;
 class PackedRing {
 public:
     using Layout = PackedRingLayout;
+    static constexpr const char* kDescription = "packed rings (VIRTIO_F_RING_PACKED negotiated)";
 
     PackedRing() = default;
     // Starts at avail = used = slot 0, wrap 1 (a fresh ring, vring base 0x8000);
@@ -67,7 +68,12 @@ public:
     // Chains the driver made available from the avail position on (given-back
     // ones included): walks the ring's flags, so for cold paths only (a
     // stopping ring reports what it leaves untaken).
-    uint16_t available_chains() const;
+    uint16_t untaken_chains() const;
+    // No count without walking the flags: 1 if the next slot is available,
+    // else 0 (see DeviceRing::posted).
+    static constexpr bool kExactPostedCount = false;
+    uint16_t posted() const { return next_available() ? 1 : 0; }
+    RingState state() const;
 
     RingPosition position() const { return RingPosition{avail_.encoded()}; }
     // Gives back every chain popped since `to` was taken from position().
@@ -82,6 +88,7 @@ public:
     // Unless the region was fresh, its positions replace the vring base's.
     void track_inflight(PackedInflight tracker, PackedResume resume);
     const PackedInflight& inflight() const { return inflight_; }
+    const PackedResume& resume() const { return resume_; }
 
     bool should_notify();
     void disable_notifications();

@@ -23,52 +23,6 @@ PoppedChain popped_from(uint16_t head, const DescriptorChain& walked) {
 
 }  // namespace
 
-PopStatus to_pop_status(ChainError e) {
-    switch (e) {
-        case ChainError::ok:
-            return PopStatus::ok;
-        case ChainError::head_out_of_range:
-            return PopStatus::head_out_of_range;
-        case ChainError::next_out_of_range:
-            return PopStatus::next_out_of_range;
-        case ChainError::chain_loop:
-            return PopStatus::chain_loop;
-        case ChainError::indirect_not_negotiated:
-            return PopStatus::indirect_not_negotiated;
-        case ChainError::indirect_nested:
-            return PopStatus::indirect_nested;
-        case ChainError::indirect_with_next:
-            return PopStatus::indirect_with_next;
-        case ChainError::indirect_bad_length:
-            return PopStatus::indirect_bad_length;
-        case ChainError::indirect_too_large:
-            return PopStatus::indirect_too_large;
-        case ChainError::indirect_table_unmapped:
-            return PopStatus::indirect_table_unmapped;
-        case ChainError::readable_after_writable:
-            return PopStatus::readable_after_writable;
-        case ChainError::total_length_overflow:
-            return PopStatus::total_length_overflow;
-        case ChainError::too_many_segments:
-            return PopStatus::too_many_segments;
-        case ChainError::buffer_unmapped:
-            return PopStatus::buffer_unmapped;
-    }
-    return PopStatus::buffer_unmapped;  // unreachable; fail closed
-}
-
-PopStatus to_pop_status(RingError e) {
-    switch (e) {
-        case RingError::ok:
-            return PopStatus::ok;
-        case RingError::avail_index_jump:
-            return PopStatus::avail_index_jump;
-        case RingError::head_out_of_range:
-            return PopStatus::head_out_of_range;
-    }
-    return PopStatus::avail_index_jump;  // unreachable; fail closed
-}
-
 SplitDeviceRing::SplitDeviceRing(const SplitRingLayout& layout, const RingConfig& config,
                                  uint16_t used_idx)
     : ring_(layout, 0, used_idx, config.event_idx),
@@ -81,9 +35,9 @@ PopStatus SplitDeviceRing::pop(std::span<iovec> out, PoppedChain& chain) {
         return PopStatus::empty;
     }
     uint16_t head = 0;
-    RingError ring_error = RingError::ok;
+    PopStatus ring_error = PopStatus::ok;
     if (ring_.pop_avail(std::span<uint16_t>(&head, 1), &ring_error) == 0) {
-        return ring_error == RingError::ok ? PopStatus::empty : to_pop_status(ring_error);
+        return ring_error == PopStatus::ok ? PopStatus::empty : ring_error;
     }
     const bool tracked = inflight_.active();
     if (tracked) [[unlikely]] {
@@ -93,13 +47,13 @@ PopStatus SplitDeviceRing::pop(std::span<iovec> out, PoppedChain& chain) {
     const ChainWalkContext walk{ring_.layout().desc, ring_.size(), indirect_allowed_, memory_,
                                 &region_hint_};
     DescriptorChain walked;
-    const ChainError e = walk_descriptor_chain(walk, head, out, walked);
-    if (e != ChainError::ok) [[unlikely]] {
-        if (e == ChainError::too_many_segments) {
+    const PopStatus e = walk_descriptor_chain(walk, head, out, walked);
+    if (e != PopStatus::ok) [[unlikely]] {
+        if (e == PopStatus::too_many_segments) {
             // Stays in the ring for a retry, as seen (given back): same contract as packed.
             ring_.unpop_avail(1);
         }
-        return to_pop_status(e);
+        return e;
     }
     if (tracked) [[unlikely]] {
         mark_taken(static_cast<uint16_t>(ring_.last_avail_idx() - 1), head);
@@ -119,11 +73,10 @@ BurstPop SplitDeviceRing::pop_burst(std::span<iovec> out, std::span<PoppedChain>
     size_t used = 0;
     while (result.count < want) {
         // The index is re-read only once the cached one is used up, as pop's.
-        RingError ring_error = RingError::ok;
+        PopStatus ring_error = PopStatus::ok;
         const uint16_t available = ring_.avail_count(&ring_error);
         if (available == 0) {
-            result.status =
-                ring_error == RingError::ok ? PopStatus::empty : to_pop_status(ring_error);
+            result.status = ring_error == PopStatus::ok ? PopStatus::empty : ring_error;
             break;
         }
         const auto n = static_cast<uint16_t>(std::min<size_t>(available, want - result.count));
@@ -188,16 +141,16 @@ BurstPop SplitDeviceRing::take_heads(uint16_t n, std::span<iovec> out, size_t& u
             continue;
         }
         PoppedChain& chain = chains[first + i];
-        const ChainError e = walk_head(head, d, out.subspan(next), chain);
-        if (e != ChainError::ok) [[unlikely]] {
+        const PopStatus e = walk_head(head, d, out.subspan(next), chain);
+        if (e != PopStatus::ok) [[unlikely]] {
             // As pop: the refused chain is taken; too_many_segments gives it
             // back at once, seen, for a retry.
             ring_.take_avail(static_cast<uint16_t>(i + 1));
-            if (e == ChainError::too_many_segments) {
+            if (e == PopStatus::too_many_segments) {
                 ring_.unpop_avail(1);
             }
             used = next;
-            return {i, to_pop_status(e)};
+            return {i, e};
         }
         next += chain.segment_count();
         region = hinted_region();  // the walker may have moved the hint
@@ -216,17 +169,17 @@ SplitDeviceRing::HintedRegion SplitDeviceRing::hinted_region() const {
     return {r.guest_phys_addr, r.size, r.host_addr};
 }
 
-ChainError SplitDeviceRing::walk_head(uint16_t head, VirtqDesc d, std::span<iovec> out,
-                                      PoppedChain& chain) {
+PopStatus SplitDeviceRing::walk_head(uint16_t head, VirtqDesc d, std::span<iovec> out,
+                                     PoppedChain& chain) {
     const ChainWalkContext walk{ring_.layout().desc, ring_.size(), indirect_allowed_, memory_,
                                 &region_hint_};
     DescriptorChain walked;
-    const ChainError e = walk_descriptor_chain_from(walk, head, d, out, walked);
-    if (e != ChainError::ok) {
+    const PopStatus e = walk_descriptor_chain_from(walk, head, d, out, walked);
+    if (e != PopStatus::ok) {
         return e;
     }
     chain = popped_from(head, walked);
-    return ChainError::ok;
+    return PopStatus::ok;
 }
 
 PopStatus SplitDeviceRing::skip(PoppedChain& chain) {
@@ -234,9 +187,9 @@ PopStatus SplitDeviceRing::skip(PoppedChain& chain) {
         return PopStatus::empty;
     }
     uint16_t head = 0;
-    RingError ring_error = RingError::ok;
+    PopStatus ring_error = PopStatus::ok;
     if (ring_.pop_avail(std::span<uint16_t>(&head, 1), &ring_error) == 0) {
-        return ring_error == RingError::ok ? PopStatus::empty : to_pop_status(ring_error);
+        return ring_error == PopStatus::ok ? PopStatus::empty : ring_error;
     }
     if (inflight_.active()) [[unlikely]] {
         const auto at = static_cast<uint16_t>(ring_.last_avail_idx() - 1);
@@ -291,6 +244,41 @@ void SplitDeviceRing::mark_taken(uint16_t at, uint16_t head) {
     if (!in_resume_window(at)) {  // a resumed head is in flight already, with its counter
         inflight_.take(head);
     }
+}
+
+uint16_t SplitDeviceRing::untaken_chains() const {
+    if (ring_.size() == 0) {
+        return 0;
+    }
+    // A fresh read: avail_count() may answer from its cached index.
+    const uint16_t avail_idx = shared::load_acquire(ring_.layout().avail->idx);
+    const auto untaken = static_cast<uint16_t>(avail_idx - ring_.last_avail_idx());
+    return untaken > ring_.size() ? 0 : untaken;  // a guest that broke the rules: nothing to report
+}
+
+RingState SplitDeviceRing::state() const {
+    const SplitRingLayout& l = ring_.layout();
+    RingState s;
+    s.size = ring_.size();
+    s.last_avail_idx = ring_.last_avail_idx();
+    s.last_used_idx = ring_.used_idx();
+    if (l.avail == nullptr || l.used == nullptr || l.size == 0) {
+        return s;  // a ring that never started
+    }
+    // acquire: as the datapath reads avail->idx before the entries it covers.
+    s.avail_idx = shared::load_acquire(l.avail->idx);
+    s.avail_flags = shared::load_relaxed(l.avail->flags);
+    s.used_idx = shared::load_relaxed(l.used->idx);
+    s.used_flags = shared::load_relaxed(l.used->flags);
+    if (ring_.event_idx()) {
+        // virtio 1.2 §2.7.10: used_event follows avail->ring[size] and
+        // avail_event follows used->ring[size], inside the validated areas.
+        s.used_event = shared::load_relaxed(l.avail->ring[l.size]);
+        const auto* avail_event =
+            static_cast<const uint16_t*>(static_cast<const void*>(&l.used->ring[l.size]));
+        s.avail_event = shared::load_relaxed(*avail_event);
+    }
+    return s;
 }
 
 BaseError SplitDeviceRing::restore_vring_base(uint32_t num) {

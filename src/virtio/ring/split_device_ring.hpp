@@ -1,8 +1,8 @@
-// SplitRing (virtio 1.2 §2.7) as a DeviceRing: one chain per pop, walked with
-// walk_descriptor_chain, position/rewind over unpop_avail, and the vring base
-// in the split encoding (the 16-bit last avail index). SplitRing itself is
-// unchanged, and the port keeps using it directly until it moves to the
-// concept.
+// The split ring model of DeviceRing (virtio 1.2 §2.7): SplitRing keeps the
+// avail and used indexes, walk_descriptor_chain walks a head's chain, and
+// this class joins them: one chain per pop, a burst in one pass,
+// position/rewind over unpop_avail, the vring base in the split encoding
+// (the 16-bit last avail index) and inflight tracking.
 #pragma once
 
 #include <sys/uio.h>
@@ -11,16 +11,17 @@
 #include <span>
 #include <vector>
 
-#include "virtio/descriptor_chain.hpp"
 #include "virtio/inflight/split_inflight.hpp"
+#include "virtio/ring/descriptor_chain.hpp"
 #include "virtio/ring/device_ring.hpp"
-#include "virtio/split_ring.hpp"
+#include "virtio/ring/split_ring.hpp"
 
 namespace vnet::virtio {
 
 class SplitDeviceRing {
 public:
     using Layout = SplitRingLayout;
+    static constexpr const char* kDescription = "split rings";
 
     SplitDeviceRing() = default;
     // `used_idx` is where the next used entry goes: the guest's used->idx at
@@ -53,6 +54,7 @@ public:
     // used index, so the window ends where the dead back end stopped taking.
     void track_inflight(SplitInflight tracker, std::vector<uint16_t> resume);
     const SplitInflight& inflight() const { return inflight_; }
+    const std::vector<uint16_t>& resume() const { return resume_; }
 
     // `slots` is unused: a split chain always takes one used entry.
     void add_used(uint16_t id, uint16_t /*slots*/, uint32_t len) {
@@ -72,6 +74,16 @@ public:
     bool should_notify() { return ring_.should_notify(); }
     void disable_notifications() { ring_.disable_notifications(); }
     bool enable_notifications() { return ring_.enable_notifications(); }
+
+    // The avail index counts what the driver posted: exact, and cheap
+    // (re-read only once the cached one is used up).
+    static constexpr bool kExactPostedCount = true;
+    uint16_t posted() {
+        PopStatus jumped = PopStatus::ok;  // a bad index: reported by the next pop
+        return ring_.avail_count(&jumped);
+    }
+    uint16_t untaken_chains() const;
+    RingState state() const;
 
     // vhost-user.rst: for split rings the base is the next avail index.
     uint32_t vring_base() const { return ring_.last_avail_idx(); }
@@ -93,8 +105,8 @@ private:
     // Any head take_heads does not decide itself: the general walker, from
     // `d` (the head descriptor as read). Out of line, so the loop over
     // one-descriptor heads keeps its values in registers.
-    [[gnu::noinline]] ChainError walk_head(uint16_t head, VirtqDesc d, std::span<iovec> out,
-                                           PoppedChain& chain);
+    [[gnu::noinline]] PopStatus walk_head(uint16_t head, VirtqDesc d, std::span<iovec> out,
+                                          PoppedChain& chain);
 
     // Inflight helpers (only while tracking): whether avail position `at`
     // is one the resume list stands in for; the head to hand out for it;
@@ -124,9 +136,5 @@ private:
 };
 
 static_assert(DeviceRing<SplitDeviceRing>);
-
-// The walker's and the split ring's errors in the shared vocabulary.
-PopStatus to_pop_status(ChainError e);
-PopStatus to_pop_status(RingError e);
 
 }  // namespace vnet::virtio

@@ -18,6 +18,14 @@ namespace vnet::vhost_user::test {
 
 inline constexpr uint32_t kNeedReply = MessageHeader::kVersion | MessageHeader::kFlagNeedReply;
 
+// The ring a snapshot carries, in the format the test negotiated.
+inline const virtio::SplitDeviceRing& split_ring_of(const QueueSnapshot& s) {
+    return std::get<virtio::SplitDeviceRing>(s.ring);
+}
+inline const virtio::PackedRing& packed_ring_of(const QueueSnapshot& s) {
+    return std::get<virtio::PackedRing>(s.ring);
+}
+
 struct RequestBuilder {
     std::unique_ptr<Message> msg = std::make_unique<Message>();
 
@@ -58,7 +66,7 @@ public:
             return static_cast<uint32_t>(stop_index_override);
         }
         const QueueSnapshot s = last_snapshot(q);
-        return s.format == RingFormat::packed ? s.packed_base : s.last_avail_idx;
+        return s.vring_base;
     }
     void on_call_fd_changed(VhostUserDevice&, uint32_t q, int fd) override {
         events.push_back({ObserverEvent::call_changed, q, fd});

@@ -20,7 +20,9 @@ namespace {
 
 using test::DeviceHarness;
 using test::GuestMemory;
+using test::packed_ring_of;
 using test::RequestBuilder;
+using test::split_ring_of;
 
 constexpr uint16_t kQueues = 4;  // the harness's two queue pairs
 constexpr uint16_t kQueueSize = 256;
@@ -134,9 +136,10 @@ TEST_F(DeviceInflightTest, get_then_set_on_a_new_device_resumes_what_the_first_h
     h.start_ring(mem, 1);
     ASSERT_TRUE(h.device->queue_ready(1));
     QueueSnapshot s = h.observer.last_snapshot(1);
-    ASSERT_TRUE(s.inflight.active());
-    EXPECT_TRUE(s.inflight_resume.empty());
-    EXPECT_FALSE(h.observer.last_snapshot(0).inflight.active()) << "ring 0 never started";
+    ASSERT_TRUE(split_ring_of(s).inflight().active());
+    EXPECT_TRUE(split_ring_of(s).resume().empty());
+    EXPECT_EQ(s.inflight_resumed, 0u);
+    EXPECT_FALSE(h.observer.last_snapshot(0).inflight_mapping.owner) << "ring 0 never started";
 
     // The first back end took heads 9 then 4 and completed neither; the
     // guest's used->idx is 3 (three earlier completions, all recorded).
@@ -156,9 +159,10 @@ TEST_F(DeviceInflightTest, get_then_set_on_a_new_device_resumes_what_the_first_h
     next.start_ring(mem, 1, kQueueSize, /*base=*/7);
     ASSERT_TRUE(next.device->queue_ready(1));
     s = next.observer.last_snapshot(1);
-    ASSERT_TRUE(s.inflight.active());
-    EXPECT_EQ(s.inflight_resume, (std::vector<uint16_t>{9, 4}));
-    EXPECT_EQ(s.last_avail_idx, 3) << "the resumed heads stand at the used index";
+    ASSERT_TRUE(split_ring_of(s).inflight().active());
+    EXPECT_EQ(split_ring_of(s).resume(), (std::vector<uint16_t>{9, 4}));
+    EXPECT_EQ(s.inflight_resumed, 2u);
+    EXPECT_EQ(split_ring_of(s).vring_base(), 3u) << "the resumed heads stand at the used index";
     EXPECT_NE(s.inflight_mapping.owner, nullptr);
     ::munmap(b.host, b.size);
 }
@@ -177,7 +181,7 @@ TEST_F(DeviceInflightTest, rings_beyond_num_queues_run_untracked) {
     ASSERT_EQ(get(ask(2)).result.error, MessageError::ok);
     h.start_ring(mem, 3);
     ASSERT_TRUE(h.device->queue_ready(3));
-    EXPECT_FALSE(h.observer.last_snapshot(3).inflight.active());
+    EXPECT_FALSE(split_ring_of(h.observer.last_snapshot(3)).inflight().active());
 }
 
 // ---- bad messages: exact error, device broken, nothing kept ---------------
@@ -289,9 +293,10 @@ TEST_F(DevicePackedInflightTest, a_new_device_resumes_the_region_and_starts_wher
     h.start_ring(mem, 1, kQueueSize, kFreshBase);
     ASSERT_TRUE(h.device->queue_ready(1));
     QueueSnapshot s = h.observer.last_snapshot(1);
-    ASSERT_TRUE(s.packed_inflight.active());
-    EXPECT_TRUE(s.packed_resume.chains.empty());
-    EXPECT_TRUE(s.packed_resume.from_base) << "a fresh buffer: the base says where the ring is";
+    ASSERT_TRUE(packed_ring_of(s).inflight().active());
+    EXPECT_TRUE(packed_ring_of(s).resume().chains.empty());
+    EXPECT_TRUE(packed_ring_of(s).resume().from_base)
+        << "a fresh buffer: the base says where the ring is";
 
     // The first back end had used 5 slots and took chain 9 (one descriptor, entry 0).
     virtio::QueueRegionPacked* q1 = queue(b.host, kQueueSize, 1);
@@ -302,12 +307,14 @@ TEST_F(DevicePackedInflightTest, a_new_device_resumes_the_region_and_starts_wher
     auto next = reconnect(b);
     ASSERT_TRUE(next->device->queue_ready(1));
     s = next->observer.last_snapshot(1);
-    ASSERT_TRUE(s.packed_inflight.active());
-    ASSERT_EQ(s.packed_resume.chains.size(), 1u);
-    EXPECT_EQ(s.packed_resume.chains[0].id, 9);
-    EXPECT_EQ(s.packed_resume.used, (virtio::PackedPosition{5, true}));
-    EXPECT_EQ(s.packed_resume.slots, 1u);
-    EXPECT_EQ(s.packed_resume.descs[0].addr, 0x1000u);
+    const virtio::PackedResume& resume = packed_ring_of(s).resume();
+    ASSERT_TRUE(packed_ring_of(s).inflight().active());
+    ASSERT_EQ(resume.chains.size(), 1u);
+    EXPECT_EQ(s.inflight_resumed, 1u);
+    EXPECT_EQ(resume.chains[0].id, 9);
+    EXPECT_EQ(resume.used, (virtio::PackedPosition{5, true}));
+    EXPECT_EQ(resume.slots, 1u);
+    EXPECT_EQ(resume.descs[0].addr, 0x1000u);
     EXPECT_NE(s.inflight_mapping.owner, nullptr);
     ::munmap(b.host, b.size);
 }

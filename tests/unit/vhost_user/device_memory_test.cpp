@@ -12,6 +12,7 @@ using test::GuestMemory;
 using test::kNeedReply;
 using test::ObserverEvent;
 using test::RequestBuilder;
+using test::split_ring_of;
 
 class VhostUserMemory : public ::testing::Test {
 protected:
@@ -162,16 +163,17 @@ TEST_F(VhostUserMemory, new_table_restarts_ready_rings_and_old_snapshot_stays_ma
     h.set_mem_table(mem);
     h.start_ring(mem, 0);
     auto old_snapshot = h.device->queue_snapshot(0);
-    ASSERT_TRUE(old_snapshot.layout.desc != nullptr);
+    const virtio::VirtqDesc* old_desc = split_ring_of(old_snapshot).split().layout().desc;
+    ASSERT_TRUE(old_desc != nullptr);
     h.set_mem_table(mem);
     EXPECT_EQ(h.observer.count(ObserverEvent::stopped), 1u);
     EXPECT_EQ(h.observer.count(ObserverEvent::ready), 2u);
     auto fresh = h.device->queue_snapshot(0);
     EXPECT_NE(fresh.memory, old_snapshot.memory);
-    EXPECT_NE(fresh.layout.desc, old_snapshot.layout.desc) << "a new mapping";
+    EXPECT_NE(split_ring_of(fresh).split().layout().desc, old_desc) << "a new mapping";
     // The worker's old snapshot keeps its mapping alive.
     mem.host[0x10000] = 0x42;
-    EXPECT_EQ(reinterpret_cast<uint8_t*>(old_snapshot.layout.desc)[0], 0x42);
+    EXPECT_EQ(reinterpret_cast<const uint8_t*>(old_desc)[0], 0x42);
 }
 
 TEST_F(VhostUserMemory, new_table_without_the_rings_memory_breaks_the_device) {

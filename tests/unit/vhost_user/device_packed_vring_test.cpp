@@ -10,6 +10,7 @@ namespace {
 using test::DeviceHarness;
 using test::GuestMemory;
 using test::ObserverEvent;
+using test::packed_ring_of;
 using test::RequestBuilder;
 
 // vhost-user.rst: bits 0-14 avail index, 15 avail wrap, 16-30 used index, 31 used wrap.
@@ -60,15 +61,16 @@ TEST_F(VhostUserPackedVring, a_ready_ring_has_its_three_areas_translated) {
     h.start_ring(mem, 0, 256, kFreshBase);
     ASSERT_TRUE(h.device->queue_ready(0));
     const QueueSnapshot s = h.observer.last_snapshot(0);
-    EXPECT_EQ(s.format, RingFormat::packed);
-    EXPECT_EQ(s.packed_layout.size, 256);
+    ASSERT_TRUE(std::holds_alternative<virtio::PackedRing>(s.ring));
+    const virtio::PackedRingLayout& l = packed_ring_of(s).layout();
+    EXPECT_EQ(l.size, 256);
     uint8_t* host = h.device->memory()->regions()[0].host_addr;
-    EXPECT_EQ(reinterpret_cast<uint8_t*>(s.packed_layout.desc), host + 0x10000);
+    EXPECT_EQ(reinterpret_cast<uint8_t*>(l.desc), host + 0x10000);
     // SET_VRING_ADDR's avail address is the driver area, used the device area.
-    EXPECT_EQ(reinterpret_cast<uint8_t*>(s.packed_layout.driver_event), host + 0x18000);
-    EXPECT_EQ(reinterpret_cast<uint8_t*>(s.packed_layout.device_event), host + 0x1a000);
-    EXPECT_EQ(s.packed_base, kFreshBase);
-    EXPECT_EQ(s.layout.desc, nullptr);  // no split layout
+    EXPECT_EQ(reinterpret_cast<uint8_t*>(l.driver_event), host + 0x18000);
+    EXPECT_EQ(reinterpret_cast<uint8_t*>(l.device_event), host + 0x1a000);
+    EXPECT_EQ(s.vring_base, kFreshBase);
+    EXPECT_EQ(packed_ring_of(s).vring_base(), kFreshBase);
 }
 
 TEST_F(VhostUserPackedVring, accepts_any_size_from_1_to_32768) {
@@ -82,7 +84,7 @@ TEST_F(VhostUserPackedVring, accepts_any_size_from_1_to_32768) {
 TEST_F(VhostUserPackedVring, a_non_power_of_two_ring_runs) {
     h.start_ring(mem, 0, 100, packed_base(99, false, 99, false));
     ASSERT_TRUE(h.device->queue_ready(0));
-    EXPECT_EQ(h.observer.last_snapshot(0).packed_layout.size, 100);
+    EXPECT_EQ(packed_ring_of(h.observer.last_snapshot(0)).size(), 100);
 }
 
 TEST(VhostUserSplitVringSize, a_non_power_of_two_size_needs_ring_packed) {
@@ -123,7 +125,8 @@ TEST_F(VhostUserPackedVring, set_vring_base_keeps_the_32_bit_encoding) {
     const uint32_t b = packed_base(5, true, 3, true);  // two slots in flight
     h.start_ring(mem, 0, 256, b);
     ASSERT_TRUE(h.device->queue_ready(0));
-    EXPECT_EQ(h.observer.last_snapshot(0).packed_base, b);
+    EXPECT_EQ(h.observer.last_snapshot(0).vring_base, b);
+    EXPECT_EQ(packed_ring_of(h.observer.last_snapshot(0)).vring_base(), b) << "built at the base";
     // Without an override the observer reports the snapshot's base back.
     EXPECT_EQ(get_base(0), b);
 }
@@ -156,7 +159,7 @@ protected:
         h.vring_kick(0);
         h.vring_enable(0);
         ASSERT_TRUE(h.device->queue_ready(0));
-        EXPECT_EQ(h.observer.last_snapshot(0).packed_base, kGood);
+        EXPECT_EQ(h.observer.last_snapshot(0).vring_base, kGood);
         EXPECT_FALSE(h.device->is_broken());
     }
     static constexpr uint32_t kGood = packed_base(7, true, 7, true);

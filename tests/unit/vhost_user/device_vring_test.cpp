@@ -11,6 +11,7 @@ using test::GuestMemory;
 using test::kNeedReply;
 using test::ObserverEvent;
 using test::RequestBuilder;
+using test::split_ring_of;
 
 class VhostUserVring : public ::testing::Test {
 protected:
@@ -38,12 +39,13 @@ TEST_F(VhostUserVring, becomes_ready_after_num_base_addr_kick_and_enable) {
     ASSERT_TRUE(h.device->queue_ready(0));
     ASSERT_EQ(h.observer.count(ObserverEvent::ready), 1u);
     QueueSnapshot s = h.observer.last_snapshot(0);
-    EXPECT_EQ(s.layout.size, 256);
+    const virtio::SplitRingLayout& l = split_ring_of(s).split().layout();
+    EXPECT_EQ(l.size, 256);
     // The device's own mapping of the region, at the offsets of the front end's addresses.
     uint8_t* base = h.device->memory()->regions()[0].host_addr;
-    EXPECT_EQ(reinterpret_cast<uint8_t*>(s.layout.desc), base + 0x10000);
-    EXPECT_EQ(reinterpret_cast<uint8_t*>(s.layout.avail), base + 0x18000);
-    EXPECT_EQ(reinterpret_cast<uint8_t*>(s.layout.used), base + 0x1a000);
+    EXPECT_EQ(reinterpret_cast<uint8_t*>(l.desc), base + 0x10000);
+    EXPECT_EQ(reinterpret_cast<uint8_t*>(l.avail), base + 0x18000);
+    EXPECT_EQ(reinterpret_cast<uint8_t*>(l.used), base + 0x1a000);
     EXPECT_GE(s.kick_fd, 0);
     EXPECT_EQ(s.memory, h.device->memory());
     EXPECT_EQ(s.features, h.device->negotiated_features());
@@ -116,14 +118,14 @@ TEST_F(VhostUserVring, refuses_set_vring_num_on_running_ring) {
     h.start_ring(mem, 0);
     auto r = acked(RequestBuilder(Request::set_vring_num).payload(VringState{0, 128}));
     EXPECT_EQ(r.result.error, MessageError::ring_running);
-    EXPECT_EQ(h.device->queue_snapshot(0).layout.size, 256);
+    EXPECT_EQ(virtio::ring_size(h.device->queue_snapshot(0).ring), 256);
 }
 
 TEST_F(VhostUserVring, refuses_set_vring_base_on_running_ring) {
     h.start_ring(mem, 0);
     auto r = acked(RequestBuilder(Request::set_vring_base).payload(VringState{0, 7}));
     EXPECT_EQ(r.result.error, MessageError::ring_running);
-    EXPECT_EQ(h.device->queue_snapshot(0).last_avail_idx, 0);
+    EXPECT_EQ(h.device->queue_snapshot(0).vring_base, 0u);
 }
 
 TEST_F(VhostUserVring, refuses_new_vring_addr_on_running_ring_but_accepts_a_repeat) {
@@ -250,8 +252,9 @@ TEST_F(VhostUserVring, used_index_at_start_is_read_from_the_guest) {
     mem.set_used_idx(0, 17);
     h.start_ring(mem, 0, 256, 0);  // virtio-user reconnect: base 0
     QueueSnapshot s = h.device->queue_snapshot(0);
-    EXPECT_EQ(s.used_idx, 17);
-    EXPECT_EQ(s.last_avail_idx, 17) << "base follows the guest's used index (DPDK rule)";
+    EXPECT_EQ(split_ring_of(s).split().used_idx(), 17);
+    EXPECT_EQ(split_ring_of(s).vring_base(), 17u)
+        << "base follows the guest's used index (DPDK rule)";
 }
 
 TEST_F(VhostUserVring, guest_memory_truncated_under_us_breaks_the_device_instead_of_crashing) {

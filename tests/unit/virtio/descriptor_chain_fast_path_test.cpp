@@ -10,33 +10,21 @@
 #include <cstring>
 #include <random>
 
+#include "unit/virtio/chain_test_layout.hpp"
 #include "unit/virtio/test_ring.hpp"
-#include "virtio/descriptor_chain.hpp"
+#include "virtio/ring/descriptor_chain.hpp"
 
 namespace vnet::virtio {
 namespace {
 
 using test::GuestSplitRing;
 using test::TestGuestMemory;
-
-constexpr uint16_t N = VirtqDesc::kFlagNext;
-constexpr uint16_t W = VirtqDesc::kFlagWrite;
-constexpr uint16_t I = VirtqDesc::kFlagIndirect;
-
-// Two adjacent regions [0x10000, 0x20000) and [0x20000, 0x21000), a third
-// one apart at [0x40000, 0x41000); everything else is unmapped.
-constexpr uint64_t kRing = 0x10000;
-constexpr uint64_t kBuf = 0x14000;
-constexpr uint64_t kTable = 0x18000;
-constexpr uint64_t kLowEnd = 0x20000;
-constexpr uint64_t kHigh = 0x20000;
-constexpr uint64_t kFar = 0x40000;
-constexpr uint64_t kUnmapped = 0x80000;
+using namespace test::chain_layout;
 
 struct Guest {
     explicit Guest(uint16_t queue_size = 8) : ring(mem, kRing, queue_size) {}
 
-    ChainError walk(uint16_t head, size_t out_size = 16, size_t* h = nullptr) {
+    PopStatus walk(uint16_t head, size_t out_size = 16, size_t* h = nullptr) {
         return walk_descriptor_chain(ring.walk_context(true, h == nullptr ? &hint : h), head,
                                      std::span<iovec>(iov.data(), out_size), chain);
     }
@@ -56,21 +44,21 @@ struct Guest {
 TEST(DescriptorChainFastPath, a_one_entry_ring_whose_descriptor_chains_to_itself_is_a_loop) {
     Guest g(1);
     g.ring.set_desc(0, kBuf, 8, N, 0);
-    EXPECT_EQ(g.walk(0), ChainError::chain_loop);
+    EXPECT_EQ(g.walk(0), PopStatus::chain_loop);
 }
 
 TEST(DescriptorChainFastPath, a_two_entry_ring_looping_back_to_the_head_is_a_loop) {
     Guest g(2);
     g.ring.set_desc(0, kBuf, 8, N, 1);
     g.ring.set_desc(1, kBuf, 8, N, 0);
-    EXPECT_EQ(g.walk(0), ChainError::chain_loop);
+    EXPECT_EQ(g.walk(0), PopStatus::chain_loop);
 }
 
 TEST(DescriptorChainFastPath, walks_the_two_descriptors_of_a_two_entry_ring) {
     Guest g(2);
     g.ring.set_desc(1, kBuf, 12, N, 0);
     g.ring.set_desc(0, kBuf + 0x100, 60);
-    ASSERT_EQ(g.walk(1), ChainError::ok);
+    ASSERT_EQ(g.walk(1), PopStatus::ok);
     EXPECT_EQ(g.chain.readable_segments, 2);
     EXPECT_EQ(g.chain.readable_bytes, 72u);
     EXPECT_EQ(g.iov[0].iov_base, g.mem.host(kBuf));
@@ -82,7 +70,7 @@ TEST(DescriptorChainFastPath, a_second_descriptor_with_next_continues_the_walk) 
     g.ring.set_desc(0, kBuf, 12, N, 1);
     g.ring.set_desc(1, kBuf + 0x100, 20, N, 2);
     g.ring.set_desc(2, kBuf + 0x200, 30);
-    ASSERT_EQ(g.walk(0), ChainError::ok);
+    ASSERT_EQ(g.walk(0), PopStatus::ok);
     EXPECT_EQ(g.chain.readable_segments, 3);
     EXPECT_EQ(g.chain.readable_bytes, 62u);
 }
@@ -91,7 +79,7 @@ TEST(DescriptorChainFastPath, a_second_descriptor_out_of_range_after_the_first) 
     Guest g(4);
     g.ring.set_desc(0, kBuf, 12, N, 1);
     g.ring.set_desc(1, kBuf, 12, N, 4);
-    EXPECT_EQ(g.walk(0), ChainError::next_out_of_range);
+    EXPECT_EQ(g.walk(0), PopStatus::next_out_of_range);
 }
 
 TEST(DescriptorChainFastPath, a_second_descriptor_that_is_an_indirect_table) {
@@ -99,7 +87,7 @@ TEST(DescriptorChainFastPath, a_second_descriptor_that_is_an_indirect_table) {
     g.mem.write_descs(kTable, {{kBuf + 0x100, 20, 0, 0}});
     g.ring.set_desc(0, kBuf, 12, N, 1);
     g.ring.set_desc(1, kTable, 16, I);
-    ASSERT_EQ(g.walk(0), ChainError::ok);
+    ASSERT_EQ(g.walk(0), PopStatus::ok);
     EXPECT_EQ(g.chain.readable_segments, 2);
     EXPECT_EQ(g.chain.readable_bytes, 32u);
 }
@@ -108,14 +96,14 @@ TEST(DescriptorChainFastPath, a_readable_second_descriptor_after_a_writable_firs
     Guest g;
     g.ring.set_desc(0, kBuf, 12, W | N, 1);
     g.ring.set_desc(1, kBuf + 0x100, 20);
-    EXPECT_EQ(g.walk(0), ChainError::readable_after_writable);
+    EXPECT_EQ(g.walk(0), PopStatus::readable_after_writable);
 }
 
 TEST(DescriptorChainFastPath, a_writable_second_descriptor_after_a_readable_first) {
     Guest g;
     g.ring.set_desc(0, kBuf, 12, N, 1);
     g.ring.set_desc(1, kBuf + 0x100, 20, W);
-    ASSERT_EQ(g.walk(0), ChainError::ok);
+    ASSERT_EQ(g.walk(0), PopStatus::ok);
     EXPECT_EQ(g.chain.readable_segments, 1);
     EXPECT_EQ(g.chain.writable_segments, 1);
     EXPECT_EQ(g.chain.readable_bytes, 12u);
@@ -127,7 +115,7 @@ TEST(DescriptorChainFastPath, a_buffer_outside_the_hinted_region_is_found_and_hi
     g.hint = 0;
     g.ring.set_desc(0, kBuf, 12, N, 1);
     g.ring.set_desc(1, kFar + 0x10, 20);
-    ASSERT_EQ(g.walk(0), ChainError::ok);
+    ASSERT_EQ(g.walk(0), PopStatus::ok);
     EXPECT_EQ(g.iov[1].iov_base, g.far + 0x10);
     EXPECT_EQ(g.hint, 2u);
 }
@@ -136,7 +124,7 @@ TEST(DescriptorChainFastPath, a_buffer_running_out_of_the_hinted_region_is_split
     Guest g;
     g.hint = 0;
     g.ring.set_desc(0, kLowEnd - 0x10, 0x30);
-    ASSERT_EQ(g.walk(0), ChainError::ok);
+    ASSERT_EQ(g.walk(0), PopStatus::ok);
     EXPECT_EQ(g.chain.readable_segments, 2);
     EXPECT_EQ(g.iov[0].iov_len, 0x10u);
     EXPECT_EQ(g.iov[1].iov_base, g.high);
@@ -147,7 +135,7 @@ TEST(DescriptorChainFastPath, a_stale_hint_past_the_regions_is_not_used) {
     Guest g;
     g.hint = 99;
     g.ring.set_desc(0, kHigh + 8, 8);
-    ASSERT_EQ(g.walk(0), ChainError::ok);
+    ASSERT_EQ(g.walk(0), PopStatus::ok);
     EXPECT_EQ(g.iov[0].iov_base, g.high + 8);
     EXPECT_EQ(g.hint, 1u);
 }
@@ -156,7 +144,7 @@ TEST(DescriptorChainFastPath, works_without_a_hint) {
     Guest g;
     g.ring.set_desc(0, kFar, 8);
     ChainWalkContext ctx = g.ring.walk_context(true, nullptr);
-    ASSERT_EQ(walk_descriptor_chain(ctx, 0, g.iov, g.chain), ChainError::ok);
+    ASSERT_EQ(walk_descriptor_chain(ctx, 0, g.iov, g.chain), PopStatus::ok);
     EXPECT_EQ(g.iov[0].iov_base, g.far);
 }
 
@@ -164,15 +152,15 @@ TEST(DescriptorChainFastPath, a_hinted_buffer_with_no_iovec_left) {
     Guest g;
     g.ring.set_desc(0, kBuf, 12, N, 1);
     g.ring.set_desc(1, kBuf + 0x100, 20);
-    EXPECT_EQ(g.walk(0, 1), ChainError::too_many_segments);
-    EXPECT_EQ(g.walk(0, 0), ChainError::too_many_segments);
+    EXPECT_EQ(g.walk(0, 1), PopStatus::too_many_segments);
+    EXPECT_EQ(g.walk(0, 0), PopStatus::too_many_segments);
 }
 
 TEST(DescriptorChainFastPath, zero_length_descriptors_need_no_iovec_and_no_mapping) {
     Guest g;
     g.ring.set_desc(0, kUnmapped, 0, N, 1);
     g.ring.set_desc(1, kUnmapped, 0);
-    ASSERT_EQ(g.walk(0, 0), ChainError::ok);
+    ASSERT_EQ(g.walk(0, 0), PopStatus::ok);
     EXPECT_EQ(g.chain.segment_count(), 0u);
     EXPECT_EQ(g.chain.readable_bytes, 0u);
 }
@@ -180,7 +168,7 @@ TEST(DescriptorChainFastPath, zero_length_descriptors_need_no_iovec_and_no_mappi
 TEST(DescriptorChainFastPath, an_unmapped_first_buffer_fails_before_the_second_is_read) {
     Guest g(4);
     g.ring.set_desc(0, kUnmapped, 8, N, 9);  // next out of range: not reached
-    EXPECT_EQ(g.walk(0), ChainError::buffer_unmapped);
+    EXPECT_EQ(g.walk(0), PopStatus::buffer_unmapped);
 }
 
 // ---- differential: the fast path against the plain loop ------------------------
@@ -188,10 +176,10 @@ TEST(DescriptorChainFastPath, an_unmapped_first_buffer_fails_before_the_second_i
 // The walker as a plain loop over the rules (the shape it had before the
 // fast path), reading each descriptor once with memcpy (the test owns the
 // memory; no other thread writes it).
-ChainError reference_walk(const ChainWalkContext& ctx, uint16_t head, std::span<iovec> out,
-                          DescriptorChain& chain) {
+PopStatus reference_walk(const ChainWalkContext& ctx, uint16_t head, std::span<iovec> out,
+                         DescriptorChain& chain) {
     if (head >= ctx.queue_size) {
-        return ChainError::head_out_of_range;
+        return PopStatus::head_out_of_range;
     }
     out = out.first(std::min<size_t>(out.size(), UINT16_MAX));
     const VirtqDesc* table = ctx.desc_table;
@@ -206,30 +194,30 @@ ChainError reference_walk(const ChainWalkContext& ctx, uint16_t head, std::span<
     uint32_t visited = 0;
     for (;;) {
         if (++visited > table_size) {
-            return ChainError::chain_loop;
+            return PopStatus::chain_loop;
         }
         VirtqDesc d;
         std::memcpy(&d, &table[index], sizeof d);
         if ((d.flags & I) != 0) {
             if (!ctx.indirect_allowed) {
-                return ChainError::indirect_not_negotiated;
+                return PopStatus::indirect_not_negotiated;
             }
             if (in_indirect) {
-                return ChainError::indirect_nested;
+                return PopStatus::indirect_nested;
             }
             if ((d.flags & N) != 0) {
-                return ChainError::indirect_with_next;
+                return PopStatus::indirect_with_next;
             }
             if (d.len == 0 || d.len % sizeof(VirtqDesc) != 0) {
-                return ChainError::indirect_bad_length;
+                return PopStatus::indirect_bad_length;
             }
             const uint32_t entries = d.len / sizeof(VirtqDesc);
             if (entries > ctx.queue_size || entries > 65536) {
-                return ChainError::indirect_too_large;
+                return PopStatus::indirect_too_large;
             }
             const uint8_t* host = ctx.memory->gpa_to_host(d.addr, d.len, ctx.region_hint);
             if (host == nullptr) {
-                return ChainError::indirect_table_unmapped;
+                return PopStatus::indirect_table_unmapped;
             }
             table = reinterpret_cast<const VirtqDesc*>(host);
             table_size = entries;
@@ -240,7 +228,7 @@ ChainError reference_walk(const ChainWalkContext& ctx, uint16_t head, std::span<
         }
         const bool writable = (d.flags & W) != 0;
         if (!writable && seen_writable) {
-            return ChainError::readable_after_writable;
+            return PopStatus::readable_after_writable;
         }
         if (writable && !seen_writable) {
             seen_writable = true;
@@ -249,32 +237,32 @@ ChainError reference_walk(const ChainWalkContext& ctx, uint16_t head, std::span<
         }
         total += d.len;
         if (total > UINT32_MAX) {
-            return ChainError::total_length_overflow;
+            return PopStatus::total_length_overflow;
         }
         if (!ctx.memory->gpa_to_iovecs(d.addr, d.len, out, &segments, ctx.region_hint)) {
             // Unmapped somewhere, or out of iovecs.
             uint64_t gpa = d.addr;
             uint64_t len = d.len;
             if (gpa + len < gpa) {
-                return ChainError::buffer_unmapped;
+                return PopStatus::buffer_unmapped;
             }
             while (len > 0) {
                 const GuestRegion* r = ctx.memory->find_gpa(gpa);
                 if (r == nullptr) {
-                    return ChainError::buffer_unmapped;
+                    return PopStatus::buffer_unmapped;
                 }
                 const uint64_t piece = std::min(len, r->gpa_end() - gpa);
                 gpa += piece;
                 len -= piece;
             }
-            return ChainError::too_many_segments;
+            return PopStatus::too_many_segments;
         }
         if ((d.flags & N) == 0) {
             break;
         }
         index = d.next;
         if (index >= table_size) {
-            return ChainError::next_out_of_range;
+            return PopStatus::next_out_of_range;
         }
     }
     if (!seen_writable) {
@@ -286,7 +274,7 @@ ChainError reference_walk(const ChainWalkContext& ctx, uint16_t head, std::span<
     chain.writable_segments = static_cast<uint16_t>(segments - readable_segments);
     chain.readable_bytes = static_cast<uint32_t>(readable_bytes);
     chain.writable_bytes = static_cast<uint32_t>(total - readable_bytes);
-    return ChainError::ok;
+    return PopStatus::ok;
 }
 
 TEST(DescriptorChainFastPath, gives_what_the_plain_loop_gives_on_random_small_rings) {
@@ -324,15 +312,15 @@ TEST(DescriptorChainFastPath, gives_what_the_plain_loop_gives_on_random_small_ri
         std::array<size_t, 2> hints{start_hint, start_hint};
         chains = {};
         iovs = {};
-        const ChainError fast = walk_descriptor_chain(
+        const PopStatus fast = walk_descriptor_chain(
             g.ring.walk_context(indirect_allowed, with_hint ? &hints[0] : nullptr), head,
             std::span<iovec>(iovs[0].data(), out_size), chains[0]);
-        const ChainError plain =
+        const PopStatus plain =
             reference_walk(g.ring.walk_context(indirect_allowed, with_hint ? &hints[1] : nullptr),
                            head, std::span<iovec>(iovs[1].data(), out_size), chains[1]);
         ASSERT_EQ(fast, plain) << "round " << round;
         ASSERT_EQ(hints[0], hints[1]) << "round " << round;
-        if (fast != ChainError::ok) {
+        if (fast != PopStatus::ok) {
             continue;
         }
         ++walked;

@@ -1,4 +1,4 @@
-#include "virtio/descriptor_chain.hpp"
+#include "virtio/ring/descriptor_chain.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "unit/virtio/chain_test_layout.hpp"
 #include "unit/virtio/test_ring.hpp"
 
 namespace vnet::virtio {
@@ -17,28 +18,15 @@ namespace {
 
 using test::GuestSplitRing;
 using test::TestGuestMemory;
-
-constexpr uint16_t N = VirtqDesc::kFlagNext;
-constexpr uint16_t W = VirtqDesc::kFlagWrite;
-constexpr uint16_t I = VirtqDesc::kFlagIndirect;
-
-// Guest memory for chain tests: [0x10000, 0x20000) holds the ring (at
-// kRing), buffers (from kBuf) and indirect tables (from kTable); a second,
-// adjacent region [0x20000, 0x21000) lets buffers span two regions.
-constexpr uint64_t kRing = 0x10000;
-constexpr uint64_t kBuf = 0x14000;
-constexpr uint64_t kTable = 0x18000;
-constexpr uint64_t kLowEnd = 0x20000;
-constexpr uint64_t kHigh = 0x20000;
-constexpr uint64_t kUnmapped = 0x80000;
+using namespace test::chain_layout;
 
 struct Guest {
     explicit Guest(uint16_t queue_size = 8) : ring(mem, kRing, queue_size) {}
 
-    ChainError walk(uint16_t head, bool indirect_allowed = true) {
+    PopStatus walk(uint16_t head, bool indirect_allowed = true) {
         return walk_into(head, iov, indirect_allowed);
     }
-    ChainError walk_into(uint16_t head, std::span<iovec> out, bool indirect_allowed = true) {
+    PopStatus walk_into(uint16_t head, std::span<iovec> out, bool indirect_allowed = true) {
         return walk_descriptor_chain(ring.walk_context(indirect_allowed, &hint), head, out, chain);
     }
     uint8_t* host(uint64_t gpa) { return mem.host(gpa); }
@@ -57,7 +45,7 @@ struct Guest {
 TEST(DescriptorChain, walks_a_single_readable_descriptor) {
     Guest g;
     g.ring.set_desc(3, kBuf, 64);
-    ASSERT_EQ(g.walk(3), ChainError::ok);
+    ASSERT_EQ(g.walk(3), PopStatus::ok);
     EXPECT_EQ(g.chain.head, 3);
     EXPECT_EQ(g.chain.readable_segments, 1);
     EXPECT_EQ(g.chain.writable_segments, 0);
@@ -73,7 +61,7 @@ TEST(DescriptorChain, walks_a_direct_chain_of_readable_then_writable_descriptors
     g.ring.set_desc(5, kBuf + 0x100, 100, N, 2);
     g.ring.set_desc(2, kBuf + 0x200, 1500, W | N, 7);
     g.ring.set_desc(7, kBuf + 0x1000, 10, W);
-    ASSERT_EQ(g.walk(0), ChainError::ok);
+    ASSERT_EQ(g.walk(0), PopStatus::ok);
     EXPECT_EQ(g.chain.segment_count(), 4u);
     EXPECT_EQ(g.chain.readable_segments, 2);
     EXPECT_EQ(g.chain.writable_segments, 2);
@@ -89,7 +77,7 @@ TEST(DescriptorChain, walks_an_indirect_table_of_readable_and_writable_descripto
     g.mem.write_descs(kTable,
                       {{kBuf, 12, N, 1}, {kBuf + 0x100, 200, W | N, 2}, {kBuf + 0x400, 300, W, 0}});
     g.ring.set_desc(4, kTable, 3 * 16, I);
-    ASSERT_EQ(g.walk(4), ChainError::ok);
+    ASSERT_EQ(g.walk(4), PopStatus::ok);
     EXPECT_EQ(g.chain.head, 4);
     EXPECT_EQ(g.chain.readable_segments, 1);
     EXPECT_EQ(g.chain.writable_segments, 2);
@@ -104,7 +92,7 @@ TEST(DescriptorChain, follows_next_inside_an_indirect_table) {
     g.mem.write_descs(kTable,
                       {{kBuf, 10, N, 2}, {kBuf + 0x200, 30, W, 0}, {kBuf + 0x100, 20, N, 1}});
     g.ring.set_desc(0, kTable, 48, I);
-    ASSERT_EQ(g.walk(0), ChainError::ok);
+    ASSERT_EQ(g.walk(0), PopStatus::ok);
     EXPECT_EQ(g.chain.readable_bytes, 30u);
     EXPECT_EQ(g.chain.writable_bytes, 30u);
     EXPECT_EQ(g.iov[1].iov_base, g.host(kBuf + 0x100));
@@ -116,7 +104,7 @@ TEST(DescriptorChain, walks_direct_descriptors_followed_by_an_indirect_table) {
     g.mem.write_descs(kTable, {{kBuf + 0x100, 20, W, 0}});
     g.ring.set_desc(1, kBuf, 10, N, 2);
     g.ring.set_desc(2, kTable, 16, I);
-    ASSERT_EQ(g.walk(1), ChainError::ok);
+    ASSERT_EQ(g.walk(1), PopStatus::ok);
     EXPECT_EQ(g.chain.readable_segments, 1);
     EXPECT_EQ(g.chain.writable_segments, 1);
     EXPECT_EQ(g.chain.readable_bytes, 10u);
@@ -128,7 +116,7 @@ TEST(DescriptorChain, ignores_the_write_flag_on_a_descriptor_that_refers_to_a_ta
     // virtio 1.2 §2.7.5.3.2: the device MUST ignore WRITE on the indirect descriptor.
     g.mem.write_descs(kTable, {{kBuf, 10, 0, 0}});
     g.ring.set_desc(0, kTable, 16, I | W);
-    ASSERT_EQ(g.walk(0), ChainError::ok);
+    ASSERT_EQ(g.walk(0), PopStatus::ok);
     EXPECT_EQ(g.chain.readable_bytes, 10u);
     EXPECT_EQ(g.chain.writable_segments, 0);
 }
@@ -136,7 +124,7 @@ TEST(DescriptorChain, ignores_the_write_flag_on_a_descriptor_that_refers_to_a_ta
 TEST(DescriptorChain, splits_a_buffer_spanning_two_regions_into_two_iovecs) {
     Guest g;
     g.ring.set_desc(0, kLowEnd - 0x10, 0x30, W);
-    ASSERT_EQ(g.walk(0), ChainError::ok);
+    ASSERT_EQ(g.walk(0), PopStatus::ok);
     EXPECT_EQ(g.chain.writable_segments, 2);
     EXPECT_EQ(g.chain.writable_bytes, 0x30u);
     EXPECT_EQ(g.iov[0].iov_base, g.low + (kLowEnd - 0x10 - kRing));
@@ -150,7 +138,7 @@ TEST(DescriptorChain, skips_zero_length_descriptors) {
     g.ring.set_desc(0, kUnmapped, 0, N, 1);  // address of an empty buffer is never used
     g.ring.set_desc(1, kBuf, 8, N, 2);
     g.ring.set_desc(2, kBuf + 8, 0, W);
-    ASSERT_EQ(g.walk(0), ChainError::ok);
+    ASSERT_EQ(g.walk(0), PopStatus::ok);
     EXPECT_EQ(g.chain.segment_count(), 1u);
     EXPECT_EQ(g.chain.readable_bytes, 8u);
     EXPECT_EQ(g.chain.writable_bytes, 0u);
@@ -162,7 +150,7 @@ TEST(DescriptorChain, accepts_a_chain_as_long_as_the_ring) {
     for (uint16_t i = 0; i < 8; ++i) {
         g.ring.set_desc(i, kBuf + 16ull * i, 16, i < 7 ? N : 0, static_cast<uint16_t>(i + 1));
     }
-    ASSERT_EQ(g.walk(0), ChainError::ok);
+    ASSERT_EQ(g.walk(0), PopStatus::ok);
     EXPECT_EQ(g.chain.readable_segments, 8);
     EXPECT_EQ(g.chain.readable_bytes, 128u);
 }
@@ -173,7 +161,7 @@ TEST(DescriptorChain, accepts_an_indirect_table_with_as_many_entries_as_the_queu
         g.mem.write_desc(kTable + 16ull * i, kBuf, 1, i < 7 ? N : 0, static_cast<uint16_t>(i + 1));
     }
     g.ring.set_desc(0, kTable, 8 * 16, I);
-    ASSERT_EQ(g.walk(0), ChainError::ok);
+    ASSERT_EQ(g.walk(0), PopStatus::ok);
     EXPECT_EQ(g.chain.readable_segments, 8);
 }
 
@@ -181,7 +169,7 @@ TEST(DescriptorChain, reads_an_indirect_table_that_is_not_8_byte_aligned) {
     Guest g;
     g.mem.write_descs(kTable + 3, {{kBuf, 10, N, 1}, {kBuf + 0x100, 20, W, 0}});
     g.ring.set_desc(0, kTable + 3, 32, I);
-    ASSERT_EQ(g.walk(0), ChainError::ok);
+    ASSERT_EQ(g.walk(0), PopStatus::ok);
     EXPECT_EQ(g.chain.readable_bytes, 10u);
     EXPECT_EQ(g.chain.writable_bytes, 20u);
     EXPECT_EQ(g.iov[1].iov_base, g.host(kBuf + 0x100));
@@ -190,7 +178,7 @@ TEST(DescriptorChain, reads_an_indirect_table_that_is_not_8_byte_aligned) {
 TEST(DescriptorChain, caches_the_last_region_in_the_hint) {
     Guest g;
     g.ring.set_desc(0, kHigh + 0x10, 8);
-    ASSERT_EQ(g.walk(0), ChainError::ok);
+    ASSERT_EQ(g.walk(0), PopStatus::ok);
     EXPECT_EQ(g.hint, 1u);
 }
 
@@ -198,40 +186,9 @@ TEST(DescriptorChain, writes_nothing_to_the_chain_on_error) {
     Guest g;
     g.chain.head = 77;
     g.ring.set_desc(0, kUnmapped, 8);
-    ASSERT_EQ(g.walk(0), ChainError::buffer_unmapped);
+    ASSERT_EQ(g.walk(0), PopStatus::buffer_unmapped);
     EXPECT_EQ(g.chain.head, 77);
 }
-
-// Guest memory big enough for a 4 GiB buffer: a PROT_NONE reservation that
-// the walker only computes pointers into, never touches.
-class HugeRegion {
-public:
-    static constexpr uint64_t kGpa = 0x1'0000'0000;
-    static constexpr uint64_t kSize = 0x1'0000'0000;
-
-    explicit HugeRegion(GuestMemoryMap& map) {
-        void* p =
-            ::mmap(nullptr, kSize, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p == MAP_FAILED) {
-            return;
-        }
-        base_ = p;
-        ok_ = map.add(GuestRegion{kGpa, kSize, kGpa, static_cast<uint8_t*>(p), nullptr}) ==
-              MemoryError::ok;
-    }
-    ~HugeRegion() {
-        if (base_ != nullptr) {
-            ::munmap(base_, kSize);
-        }
-    }
-    HugeRegion(const HugeRegion&) = delete;
-    HugeRegion& operator=(const HugeRegion&) = delete;
-    bool ok() const { return ok_; }
-
-private:
-    void* base_ = nullptr;
-    bool ok_ = false;
-};
 
 TEST(DescriptorChain, accepts_a_chain_of_2_pow_32_minus_1_bytes) {
     Guest g;
@@ -241,7 +198,7 @@ TEST(DescriptorChain, accepts_a_chain_of_2_pow_32_minus_1_bytes) {
     }
     g.ring.set_desc(0, kBuf, 1, N, 1);
     g.ring.set_desc(1, HugeRegion::kGpa, 0xffff'fffe, W);
-    ASSERT_EQ(g.walk(0), ChainError::ok);
+    ASSERT_EQ(g.walk(0), PopStatus::ok);
     EXPECT_EQ(g.chain.readable_bytes, 1u);
     EXPECT_EQ(g.chain.writable_bytes, 0xffff'fffeu);
 }
@@ -250,14 +207,14 @@ TEST(DescriptorChain, accepts_a_chain_of_2_pow_32_minus_1_bytes) {
 
 TEST(DescriptorChain, rejects_a_head_out_of_range) {
     Guest g(8);
-    EXPECT_EQ(g.walk(8), ChainError::head_out_of_range);
-    EXPECT_EQ(g.walk(0xffff), ChainError::head_out_of_range);
+    EXPECT_EQ(g.walk(8), PopStatus::head_out_of_range);
+    EXPECT_EQ(g.walk(0xffff), PopStatus::head_out_of_range);
 }
 
 TEST(DescriptorChain, rejects_a_next_index_out_of_range) {
     Guest g(8);
     g.ring.set_desc(0, kBuf, 8, N, 8);
-    EXPECT_EQ(g.walk(0), ChainError::next_out_of_range);
+    EXPECT_EQ(g.walk(0), PopStatus::next_out_of_range);
 }
 
 TEST(DescriptorChain, rejects_a_loop_in_the_ring) {
@@ -265,20 +222,20 @@ TEST(DescriptorChain, rejects_a_loop_in_the_ring) {
     g.ring.set_desc(0, kBuf, 8, N, 1);
     g.ring.set_desc(1, kBuf, 8, N, 2);
     g.ring.set_desc(2, kBuf, 8, N, 1);
-    EXPECT_EQ(g.walk(0), ChainError::chain_loop);
+    EXPECT_EQ(g.walk(0), PopStatus::chain_loop);
 }
 
 TEST(DescriptorChain, rejects_a_descriptor_that_chains_to_itself) {
     Guest g(8);
     g.ring.set_desc(5, kBuf, 0, N, 5);
-    EXPECT_EQ(g.walk(5), ChainError::chain_loop);
+    EXPECT_EQ(g.walk(5), PopStatus::chain_loop);
 }
 
 TEST(DescriptorChain, rejects_a_loop_inside_an_indirect_table) {
     Guest g(8);
     g.mem.write_descs(kTable, {{kBuf, 8, N, 1}, {kBuf, 8, N, 0}});
     g.ring.set_desc(0, kTable, 32, I);
-    EXPECT_EQ(g.walk(0), ChainError::chain_loop);
+    EXPECT_EQ(g.walk(0), PopStatus::chain_loop);
 }
 
 TEST(DescriptorChain, rejects_a_next_index_beyond_the_indirect_table) {
@@ -286,14 +243,14 @@ TEST(DescriptorChain, rejects_a_next_index_beyond_the_indirect_table) {
     // Index 2 is inside the ring but outside this 2-entry table.
     g.mem.write_descs(kTable, {{kBuf, 8, N, 2}, {kBuf, 8, 0, 0}});
     g.ring.set_desc(0, kTable, 32, I);
-    EXPECT_EQ(g.walk(0), ChainError::next_out_of_range);
+    EXPECT_EQ(g.walk(0), PopStatus::next_out_of_range);
 }
 
 TEST(DescriptorChain, rejects_indirect_when_the_feature_was_not_negotiated) {
     Guest g;
     g.mem.write_descs(kTable, {{kBuf, 8, 0, 0}});
     g.ring.set_desc(0, kTable, 16, I);
-    EXPECT_EQ(g.walk(0, /*indirect_allowed=*/false), ChainError::indirect_not_negotiated);
+    EXPECT_EQ(g.walk(0, /*indirect_allowed=*/false), PopStatus::indirect_not_negotiated);
 }
 
 TEST(DescriptorChain, rejects_a_nested_indirect_table) {
@@ -301,7 +258,7 @@ TEST(DescriptorChain, rejects_a_nested_indirect_table) {
     g.mem.write_descs(kTable, {{kBuf, 8, N, 1}, {kTable + 0x100, 16, I, 0}});
     g.mem.write_descs(kTable + 0x100, {{kBuf, 8, 0, 0}});
     g.ring.set_desc(0, kTable, 32, I);
-    EXPECT_EQ(g.walk(0), ChainError::indirect_nested);
+    EXPECT_EQ(g.walk(0), PopStatus::indirect_nested);
 }
 
 TEST(DescriptorChain, rejects_indirect_together_with_next) {
@@ -309,49 +266,49 @@ TEST(DescriptorChain, rejects_indirect_together_with_next) {
     g.mem.write_descs(kTable, {{kBuf, 8, 0, 0}});
     g.ring.set_desc(0, kTable, 16, I | N, 1);
     g.ring.set_desc(1, kBuf, 8);
-    EXPECT_EQ(g.walk(0), ChainError::indirect_with_next);
+    EXPECT_EQ(g.walk(0), PopStatus::indirect_with_next);
 }
 
 TEST(DescriptorChain, rejects_an_indirect_table_of_length_zero) {
     Guest g;
     g.ring.set_desc(0, kTable, 0, I);
-    EXPECT_EQ(g.walk(0), ChainError::indirect_bad_length);
+    EXPECT_EQ(g.walk(0), PopStatus::indirect_bad_length);
 }
 
 TEST(DescriptorChain, rejects_indirect_table_not_multiple_of_16) {
     Guest g;
     g.mem.write_descs(kTable, {{kBuf, 8, 0, 0}, {kBuf, 8, 0, 0}});
     g.ring.set_desc(0, kTable, 24, I);
-    EXPECT_EQ(g.walk(0), ChainError::indirect_bad_length);
+    EXPECT_EQ(g.walk(0), PopStatus::indirect_bad_length);
 }
 
 TEST(DescriptorChain, rejects_an_indirect_table_with_more_entries_than_the_queue) {
     Guest g(8);
     g.mem.write_descs(kTable, {{kBuf, 8, 0, 0}});
     g.ring.set_desc(0, kTable, 9 * 16, I);
-    EXPECT_EQ(g.walk(0), ChainError::indirect_too_large);
+    EXPECT_EQ(g.walk(0), PopStatus::indirect_too_large);
     g.ring.set_desc(0, kTable, 0xffff'fff0, I);  // far beyond vhost's 65536-entry cap too
-    EXPECT_EQ(g.walk(0), ChainError::indirect_too_large);
+    EXPECT_EQ(g.walk(0), PopStatus::indirect_too_large);
 }
 
 TEST(DescriptorChain, rejects_an_indirect_table_spanning_two_regions) {
     Guest g;
     // The table is read in place, so it must lie in one region even if the next is adjacent.
     g.ring.set_desc(0, kLowEnd - 16, 32, I);
-    EXPECT_EQ(g.walk(0), ChainError::indirect_table_unmapped);
+    EXPECT_EQ(g.walk(0), PopStatus::indirect_table_unmapped);
 }
 
 TEST(DescriptorChain, rejects_an_unmapped_indirect_table) {
     Guest g;
     g.ring.set_desc(0, kUnmapped, 32, I);
-    EXPECT_EQ(g.walk(0), ChainError::indirect_table_unmapped);
+    EXPECT_EQ(g.walk(0), PopStatus::indirect_table_unmapped);
 }
 
 TEST(DescriptorChain, rejects_a_readable_descriptor_after_a_writable_one) {
     Guest g;
     g.ring.set_desc(0, kBuf, 8, W | N, 1);
     g.ring.set_desc(1, kBuf, 8);
-    EXPECT_EQ(g.walk(0), ChainError::readable_after_writable);
+    EXPECT_EQ(g.walk(0), PopStatus::readable_after_writable);
 }
 
 TEST(DescriptorChain, rejects_a_readable_descriptor_in_the_table_after_a_writable_direct_one) {
@@ -359,7 +316,7 @@ TEST(DescriptorChain, rejects_a_readable_descriptor_in_the_table_after_a_writabl
     g.mem.write_descs(kTable, {{kBuf, 8, 0, 0}});
     g.ring.set_desc(0, kBuf, 8, W | N, 1);
     g.ring.set_desc(1, kTable, 16, I);
-    EXPECT_EQ(g.walk(0), ChainError::readable_after_writable);
+    EXPECT_EQ(g.walk(0), PopStatus::readable_after_writable);
 }
 
 TEST(DescriptorChain, rejects_a_readable_zero_length_descriptor_after_a_writable_one) {
@@ -367,7 +324,7 @@ TEST(DescriptorChain, rejects_a_readable_zero_length_descriptor_after_a_writable
     // virtio 1.2 §2.7.5.2 orders descriptors, not bytes: an empty one counts too.
     g.ring.set_desc(0, kBuf, 0, W | N, 1);
     g.ring.set_desc(1, kBuf, 8);
-    EXPECT_EQ(g.walk(0), ChainError::readable_after_writable);
+    EXPECT_EQ(g.walk(0), PopStatus::readable_after_writable);
 }
 
 TEST(DescriptorChain, rejects_a_chain_of_2_pow_32_bytes) {
@@ -375,7 +332,7 @@ TEST(DescriptorChain, rejects_a_chain_of_2_pow_32_bytes) {
     // Checked before translation: the second buffer need not even be mapped.
     g.ring.set_desc(0, kBuf, 1, N, 1);
     g.ring.set_desc(1, kUnmapped, 0xffff'ffff, W);
-    EXPECT_EQ(g.walk(0), ChainError::total_length_overflow);
+    EXPECT_EQ(g.walk(0), PopStatus::total_length_overflow);
 }
 
 TEST(DescriptorChain, rejects_a_chain_of_2_pow_32_bytes_across_an_indirect_table) {
@@ -387,7 +344,7 @@ TEST(DescriptorChain, rejects_a_chain_of_2_pow_32_bytes_across_an_indirect_table
     g.mem.write_descs(
         kTable, {{HugeRegion::kGpa, 0x8000'0000, N, 1}, {HugeRegion::kGpa, 0x8000'0000, W, 0}});
     g.ring.set_desc(0, kTable, 32, I);
-    EXPECT_EQ(g.walk(0), ChainError::total_length_overflow);
+    EXPECT_EQ(g.walk(0), PopStatus::total_length_overflow);
 }
 
 TEST(DescriptorChain, rejects_more_segments_than_the_caller_allows) {
@@ -396,41 +353,41 @@ TEST(DescriptorChain, rejects_more_segments_than_the_caller_allows) {
     g.ring.set_desc(1, kBuf, 8, N, 2);
     g.ring.set_desc(2, kBuf, 8);
     std::array<iovec, 2> out{};
-    EXPECT_EQ(g.walk_into(0, out), ChainError::too_many_segments);
+    EXPECT_EQ(g.walk_into(0, out), PopStatus::too_many_segments);
 }
 
 TEST(DescriptorChain, rejects_a_buffer_spanning_two_regions_when_one_iovec_is_left) {
     Guest g;
     g.ring.set_desc(0, kLowEnd - 0x10, 0x30);
     std::array<iovec, 1> out{};
-    EXPECT_EQ(g.walk_into(0, out), ChainError::too_many_segments);
+    EXPECT_EQ(g.walk_into(0, out), PopStatus::too_many_segments);
 }
 
 TEST(DescriptorChain, rejects_an_unmapped_buffer) {
     Guest g;
     g.ring.set_desc(0, kBuf, 8, N, 1);
     g.ring.set_desc(1, kUnmapped, 8, W);
-    EXPECT_EQ(g.walk(0), ChainError::buffer_unmapped);
+    EXPECT_EQ(g.walk(0), PopStatus::buffer_unmapped);
 }
 
 TEST(DescriptorChain, rejects_a_buffer_running_past_the_end_of_guest_memory) {
     Guest g;
     g.ring.set_desc(0, kHigh + 0xff0, 0x20);
-    EXPECT_EQ(g.walk(0), ChainError::buffer_unmapped);
+    EXPECT_EQ(g.walk(0), PopStatus::buffer_unmapped);
 }
 
 TEST(DescriptorChain, rejects_a_buffer_whose_end_wraps_past_2_pow_64) {
     Guest g;
     g.ring.set_desc(0, UINT64_MAX - 4, 0x10);
-    EXPECT_EQ(g.walk(0), ChainError::buffer_unmapped);
+    EXPECT_EQ(g.walk(0), PopStatus::buffer_unmapped);
 }
 
 TEST(DescriptorChain, names_every_error) {
     std::set<std::string> names;
-    for (int e = 0; e <= static_cast<int>(ChainError::buffer_unmapped); ++e) {
-        names.insert(to_string(static_cast<ChainError>(e)));
+    for (int e = 0; e <= static_cast<int>(PopStatus::buffer_unmapped); ++e) {
+        names.insert(to_string(static_cast<PopStatus>(e)));
     }
-    EXPECT_EQ(names.size(), static_cast<size_t>(ChainError::buffer_unmapped) + 1);
+    EXPECT_EQ(names.size(), static_cast<size_t>(PopStatus::buffer_unmapped) + 1);
 }
 
 }  // namespace

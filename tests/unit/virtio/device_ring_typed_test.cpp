@@ -6,16 +6,23 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "unit/virtio/chain_test_layout.hpp"
 #include "unit/virtio/ring_harness.hpp"
 
 namespace vnet::virtio {
 namespace {
 
+using test::kRawIndirect;
+using test::kRawNext;
+using test::kRawWrite;
 using test::PackedModel;
+using test::RawDesc;
 using test::RingHarness;
 using test::SplitModel;
+using test::chain_layout::HugeRegion;
 
 template <typename Model>
 class DeviceRingContract : public ::testing::Test {
@@ -495,6 +502,159 @@ TYPED_TEST(DeviceRingContract, wraps_around_the_ring_end_for_many_laps) {
             EXPECT_EQ(h.driver->free_descriptors(), size);
         }
     }
+}
+
+// ---- hostile input: the rules both formats share, each with its exact error --------
+//
+// Each chain is set up twice, once refused by pop and once by pop_burst,
+// which must agree. Rules only one format has (split: avail index, head and
+// next ranges, loops; packed: ids, wrap bits, chain length, in-flight
+// slots) are in that model's own tests.
+
+template <typename Harness, typename Setup>
+void expect_refused(PopStatus want, bool indirect, Setup setup) {
+    ASSERT_TRUE(breaks_ring(want));
+    for (bool burst : {false, true}) {
+        SCOPED_TRACE(burst ? "pop_burst" : "pop");
+        Harness h(8, false, indirect);
+        setup(h);
+        if (burst) {
+            std::array<PoppedChain, 4> chains{};
+            const BurstPop r = h.device.pop_burst(h.iov, chains, {});
+            EXPECT_EQ(r.count, 0);
+            EXPECT_EQ(r.status, want) << to_string(r.status);
+        } else {
+            PoppedChain chain;
+            const PopStatus got = h.pop(chain);
+            EXPECT_EQ(got, want) << to_string(got);
+        }
+    }
+}
+
+// Guest addresses in the harness's buffer pool: a table, and buffers well
+// after it. kNowhere is mapped by nothing.
+template <typename H>
+uint64_t table_at(const H& h) {
+    return h.buffer_gpa(0);
+}
+template <typename H>
+uint64_t buffer_at(const H& h, uint32_t n) {
+    return h.buffer_gpa(8 + n);  // after the largest table (9 entries: 144 bytes)
+}
+constexpr uint64_t kNowhere = 0x10;
+
+TYPED_TEST(DeviceRingContract, refuses_indirect_without_the_negotiated_feature) {
+    using H = typename TestFixture::Harness;
+    expect_refused<H>(PopStatus::indirect_not_negotiated, /*indirect=*/false, [](H& h) {
+        h.write_table(table_at(h), {{buffer_at(h, 0), 64, 0}});
+        h.post_raw({{table_at(h), 16, kRawIndirect}});
+    });
+}
+
+TYPED_TEST(DeviceRingContract, refuses_indirect_together_with_next) {
+    using H = typename TestFixture::Harness;
+    expect_refused<H>(PopStatus::indirect_with_next, true, [](H& h) {
+        h.write_table(table_at(h), {{buffer_at(h, 0), 64, 0}});
+        h.post_raw({{table_at(h), 16, kRawIndirect | kRawNext}, {buffer_at(h, 1), 64, 0}});
+    });
+}
+
+TYPED_TEST(DeviceRingContract, refuses_an_indirect_table_inside_an_indirect_table) {
+    using H = typename TestFixture::Harness;
+    expect_refused<H>(PopStatus::indirect_nested, true, [](H& h) {
+        h.write_table(table_at(h), {{table_at(h) + 64, 16, kRawIndirect}});
+        h.write_table(table_at(h) + 64, {{buffer_at(h, 0), 64, 0}});
+        h.post_raw({{table_at(h), 16, kRawIndirect}});
+    });
+}
+
+TYPED_TEST(DeviceRingContract, refuses_an_indirect_table_not_a_multiple_of_16_bytes) {
+    using H = typename TestFixture::Harness;
+    expect_refused<H>(PopStatus::indirect_bad_length, true, [](H& h) {
+        h.write_table(table_at(h), {{buffer_at(h, 0), 64, kRawNext}, {buffer_at(h, 1), 64, 0}});
+        h.post_raw({{table_at(h), 24, kRawIndirect}});
+    });
+}
+
+TYPED_TEST(DeviceRingContract, refuses_an_empty_indirect_table) {
+    using H = typename TestFixture::Harness;
+    expect_refused<H>(PopStatus::indirect_bad_length, true, [](H& h) {
+        h.post_raw({{table_at(h), 0, kRawIndirect}});
+    });
+}
+
+TYPED_TEST(DeviceRingContract, refuses_an_indirect_table_longer_than_the_queue) {
+    using H = typename TestFixture::Harness;
+    expect_refused<H>(PopStatus::indirect_too_large, true, [](H& h) {
+        // 9 entries in a queue of 8: each a buffer, linked where the format links.
+        for (uint32_t i = 0; i < 9; ++i) {
+            const uint16_t flags = i < 8 ? kRawNext : 0;
+            h.write_table(table_at(h) + 16 * i, {{buffer_at(h, i), 64, flags}});
+        }
+        h.post_raw({{table_at(h), 9 * 16, kRawIndirect}});
+    });
+}
+
+TYPED_TEST(DeviceRingContract, refuses_an_indirect_table_outside_guest_memory) {
+    using H = typename TestFixture::Harness;
+    expect_refused<H>(PopStatus::indirect_table_unmapped, true, [](H& h) {
+        h.post_raw({{kNowhere, 16, kRawIndirect}});
+    });
+}
+
+TYPED_TEST(DeviceRingContract, refuses_a_readable_buffer_after_a_writable_one) {
+    using H = typename TestFixture::Harness;
+    expect_refused<H>(PopStatus::readable_after_writable, false, [](H& h) {
+        h.post_raw({{buffer_at(h, 0), 64, kRawWrite | kRawNext}, {buffer_at(h, 1), 64, 0}});
+    });
+}
+
+TYPED_TEST(DeviceRingContract, refuses_a_readable_entry_after_a_writable_one_in_a_table) {
+    using H = typename TestFixture::Harness;
+    expect_refused<H>(PopStatus::readable_after_writable, true, [](H& h) {
+        h.write_table(table_at(h),
+                      {{buffer_at(h, 0), 64, kRawWrite | kRawNext}, {buffer_at(h, 1), 64, 0}});
+        h.post_raw({{table_at(h), 32, kRawIndirect}});
+    });
+}
+
+TYPED_TEST(DeviceRingContract, refuses_a_buffer_outside_guest_memory) {
+    using H = typename TestFixture::Harness;
+    expect_refused<H>(PopStatus::buffer_unmapped, false, [](H& h) {
+        h.post_raw({{kNowhere, 64, 0}});
+    });
+}
+
+TYPED_TEST(DeviceRingContract, refuses_a_buffer_that_runs_past_the_end_of_guest_memory) {
+    using H = typename TestFixture::Harness;
+    expect_refused<H>(PopStatus::buffer_unmapped, false, [](H& h) {
+        // The pool's last buffer, four times as long as what is mapped of it.
+        const uint64_t last = h.buffer_gpa(4u * 8 - 1);
+        h.post_raw({{last, 4 * H::kSegmentBytes, kRawWrite}});
+    });
+}
+
+TYPED_TEST(DeviceRingContract, refuses_a_buffer_whose_end_wraps_past_2_pow_64) {
+    using H = typename TestFixture::Harness;
+    expect_refused<H>(PopStatus::buffer_unmapped, false, [](H& h) {
+        h.post_raw({{UINT64_MAX - 4, 0x10, 0}});
+    });
+}
+
+TYPED_TEST(DeviceRingContract, refuses_a_chain_of_2_pow_32_bytes) {
+    using H = typename TestFixture::Harness;
+    {
+        GuestMemoryMap probe;
+        if (!HugeRegion(probe).ok()) {
+            GTEST_SKIP() << "cannot reserve 4 GiB of address space";
+        }
+    }
+    std::vector<std::unique_ptr<HugeRegion>> huge;  // each outlives its harness
+    expect_refused<H>(PopStatus::total_length_overflow, false, [&huge](H& h) {
+        huge.push_back(std::make_unique<HugeRegion>(h.memory.map()));
+        h.post_raw({{HugeRegion::kGpa, 0x8000'0000, kRawNext},
+                    {HugeRegion::kGpa, 0x8000'0000, kRawWrite}});
+    });
 }
 
 }  // namespace

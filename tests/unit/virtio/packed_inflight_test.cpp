@@ -323,7 +323,7 @@ void crash_during_publish(Stop stop, bool expect_resumed) {
     }
     EXPECT_EQ(r.header()->free_head, r.header()->old_free_head);
     EXPECT_EQ(r.header()->used_idx, r.header()->old_used_idx);
-    EXPECT_EQ(r.ring->available_chains(), expect_resumed ? 2 : 0);
+    EXPECT_EQ(r.ring->untaken_chains(), expect_resumed ? 2 : 0);
 }
 
 TEST(PackedInflight, a_crash_before_the_region_moves_used_resubmits_the_burst) {
@@ -428,7 +428,7 @@ TEST(PackedInflight, resumed_chains_are_work_for_enable_notifications) {
     ASSERT_EQ(r.start(), InflightError::ok);
     EXPECT_TRUE(r.ring->next_available());
     EXPECT_TRUE(r.ring->enable_notifications());
-    EXPECT_EQ(r.ring->available_chains(), 1);
+    EXPECT_EQ(r.ring->untaken_chains(), 1);
 }
 
 TEST(PackedInflight, a_resumed_chain_whose_next_flags_disagree_with_its_length_breaks_the_ring) {

@@ -157,17 +157,17 @@ TEST(PackedRing, skip_checks_a_chain_like_pop_and_maps_nothing) {
 
 TEST(PackedRing, counts_available_chains_without_taking_them) {
     Raw r(8);
-    EXPECT_EQ(r.ring_.available_chains(), 0);
+    EXPECT_EQ(r.ring_.untaken_chains(), 0);
     EXPECT_FALSE(r.ring_.next_available());
     r.put(0, kData, 8, 0, N);
     r.put(1, kData, 8, 0);     // chain 1: two slots
     r.put(2, kData, 8, 1);     // chain 2
     r.put(3, kData, 8, 2, N);  // chain 3, still being written: its next slot is not available
-    EXPECT_EQ(r.ring_.available_chains(), 2);
+    EXPECT_EQ(r.ring_.untaken_chains(), 2);
     EXPECT_TRUE(r.ring_.next_available());
     EXPECT_EQ(r.ring_.avail_position(), PackedPosition{});
     ASSERT_EQ(r.pop(), PopStatus::ok);
-    EXPECT_EQ(r.ring_.available_chains(), 1);
+    EXPECT_EQ(r.ring_.untaken_chains(), 1);
 }
 
 TEST(PackedRing, rejects_a_chained_descriptor_not_marked_available) {

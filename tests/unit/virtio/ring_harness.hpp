@@ -8,21 +8,40 @@
 
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "frontend/driver_packed_ring.hpp"
 #include "frontend/driver_split_ring.hpp"
+#include "frontend/raw_packed_ring_writer.hpp"
+#include "frontend/raw_split_ring_writer.hpp"
 #include "unit/virtio/test_ring.hpp"
 #include "virtio/ring/packed_ring.hpp"
 #include "virtio/ring/split_device_ring.hpp"
 
 namespace vnet::virtio::test {
 
-// How to build each model's device ring over its driver-side mock.
+// One descriptor as a hostile test writes it, in whichever format: the flag
+// bits are the ones both formats share (NEXT 1, WRITE 2, INDIRECT 4).
+struct RawDesc {
+    uint64_t addr = 0;
+    uint32_t len = 0;
+    uint16_t flags = 0;
+};
+inline constexpr uint16_t kRawNext = VirtqDesc::kFlagNext;
+inline constexpr uint16_t kRawWrite = VirtqDesc::kFlagWrite;
+inline constexpr uint16_t kRawIndirect = VirtqDesc::kFlagIndirect;
+static_assert(kRawNext == PackedDesc::kFlagNext && kRawWrite == PackedDesc::kFlagWrite &&
+              kRawIndirect == PackedDesc::kFlagIndirect);
+
+// How to build each model's device ring over its driver-side mock, and how
+// to write what no driver would (post_raw, table_entry) in its format.
 struct SplitModel {
     using Device = SplitDeviceRing;
     using Driver = frontend::DriverSplitRing;
@@ -39,6 +58,24 @@ struct SplitModel {
         const uint16_t used = std::atomic_ref<uint16_t>(l.used->idx).load();
         return Device(SplitRingLayout{l.desc, l.avail, l.used, l.size}, config, used);
     }
+    // `chain` in descriptors 0.., linked by NEXT where its flags say so,
+    // made available at the ring's first avail entry.
+    static void post_raw(const Driver& d, std::span<const RawDesc> chain) {
+        frontend::RawSplitRingWriter w(d.layout());
+        for (size_t i = 0; i < chain.size(); ++i) {
+            const bool next = (chain[i].flags & kRawNext) != 0;
+            w.set_desc(static_cast<uint16_t>(i), chain[i].addr, chain[i].len, chain[i].flags,
+                       next ? static_cast<uint16_t>(i + 1) : 0);
+        }
+        w.make_available(0);
+    }
+    // Entry `i` of an indirect table (linked by NEXT to i + 1 where set).
+    static std::array<std::byte, 16> table_entry(const RawDesc& e, size_t i) {
+        const bool next = (e.flags & kRawNext) != 0;
+        const VirtqDesc d{e.addr, e.len, e.flags,
+                          next ? static_cast<uint16_t>(i + 1) : uint16_t{0}};
+        return std::bit_cast<std::array<std::byte, 16>>(d);
+    }
 };
 
 struct PackedModel {
@@ -54,6 +91,19 @@ struct PackedModel {
     static Device make_device(const Driver& d, const RingConfig& config) {
         const frontend::DriverPackedRingLayout& l = d.layout();
         return Device(PackedRingLayout{l.desc, l.driver_event, l.device_event, l.size}, config);
+    }
+    // `chain` in slots 0.. of the first lap, its head's flags stored last.
+    static void post_raw(const Driver& d, std::span<const RawDesc> chain) {
+        std::vector<PackedDesc> descs;
+        for (const RawDesc& r : chain) {
+            descs.push_back(PackedDesc{r.addr, r.len, 0,
+                                       static_cast<uint16_t>(r.flags | avail_flags_for(true))});
+        }
+        frontend::RawPackedRingWriter(d.layout()).publish_chain(PackedPosition{0, true}, descs);
+    }
+    // Entry `i` of an indirect table: entries are in order, NEXT is ignored (§2.8.7).
+    static std::array<std::byte, 16> table_entry(const RawDesc& e, size_t /*i*/) {
+        return std::bit_cast<std::array<std::byte, 16>>(PackedDesc{e.addr, e.len, 0, e.flags});
     }
 };
 
@@ -106,6 +156,20 @@ public:
             }
         }
         driver->publish();
+    }
+
+    // What no driver writes: one chain of raw descriptors, and an indirect
+    // table at `gpa`. Do not mix with add()/post() on the same ring.
+    void post_raw(std::initializer_list<RawDesc> chain) {
+        Model::post_raw(*driver, std::span<const RawDesc>(chain.begin(), chain.size()));
+    }
+    void write_table(uint64_t gpa, std::initializer_list<RawDesc> entries) {
+        size_t i = 0;
+        for (const RawDesc& e : entries) {
+            const std::array<std::byte, 16> bytes = Model::table_entry(e, i);
+            std::memcpy(memory.host(gpa + 16 * i, 16), bytes.data(), bytes.size());
+            ++i;
+        }
     }
 
     PopStatus pop(PoppedChain& chain, size_t room = kIovecs) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "unit/virtio/chain_test_layout.hpp"
 #include "unit/virtio/test_ring.hpp"
 #include "virtio/ring/split_device_ring.hpp"
 
@@ -20,19 +21,8 @@ namespace {
 
 using test::GuestSplitRing;
 using test::TestGuestMemory;
+using namespace test::chain_layout;
 
-constexpr uint16_t N = VirtqDesc::kFlagNext;
-constexpr uint16_t W = VirtqDesc::kFlagWrite;
-constexpr uint16_t I = VirtqDesc::kFlagIndirect;
-
-// [0x10000, 0x20000): the ring, buffers (kBuf) and indirect tables
-// (kTable); [0x20000, 0x21000) adjacent, so a buffer may span both.
-constexpr uint64_t kRing = 0x10000;
-constexpr uint64_t kBuf = 0x14000;
-constexpr uint64_t kTable = 0x18000;
-constexpr uint64_t kLowEnd = 0x20000;
-constexpr uint64_t kHigh = 0x20000;
-constexpr uint64_t kUnmapped = 0x80000;
 constexpr uint16_t kSize = 16;
 
 // What popping gave, whichever way.

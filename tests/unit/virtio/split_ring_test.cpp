@@ -1,4 +1,4 @@
-#include "virtio/split_ring.hpp"
+#include "virtio/ring/split_ring.hpp"
 
 #include <gtest/gtest.h>
 
@@ -33,7 +33,7 @@ struct Queue {
     }
 
     uint16_t pop(uint16_t max) {
-        error = RingError::ok;
+        error = PopStatus::ok;
         return ring.pop_avail(std::span<uint16_t>(heads.data(), max), &error);
     }
 
@@ -50,7 +50,7 @@ struct Queue {
     GuestSplitRing guest;
     SplitRing ring;
     std::array<uint16_t, 64> heads{};
-    RingError error = RingError::ok;
+    PopStatus error = PopStatus::ok;
 };
 
 // ---- vring_need_event (virtio 1.2 §2.7.10) ----------------------------------
@@ -89,7 +89,7 @@ TEST(SplitRing, pops_a_batch_of_heads_in_avail_order) {
     q.guest.make_available(0);
     q.guest.make_available(7);
     ASSERT_EQ(q.pop(8), 3);
-    EXPECT_EQ(q.error, RingError::ok);
+    EXPECT_EQ(q.error, PopStatus::ok);
     EXPECT_EQ(q.heads[0], 3);
     EXPECT_EQ(q.heads[1], 0);
     EXPECT_EQ(q.heads[2], 7);
@@ -109,14 +109,14 @@ TEST(SplitRing, pops_no_more_than_the_span_holds) {
 TEST(SplitRing, rereads_avail_idx_only_when_the_cached_copy_is_exhausted) {
     Queue q(8);
     q.post(3);
-    RingError error = RingError::ok;
+    PopStatus error = PopStatus::ok;
     EXPECT_EQ(q.ring.avail_count(&error), 3);
     EXPECT_EQ(q.pop(1), 1);
     q.post(2, 3);  // the guest adds more; the cached idx still covers 2 entries
     EXPECT_EQ(q.ring.avail_count(&error), 2);
     EXPECT_EQ(q.pop(8), 2);
     EXPECT_EQ(q.ring.avail_count(&error), 2);  // exhausted: now idx is read again
-    EXPECT_EQ(error, RingError::ok);
+    EXPECT_EQ(error, PopStatus::ok);
 }
 
 TEST(SplitRing, starts_at_the_base_set_by_the_front_end) {
@@ -143,14 +143,14 @@ TEST(SplitRing, accepts_an_avail_index_jump_of_exactly_the_queue_size) {
     Queue q(8);
     q.post(8);
     EXPECT_EQ(q.pop(64), 8);
-    EXPECT_EQ(q.error, RingError::ok);
+    EXPECT_EQ(q.error, PopStatus::ok);
 }
 
 TEST(SplitRing, rejects_an_avail_index_jump_larger_than_the_queue_size) {
     Queue q(8);
     q.guest.set_avail_idx(9);
     EXPECT_EQ(q.pop(64), 0);
-    EXPECT_EQ(q.error, RingError::avail_index_jump);
+    EXPECT_EQ(q.error, PopStatus::avail_index_jump);
     EXPECT_EQ(q.ring.last_avail_idx(), 0);
 }
 
@@ -158,7 +158,7 @@ TEST(SplitRing, rejects_an_avail_index_that_moved_backwards) {
     Queue q(8, false, 100);
     q.guest.set_avail_idx(99);  // (u16)(99 - 100) = 65535 > 8
     EXPECT_EQ(q.pop(64), 0);
-    EXPECT_EQ(q.error, RingError::avail_index_jump);
+    EXPECT_EQ(q.error, PopStatus::avail_index_jump);
 }
 
 TEST(SplitRing, rejects_a_head_out_of_range_in_the_avail_ring) {
@@ -166,7 +166,7 @@ TEST(SplitRing, rejects_a_head_out_of_range_in_the_avail_ring) {
     q.guest.make_available(1);
     q.guest.make_available(8);
     EXPECT_EQ(q.pop(64), 0);
-    EXPECT_EQ(q.error, RingError::head_out_of_range);
+    EXPECT_EQ(q.error, PopStatus::head_out_of_range);
     EXPECT_EQ(q.ring.last_avail_idx(), 0);  // nothing was taken
 }
 
@@ -385,13 +385,13 @@ TEST(SplitRing, a_jump_seen_by_enable_notifications_is_reported_by_the_next_pop)
     q.guest.set_avail_idx(20);
     EXPECT_TRUE(q.ring.enable_notifications());
     EXPECT_EQ(q.pop(8), 0);
-    EXPECT_EQ(q.error, RingError::avail_index_jump);
+    EXPECT_EQ(q.error, PopStatus::avail_index_jump);
 }
 
 TEST(SplitRing, names_every_error) {
-    EXPECT_EQ(std::string(to_string(RingError::ok)), "ok");
-    EXPECT_NE(std::string(to_string(RingError::avail_index_jump)),
-              std::string(to_string(RingError::head_out_of_range)));
+    EXPECT_EQ(std::string(to_string(PopStatus::ok)), "ok");
+    EXPECT_NE(std::string(to_string(PopStatus::avail_index_jump)),
+              std::string(to_string(PopStatus::head_out_of_range)));
 }
 
 }  // namespace

@@ -15,9 +15,9 @@
 
 #include "frontend/driver_ring_layout.hpp"
 #include "frontend/raw_split_ring_writer.hpp"
-#include "virtio/descriptor_chain.hpp"
 #include "virtio/guest_memory.hpp"
-#include "virtio/split_ring.hpp"
+#include "virtio/ring/descriptor_chain.hpp"
+#include "virtio/ring/split_ring.hpp"
 
 namespace vnet::virtio::test {
 

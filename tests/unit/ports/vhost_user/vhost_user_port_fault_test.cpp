@@ -158,7 +158,7 @@ TEST(VhostUserPortFault, an_inflight_buffer_lost_stops_the_pair_naming_the_infli
         g.guest.set_ring_enabled(q, true);
     }
     const vhost_user::QueueSnapshot s = g.guest.device->queue_snapshot(1);
-    ASSERT_TRUE(s.inflight.active());
+    ASSERT_TRUE(std::get<virtio::SplitDeviceRing>(s.ring).inflight().active());
     ASSERT_TRUE(g.guest.port.queue_ready(0));
     const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
     lose_pages(s.inflight_mapping.base, (given.mmap_size + page - 1) / page * page);

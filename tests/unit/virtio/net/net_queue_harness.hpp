@@ -9,8 +9,8 @@
 
 #include "packet/queue_counters.hpp"
 #include "unit/virtio/ring_harness.hpp"
-#include "virtio/net/any_device_ring.hpp"
 #include "virtio/net/net_queue_config.hpp"
+#include "virtio/ring/any_device_ring.hpp"
 
 namespace vnet::virtio::test {
 

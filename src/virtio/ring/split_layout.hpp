@@ -8,13 +8,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "virtio/ring/queue_size.hpp"
+
 namespace vnet::virtio {
 
 static_assert(std::endian::native == std::endian::little,
               "virtio 1.x rings are little-endian; vnetd runs on little-endian hosts only");
-
-// virtio 1.2 §2.7: the maximum queue size is 32768 and split queue sizes are powers of 2.
-inline constexpr uint32_t kMaxQueueSize = 32768;
 
 struct VirtqDesc {
     static constexpr uint16_t kFlagNext = 1;
@@ -81,6 +80,7 @@ inline constexpr uint64_t kDescTableAlign = 16;
 inline constexpr uint64_t kAvailRingAlign = 2;
 inline constexpr uint64_t kUsedRingAlign = 4;
 
+// virtio 1.2 §2.7: split queue sizes are powers of 2.
 constexpr bool is_valid_split_queue_size(uint32_t n) {
     return n != 0 && n <= kMaxQueueSize && std::has_single_bit(n);
 }

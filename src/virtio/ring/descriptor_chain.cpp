@@ -1,4 +1,4 @@
-#include "virtio/descriptor_chain.hpp"
+#include "virtio/ring/descriptor_chain.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -6,40 +6,6 @@
 #include <cstring>
 
 namespace vnet::virtio {
-
-const char* to_string(ChainError e) {
-    switch (e) {
-        case ChainError::ok:
-            return "ok";
-        case ChainError::head_out_of_range:
-            return "chain head index >= queue size";
-        case ChainError::next_out_of_range:
-            return "descriptor next index out of range";
-        case ChainError::chain_loop:
-            return "descriptor chain loops";
-        case ChainError::indirect_not_negotiated:
-            return "INDIRECT flag without INDIRECT_DESC";
-        case ChainError::indirect_nested:
-            return "INDIRECT descriptor inside an indirect table";
-        case ChainError::indirect_with_next:
-            return "INDIRECT and NEXT set together";
-        case ChainError::indirect_bad_length:
-            return "indirect table length is 0 or not a multiple of 16";
-        case ChainError::indirect_too_large:
-            return "indirect table larger than the queue size";
-        case ChainError::indirect_table_unmapped:
-            return "indirect table not inside one memory region";
-        case ChainError::readable_after_writable:
-            return "device-readable descriptor after a writable one";
-        case ChainError::total_length_overflow:
-            return "chain length >= 2^32 bytes";
-        case ChainError::too_many_segments:
-            return "chain needs more iovecs than allowed";
-        case ChainError::buffer_unmapped:
-            return "buffer not inside guest memory";
-    }
-    return "unknown chain error";
-}
 
 namespace {
 
@@ -53,21 +19,21 @@ inline LocalDesc read_desc_once(const VirtqDesc* d) {
 }
 
 // gpa_to_iovecs failed: tell "out of iovecs" from "not mapped" (cold path).
-[[gnu::cold, gnu::noinline]] ChainError classify_buffer_failure(const GuestMemoryMap& memory,
-                                                                uint64_t gpa, uint64_t len) {
+[[gnu::cold, gnu::noinline]] PopStatus classify_buffer_failure(const GuestMemoryMap& memory,
+                                                               uint64_t gpa, uint64_t len) {
     if (gpa + len < gpa) {
-        return ChainError::buffer_unmapped;
+        return PopStatus::buffer_unmapped;
     }
     while (len > 0) {
         const GuestRegion* r = memory.find_gpa(gpa);
         if (r == nullptr) {
-            return ChainError::buffer_unmapped;
+            return PopStatus::buffer_unmapped;
         }
         const uint64_t piece = std::min(len, r->gpa_end() - gpa);
         gpa += piece;
         len -= piece;
     }
-    return ChainError::too_many_segments;
+    return PopStatus::too_many_segments;
 }
 
 struct WalkState {
@@ -82,46 +48,46 @@ struct WalkState {
 };
 
 // Switches the walk into the indirect table `d` refers to.
-inline ChainError enter_indirect(const ChainWalkContext& ctx, const LocalDesc& d, WalkState& s) {
+inline PopStatus enter_indirect(const ChainWalkContext& ctx, const LocalDesc& d, WalkState& s) {
     // virtio 1.2 §2.7.5.3.1: INDIRECT only if VIRTIO_F_INDIRECT_DESC was negotiated
     if (!ctx.indirect_allowed) {
-        return ChainError::indirect_not_negotiated;
+        return PopStatus::indirect_not_negotiated;
     }
     // virtio 1.2 §2.7.5.3.1: no INDIRECT inside an indirect table (one table per descriptor)
     if (s.in_indirect) {
-        return ChainError::indirect_nested;
+        return PopStatus::indirect_nested;
     }
     // virtio 1.2 §2.7.5.3.1: a driver MUST NOT set both INDIRECT and NEXT
     if ((d.flags & VirtqDesc::kFlagNext) != 0) {
-        return ChainError::indirect_with_next;
+        return PopStatus::indirect_with_next;
     }
     // virtio 1.2 §2.7.5.3: the table is len/16 descriptors; vhost get_indirect: len % 16 is
     // -EINVAL, and an empty table has no end-of-chain descriptor
     if (d.len == 0 || d.len % sizeof(VirtqDesc) != 0) {
-        return ChainError::indirect_bad_length;
+        return PopStatus::indirect_bad_length;
     }
     const uint32_t entries = d.len / sizeof(VirtqDesc);
     // virtio 1.2 §2.7.5.3.1: no chain longer than the queue size (vhost: > 65536 is -E2BIG)
     if (entries > ctx.queue_size || entries > 65536) {
-        return ChainError::indirect_too_large;
+        return PopStatus::indirect_too_large;
     }
     // vhost translate_desc: the table is read in place, so it must lie in one region
     const uint8_t* host = ctx.memory->gpa_to_host(d.addr, d.len, ctx.region_hint);
     if (host == nullptr) {
-        return ChainError::indirect_table_unmapped;
+        return PopStatus::indirect_table_unmapped;
     }
     s.table = static_cast<const VirtqDesc*>(static_cast<const void*>(host));
     s.table_size = entries;
     s.in_indirect = true;
-    return ChainError::ok;
+    return PopStatus::ok;
 }
 
 // Appends the iovecs of one buffer at out[segments...] (none for a
 // zero-length one, which needs no mapping).
-inline ChainError map_buffer(const ChainWalkContext& ctx, const LocalDesc& d, std::span<iovec> out,
-                             size_t& segments) {
+inline PopStatus map_buffer(const ChainWalkContext& ctx, const LocalDesc& d, std::span<iovec> out,
+                            size_t& segments) {
     if (d.len == 0) {
-        return ChainError::ok;
+        return PopStatus::ok;
     }
     // The common case inline: the whole buffer lies in the region the hint
     // names (a TX ring keeps hitting one region). Same result as
@@ -133,7 +99,7 @@ inline ChainError map_buffer(const ChainWalkContext& ctx, const LocalDesc& d, st
             const uint64_t offset = d.addr - r.guest_phys_addr;
             if (offset < r.size && d.len <= r.size - offset) {
                 out[segments++] = iovec{r.host_addr + offset, d.len};
-                return ChainError::ok;
+                return PopStatus::ok;
             }
         }
     }
@@ -141,17 +107,17 @@ inline ChainError map_buffer(const ChainWalkContext& ctx, const LocalDesc& d, st
     if (!ctx.memory->gpa_to_iovecs(d.addr, d.len, out, &segments, ctx.region_hint)) {
         return classify_buffer_failure(*ctx.memory, d.addr, d.len);
     }
-    return ChainError::ok;
+    return PopStatus::ok;
 }
 
 // Appends one non-indirect descriptor's buffer to the iovecs. A zero-length
 // buffer adds no iovec but still counts for the readable/writable order.
-inline ChainError add_buffer(const ChainWalkContext& ctx, const LocalDesc& d, std::span<iovec> out,
-                             WalkState& s) {
+inline PopStatus add_buffer(const ChainWalkContext& ctx, const LocalDesc& d, std::span<iovec> out,
+                            WalkState& s) {
     const bool writable = (d.flags & VirtqDesc::kFlagWrite) != 0;
     // virtio 1.2 §2.7.5.2: device-writable descriptors come after all device-readable ones
     if (!writable && s.seen_writable) {
-        return ChainError::readable_after_writable;
+        return PopStatus::readable_after_writable;
     }
     if (writable && !s.seen_writable) {
         s.seen_writable = true;
@@ -161,7 +127,7 @@ inline ChainError add_buffer(const ChainWalkContext& ctx, const LocalDesc& d, st
     s.total_bytes += d.len;
     // virtio 1.2 §2.7.5.2: a chain longer than 2^32 bytes is illegal
     if (s.total_bytes > UINT32_MAX) {
-        return ChainError::total_length_overflow;
+        return PopStatus::total_length_overflow;
     }
     return map_buffer(ctx, d, out, s.segments);
 }
@@ -169,12 +135,12 @@ inline ChainError add_buffer(const ChainWalkContext& ctx, const LocalDesc& d, st
 // The general walk, from `d`: the descriptor already read (once) at the
 // current position, `visited` counting it. Direct chains of any length,
 // indirect tables, every rule.
-ChainError walk_from(const ChainWalkContext& ctx, LocalDesc d, uint32_t visited,
-                     std::span<iovec> out, WalkState& s) {
+PopStatus walk_from(const ChainWalkContext& ctx, LocalDesc d, uint32_t visited,
+                    std::span<iovec> out, WalkState& s) {
     for (;;) {
         const bool indirect = (d.flags & VirtqDesc::kFlagIndirect) != 0;
-        const ChainError e = indirect ? enter_indirect(ctx, d, s) : add_buffer(ctx, d, out, s);
-        if (e != ChainError::ok) [[unlikely]] {
+        const PopStatus e = indirect ? enter_indirect(ctx, d, s) : add_buffer(ctx, d, out, s);
+        if (e != PopStatus::ok) [[unlikely]] {
             return e;
         }
         uint32_t index = 0;  // virtio 1.2 §2.7.5.3: the table's first descriptor is index 0
@@ -182,18 +148,18 @@ ChainError walk_from(const ChainWalkContext& ctx, LocalDesc d, uint32_t visited,
             visited = 0;
         } else {
             if ((d.flags & VirtqDesc::kFlagNext) == 0) {
-                return ChainError::ok;
+                return PopStatus::ok;
             }
             index = d.next;
             // virtio 1.2 §2.7.5: next names a descriptor of the same table; vhost: -EINVAL if
             // >= num
             if (index >= s.table_size) {
-                return ChainError::next_out_of_range;
+                return PopStatus::next_out_of_range;
             }
         }
         // virtio 1.2 §2.7.5.2: loops are forbidden; vhost: "Loop detected" once found > num
         if (++visited > s.table_size) {
-            return ChainError::chain_loop;
+            return PopStatus::chain_loop;
         }
         d = read_desc_once(&s.table[index]);
     }
@@ -203,15 +169,15 @@ ChainError walk_from(const ChainWalkContext& ctx, LocalDesc d, uint32_t visited,
 // TX ring often carries (virtio header, then frame): the same checks in the
 // same order, on the same single reads; a longer chain or an indirect
 // table continues in walk_from with the descriptor already read.
-ChainError walk_after_first(const ChainWalkContext& ctx, const LocalDesc& d0, std::span<iovec> out,
-                            WalkState& s) {
+PopStatus walk_after_first(const ChainWalkContext& ctx, const LocalDesc& d0, std::span<iovec> out,
+                           WalkState& s) {
     const uint32_t index = d0.next;
     // The two checks walk_from makes before reading a second descriptor.
     if (index >= s.table_size) {
-        return ChainError::next_out_of_range;
+        return PopStatus::next_out_of_range;
     }
     if (s.table_size < 2) {
-        return ChainError::chain_loop;
+        return PopStatus::chain_loop;
     }
     const LocalDesc d1 = read_desc_once(&s.table[index]);
     if ((d1.flags & (VirtqDesc::kFlagIndirect | VirtqDesc::kFlagNext)) != 0) {
@@ -226,8 +192,8 @@ namespace {
 
 // Everything but the one-descriptor chain whose buffer lies in the hinted
 // region: out of line, so that the common case below needs no stack frame.
-[[gnu::noinline]] ChainError walk_rest(const ChainWalkContext& ctx, uint16_t head, LocalDesc d0,
-                                       std::span<iovec> out, DescriptorChain& chain) {
+[[gnu::noinline]] PopStatus walk_rest(const ChainWalkContext& ctx, uint16_t head, LocalDesc d0,
+                                      std::span<iovec> out, DescriptorChain& chain) {
     // Segment counts are 16-bit in DescriptorChain.
     out = out.first(std::min<size_t>(out.size(), UINT16_MAX));
     if ((d0.flags & (VirtqDesc::kFlagIndirect | VirtqDesc::kFlagNext)) == 0) {
@@ -235,8 +201,8 @@ namespace {
         // mapping can fail, since neither the order rule nor the 2^32 limit
         // can be broken by one u32 buffer.
         size_t segments = 0;
-        const ChainError e = map_buffer(ctx, d0, out, segments);
-        if (e != ChainError::ok) {
+        const PopStatus e = map_buffer(ctx, d0, out, segments);
+        if (e != PopStatus::ok) {
             return e;
         }
         const bool writable = (d0.flags & VirtqDesc::kFlagWrite) != 0;
@@ -245,19 +211,19 @@ namespace {
         chain.writable_segments = writable ? static_cast<uint32_t>(segments) : 0;
         chain.readable_bytes = writable ? 0 : d0.len;
         chain.writable_bytes = writable ? d0.len : 0;
-        return ChainError::ok;
+        return PopStatus::ok;
     }
     WalkState s{ctx.desc_table, ctx.queue_size};
-    ChainError e = ChainError::ok;
+    PopStatus e = PopStatus::ok;
     if ((d0.flags & VirtqDesc::kFlagIndirect) != 0) {
         e = walk_from(ctx, d0, 1, out, s);
     } else {
         e = add_buffer(ctx, d0, out, s);
-        if (e == ChainError::ok) {
+        if (e == PopStatus::ok) {
             e = walk_after_first(ctx, d0, out, s);
         }
     }
-    if (e != ChainError::ok) [[unlikely]] {
+    if (e != PopStatus::ok) [[unlikely]] {
         return e;
     }
     if (!s.seen_writable) {
@@ -269,7 +235,7 @@ namespace {
     chain.writable_segments = static_cast<uint32_t>(s.segments - s.readable_segments);
     chain.readable_bytes = static_cast<uint32_t>(s.readable_bytes);
     chain.writable_bytes = static_cast<uint32_t>(s.total_bytes - s.readable_bytes);
-    return ChainError::ok;
+    return PopStatus::ok;
 }
 
 }  // namespace
@@ -278,7 +244,7 @@ namespace {
     const auto* src = reinterpret_cast<const uint8_t*>(d);
     uint8_t bytes[sizeof(VirtqDesc)];
     for (size_t i = 0; i < sizeof(bytes); ++i) {
-        bytes[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+        bytes[i] = shared::load_relaxed(src[i]);
     }
     VirtqDesc out;
     std::memcpy(&out.addr, bytes, 8);
@@ -288,17 +254,17 @@ namespace {
     return out;
 }
 
-ChainError walk_descriptor_chain_from(const ChainWalkContext& ctx, uint16_t head,
-                                      const VirtqDesc& first, std::span<iovec> out,
-                                      DescriptorChain& chain) {
+PopStatus walk_descriptor_chain_from(const ChainWalkContext& ctx, uint16_t head,
+                                     const VirtqDesc& first, std::span<iovec> out,
+                                     DescriptorChain& chain) {
     return walk_rest(ctx, head, first, out, chain);
 }
 
-ChainError walk_descriptor_chain(const ChainWalkContext& ctx, uint16_t head, std::span<iovec> out,
-                                 DescriptorChain& chain) {
+PopStatus walk_descriptor_chain(const ChainWalkContext& ctx, uint16_t head, std::span<iovec> out,
+                                DescriptorChain& chain) {
     // vhost_get_vq_desc: "Guest says index %u > %u" (the head must name a descriptor)
     if (head >= ctx.queue_size) {
-        return ChainError::head_out_of_range;
+        return PopStatus::head_out_of_range;
     }
     // One descriptor is never a loop: head < queue size.
     const LocalDesc d0 = read_desc_once(&ctx.desc_table[head]);
@@ -321,7 +287,7 @@ ChainError walk_descriptor_chain(const ChainWalkContext& ctx, uint16_t head, std
                 chain.writable_segments = writable ? 1 : 0;
                 chain.readable_bytes = writable ? 0 : d0.len;
                 chain.writable_bytes = writable ? d0.len : 0;
-                return ChainError::ok;
+                return PopStatus::ok;
             }
         }
     }

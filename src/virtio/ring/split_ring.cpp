@@ -1,37 +1,16 @@
-#include "virtio/split_ring.hpp"
+#include "virtio/ring/split_ring.hpp"
 
 #include <algorithm>
 #include <atomic>
 
+#include "virtio/ring/shared_access.hpp"
+
 namespace vnet::virtio {
 
-const char* to_string(RingError e) {
-    switch (e) {
-        case RingError::ok:
-            return "ok";
-        case RingError::avail_index_jump:
-            return "avail index moved by more than the queue size";
-        case RingError::head_out_of_range:
-            return "avail ring entry >= queue size";
-    }
-    return "unknown ring error";
-}
-
-namespace {
-
-// Every field the guest shares with us is accessed through one of these, so
-// no access is a plain load or store the compiler could split, merge or repeat.
-inline uint16_t load_relaxed(uint16_t& field) {
-    return std::atomic_ref<uint16_t>(field).load(std::memory_order_relaxed);
-}
-inline uint16_t load_acquire(uint16_t& field) {
-    return std::atomic_ref<uint16_t>(field).load(std::memory_order_acquire);
-}
-inline void store_relaxed(uint16_t& field, uint16_t value) {
-    std::atomic_ref<uint16_t>(field).store(value, std::memory_order_relaxed);
-}
-
-}  // namespace
+using shared::load_acquire;
+using shared::load_relaxed;
+using shared::store_relaxed;
+using shared::store_release;
 
 SplitRing::SplitRing(const SplitRingLayout& layout, uint16_t last_avail_idx, uint16_t used_idx,
                      bool event_idx)
@@ -50,7 +29,7 @@ uint16_t* SplitRing::avail_event_ptr() const {
     return static_cast<uint16_t*>(static_cast<void*>(&layout_.used->ring[layout_.size]));
 }
 
-uint16_t SplitRing::avail_count(RingError* error) {
+uint16_t SplitRing::avail_count(PopStatus* error) {
     if (cached_avail_idx_ == last_avail_idx_) {
         // acquire: pairs with the driver's release (virtio_wmb) before its idx store, so the
         // ring entries and descriptors up to idx are visible before we read them (vhost smp_rmb).
@@ -60,13 +39,13 @@ uint16_t SplitRing::avail_count(RingError* error) {
     // virtio 1.2 §2.7.6: the driver never has more than queue-size heads outstanding;
     // vhost: "Invalid available index change"
     if (available > layout_.size) [[unlikely]] {
-        *error = RingError::avail_index_jump;
+        *error = PopStatus::avail_index_jump;
         return 0;
     }
     return available;
 }
 
-uint16_t SplitRing::pop_avail(std::span<uint16_t> heads, RingError* error) {
+uint16_t SplitRing::pop_avail(std::span<uint16_t> heads, PopStatus* error) {
     const uint16_t available = avail_count(error);
     const auto n = static_cast<uint16_t>(std::min<size_t>(available, heads.size()));
     const uint16_t mask = layout_.size - 1;
@@ -75,7 +54,7 @@ uint16_t SplitRing::pop_avail(std::span<uint16_t> heads, RingError* error) {
             load_relaxed(layout_.avail->ring[static_cast<uint16_t>(last_avail_idx_ + i) & mask]);
         // virtio 1.2 §2.7.6: ring entries are descriptor-chain heads; vhost: "Guest says index"
         if (head >= layout_.size) [[unlikely]] {
-            *error = RingError::head_out_of_range;
+            *error = PopStatus::head_out_of_range;
             return 0;
         }
         heads[i] = head;
@@ -94,7 +73,7 @@ void SplitRing::unpop_avail(uint16_t count) {
 
 void SplitRing::publish_used() {
     // release: every used entry written by add_used is visible before the new idx (vhost smp_wmb).
-    std::atomic_ref<uint16_t>(layout_.used->idx).store(used_idx_shadow_, std::memory_order_release);
+    store_release(layout_.used->idx, used_idx_shadow_);
 }
 
 bool SplitRing::should_notify() {

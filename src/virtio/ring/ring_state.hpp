@@ -1,6 +1,7 @@
 // RingState: one ring as `vnetctl show` reports it, VPP `show vhost-user`
 // style: the device's cursors as the owning worker keeps them, and the
-// guest's side of the ring as it reads in guest memory now.
+// guest's side of the ring as it reads in guest memory now. Each ring model
+// fills it (DeviceRing::state()).
 //
 // Read on the ring's owner only (between rounds): the cursors are plain
 // worker state. The guest fields are read through the layout the device
@@ -12,8 +13,6 @@
 
 #include <cstdint>
 #include <optional>
-
-#include "virtio/net/any_device_ring.hpp"
 
 namespace vnet::virtio {
 
@@ -42,7 +41,5 @@ struct RingState {
     uint16_t device_event_off_wrap = 0;
     bool next_available = false;
 };
-
-RingState read_ring_state(const AnyDeviceRing& ring);
 
 }  // namespace vnet::virtio

@@ -17,4 +17,15 @@ static_assert(DeviceRing<SplitDeviceRing> && DeviceRing<PackedRing>);
 
 using AnyDeviceRing = std::variant<SplitDeviceRing, PackedRing>;
 
+inline RingState read_ring_state(const AnyDeviceRing& ring) {
+    return std::visit([](const auto& r) { return r.state(); }, ring);
+}
+inline uint16_t ring_size(const AnyDeviceRing& ring) {
+    return std::visit([](const auto& r) { return r.size(); }, ring);
+}
+// For the log line of a port's first ring: which format it runs.
+inline const char* describe_format(const AnyDeviceRing& ring) {
+    return std::visit([](const auto& r) { return r.kDescription; }, ring);
+}
+
 }  // namespace vnet::virtio

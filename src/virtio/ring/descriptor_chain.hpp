@@ -4,7 +4,8 @@
 //
 // Every descriptor is read from guest memory exactly once into a local and
 // checked there (the double-fetch class of DPDK bugs). Every rule broken
-// has its own error so a log line can say exactly what the guest did.
+// has its own PopStatus so a log line can say exactly what the guest did
+// (head_out_of_range: the head index is >= the queue size).
 #pragma once
 
 #include <sys/uio.h>
@@ -14,27 +15,11 @@
 #include <span>
 
 #include "virtio/guest_memory.hpp"
-#include "virtio/ring_layout.hpp"
+#include "virtio/ring/pop_status.hpp"
+#include "virtio/ring/shared_access.hpp"
+#include "virtio/ring/split_layout.hpp"
 
 namespace vnet::virtio {
-
-enum class ChainError : uint8_t {
-    ok,
-    head_out_of_range,        // head index >= queue size
-    next_out_of_range,        // a `next` index >= queue size (or >= indirect table length)
-    chain_loop,               // more descriptors than the ring (or table) holds
-    indirect_not_negotiated,  // INDIRECT flag without VIRTIO_F_INDIRECT_DESC
-    indirect_nested,          // INDIRECT inside an indirect table
-    indirect_with_next,       // INDIRECT together with NEXT (§2.7.5.3.1)
-    indirect_bad_length,      // table length 0 or not a multiple of 16
-    indirect_too_large,       // table has more entries than the queue size allows
-    indirect_table_unmapped,  // table not wholly inside one guest memory region
-    readable_after_writable,  // a device-readable descriptor after a writable one
-    total_length_overflow,    // chain length >= 2^32 (§2.7.5.2)
-    too_many_segments,        // more iovecs than the caller's limit
-    buffer_unmapped,          // a buffer not wholly inside guest memory
-};
-const char* to_string(ChainError e);
 
 // What a walk produced. iovecs [0, readable_segments) are device-readable;
 // [readable_segments, readable_segments + writable_segments) are writable.
@@ -62,17 +47,17 @@ struct ChainWalkContext {
 
 // Walks the chain starting at `head`. On ok, `out[0..chain.segment_count())`
 // holds the buffers. Zero-length descriptors are skipped (they add no iovec).
-ChainError walk_descriptor_chain(const ChainWalkContext& ctx, uint16_t head, std::span<iovec> out,
-                                 DescriptorChain& chain);
+PopStatus walk_descriptor_chain(const ChainWalkContext& ctx, uint16_t head, std::span<iovec> out,
+                                DescriptorChain& chain);
 
 // For a caller that decides the common chain itself (the split ring's burst
 // pop): `first` is the descriptor at `head` (< queue size, checked by the
 // caller) as that caller read it, once, with read_descriptor_once; the walk
 // goes on from that copy, never re-reading it, with every rule and error of
 // walk_descriptor_chain.
-ChainError walk_descriptor_chain_from(const ChainWalkContext& ctx, uint16_t head,
-                                      const VirtqDesc& first, std::span<iovec> out,
-                                      DescriptorChain& chain);
+PopStatus walk_descriptor_chain_from(const ChainWalkContext& ctx, uint16_t head,
+                                     const VirtqDesc& first, std::span<iovec> out,
+                                     DescriptorChain& chain);
 
 // Reads one descriptor from guest memory exactly once into a local (the
 // double-fetch class of DPDK bugs): relaxed atomic loads of its two 64-bit
@@ -87,8 +72,8 @@ inline VirtqDesc read_descriptor_once(const VirtqDesc* d) {
         return read_misaligned_descriptor_once(d);
     }
     const auto* words = static_cast<const uint64_t*>(static_cast<const void*>(d));
-    const uint64_t addr = __atomic_load_n(&words[0], __ATOMIC_RELAXED);
-    const uint64_t rest = __atomic_load_n(&words[1], __ATOMIC_RELAXED);  // len, flags, next (LE)
+    const uint64_t addr = shared::load_relaxed(words[0]);
+    const uint64_t rest = shared::load_relaxed(words[1]);  // len, flags, next (LE)
     // len, flags and next lie in VirtqDesc as in the ring (little-endian):
     // one 8-byte copy, which the compiler keeps as one register instead of
     // repacking three fields.

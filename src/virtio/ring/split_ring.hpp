@@ -10,20 +10,14 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <span>
 
-#include "virtio/ring_layout.hpp"
+#include "virtio/ring/pop_status.hpp"
+#include "virtio/ring/shared_access.hpp"
+#include "virtio/ring/split_layout.hpp"
 
 namespace vnet::virtio {
-
-enum class RingError : uint8_t {
-    ok,
-    avail_index_jump,   // avail->idx moved by more than the queue size
-    head_out_of_range,  // an avail ring entry >= queue size
-};
-const char* to_string(RingError e);
 
 // Host pointers to the three ring areas; the caller has already checked that
 // each lies wholly inside guest memory and is aligned (virtio 1.2 §2.7).
@@ -51,13 +45,14 @@ public:
 
     // Number of heads the guest has made available and we have not taken.
     // Re-reads avail->idx (acquire) only when the cached copy is exhausted.
-    // Sets *error and returns 0 if the guest moved avail->idx by more than
-    // the queue size.
-    uint16_t avail_count(RingError* error);
+    // Sets *error (avail_index_jump) and returns 0 if the guest moved
+    // avail->idx by more than the queue size.
+    uint16_t avail_count(PopStatus* error);
 
     // Takes up to heads.size() heads. Returns how many; on error returns 0
-    // and sets *error (the ring is then unusable until reset).
-    uint16_t pop_avail(std::span<uint16_t> heads, RingError* error);
+    // and sets *error (avail_index_jump or head_out_of_range: the ring is
+    // then unusable until reset).
+    uint16_t pop_avail(std::span<uint16_t> heads, PopStatus* error);
 
     // For a caller that reads the avail entries itself (SplitDeviceRing::
     // pop_burst, after avail_count and its own range checks): takes `count`
@@ -77,8 +72,8 @@ public:
         VirtqUsedElem& slot = layout_.used->ring[used_idx_shadow_ & (layout_.size - 1)];
         // relaxed: the guest reads the entry only after it sees the release store in
         // publish_used.
-        std::atomic_ref<uint32_t>(slot.id).store(head, std::memory_order_relaxed);
-        std::atomic_ref<uint32_t>(slot.len).store(len, std::memory_order_relaxed);
+        shared::store_relaxed(slot.id, uint32_t{head});
+        shared::store_relaxed(slot.len, len);
         used_idx_shadow_ = static_cast<uint16_t>(used_idx_shadow_ + 1);
         // kernel vhost_add_used_n: once the used index passes the last signalled value, 16-bit
         // wrap makes the old value ambiguous, so the next should_notify must signal.
