@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 
+#include "dataplane/engine.hpp"
 #include "dataplane/ingress_policer.hpp"
 #include "gro/burst_coalescer.hpp"
 #include "packet/packet_burst.hpp"
@@ -40,21 +41,7 @@ struct PathOptions {
     uint32_t weight_bytes = 0x80000;  // VHOST_NET_WEIGHT
 };
 
-// Why a turn ended: what the path waits for before it can make progress.
-enum class PathWait : uint8_t {
-    none,         // budget used up: more work is likely there, poll again
-    source,       // the source had nothing more
-    destination,  // the destination is full (tap EAGAIN, guest posted no buffers)
-    not_ready,    // one end is not ready (guest not connected / ring stopped)
-};
-
-struct TurnResult {
-    uint32_t packets = 0;
-    uint64_t bytes = 0;
-    PathWait wait = PathWait::none;
-};
-
-class ForwardPath {
+class ForwardPath final : public Engine {
 public:
     enum class Style : uint8_t { push, fill };
 
@@ -70,10 +57,18 @@ public:
     ForwardPath(ports::Port& source, uint16_t source_queue, ports::Port& destination,
                 uint16_t destination_queue, const PathOptions& options);
 
-    TurnResult run_turn();
-    // run_turn() touched lost guest memory at `address` (SIGBUS): drop what
-    // the path holds and let the port that owns the memory stop its queue.
-    void on_guest_fault(uintptr_t address);
+    // Engine. A path has no use for the round clock.
+    TurnResult run_turn(uint64_t now_ns) override;
+    // Drops what the path holds; both ports stop the queue whose memory it is.
+    void on_guest_fault(uintptr_t address) override;
+    // Arms the end the last turn waited on and wants its fd; false when the
+    // last turn ran out of budget or the end has work again.
+    bool prepare_sleep(const Want& want) override;
+    // The destination's guest RX pacing, from options().
+    void configure_destinations() override;
+    uint64_t held_rx_deadline() const override;
+    void publish_held_rx() override;
+    void publish_rx_before_sleep() override;
 
     // The path is about to go away (a port removed at run time) with packets
     // the destination did not take yet: they go back to the source as
@@ -123,6 +118,7 @@ private:
     uint16_t destination_queue_;
     PathOptions options_;
     Style style_;
+    PathWait last_wait_ = PathWait::none;  // why the last turn ended
     // The roles the style uses, found once at construction: push uses the
     // first two, fill the last two; the others stay null.
     ports::BurstSource* burst_source_ = nullptr;

@@ -15,6 +15,7 @@
 
 #include "control/config/port_type.hpp"
 #include "dataplane/forward_path.hpp"
+#include "dataplane/switch/switch_datapath.hpp"
 #include "dataplane/worker.hpp"
 #include "io/packet_batch.hpp"
 #include "packet/wire.hpp"

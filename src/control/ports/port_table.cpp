@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "dataplane/forward_path.hpp"
+
 namespace vnet::control {
 
 PortTable::PortTable(Wiring wiring) : w_(std::move(wiring)) {}
@@ -139,7 +141,7 @@ void PortTable::connect_ports(PortEntry& a_entry, PortEntry& b_entry) {
             if (dataplane::ForwardPath::style_between(from->capabilities(q), to->capabilities(q))) {
                 auto path = std::make_unique<dataplane::ForwardPath>(*from, q, *to, q, po);
                 path->set_ingress_policer(entry_of(*from)->policer.get());
-                w.run_sync([&w, &path] { w.add_path(std::move(path)); });
+                w.run_sync([&w, &path] { w.add_engine(std::move(path)); });
             }
         }
     }
@@ -154,15 +156,18 @@ void PortTable::disconnect_port(const ports::Port& port) {
     for (const auto& worker : w_.workers) {
         dataplane::Worker& w = *worker;
         w.run_sync([&w, &port] {
+            // Its cross-connect paths go; a switch it is on lets it go on its own.
             std::vector<const dataplane::ForwardPath*> gone;
-            for (const auto& path : w.paths()) {
-                if (&path->source() == &port || &path->destination() == &port) {
+            for (const auto& engine : w.engines()) {
+                auto* path = dynamic_cast<dataplane::ForwardPath*>(engine.get());
+                if (path != nullptr &&
+                    (&path->source() == &port || &path->destination() == &port)) {
                     path->abandon_pending();
-                    gone.push_back(path.get());
+                    gone.push_back(path);
                 }
             }
             for (const dataplane::ForwardPath* path : gone) {
-                w.remove_path(path);
+                w.remove_engine(path);
             }
         });
     }

@@ -59,7 +59,7 @@ void SwitchTable::open_switch(const SwitchConfig& sc) {
     dataplane::switching::SwitchDatapath* datapath = nullptr;
     worker.run_sync([&] {
         datapath =
-            &worker.add_switch(std::make_unique<dataplane::switching::SwitchDatapath>(sc.name, o));
+            &worker.add_engine(std::make_unique<dataplane::switching::SwitchDatapath>(sc.name, o));
     });
     ++next_switch_id_;
     switches_.push_back(SwitchEntry{id, sc.name, &worker, datapath});
@@ -126,7 +126,7 @@ void SwitchTable::remove_switch(const std::string& name) {
     // nothing refers to its id any more.
     dataplane::Worker& worker = *s->worker;
     const dataplane::switching::SwitchDatapath* datapath = s->datapath;
-    worker.run_sync([&] { worker.remove_switch(datapath); });
+    worker.run_sync([&] { worker.remove_engine(datapath); });
     switches_.erase(switches_.begin() + (s - switches_.data()));
     std::erase_if(w_.config.switches, [&name](const SwitchConfig& c) { return c.name == name; });
     w_.log->info("switch {}: removed", name);

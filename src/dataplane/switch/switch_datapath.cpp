@@ -152,7 +152,7 @@ TurnResult SwitchDatapath::run_turn(uint64_t now) {
         if (t.wait == PathWait::none) {
             total.wait = PathWait::none;
         } else if (t.wait == PathWait::destination && total.wait != PathWait::none) {
-            total.wait = PathWait::destination;  // a burst held for a full destination
+            total.wait = PathWait::holding;  // a burst held for a full destination
         }
     }
     if (!pending_calls_.empty()) {
@@ -381,7 +381,7 @@ void SwitchDatapath::finish(Ingress& in) {
     in.holding = false;
 }
 
-bool SwitchDatapath::prepare_sleep(const std::function<void(const ports::WaitSpec&)>& want) {
+bool SwitchDatapath::prepare_sleep(const Want& want) {
     make_deferred_calls(true, 0);  // no guest sleeps on a call we owe it
     for (auto& in : ingress_) {
         if (in->holding || in->last_wait == PathWait::none) {

@@ -39,7 +39,7 @@
 #include <string>
 #include <vector>
 
-#include "dataplane/forward_path.hpp"
+#include "dataplane/engine.hpp"
 #include "dataplane/switch/switch_core.hpp"
 #include "ports/port.hpp"
 
@@ -72,12 +72,10 @@ struct SwitchDatapathOptions {
     bool adaptive_rx = true;
 };
 
-class SwitchDatapath {
+class SwitchDatapath final : public Engine {
 public:
     SwitchDatapath(std::string name, const SwitchDatapathOptions& options);
-    ~SwitchDatapath();
-    SwitchDatapath(const SwitchDatapath&) = delete;
-    SwitchDatapath& operator=(const SwitchDatapath&) = delete;
+    ~SwitchDatapath() override;
 
     const std::string& name() const { return name_; }
 
@@ -99,18 +97,16 @@ public:
     // MACs are (the EVPN sync, control/switches/evpn/).
     MacTable& mac_table() { return core_.mac_table(); }
 
-    // `now_ns` is the worker's round clock (steady_now_ns() as the last
-    // round ended or the worker woke, one read shared by the whole round;
-    // tests pass their own): MAC learning and aging, hold deadlines,
-    // deferred calls.
-    TurnResult run_turn(uint64_t now_ns);
-    // Before the worker sleeps: arms each idle source (a guest turns kicks
-    // back on) and passes the fds to wait on to `want`. False: work is
-    // there or a burst is held, do not sleep.
-    bool prepare_sleep(const std::function<void(const ports::WaitSpec&)>& want);
-    // A turn faulted on lost guest memory at `address`: drop what is held
-    // and let each member port stop the queue that owns the memory.
-    void on_guest_fault(uintptr_t address);
+    // ---- Engine ------------------------------------------------------------
+    // `now_ns` is the worker's round clock (tests pass their own): MAC
+    // learning and aging, hold deadlines, deferred calls. A turn that left
+    // a burst held for a full destination ends in PathWait::holding.
+    TurnResult run_turn(uint64_t now_ns) override;
+    // Arms each idle source (a guest turns kicks back on) and wants its
+    // kick fd; false while a burst is held or a source had more.
+    bool prepare_sleep(const Want& want) override;
+    // Drops what is held; each member port stops the queue that owns the memory.
+    void on_guest_fault(uintptr_t address) override;
 
     const SwitchCore& core() const { return core_; }
     // The member's port, nullptr for a free id.

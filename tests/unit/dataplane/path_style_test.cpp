@@ -180,14 +180,14 @@ TEST(PathStyle, each_queue_pair_is_forwarded_by_the_roles_it_offers) {
     EXPECT_EQ(bursting.style(), Style::push);
 
     src.queue_frames(5);
-    TurnResult filled = reading.run_turn();
+    TurnResult filled = reading.run_turn(0);
     EXPECT_EQ(filled.packets, 5u);
     EXPECT_EQ(src.reads, 5u);
     EXPECT_EQ(dst.filled, 5u);
     EXPECT_EQ(dst.sunk, 0u);
 
     src.queue_frames(12);
-    TurnResult pushed = bursting.run_turn();
+    TurnResult pushed = bursting.run_turn(0);
     EXPECT_EQ(pushed.packets, 12u);
     EXPECT_EQ(dst.sunk, 12u);
     EXPECT_EQ(src.completed, 12u);
@@ -203,7 +203,7 @@ TEST(PathStyle, a_port_playing_every_role_feeds_a_lender_by_filling_and_a_sink_b
     ForwardPath to_sink(src, 0, sink, 0, PathOptions{.tx_batch = 4});
     EXPECT_EQ(to_sink.style(), Style::push);
     src.queue_frames(6);
-    EXPECT_EQ(to_sink.run_turn().packets, 6u);
+    EXPECT_EQ(to_sink.run_turn(0).packets, 6u);
     EXPECT_EQ(sink.burst_sizes, (std::vector<uint16_t>{4, 2}));
 }
 

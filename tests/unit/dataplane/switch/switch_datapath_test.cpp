@@ -566,7 +566,7 @@ TEST(SwitchDatapath, a_worker_runs_its_switch_and_attaches_ports_between_rounds)
     worker.start();
     SwitchDatapath* sw = nullptr;
     worker.run_sync([&] {
-        sw = &worker.add_switch(std::make_unique<SwitchDatapath>("s0", SwitchDatapathOptions{}));
+        sw = &worker.add_engine(std::make_unique<SwitchDatapath>("s0", SwitchDatapathOptions{}));
     });
     SwitchTestPort a("a"), b("b");
     a.queue(frame(kBroadcast, mac(1)));
@@ -582,9 +582,9 @@ TEST(SwitchDatapath, a_worker_runs_its_switch_and_attaches_ports_between_rounds)
     EXPECT_EQ(received, 1u);
     worker.run_sync([&] {
         EXPECT_TRUE(sw->detach(b));
-        worker.remove_switch(sw);
+        worker.remove_engine(sw);
     });
-    EXPECT_TRUE(worker.switches().empty());
+    EXPECT_TRUE(worker.engines().empty());
     worker.stop();
 }
 

@@ -18,9 +18,9 @@ TEST(VhostUserPortShow, an_rx_ring_shows_its_cursors_the_guests_indexes_and_ever
     dataplane::ForwardPath path{source, 0, guest.port, 0, dataplane::PathOptions{}};
     guest.post_rx_buffers(10);
     source.queue_frames(3);
-    path.run_turn();
+    path.run_turn(0);
     source.queue_frames(2);
-    path.run_turn();
+    path.run_turn(0);
 
     const VhostUserPort::RingView v = guest.port.ring_view(0);
     ASSERT_TRUE(v.running);
