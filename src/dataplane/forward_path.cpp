@@ -56,6 +56,7 @@ ForwardPath::ForwardPath(ports::Port& source, uint16_t source_queue, ports::Port
         reader_ = from.reader;
         buffer_lender_ = to.buffer_lender;
     }
+    rx_pacing_ = to.rx_pacing;
     options_.tx_batch = std::min<uint16_t>(options_.tx_batch, packet::kMaxBurstPackets);
     burst_size_ = std::max<uint16_t>(options_.tx_batch, 1);
     // Per-packet mode is the "no batching" baseline: no merging either.
@@ -334,21 +335,27 @@ bool ForwardPath::prepare_sleep(const Want& want) {
 }
 
 void ForwardPath::configure_destinations() {
-    destination_.set_rx_coalescing(destination_queue_, options_.rx_frames, options_.rx_usecs,
-                                   options_.adaptive_rx);
+    if (rx_pacing_ != nullptr) {
+        rx_pacing_->set_rx_coalescing(destination_queue_, options_.rx_frames, options_.rx_usecs,
+                                      options_.adaptive_rx);
+    }
 }
 
 uint64_t ForwardPath::held_rx_deadline() const {
     // Port-local state only: no guest memory is read here.
-    return destination_.rx_held_deadline(destination_queue_);
+    return rx_pacing_ != nullptr ? rx_pacing_->rx_held_deadline(destination_queue_) : 0;
 }
 
 void ForwardPath::publish_held_rx() {
-    destination_.publish_held_rx(destination_queue_);
+    if (rx_pacing_ != nullptr) {
+        rx_pacing_->publish_held_rx(destination_queue_);
+    }
 }
 
 void ForwardPath::publish_rx_before_sleep() {
-    destination_.publish_rx_before_sleep(destination_queue_);
+    if (rx_pacing_ != nullptr) {
+        rx_pacing_->publish_rx_before_sleep(destination_queue_);
+    }
 }
 
 }  // namespace vnet::dataplane

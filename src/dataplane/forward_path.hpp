@@ -64,7 +64,7 @@ public:
     // Arms the end the last turn waited on and wants its fd; false when the
     // last turn ran out of budget or the end has work again.
     bool prepare_sleep(const Want& want) override;
-    // The destination's guest RX pacing, from options().
+    // The destination's guest RX pacing (if it plays RxPacing), from options().
     void configure_destinations() override;
     uint64_t held_rx_deadline() const override;
     void publish_held_rx() override;
@@ -125,6 +125,9 @@ private:
     ports::BurstSink* burst_sink_ = nullptr;
     ports::Reader* reader_ = nullptr;
     ports::BufferLender* buffer_lender_ = nullptr;
+    // The destination's guest RX pacing, whatever the style; null if it
+    // plays none (a tap delivers at once).
+    ports::RxPacing* rx_pacing_ = nullptr;
     // Packets taken from the source but not yet accepted by the destination
     // (a tap that said EAGAIN): kept, in order, for the next turn.
     packet::PacketBurst pending_;

@@ -51,14 +51,17 @@ uint16_t SwitchDatapath::attach(ports::Port& port, MemberConfig config) {
     if (has_member(port)) {
         throw std::invalid_argument("port " + port.name() + " is on switch " + name_ + " already");
     }
-    ports::BurstSink* sink = port.capabilities(kEgressQueue).burst_sink;
+    const ports::QueuePairCapabilities egress = port.capabilities(kEgressQueue);
+    ports::BurstSink* sink = egress.burst_sink;
     if (sink == nullptr) {
         throw std::invalid_argument("port " + port.name() +
                                     " takes no bursts: it cannot be on a switch");
     }
     const uint16_t member = core_.add_member(std::move(config));
-    members_[member] = Member{&port, sink};
-    port.set_adaptive_rx(kEgressQueue, options_.adaptive_rx);
+    members_[member] = Member{&port, sink, egress.rx_pacing};
+    if (egress.rx_pacing != nullptr) {
+        egress.rx_pacing->set_adaptive_rx(kEgressQueue, options_.adaptive_rx);
+    }
     for (uint16_t q = 0; q < port.queue_count(); ++q) {
         if (ports::BurstSource* source = port.capabilities(q).burst_source) {
             auto in = std::make_unique<Ingress>();
@@ -126,7 +129,9 @@ bool SwitchDatapath::detach(const ports::Port& port) {
                   [&](const std::unique_ptr<Ingress>& in) { return in->member == member; });
     // A call it is owed is made now; off the switch, nothing defers them.
     std::erase(pending_calls_, member);
-    it->port->set_adaptive_rx(kEgressQueue, false);
+    if (it->pacing != nullptr) {
+        it->pacing->set_adaptive_rx(kEgressQueue, false);
+    }
     core_.remove_member(member);
     *it = Member{};
     return true;
@@ -166,13 +171,13 @@ TurnResult SwitchDatapath::run_turn(uint64_t now) {
 void SwitchDatapath::make_deferred_calls(bool all, uint64_t now) {
     for (size_t i = 0; i < pending_calls_.size();) {
         Member& m = members_[pending_calls_[i]];
-        const uint64_t due = m.port->rx_call_deadline(kEgressQueue);
+        const uint64_t due = m.pacing->rx_call_deadline(kEgressQueue);
         if (due != 0 && !all && now < due) {
             ++i;
             continue;
         }
         if (due != 0) {
-            m.port->flush_rx_call(kEgressQueue);
+            m.pacing->flush_rx_call(kEgressQueue);
         }
         m.call_pending = false;
         pending_calls_[i] = pending_calls_.back();
@@ -279,7 +284,7 @@ bool SwitchDatapath::deliver_group(Ingress& in, EgressGroup& group, uint64_t now
             if (sent != 0) {
                 m.stalled = false;
                 m.refusing = false;
-                if (!m.call_pending) {
+                if (!m.call_pending && m.pacing != nullptr) {
                     m.call_pending = true;
                     pending_calls_.push_back(group.member);
                 }

@@ -116,6 +116,8 @@ private:
     struct Member {
         ports::Port* port = nullptr;
         ports::BurstSink* sink = nullptr;
+        // Its guest RX pacing (adaptive_rx's deferred calls); null: none.
+        ports::RxPacing* pacing = nullptr;
         // It refused a frame and took none since refusing_since.
         bool refusing = false;
         uint64_t refusing_since = 0;

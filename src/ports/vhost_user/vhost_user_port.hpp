@@ -44,6 +44,7 @@ class VhostUserPort final : public BufferLender,
                             public Port,
                             public BurstSource,
                             public BurstSink,
+                            public RxPacing,
                             public vhost_user::QueueObserver {
 public:
     // Called on a worker thread when a guest breaks a ring rule; must only
@@ -78,9 +79,10 @@ public:
 
     uint16_t queue_count() const override { return queue_pairs_; }
     // The TX ring is a burst source, the RX ring a burst sink (a copy into
-    // the guest's buffers) and a buffer lender (a reader fills them).
+    // the guest's buffers) and a buffer lender (a reader fills them), paced
+    // (the used index publish and the guest's call).
     QueuePairCapabilities capabilities(uint16_t) override {
-        return {.burst_source = this, .burst_sink = this, .buffer_lender = this};
+        return {.burst_source = this, .burst_sink = this, .buffer_lender = this, .rx_pacing = this};
     }
     // The guest negotiates offloads and enables queue pairs: the handlers
     // above tell whoever follows it.

@@ -29,11 +29,14 @@ using test::mac;
 
 // A port that sends what a test queues and keeps every frame it is given,
 // gathered from however many iovecs the switch built it from.
-class SwitchTestPort : public ports::Port, public ports::BurstSource, public ports::BurstSink {
+class SwitchTestPort : public ports::Port,
+                       public ports::BurstSource,
+                       public ports::BurstSink,
+                       public ports::RxPacing {
 public:
     explicit SwitchTestPort(std::string name) : Port(std::move(name)) {}
     ports::QueuePairCapabilities capabilities(uint16_t) override {
-        return {.burst_source = this, .burst_sink = this};
+        return {.burst_source = this, .burst_sink = this, .rx_pacing = this};
     }
     bool queue_ready(uint16_t) const override { return ready; }
     uint32_t queue_generation(uint16_t) const override { return generation; }
@@ -81,6 +84,11 @@ public:
     // adaptive_rx as a guest's RX queue does it: every burst that brought
     // frames defers the call, due kCallDeferNs after the first.
     static constexpr uint64_t kCallDeferNs = 100;
+    // Holding frames (rx_frames / rx_usecs) is a cross-connect's, not the switch's.
+    void set_rx_coalescing(uint16_t, uint32_t, uint32_t, bool) override {}
+    uint64_t rx_held_deadline(uint16_t) const override { return 0; }
+    void publish_held_rx(uint16_t) override {}
+    void publish_rx_before_sleep(uint16_t) override {}
     void set_adaptive_rx(uint16_t, bool on) override {
         adaptive = on;
         if (!on) {
