@@ -170,20 +170,6 @@ private:
         bool memory_lost = false;
         uint32_t generation = 0;  // bumped each time the ring (re)starts
     };
-    // A packet of another port's burst that the RX ring ran out of buffers
-    // in the middle of (segmented): the segments before next_segment are in
-    // the guest already, so the retry of the same packet resumes there.
-    struct PartialDelivery {
-        const void* first_base = nullptr;
-        uint32_t len = 0;
-        uint32_t token = 0;
-        uint16_t next_segment = 0;
-        bool is(const packet::PacketBurst& burst, uint16_t i) const {
-            const packet::BurstPacket& p = burst.packets[i];
-            return next_segment != 0 && p.len == len && p.token == token &&
-                   burst.iovecs[p.first_iov].iov_base == first_base;
-        }
-    };
     // Queue pair q: RX ring 2q (us -> guest) and TX ring 2q+1 (guest -> us).
     struct QueuePair {
         QueuePair(packet::QueueCounters& rx_ring_counters, packet::QueueCounters& tx_ring_counters);
@@ -194,7 +180,6 @@ private:
         // Other guests' packets made fit for what this guest's RX ring
         // negotiated (transmit_burst).
         virtio::OffloadAdaptation adaptation;
-        PartialDelivery partial;
     };
     // The RARP frame SEND_RARP asked for, behind a zeroed virtio-net header
     // (the largest one; a 10-byte guest uses its tail). Owner thread only.
