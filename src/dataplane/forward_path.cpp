@@ -40,7 +40,7 @@ ForwardPath::Style checked_style(ports::Port& source, uint16_t source_queue,
 }  // namespace
 
 ForwardPath::ForwardPath(ports::Port& source, uint16_t source_queue, ports::Port& destination,
-                         uint16_t destination_queue, const PathOptions& options)
+                         uint16_t destination_queue, const ports::QueuePairOptions& options)
     : source_(source),
       source_queue_(source_queue),
       destination_(destination),

@@ -26,20 +26,9 @@
 #include "gro/burst_coalescer.hpp"
 #include "packet/packet_burst.hpp"
 #include "ports/port.hpp"
+#include "ports/queue_pair_options.hpp"
 
 namespace vnet::dataplane {
-
-struct PathOptions {
-    uint16_t tx_batch = 64;   // VHOST_NET_BATCH; 0: per-packet (one pop, one write, one publish)
-    bool tx_peek = true;      // hold the batch for one submission (the MSG_MORE hint)
-    bool gro = true;          // coalesce TCP segments of a batch bound for a tap
-    bool gro_udp = false;     // ... and UDP datagrams (USO)
-    uint32_t rx_frames = 0;   // guest RX coalescing (ethtool -C rx-frames); 0: per batch
-    uint32_t rx_usecs = 0;    // ... deadline after the first held frame (ethtool -C rx-usecs)
-    bool adaptive_rx = true;  // rx_frames = 0: hold a stream's bursts (RxStreamPacer)
-    uint32_t weight_packets = 256;    // VHOST_NET_PKT_WEIGHT
-    uint32_t weight_bytes = 0x80000;  // VHOST_NET_WEIGHT
-};
 
 class ForwardPath final : public Engine {
 public:
@@ -55,7 +44,7 @@ public:
 
     // Throws std::invalid_argument if style_between has no style for them.
     ForwardPath(ports::Port& source, uint16_t source_queue, ports::Port& destination,
-                uint16_t destination_queue, const PathOptions& options);
+                uint16_t destination_queue, const ports::QueuePairOptions& options);
 
     // Engine. A path has no use for the round clock.
     TurnResult run_turn(uint64_t now_ns) override;
@@ -83,8 +72,8 @@ public:
     ports::Port& destination() const { return destination_; }
     uint16_t source_queue() const { return source_queue_; }
     uint16_t destination_queue() const { return destination_queue_; }
-    const PathOptions& options() const { return options_; }
-    void set_options(const PathOptions& options) { options_ = options; }
+    const ports::QueuePairOptions& options() const { return options_; }
+    void set_options(const ports::QueuePairOptions& options) { options_ = options; }
 
     // Ingress policing of what this path takes from its source: the
     // source port's bucket, shared by all its paths (nullptr: none). It
@@ -116,7 +105,7 @@ private:
     uint16_t source_queue_;
     ports::Port& destination_;
     uint16_t destination_queue_;
-    PathOptions options_;
+    ports::QueuePairOptions options_;
     Style style_;
     PathWait last_wait_ = PathWait::none;  // why the last turn ended
     // The roles the style uses, found once at construction: push uses the

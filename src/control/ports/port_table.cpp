@@ -118,17 +118,7 @@ virtio::FeatureSet every_guest_offload() {
 void PortTable::connect_ports(PortEntry& a_entry, PortEntry& b_entry) {
     ports::Port* a = a_entry.port.get();
     ports::Port* b = b_entry.port.get();
-    const DatapathConfig& d = w_.config.datapath;
-    dataplane::PathOptions po;
-    po.tx_batch = d.tx_batch;
-    po.weight_packets = d.weight_packets;
-    po.weight_bytes = d.weight_bytes;
-    po.tx_peek = d.tx_peek;
-    po.gro = d.gro;
-    po.gro_udp = d.gro_udp;
-    po.rx_frames = d.rx_frames;
-    po.rx_usecs = d.rx_usecs;
-    po.adaptive_rx = d.adaptive_rx;
+    const ports::QueuePairOptions& po = w_.config.datapath;
     offer_gso(*a, *b);
     offer_gso(*b, *a);
     const size_t group = a_entry.placement_group;

@@ -49,10 +49,8 @@ void SwitchTable::open_switch(const SwitchConfig& sc) {
     dataplane::switching::SwitchDatapathOptions o;
     o.core.mac_aging_s = sc.mac_aging_s;
     o.core.mac_table_size = sc.mac_table_size;
-    o.burst = w_.config.datapath.tx_batch;
-    o.weight_packets = w_.config.datapath.weight_packets;
+    o.queue_pair = w_.config.datapath;
     o.hold_ns = uint64_t{sc.destination_hold_us} * 1000;
-    o.adaptive_rx = w_.config.datapath.adaptive_rx;
     const SwitchId id = next_switch_id_;
     const size_t w = w_.placement.worker_for_switch(boot_connections_, id);
     dataplane::Worker& worker = *w_.workers[w];

@@ -39,9 +39,11 @@ void shift_header_offsets(uint8_t* header, uint16_t header_size, int delta) {
 }  // namespace
 
 SwitchDatapath::SwitchDatapath(std::string name, const SwitchDatapathOptions& options)
-    : name_(std::move(name)), options_(options), core_(options.core) {
-    options_.burst = std::clamp<uint16_t>(options_.burst, 1, packet::kMaxBurstPackets);
-    options_.weight_packets = std::max<uint32_t>(options_.weight_packets, 1);
+    : name_(std::move(name)),
+      options_(options),
+      burst_(std::clamp<uint16_t>(options.queue_pair.tx_batch, 1, packet::kMaxBurstPackets)),
+      weight_packets_(std::max<uint32_t>(options.queue_pair.weight_packets, 1)),
+      core_(options.core) {
     pending_calls_.reserve(kMaxSwitchMembers);
 }
 
@@ -60,7 +62,7 @@ uint16_t SwitchDatapath::attach(ports::Port& port, MemberConfig config) {
     const uint16_t member = core_.add_member(std::move(config));
     members_[member] = Member{&port, sink, egress.rx_pacing};
     if (egress.rx_pacing != nullptr) {
-        egress.rx_pacing->set_adaptive_rx(kEgressQueue, options_.adaptive_rx);
+        egress.rx_pacing->set_adaptive_rx(kEgressQueue, options_.queue_pair.adaptive_rx);
     }
     for (uint16_t q = 0; q < port.queue_count(); ++q) {
         if (ports::BurstSource* source = port.capabilities(q).burst_source) {
@@ -218,8 +220,8 @@ TurnResult SwitchDatapath::ingress_turn(Ingress& in, uint64_t now) {
         }
         finish(in);
     }
-    while (turn.packets < options_.weight_packets) {
-        if (in.source->receive_burst(in.queue, in.burst, options_.burst) == 0) {
+    while (turn.packets < weight_packets_) {
+        if (in.source->receive_burst(in.queue, in.burst, burst_) == 0) {
             turn.wait = PathWait::source;
             return turn;
         }

@@ -42,6 +42,7 @@
 #include "dataplane/engine.hpp"
 #include "dataplane/switch/switch_core.hpp"
 #include "ports/port.hpp"
+#include "ports/queue_pair_options.hpp"
 
 namespace vnet::dataplane::switching {
 
@@ -64,12 +65,13 @@ inline constexpr uint64_t kIdlePollNs = 4000;
 
 struct SwitchDatapathOptions {
     SwitchOptions core;
-    uint16_t burst = packet::kMaxBurstPackets;  // tx_batch (0 is taken as 1)
-    uint32_t weight_packets = 256;              // per ingress queue per turn
+    // The datapath's per-queue-pair options, as for a cross-connect: its
+    // tx_batch is the burst per ingress queue (0 is taken as 1),
+    // weight_packets the packets per ingress queue per turn, adaptive_rx
+    // defers guests' calls while the sources keep sending.
+    ports::QueuePairOptions queue_pair;
     uint64_t hold_ns = kDefaultHoldNs;
     uint64_t stall_ns = kDefaultStallNs;
-    // Guests' calls deferred while the sources keep sending (adaptive_rx).
-    bool adaptive_rx = true;
 };
 
 class SwitchDatapath final : public Engine {
@@ -160,6 +162,8 @@ private:
 
     std::string name_;
     SwitchDatapathOptions options_;
+    uint16_t burst_;           // queue_pair.tx_batch, 1..kMaxBurstPackets
+    uint32_t weight_packets_;  // queue_pair.weight_packets, at least 1
     SwitchCore core_;
     std::array<Member, kMaxSwitchMembers> members_{};
     std::vector<std::unique_ptr<Ingress>> ingress_;

@@ -42,7 +42,7 @@ protected:
         worker->run_sync([&] {
             path = &worker->add_engine(std::make_unique<ForwardPath>(
                 source, 0, guest->port, 0,
-                PathOptions{.rx_frames = rx_frames, .rx_usecs = rx_usecs}));
+                ports::QueuePairOptions{.rx_frames = rx_frames, .rx_usecs = rx_usecs}));
         });
     }
     // Queues `n` frames and returns once a round has delivered them all.

@@ -35,7 +35,8 @@ void wait_sleeps(const Worker& worker, uint64_t n) {
 class WorkerTime : public ::testing::Test {
 protected:
     void SetUp() override {
-        worker.add_engine(std::make_unique<ForwardPath>(source, 0, sink, 0, PathOptions{}));
+        worker.add_engine(
+            std::make_unique<ForwardPath>(source, 0, sink, 0, ports::QueuePairOptions{}));
     }
     void TearDown() override { worker.stop(); }
 

@@ -478,7 +478,7 @@ TEST(SwitchDatapath, a_port_detached_at_run_time_gets_nothing_more) {
 // its deferral's deadline under a stream that does not.
 TEST(SwitchDatapath, a_guest_fed_by_a_stream_is_called_once_the_sources_run_dry) {
     SwitchDatapathOptions o;
-    o.weight_packets = 64;
+    o.queue_pair.weight_packets = 64;
     Rig r(2, o);
     r.attach(0);
     r.attach(1);
@@ -502,8 +502,8 @@ TEST(SwitchDatapath, a_guest_fed_by_a_stream_is_called_once_the_sources_run_dry)
 
 TEST(SwitchDatapath, a_deferred_call_is_made_at_its_deadline_while_the_stream_goes_on) {
     SwitchDatapathOptions o;
-    o.burst = 8;
-    o.weight_packets = 8;
+    o.queue_pair.tx_batch = 8;
+    o.queue_pair.weight_packets = 8;
     Rig r(2, o);
     r.attach(0);
     r.attach(1);
@@ -523,8 +523,8 @@ TEST(SwitchDatapath, a_deferred_call_is_made_at_its_deadline_while_the_stream_go
 
 TEST(SwitchDatapath, owed_calls_are_made_before_the_worker_sleeps_and_when_a_port_leaves) {
     SwitchDatapathOptions o;
-    o.burst = 4;
-    o.weight_packets = 4;
+    o.queue_pair.tx_batch = 4;
+    o.queue_pair.weight_packets = 4;
     Rig r(3, o);
     for (size_t i = 0; i < 3; ++i) {
         r.attach(i);
@@ -546,9 +546,9 @@ TEST(SwitchDatapath, owed_calls_are_made_before_the_worker_sleeps_and_when_a_por
 
 TEST(SwitchDatapath, without_adaptive_rx_every_burst_calls) {
     SwitchDatapathOptions o;
-    o.adaptive_rx = false;
-    o.burst = 4;
-    o.weight_packets = 4;
+    o.queue_pair.adaptive_rx = false;
+    o.queue_pair.tx_batch = 4;
+    o.queue_pair.weight_packets = 4;
     Rig r(2, o);
     r.attach(0);
     r.attach(1);

@@ -236,7 +236,7 @@ protected:
         tap_->follow_peer_features(driver_->negotiated_features());
         worker_.run_sync([this] {
             path_ = &worker_.add_engine(std::make_unique<dataplane::ForwardPath>(
-                *tap_, 0, *port_, 0, dataplane::PathOptions{}));
+                *tap_, 0, *port_, 0, ports::QueuePairOptions{}));
         });
     }
     Ring& rx() { return driver_->template rx_ring<Ring>(); }
@@ -503,7 +503,7 @@ TEST(TapToGuestMultiqueue, each_queue_pair_reads_its_own_tap_queue_in_order_per_
     std::vector<std::unique_ptr<dataplane::ForwardPath>> paths;
     for (uint16_t q = 0; q < kQueues; ++q) {
         paths.push_back(
-            std::make_unique<dataplane::ForwardPath>(tap, q, guest, q, dataplane::PathOptions{}));
+            std::make_unique<dataplane::ForwardPath>(tap, q, guest, q, ports::QueuePairOptions{}));
         ASSERT_EQ(paths.back()->style(), dataplane::ForwardPath::Style::fill);
     }
     inject(tap.device().name(), t);

@@ -59,7 +59,7 @@ struct FaultingGuest {
 
     GuestRxHarness guest;
     dataplane::testing::FakeSink sink;
-    dataplane::ForwardPath path{guest.port, 0, sink, 0, dataplane::PathOptions{}};
+    dataplane::ForwardPath path{guest.port, 0, sink, 0, ports::QueuePairOptions{}};
     Reports reports;
 };
 

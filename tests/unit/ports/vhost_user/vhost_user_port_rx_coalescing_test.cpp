@@ -35,7 +35,7 @@ protected:
 
     WakeableFillSource source;
     GuestRxHarness guest;
-    dataplane::ForwardPath path{source, 0, guest.port, 0, dataplane::PathOptions{}};
+    dataplane::ForwardPath path{source, 0, guest.port, 0, ports::QueuePairOptions{}};
     packet::QueueCounters& counters = guest.port.tx_counters(0);  // packets into the port
 };
 
@@ -96,7 +96,7 @@ TEST_F(VhostUserPortRxCoalescing, held_frames_are_published_when_the_guest_runs_
     GuestRxHarness small;
     small.post_rx_buffers(5);
     WakeableFillSource tap;
-    dataplane::ForwardPath to_small(tap, 0, small.port, 0, dataplane::PathOptions{});
+    dataplane::ForwardPath to_small(tap, 0, small.port, 0, ports::QueuePairOptions{});
     small.port.set_rx_coalescing(0, 8, 1'000'000, false);
     tap.queue_frames(10);
     dataplane::TurnResult turn = to_small.run_turn(0);
@@ -117,7 +117,7 @@ TEST_F(VhostUserPortRxCoalescing, push_bursts_are_held_until_the_ring_is_emptied
     GuestRxHarness small;
     small.post_rx_buffers(6);
     dataplane::testing::FakePushSource vm;  // another VM's TX ring
-    dataplane::ForwardPath to_small(vm, 0, small.port, 0, dataplane::PathOptions{});
+    dataplane::ForwardPath to_small(vm, 0, small.port, 0, ports::QueuePairOptions{});
     small.port.set_rx_coalescing(0, 8, 1'000'000, false);
     // The fake's bytes are its packet number; a VM sink checks the
     // virtio-net header against the frame, so give them a plain one.

@@ -15,7 +15,7 @@ using test::WakeableFillSource;
 TEST(VhostUserPortShow, an_rx_ring_shows_its_cursors_the_guests_indexes_and_every_call) {
     GuestRxHarness guest;
     WakeableFillSource source;
-    dataplane::ForwardPath path{source, 0, guest.port, 0, dataplane::PathOptions{}};
+    dataplane::ForwardPath path{source, 0, guest.port, 0, ports::QueuePairOptions{}};
     guest.post_rx_buffers(10);
     source.queue_frames(3);
     path.run_turn(0);

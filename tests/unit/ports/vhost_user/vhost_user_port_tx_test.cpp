@@ -92,7 +92,7 @@ TEST(VhostUserPortTx, a_tx_ring_kicked_alone_is_served_while_its_rx_ring_never_s
         guest.post_tx_chain(1, 80);
     }
     dataplane::testing::FakeSink sink;
-    dataplane::ForwardPath path(guest.port, 0, sink, 0, dataplane::PathOptions{});
+    dataplane::ForwardPath path(guest.port, 0, sink, 0, ports::QueuePairOptions{});
     const dataplane::TurnResult turn = path.run_turn(0);
     EXPECT_EQ(turn.packets, 3u);
     EXPECT_EQ(sink.received.size(), 3u);
@@ -101,7 +101,7 @@ TEST(VhostUserPortTx, a_tx_ring_kicked_alone_is_served_while_its_rx_ring_never_s
 
     // The other way has no guest buffers to land in until the RX ring runs.
     dataplane::testing::FakePushSource other;
-    dataplane::ForwardPath into_guest(other, 0, guest.port, 0, dataplane::PathOptions{});
+    dataplane::ForwardPath into_guest(other, 0, guest.port, 0, ports::QueuePairOptions{});
     EXPECT_EQ(into_guest.run_turn(0).wait, dataplane::PathWait::not_ready);
 }
 
