@@ -256,7 +256,9 @@ TEST(SwitchDatapath, a_full_destination_is_held_then_dropped_while_others_receiv
     for (int i = 0; i < 4; ++i) {
         r[0].queue(frame(kBroadcast, mac(1)));
     }
-    r.sw->run_turn(g_now);
+    // A held burst is the worker's cue to yield and spin, not to sleep at
+    // once as a cross-connect's full destination is.
+    EXPECT_EQ(r.sw->run_turn(g_now).wait, PathWait::holding);
     EXPECT_EQ(r[1].received.size(), 4u);
     EXPECT_EQ(r[2].received.size(), 1u);
     EXPECT_EQ(r[0].completed, 0u);  // held for port 2
