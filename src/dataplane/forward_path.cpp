@@ -40,7 +40,7 @@ ForwardPath::Style checked_style(ports::Port& source, uint16_t source_queue,
 }  // namespace
 
 ForwardPath::ForwardPath(ports::Port& source, uint16_t source_queue, ports::Port& destination,
-                         uint16_t destination_queue, const PathOptions& options)
+                         uint16_t destination_queue, const ports::QueuePairOptions& options)
     : source_(source),
       source_queue_(source_queue),
       destination_(destination),
@@ -56,6 +56,7 @@ ForwardPath::ForwardPath(ports::Port& source, uint16_t source_queue, ports::Port
         reader_ = from.reader;
         buffer_lender_ = to.buffer_lender;
     }
+    rx_pacing_ = to.rx_pacing;
     options_.tx_batch = std::min<uint16_t>(options_.tx_batch, packet::kMaxBurstPackets);
     burst_size_ = std::max<uint16_t>(options_.tx_batch, 1);
     // Per-packet mode is the "no batching" baseline: no merging either.
@@ -72,12 +73,13 @@ ForwardPath::ForwardPath(ports::Port& source, uint16_t source_queue, ports::Port
     }
 }
 
-TurnResult ForwardPath::run_turn() {
-    if (!source_.source_ready(source_queue_) ||
-        !destination_.destination_ready(destination_queue_)) {
-        return TurnResult{0, 0, PathWait::not_ready};
+TurnResult ForwardPath::run_turn(uint64_t /*now_ns*/) {
+    TurnResult turn{0, 0, PathWait::not_ready};
+    if (source_.source_ready(source_queue_) && destination_.destination_ready(destination_queue_)) {
+        turn = style_ == Style::push ? push_turn() : fill_turn();
     }
-    return style_ == Style::push ? push_turn() : fill_turn();
+    last_wait_ = turn.wait;
+    return turn;
 }
 
 TurnResult ForwardPath::push_turn() {
@@ -278,6 +280,7 @@ bool ForwardPath::fill_batch(uint32_t max_packet, TurnResult& turn, uint16_t& in
 }
 
 void ForwardPath::on_guest_fault(uintptr_t address) {
+    last_wait_ = PathWait::not_ready;
     pending_.clear();
     if (gro_ != nullptr) {
         gro_->merged.clear();
@@ -308,9 +311,51 @@ ports::WaitSpec ForwardPath::wait_spec(PathWait wait) const {
             return destination_.transmit_wait(destination_queue_);
         case PathWait::none:
         case PathWait::not_ready:
+        case PathWait::holding:
             break;
     }
     return {};
+}
+
+bool ForwardPath::prepare_sleep(const Want& want) {
+    if (last_wait_ == PathWait::none) {
+        return false;  // it ran out of budget, not of work
+    }
+    // Arming turns the guest's kicks back on and re-checks its ring: false
+    // means it queued more meanwhile, so look again instead.
+    if (last_wait_ == PathWait::source && !source_.arm_receive_wait(source_queue_)) {
+        return false;
+    }
+    if (last_wait_ == PathWait::destination &&
+        !destination_.arm_transmit_wait(destination_queue_)) {
+        return false;
+    }
+    want(wait_spec(last_wait_));  // nothing to wait on when not ready
+    return true;
+}
+
+void ForwardPath::configure_destinations() {
+    if (rx_pacing_ != nullptr) {
+        rx_pacing_->set_rx_coalescing(destination_queue_, options_.rx_frames, options_.rx_usecs,
+                                      options_.adaptive_rx);
+    }
+}
+
+uint64_t ForwardPath::held_rx_deadline() const {
+    // Port-local state only: no guest memory is read here.
+    return rx_pacing_ != nullptr ? rx_pacing_->rx_held_deadline(destination_queue_) : 0;
+}
+
+void ForwardPath::publish_held_rx() {
+    if (rx_pacing_ != nullptr) {
+        rx_pacing_->publish_held_rx(destination_queue_);
+    }
+}
+
+void ForwardPath::publish_rx_before_sleep() {
+    if (rx_pacing_ != nullptr) {
+        rx_pacing_->publish_rx_before_sleep(destination_queue_);
+    }
 }
 
 }  // namespace vnet::dataplane

@@ -21,40 +21,16 @@
 #include <memory>
 #include <optional>
 
+#include "dataplane/engine.hpp"
 #include "dataplane/ingress_policer.hpp"
 #include "gro/burst_coalescer.hpp"
 #include "packet/packet_burst.hpp"
 #include "ports/port.hpp"
+#include "ports/queue_pair_options.hpp"
 
 namespace vnet::dataplane {
 
-struct PathOptions {
-    uint16_t tx_batch = 64;   // VHOST_NET_BATCH; 0: per-packet (one pop, one write, one publish)
-    bool tx_peek = true;      // hold the batch for one submission (the MSG_MORE hint)
-    bool gro = true;          // coalesce TCP segments of a batch bound for a tap
-    bool gro_udp = false;     // ... and UDP datagrams (USO)
-    uint32_t rx_frames = 0;   // guest RX coalescing (ethtool -C rx-frames); 0: per batch
-    uint32_t rx_usecs = 0;    // ... deadline after the first held frame (ethtool -C rx-usecs)
-    bool adaptive_rx = true;  // rx_frames = 0: hold a stream's bursts (RxStreamPacer)
-    uint32_t weight_packets = 256;    // VHOST_NET_PKT_WEIGHT
-    uint32_t weight_bytes = 0x80000;  // VHOST_NET_WEIGHT
-};
-
-// Why a turn ended: what the path waits for before it can make progress.
-enum class PathWait : uint8_t {
-    none,         // budget used up: more work is likely there, poll again
-    source,       // the source had nothing more
-    destination,  // the destination is full (tap EAGAIN, guest posted no buffers)
-    not_ready,    // one end is not ready (guest not connected / ring stopped)
-};
-
-struct TurnResult {
-    uint32_t packets = 0;
-    uint64_t bytes = 0;
-    PathWait wait = PathWait::none;
-};
-
-class ForwardPath {
+class ForwardPath final : public Engine {
 public:
     enum class Style : uint8_t { push, fill };
 
@@ -68,12 +44,20 @@ public:
 
     // Throws std::invalid_argument if style_between has no style for them.
     ForwardPath(ports::Port& source, uint16_t source_queue, ports::Port& destination,
-                uint16_t destination_queue, const PathOptions& options);
+                uint16_t destination_queue, const ports::QueuePairOptions& options);
 
-    TurnResult run_turn();
-    // run_turn() touched lost guest memory at `address` (SIGBUS): drop what
-    // the path holds and let the port that owns the memory stop its queue.
-    void on_guest_fault(uintptr_t address);
+    // Engine. A path has no use for the round clock.
+    TurnResult run_turn(uint64_t now_ns) override;
+    // Drops what the path holds; both ports stop the queue whose memory it is.
+    void on_guest_fault(uintptr_t address) override;
+    // Arms the end the last turn waited on and wants its fd; false when the
+    // last turn ran out of budget or the end has work again.
+    bool prepare_sleep(const Want& want) override;
+    // The destination's guest RX pacing (if it plays RxPacing), from options().
+    void configure_destinations() override;
+    uint64_t held_rx_deadline() const override;
+    void publish_held_rx() override;
+    void publish_rx_before_sleep() override;
 
     // The path is about to go away (a port removed at run time) with packets
     // the destination did not take yet: they go back to the source as
@@ -88,8 +72,8 @@ public:
     ports::Port& destination() const { return destination_; }
     uint16_t source_queue() const { return source_queue_; }
     uint16_t destination_queue() const { return destination_queue_; }
-    const PathOptions& options() const { return options_; }
-    void set_options(const PathOptions& options) { options_ = options; }
+    const ports::QueuePairOptions& options() const { return options_; }
+    void set_options(const ports::QueuePairOptions& options) { options_ = options; }
 
     // Ingress policing of what this path takes from its source: the
     // source port's bucket, shared by all its paths (nullptr: none). It
@@ -121,14 +105,18 @@ private:
     uint16_t source_queue_;
     ports::Port& destination_;
     uint16_t destination_queue_;
-    PathOptions options_;
+    ports::QueuePairOptions options_;
     Style style_;
+    PathWait last_wait_ = PathWait::none;  // why the last turn ended
     // The roles the style uses, found once at construction: push uses the
     // first two, fill the last two; the others stay null.
     ports::BurstSource* burst_source_ = nullptr;
     ports::BurstSink* burst_sink_ = nullptr;
     ports::Reader* reader_ = nullptr;
     ports::BufferLender* buffer_lender_ = nullptr;
+    // The destination's guest RX pacing, whatever the style; null if it
+    // plays none (a tap delivers at once).
+    ports::RxPacing* rx_pacing_ = nullptr;
     // Packets taken from the source but not yet accepted by the destination
     // (a tap that said EAGAIN): kept, in order, for the next turn.
     packet::PacketBurst pending_;

@@ -102,47 +102,28 @@ void Worker::run_sync(std::function<void()> command) {
     finished.wait();
 }
 
-ForwardPath& Worker::add_path(std::unique_ptr<ForwardPath> path) {
+void Worker::adopt(std::unique_ptr<Engine> engine) {
     forget_registrations();
-    // The worker owns the destination queue, so it is the one to configure
-    // it; turning coalescing off may publish what was held (guest memory).
-    ForwardPath& p = *path;
+    // The worker owns the destination queues, so it is the one to configure
+    // them; turning coalescing off may publish what was held (guest memory).
+    Engine& e = *engine;
     uintptr_t fault_address = 0;
-    if (!run_guarded(
-            [&] {
-                p.destination().set_rx_coalescing(p.destination_queue(), p.options().rx_frames,
-                                                  p.options().rx_usecs, p.options().adaptive_rx);
-            },
-            &fault_address)) {
-        p.on_guest_fault(fault_address);
+    if (!run_guarded([&] { e.configure_destinations(); }, &fault_address)) {
+        e.on_guest_fault(fault_address);
     }
-    paths_.push_back(std::move(path));
-    last_wait_.push_back(PathWait::none);
-    return *paths_.back();
+    engines_.push_back(std::move(engine));
 }
 
-void Worker::remove_path(const ForwardPath* path) {
+void Worker::remove_engine(const Engine* engine) {
     forget_registrations();
-    for (size_t i = 0; i < paths_.size(); ++i) {
-        if (paths_[i].get() == path) {
-            // Its frames may be held waiting for more from this very path.
-            publish_held_rx(*paths_[i]);
-            paths_.erase(paths_.begin() + static_cast<std::ptrdiff_t>(i));
-            last_wait_.erase(last_wait_.begin() + static_cast<std::ptrdiff_t>(i));
+    for (size_t i = 0; i < engines_.size(); ++i) {
+        if (engines_[i].get() == engine) {
+            // Its frames may be held waiting for more from this very engine.
+            publish_held_rx(*engines_[i]);
+            engines_.erase(engines_.begin() + static_cast<std::ptrdiff_t>(i));
             return;
         }
     }
-}
-
-switching::SwitchDatapath& Worker::add_switch(std::unique_ptr<switching::SwitchDatapath> sw) {
-    forget_registrations();
-    switches_.push_back(std::move(sw));
-    return *switches_.back();
-}
-
-void Worker::remove_switch(const switching::SwitchDatapath* sw) {
-    forget_registrations();
-    std::erase_if(switches_, [&](const auto& s) { return s.get() == sw; });
 }
 
 void Worker::run_commands() {
@@ -174,28 +155,19 @@ bool Worker::run_round() {
     }
     bool worked = false;
     destination_full_ = false;
-    switch_holding_ = false;
-    for (size_t i = 0; i < paths_.size(); ++i) {
+    holding_ = false;
+    for (auto& engine : engines_) {
         TurnResult turn;
         uintptr_t fault_address = 0;
         // A front end may truncate its memory file under us: the access
         // faults, run_guarded returns false, and only that port's queue stops.
-        if (!run_guarded([&] { turn = paths_[i]->run_turn(); }, &fault_address)) {
-            paths_[i]->on_guest_fault(fault_address);
+        if (!run_guarded([&] { turn = engine->run_turn(clock_ns_); }, &fault_address)) {
+            engine->on_guest_fault(fault_address);
             turn = TurnResult{0, 0, PathWait::not_ready};
         }
-        last_wait_[i] = turn.wait;
         worked |= turn.packets != 0;
         destination_full_ |= turn.wait == PathWait::destination;
-    }
-    for (auto& sw : switches_) {
-        TurnResult turn;
-        uintptr_t fault_address = 0;
-        if (!run_guarded([&] { turn = sw->run_turn(clock_ns_); }, &fault_address)) {
-            sw->on_guest_fault(fault_address);
-        }
-        worked |= turn.packets != 0;
-        switch_holding_ |= turn.wait == PathWait::destination;
+        holding_ |= turn.wait == PathWait::holding;
     }
     advance_clock(worked);
     publish_due_rx(false);
@@ -234,11 +206,11 @@ void Worker::run() {
             }
             continue;
         }
-        if (switch_holding_) {
-            // A switch holds a burst for a full destination (at most
-            // destination_hold_us, then it drops it): the guest that must
-            // take it may be waiting for this very CPU. Give it away once
-            // per round; on a CPU of its own this returns at once.
+        if (holding_) {
+            // An engine holds a burst for a full destination (a switch: at
+            // most destination_hold_us, then it drops it): the guest that
+            // must take it may be waiting for this very CPU. Give it away
+            // once per round; on a CPU of its own this returns at once.
             sched_yield();
         }
         if (may_spin()) {
@@ -288,9 +260,9 @@ bool Worker::may_spin() {
 
 uint64_t Worker::publish_due_rx(bool all) {
     uint64_t earliest = 0;
-    for (const auto& path : paths_) {
+    for (const auto& engine : engines_) {
         // Port-local state only: no guest memory is read here.
-        uint64_t deadline = path->destination().rx_held_deadline(path->destination_queue());
+        uint64_t deadline = engine->held_rx_deadline();
         if (deadline == 0) {
             continue;
         }
@@ -300,17 +272,16 @@ uint64_t Worker::publish_due_rx(bool all) {
                 continue;
             }
         }
-        publish_held_rx(*path);
+        publish_held_rx(*engine);
     }
     return earliest;
 }
 
-void Worker::publish_held_rx(ForwardPath& path) {
+void Worker::publish_held_rx(Engine& engine) {
     // Publishing writes the guest's used ring: guarded like a turn.
     uintptr_t fault_address = 0;
-    if (!run_guarded([&] { path.destination().publish_held_rx(path.destination_queue()); },
-                     &fault_address)) {
-        path.on_guest_fault(fault_address);
+    if (!run_guarded([&] { engine.publish_held_rx(); }, &fault_address)) {
+        engine.on_guest_fault(fault_address);
     }
 }
 
@@ -351,44 +322,16 @@ void Worker::want(const ports::WaitSpec& spec) {
 
 void Worker::sleep_until_ready() {
     wanted_.clear();
-    for (size_t i = 0; i < paths_.size(); ++i) {
-        ForwardPath& path = *paths_[i];
-        PathWait wait = last_wait_[i];
-        if (wait == PathWait::none) {
-            return;  // a path ran out of budget, not of work
-        }
-        // Arming turns the guest's kicks back on and re-checks its ring:
-        // false means it queued more meanwhile, so look again instead. It
-        // writes guest memory, so it runs guarded like a turn does.
+    const Engine::Want want_fd = [this](const ports::WaitSpec& s) { want(s); };
+    for (auto& engine : engines_) {
+        // Arming turns the guests' kicks back on and re-checks their rings:
+        // false means work came meanwhile (or a turn ran out of budget), so
+        // look again instead. It writes guest memory (the rings' event
+        // suppression), so it runs guarded like a turn does.
         bool may_sleep = true;
         uintptr_t fault_address = 0;
-        if (!run_guarded(
-                [&] {
-                    if (wait == PathWait::source) {
-                        may_sleep = path.source().arm_receive_wait(path.source_queue());
-                    } else if (wait == PathWait::destination) {
-                        may_sleep = path.destination().arm_transmit_wait(path.destination_queue());
-                    }
-                },
-                &fault_address)) {
-            path.on_guest_fault(fault_address);
-            return;
-        }
-        if (!may_sleep) {
-            return;
-        }
-        want(path.wait_spec(wait));
-    }
-    for (auto& sw : switches_) {
-        // Arming writes guest memory too (the rings' event suppression).
-        bool may_sleep = true;
-        uintptr_t fault_address = 0;
-        if (!run_guarded(
-                [&] {
-                    may_sleep = sw->prepare_sleep([this](const ports::WaitSpec& s) { want(s); });
-                },
-                &fault_address)) {
-            sw->on_guest_fault(fault_address);
+        if (!run_guarded([&] { may_sleep = engine->prepare_sleep(want_fd); }, &fault_address)) {
+            engine->on_guest_fault(fault_address);
             return;
         }
         if (!may_sleep) {
@@ -398,12 +341,10 @@ void Worker::sleep_until_ready() {
     update_registrations();
     // A stream's held tail goes out before the sleep instead of waiting for
     // the timer: a wake-up costs more than the hold saves.
-    for (const auto& path : paths_) {
+    for (const auto& engine : engines_) {
         uintptr_t fault_address = 0;
-        if (!run_guarded(
-                [&] { path->destination().publish_rx_before_sleep(path->destination_queue()); },
-                &fault_address)) {
-            path->on_guest_fault(fault_address);
+        if (!run_guarded([&] { engine->publish_rx_before_sleep(); }, &fault_address)) {
+            engine->on_guest_fault(fault_address);
         }
     }
     // Held guest RX frames bound the sleep: the earliest one is due when
@@ -479,7 +420,7 @@ void Worker::update_registrations() {
 }
 
 void Worker::forget_registrations() {
-    // Paths changed: their fds may be closed or reused by the control plane.
+    // Engines changed: their fds may be closed or reused by the control plane.
     for (const ports::WaitSpec& r : registered_) {
         ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, r.fd, nullptr);
     }

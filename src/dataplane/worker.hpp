@@ -1,29 +1,32 @@
-// Worker: one thread, pinned to one core, that runs its forwarding paths to
+// Worker: one thread, pinned to one core, that runs its engines
+// (dataplane/engine.hpp: cross-connect paths and switches, one list) to
 // completion. Each queue belongs to exactly one worker, so the datapath
 // takes no locks.
 //
 // Three modes share one loop:
-//  * poll: run every path's turn forever (PMD style); guests' kicks stay
+//  * poll: run every engine's turn forever (PMD style); guests' kicks stay
 //    suppressed, so they never pay for a notification.
 //  * event: when a full round of turns did no work, spin for busy_poll_us,
 //    then arm notifications and sleep in epoll on exactly the fds the idle
-//    paths wait for (kick eventfds, tap fds for EPOLLIN or EPOLLOUT).
+//    engines wait for (kick eventfds, tap fds for EPOLLIN or EPOLLOUT).
 //  * adaptive (the default): spin like poll mode while packets are likely
 //    soon (AdaptiveSpin: a multiple of the learned gap between bursts, at
-//    most adaptive_spin_us), then sleep as event mode does. A path waiting
-//    for a full destination sleeps at once: its consumer (a guest's RX, a
-//    tap's reader) must run, perhaps on this very CPU, and spinning would
-//    take that CPU from it.
+//    most adaptive_spin_us), then sleep as event mode does. An engine
+//    waiting for a full destination (PathWait::destination) sleeps at once:
+//    its consumer (a guest's RX, a tap's reader) must run, perhaps on this
+//    very CPU, and spinning would take that CPU from it; one holding a
+//    burst for a bounded time (PathWait::holding) gives the CPU away once
+//    per round instead.
 //
 // The control plane talks to a worker only through commands: closures run
-// on the worker thread between rounds (add/remove a path, stop a ring for
-// GET_VRING_BASE). run_sync() waits for one to finish.
+// on the worker thread between rounds (add/remove an engine, stop a ring
+// for GET_VRING_BASE). run_sync() waits for one to finish.
 //
 // Guest RX coalescing (rx_frames / rx_usecs): a destination may hold the
 // publish+notify of frames it took. The worker owns their deadlines: it
 // publishes what is due at the end of every round, sleeps no longer than
 // the earliest deadline (a timerfd, see sleep_until_ready), and publishes
-// everything still held when a path goes away or the thread stops.
+// everything still held when an engine goes away or the thread stops.
 #pragma once
 
 #include <atomic>
@@ -39,8 +42,7 @@
 
 #include "common/unique_fd.hpp"
 #include "dataplane/adaptive_spin.hpp"
-#include "dataplane/forward_path.hpp"
-#include "dataplane/switch/switch_datapath.hpp"
+#include "dataplane/engine.hpp"
 
 namespace vnet::dataplane {
 
@@ -81,7 +83,7 @@ public:
     Worker& operator=(const Worker&) = delete;
 
     void start();
-    void stop();  // joins the thread; paths stay registered
+    void stop();  // joins the thread; engines stay registered
 
     // Runs `command` on the worker thread between rounds (or at once when
     // the worker is not running). post() returns immediately; run_sync()
@@ -89,20 +91,20 @@ public:
     void post(std::function<void()> command);
     void run_sync(std::function<void()> command);
 
-    // Only from the worker thread (inside a command) or while stopped.
-    // add_path also sets the destination queue's rx_frames / rx_usecs from
-    // the path's options (the last path added to a queue decides).
-    ForwardPath& add_path(std::unique_ptr<ForwardPath> path);
-    void remove_path(const ForwardPath* path);
-    const std::vector<std::unique_ptr<ForwardPath>>& paths() const { return paths_; }
-    // The worker owns the switches it runs (all their ports' queue pairs
-    // are its own); the same rule: worker thread or stopped only. Members
-    // attach and detach through commands (SwitchDatapath::attach/detach).
-    switching::SwitchDatapath& add_switch(std::unique_ptr<switching::SwitchDatapath> sw);
-    void remove_switch(const switching::SwitchDatapath* sw);
-    const std::vector<std::unique_ptr<switching::SwitchDatapath>>& switches() const {
-        return switches_;
+    // Only from the worker thread (inside a command) or while stopped. The
+    // worker owns the engines it runs (and so every queue pair they serve).
+    // add_engine has the engine configure its destinations (a path sets
+    // the destination queue's rx_frames / rx_usecs: the last one added to
+    // a queue decides); remove_engine publishes what they hold for it
+    // first. A switch's members attach and detach through commands.
+    template <class E>
+    E& add_engine(std::unique_ptr<E> engine) {
+        E& e = *engine;
+        adopt(std::move(engine));
+        return e;
     }
+    void remove_engine(const Engine* engine);
+    const std::vector<std::unique_ptr<Engine>>& engines() const { return engines_; }
 
     const WorkerOptions& options() const { return options_; }
     // Also picked up by the worker between rounds.
@@ -117,7 +119,8 @@ public:
 
 private:
     void run();
-    bool run_round();  // true if any path moved a packet
+    void adopt(std::unique_ptr<Engine> engine);
+    bool run_round();  // true if any engine moved a packet
     // Reads the round clock; the time since the last read was busy or idle.
     void advance_clock(bool busy);
     bool may_spin();  // after an idle round: true to run another instead of sleeping
@@ -126,7 +129,7 @@ private:
     // Publishes held guest RX frames that are due (all of them if `all`);
     // returns the earliest deadline still pending, 0 if none.
     uint64_t publish_due_rx(bool all);
-    void publish_held_rx(ForwardPath& path);
+    void publish_held_rx(Engine& engine);
     void arm_rx_timer(uint64_t deadline_ns);
     void want(const ports::WaitSpec& spec);
     void update_registrations();
@@ -134,13 +137,11 @@ private:
 
     WorkerOptions options_;
     std::atomic<uint32_t> busy_poll_us_;
-    std::vector<std::unique_ptr<ForwardPath>> paths_;
-    std::vector<PathWait> last_wait_;   // per path, from its last turn
-    bool destination_full_ = false;     // some path's last turn ended at a full destination
-    bool switch_holding_ = false;       // some switch holds a burst for a full destination
+    std::vector<std::unique_ptr<Engine>> engines_;
+    bool destination_full_ = false;     // some turn of the last round ended at a full destination
+    bool holding_ = false;              // some turn of the last round left a burst held
     AdaptiveSpin adaptive_;             // adaptive mode's spin-or-sleep
     uint64_t event_idle_since_ns_ = 0;  // event mode: first idle round of this spin; 0: none
-    std::vector<std::unique_ptr<switching::SwitchDatapath>> switches_;
 
     UniqueFd epoll_fd_;
     UniqueFd wake_fd_;             // eventfd: commands and stop

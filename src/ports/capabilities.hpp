@@ -13,6 +13,10 @@
 //  * Reader: reads one packet at a time into buffers it is given (a tap
 //    read lands straight in the lender's memory).
 //
+//  * RxPacing: a destination that decides when what it took becomes
+//    visible and when its consumer is woken (a guest's RX ring: the used
+//    index publish and the call); the engines that feed it tell it when.
+//
 // Push travel: BurstSource -> BurstSink. Fill travel: Reader ->
 // BufferLender. All calls for one (port, queue pair) come from the worker
 // that owns the queue pair: no locks. Nothing here allocates, locks or logs
@@ -123,6 +127,40 @@ protected:
     ~Reader() = default;
 };
 
+// Guest RX pacing of a destination queue pair. Only a queue pair that
+// publishes to a consumer (a guest's RX ring) plays it; others (a tap, a
+// discard port) deliver at once and play none.
+class RxPacing {
+public:
+    // rx_frames / rx_usecs: hold the publish+notify at the end of a burst
+    // until `frames` frames are pending or `usecs` have passed since the
+    // first held one (0: until the end of the worker round). frames = 0:
+    // publish every burst, or with `adaptive` hold a stream's bursts for a
+    // small budget and publish a burst after silence at once
+    // (virtio/net/rx_stream_pacer.hpp).
+    virtual void set_rx_coalescing(uint16_t queue, uint32_t frames, uint32_t usecs,
+                                   bool adaptive) = 0;
+    // When frames held on `queue` must be published (steady_clock ns; a
+    // tiny value means "at the end of this round"); 0 if none are held.
+    virtual uint64_t rx_held_deadline(uint16_t queue) const = 0;
+    // Publishes held frames now (and notifies if the guest wants it).
+    // Between turns only, never inside a burst.
+    virtual void publish_held_rx(uint16_t queue) = 0;
+    // The owner is about to sleep: frames held only while a stream ran
+    // (adaptive) go out now; rx_frames / rx_usecs holds keep their deadline.
+    virtual void publish_rx_before_sleep(uint16_t queue) = 0;
+    // adaptive_rx: publish every burst at once but defer the guest's call
+    // while it still has plenty of buffers posted (NetRxQueue). The owner
+    // makes deferred calls with flush_rx_call when its sources run dry, or
+    // once rx_call_deadline (steady_clock ns; 0: none deferred) has passed.
+    virtual void set_adaptive_rx(uint16_t queue, bool on) = 0;
+    virtual uint64_t rx_call_deadline(uint16_t queue) const = 0;
+    virtual void flush_rx_call(uint16_t queue) = 0;
+
+protected:
+    ~RxPacing() = default;
+};
+
 // The roles one queue pair plays; nullptr where it plays none. Pointers into
 // the port, valid as long as the port.
 struct QueuePairCapabilities {
@@ -130,6 +168,7 @@ struct QueuePairCapabilities {
     BurstSink* burst_sink = nullptr;
     BufferLender* buffer_lender = nullptr;
     Reader* reader = nullptr;
+    RxPacing* rx_pacing = nullptr;
 };
 
 }  // namespace vnet::ports

@@ -4,8 +4,8 @@
 // (ports/capabilities.hpp: burst source, burst sink, buffer lender,
 // reader), asked once when a path is built; the dataplane picks how packets
 // travel from them. This interface holds what every queue pair has whatever
-// it does: readiness, the fds to sleep on, counters, guest RX coalescing;
-// and the control-thread hooks by which the two ends of a cross-connect
+// it does: readiness, the fds to sleep on, counters; and the control-thread
+// hooks by which the two ends of a cross-connect
 // adapt to each other, so the daemon wires ports without knowing their kind.
 //
 // All datapath calls for one (port, queue) come from the single worker that
@@ -58,32 +58,6 @@ public:
     // Changes whenever the queue restarts (e.g. a guest reconnected): packets
     // a path still holds from an older generation are stale and dropped.
     virtual uint32_t queue_generation(uint16_t) const { return 0; }
-
-    // ---- destination, guest RX coalescing (rx_frames / rx_usecs) -------------
-    // Hold the publish+notify at the end of a burst until `frames` frames are
-    // pending or `usecs` have passed since the first held one (0: until the
-    // end of the worker round). frames = 0: publish every burst, or with
-    // `adaptive` hold a stream's bursts for a small budget and publish a
-    // burst after silence at once (virtio/net/rx_stream_pacer.hpp). Ports
-    // that publish nothing (taps) ignore it.
-    virtual void set_rx_coalescing(uint16_t /*queue*/, uint32_t /*frames*/, uint32_t /*usecs*/,
-                                   bool /*adaptive*/) {}
-    // When frames held on `queue` must be published (steady_clock ns; a
-    // tiny value means "at the end of this round"); 0 if none are held.
-    virtual uint64_t rx_held_deadline(uint16_t /*queue*/) const { return 0; }
-    // Publishes held frames now (and notifies if the guest wants it).
-    // Between turns only, never inside a burst.
-    virtual void publish_held_rx(uint16_t /*queue*/) {}
-    // The owner is about to sleep: frames held only while a stream ran
-    // (adaptive) go out now; rx_frames / rx_usecs holds keep their deadline.
-    virtual void publish_rx_before_sleep(uint16_t /*queue*/) {}
-    // adaptive_rx: publish every burst at once but defer the guest's call
-    // while it still has plenty of buffers posted (NetRxQueue). The owner
-    // makes deferred calls with flush_rx_call when its sources run dry, or
-    // once rx_call_deadline (steady_clock ns; 0: none deferred) has passed.
-    virtual void set_adaptive_rx(uint16_t /*queue*/, bool /*on*/) {}
-    virtual uint64_t rx_call_deadline(uint16_t /*queue*/) const { return 0; }
-    virtual void flush_rx_call(uint16_t /*queue*/) {}
 
     // ---- events ----------------------------------------------------------------
     virtual WaitSpec receive_wait(uint16_t queue) const = 0;

@@ -15,9 +15,11 @@
 
 #include "control/config/port_type.hpp"
 #include "dataplane/forward_path.hpp"
+#include "dataplane/switch/switch_datapath.hpp"
 #include "dataplane/worker.hpp"
 #include "io/packet_batch.hpp"
 #include "packet/wire.hpp"
+#include "ports/queue_pair_options.hpp"
 
 namespace vnet::control {
 
@@ -67,17 +69,11 @@ struct SwitchConfig {
     uint32_t destination_hold_us = dataplane::switching::kDefaultHoldNs / 1000;
 };
 
-struct DatapathConfig {
-    uint16_t tx_batch = 64;   // 0..64; 0 is the per-packet mode (no batching at all)
-    bool tx_peek = true;      // hold a TX batch for one submission while the ring has more
-    bool gro = true;          // merge a TX batch's TCP segments into GSO frames (tap destinations)
-    bool gro_udp = false;     // ... and UDP datagrams into USO frames (needs Linux >= 6.2)
-    uint32_t rx_frames = 0;   // guest RX coalescing: frames per used-index publish (0: per batch)
-    uint32_t rx_usecs = 0;    // ... or at most this long after the first held frame
-    bool adaptive_rx = true;  // switch ports: defer a guest's call while a stream fills its ring
+// The datapath rows: the per-queue-pair options (tx_batch, tx_peek, gro,
+// gro_udp, rx_frames, rx_usecs, adaptive_rx, the weights), handed down as
+// they are to every engine, and what is per worker or per port kind.
+struct DatapathConfig : ports::QueuePairOptions {
     io::BatchMode submit = io::BatchMode::io_uring;
-    uint32_t weight_packets = 256;
-    uint32_t weight_bytes = 0x80000;
     dataplane::WorkerMode mode = dataplane::WorkerMode::adaptive;
     uint32_t busy_poll_us = 0;                                      // event mode
     uint32_t adaptive_spin_us = dataplane::kDefaultAdaptiveSpinUs;  // adaptive mode's ceiling

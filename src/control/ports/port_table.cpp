@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "dataplane/forward_path.hpp"
+
 namespace vnet::control {
 
 PortTable::PortTable(Wiring wiring) : w_(std::move(wiring)) {}
@@ -116,17 +118,7 @@ virtio::FeatureSet every_guest_offload() {
 void PortTable::connect_ports(PortEntry& a_entry, PortEntry& b_entry) {
     ports::Port* a = a_entry.port.get();
     ports::Port* b = b_entry.port.get();
-    const DatapathConfig& d = w_.config.datapath;
-    dataplane::PathOptions po;
-    po.tx_batch = d.tx_batch;
-    po.weight_packets = d.weight_packets;
-    po.weight_bytes = d.weight_bytes;
-    po.tx_peek = d.tx_peek;
-    po.gro = d.gro;
-    po.gro_udp = d.gro_udp;
-    po.rx_frames = d.rx_frames;
-    po.rx_usecs = d.rx_usecs;
-    po.adaptive_rx = d.adaptive_rx;
+    const ports::QueuePairOptions& po = w_.config.datapath;
     offer_gso(*a, *b);
     offer_gso(*b, *a);
     const size_t group = a_entry.placement_group;
@@ -139,7 +131,7 @@ void PortTable::connect_ports(PortEntry& a_entry, PortEntry& b_entry) {
             if (dataplane::ForwardPath::style_between(from->capabilities(q), to->capabilities(q))) {
                 auto path = std::make_unique<dataplane::ForwardPath>(*from, q, *to, q, po);
                 path->set_ingress_policer(entry_of(*from)->policer.get());
-                w.run_sync([&w, &path] { w.add_path(std::move(path)); });
+                w.run_sync([&w, &path] { w.add_engine(std::move(path)); });
             }
         }
     }
@@ -154,15 +146,18 @@ void PortTable::disconnect_port(const ports::Port& port) {
     for (const auto& worker : w_.workers) {
         dataplane::Worker& w = *worker;
         w.run_sync([&w, &port] {
+            // Its cross-connect paths go; a switch it is on lets it go on its own.
             std::vector<const dataplane::ForwardPath*> gone;
-            for (const auto& path : w.paths()) {
-                if (&path->source() == &port || &path->destination() == &port) {
+            for (const auto& engine : w.engines()) {
+                auto* path = dynamic_cast<dataplane::ForwardPath*>(engine.get());
+                if (path != nullptr &&
+                    (&path->source() == &port || &path->destination() == &port)) {
                     path->abandon_pending();
-                    gone.push_back(path.get());
+                    gone.push_back(path);
                 }
             }
             for (const dataplane::ForwardPath* path : gone) {
-                w.remove_path(path);
+                w.remove_engine(path);
             }
         });
     }

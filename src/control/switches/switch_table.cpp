@@ -49,17 +49,15 @@ void SwitchTable::open_switch(const SwitchConfig& sc) {
     dataplane::switching::SwitchDatapathOptions o;
     o.core.mac_aging_s = sc.mac_aging_s;
     o.core.mac_table_size = sc.mac_table_size;
-    o.burst = w_.config.datapath.tx_batch;
-    o.weight_packets = w_.config.datapath.weight_packets;
+    o.queue_pair = w_.config.datapath;
     o.hold_ns = uint64_t{sc.destination_hold_us} * 1000;
-    o.adaptive_rx = w_.config.datapath.adaptive_rx;
     const SwitchId id = next_switch_id_;
     const size_t w = w_.placement.worker_for_switch(boot_connections_, id);
     dataplane::Worker& worker = *w_.workers[w];
     dataplane::switching::SwitchDatapath* datapath = nullptr;
     worker.run_sync([&] {
         datapath =
-            &worker.add_switch(std::make_unique<dataplane::switching::SwitchDatapath>(sc.name, o));
+            &worker.add_engine(std::make_unique<dataplane::switching::SwitchDatapath>(sc.name, o));
     });
     ++next_switch_id_;
     switches_.push_back(SwitchEntry{id, sc.name, &worker, datapath});
@@ -126,7 +124,7 @@ void SwitchTable::remove_switch(const std::string& name) {
     // nothing refers to its id any more.
     dataplane::Worker& worker = *s->worker;
     const dataplane::switching::SwitchDatapath* datapath = s->datapath;
-    worker.run_sync([&] { worker.remove_switch(datapath); });
+    worker.run_sync([&] { worker.remove_engine(datapath); });
     switches_.erase(switches_.begin() + (s - switches_.data()));
     std::erase_if(w_.config.switches, [&name](const SwitchConfig& c) { return c.name == name; });
     w_.log->info("switch {}: removed", name);

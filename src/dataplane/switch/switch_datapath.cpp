@@ -39,9 +39,11 @@ void shift_header_offsets(uint8_t* header, uint16_t header_size, int delta) {
 }  // namespace
 
 SwitchDatapath::SwitchDatapath(std::string name, const SwitchDatapathOptions& options)
-    : name_(std::move(name)), options_(options), core_(options.core) {
-    options_.burst = std::clamp<uint16_t>(options_.burst, 1, packet::kMaxBurstPackets);
-    options_.weight_packets = std::max<uint32_t>(options_.weight_packets, 1);
+    : name_(std::move(name)),
+      options_(options),
+      burst_(std::clamp<uint16_t>(options.queue_pair.tx_batch, 1, packet::kMaxBurstPackets)),
+      weight_packets_(std::max<uint32_t>(options.queue_pair.weight_packets, 1)),
+      core_(options.core) {
     pending_calls_.reserve(kMaxSwitchMembers);
 }
 
@@ -51,14 +53,17 @@ uint16_t SwitchDatapath::attach(ports::Port& port, MemberConfig config) {
     if (has_member(port)) {
         throw std::invalid_argument("port " + port.name() + " is on switch " + name_ + " already");
     }
-    ports::BurstSink* sink = port.capabilities(kEgressQueue).burst_sink;
+    const ports::QueuePairCapabilities egress = port.capabilities(kEgressQueue);
+    ports::BurstSink* sink = egress.burst_sink;
     if (sink == nullptr) {
         throw std::invalid_argument("port " + port.name() +
                                     " takes no bursts: it cannot be on a switch");
     }
     const uint16_t member = core_.add_member(std::move(config));
-    members_[member] = Member{&port, sink};
-    port.set_adaptive_rx(kEgressQueue, options_.adaptive_rx);
+    members_[member] = Member{&port, sink, egress.rx_pacing};
+    if (egress.rx_pacing != nullptr) {
+        egress.rx_pacing->set_adaptive_rx(kEgressQueue, options_.queue_pair.adaptive_rx);
+    }
     for (uint16_t q = 0; q < port.queue_count(); ++q) {
         if (ports::BurstSource* source = port.capabilities(q).burst_source) {
             auto in = std::make_unique<Ingress>();
@@ -126,7 +131,9 @@ bool SwitchDatapath::detach(const ports::Port& port) {
                   [&](const std::unique_ptr<Ingress>& in) { return in->member == member; });
     // A call it is owed is made now; off the switch, nothing defers them.
     std::erase(pending_calls_, member);
-    it->port->set_adaptive_rx(kEgressQueue, false);
+    if (it->pacing != nullptr) {
+        it->pacing->set_adaptive_rx(kEgressQueue, false);
+    }
     core_.remove_member(member);
     *it = Member{};
     return true;
@@ -152,7 +159,7 @@ TurnResult SwitchDatapath::run_turn(uint64_t now) {
         if (t.wait == PathWait::none) {
             total.wait = PathWait::none;
         } else if (t.wait == PathWait::destination && total.wait != PathWait::none) {
-            total.wait = PathWait::destination;  // a burst held for a full destination
+            total.wait = PathWait::holding;  // a burst held for a full destination
         }
     }
     if (!pending_calls_.empty()) {
@@ -166,13 +173,13 @@ TurnResult SwitchDatapath::run_turn(uint64_t now) {
 void SwitchDatapath::make_deferred_calls(bool all, uint64_t now) {
     for (size_t i = 0; i < pending_calls_.size();) {
         Member& m = members_[pending_calls_[i]];
-        const uint64_t due = m.port->rx_call_deadline(kEgressQueue);
+        const uint64_t due = m.pacing->rx_call_deadline(kEgressQueue);
         if (due != 0 && !all && now < due) {
             ++i;
             continue;
         }
         if (due != 0) {
-            m.port->flush_rx_call(kEgressQueue);
+            m.pacing->flush_rx_call(kEgressQueue);
         }
         m.call_pending = false;
         pending_calls_[i] = pending_calls_.back();
@@ -213,8 +220,8 @@ TurnResult SwitchDatapath::ingress_turn(Ingress& in, uint64_t now) {
         }
         finish(in);
     }
-    while (turn.packets < options_.weight_packets) {
-        if (in.source->receive_burst(in.queue, in.burst, options_.burst) == 0) {
+    while (turn.packets < weight_packets_) {
+        if (in.source->receive_burst(in.queue, in.burst, burst_) == 0) {
             turn.wait = PathWait::source;
             return turn;
         }
@@ -279,7 +286,7 @@ bool SwitchDatapath::deliver_group(Ingress& in, EgressGroup& group, uint64_t now
             if (sent != 0) {
                 m.stalled = false;
                 m.refusing = false;
-                if (!m.call_pending) {
+                if (!m.call_pending && m.pacing != nullptr) {
                     m.call_pending = true;
                     pending_calls_.push_back(group.member);
                 }
@@ -381,7 +388,7 @@ void SwitchDatapath::finish(Ingress& in) {
     in.holding = false;
 }
 
-bool SwitchDatapath::prepare_sleep(const std::function<void(const ports::WaitSpec&)>& want) {
+bool SwitchDatapath::prepare_sleep(const Want& want) {
     make_deferred_calls(true, 0);  // no guest sleeps on a call we owe it
     for (auto& in : ingress_) {
         if (in->holding || in->last_wait == PathWait::none) {

@@ -39,9 +39,10 @@
 #include <string>
 #include <vector>
 
-#include "dataplane/forward_path.hpp"
+#include "dataplane/engine.hpp"
 #include "dataplane/switch/switch_core.hpp"
 #include "ports/port.hpp"
+#include "ports/queue_pair_options.hpp"
 
 namespace vnet::dataplane::switching {
 
@@ -64,20 +65,19 @@ inline constexpr uint64_t kIdlePollNs = 4000;
 
 struct SwitchDatapathOptions {
     SwitchOptions core;
-    uint16_t burst = packet::kMaxBurstPackets;  // tx_batch (0 is taken as 1)
-    uint32_t weight_packets = 256;              // per ingress queue per turn
+    // The datapath's per-queue-pair options, as for a cross-connect: its
+    // tx_batch is the burst per ingress queue (0 is taken as 1),
+    // weight_packets the packets per ingress queue per turn, adaptive_rx
+    // defers guests' calls while the sources keep sending.
+    ports::QueuePairOptions queue_pair;
     uint64_t hold_ns = kDefaultHoldNs;
     uint64_t stall_ns = kDefaultStallNs;
-    // Guests' calls deferred while the sources keep sending (adaptive_rx).
-    bool adaptive_rx = true;
 };
 
-class SwitchDatapath {
+class SwitchDatapath final : public Engine {
 public:
     SwitchDatapath(std::string name, const SwitchDatapathOptions& options);
-    ~SwitchDatapath();
-    SwitchDatapath(const SwitchDatapath&) = delete;
-    SwitchDatapath& operator=(const SwitchDatapath&) = delete;
+    ~SwitchDatapath() override;
 
     const std::string& name() const { return name_; }
 
@@ -99,18 +99,16 @@ public:
     // MACs are (the EVPN sync, control/switches/evpn/).
     MacTable& mac_table() { return core_.mac_table(); }
 
-    // `now_ns` is the worker's round clock (steady_now_ns() as the last
-    // round ended or the worker woke, one read shared by the whole round;
-    // tests pass their own): MAC learning and aging, hold deadlines,
-    // deferred calls.
-    TurnResult run_turn(uint64_t now_ns);
-    // Before the worker sleeps: arms each idle source (a guest turns kicks
-    // back on) and passes the fds to wait on to `want`. False: work is
-    // there or a burst is held, do not sleep.
-    bool prepare_sleep(const std::function<void(const ports::WaitSpec&)>& want);
-    // A turn faulted on lost guest memory at `address`: drop what is held
-    // and let each member port stop the queue that owns the memory.
-    void on_guest_fault(uintptr_t address);
+    // ---- Engine ------------------------------------------------------------
+    // `now_ns` is the worker's round clock (tests pass their own): MAC
+    // learning and aging, hold deadlines, deferred calls. A turn that left
+    // a burst held for a full destination ends in PathWait::holding.
+    TurnResult run_turn(uint64_t now_ns) override;
+    // Arms each idle source (a guest turns kicks back on) and wants its
+    // kick fd; false while a burst is held or a source had more.
+    bool prepare_sleep(const Want& want) override;
+    // Drops what is held; each member port stops the queue that owns the memory.
+    void on_guest_fault(uintptr_t address) override;
 
     const SwitchCore& core() const { return core_; }
     // The member's port, nullptr for a free id.
@@ -120,6 +118,8 @@ private:
     struct Member {
         ports::Port* port = nullptr;
         ports::BurstSink* sink = nullptr;
+        // Its guest RX pacing (adaptive_rx's deferred calls); null: none.
+        ports::RxPacing* pacing = nullptr;
         // It refused a frame and took none since refusing_since.
         bool refusing = false;
         uint64_t refusing_since = 0;
@@ -162,6 +162,8 @@ private:
 
     std::string name_;
     SwitchDatapathOptions options_;
+    uint16_t burst_;           // queue_pair.tx_batch, 1..kMaxBurstPackets
+    uint32_t weight_packets_;  // queue_pair.weight_packets, at least 1
     SwitchCore core_;
     std::array<Member, kMaxSwitchMembers> members_{};
     std::vector<std::unique_ptr<Ingress>> ingress_;

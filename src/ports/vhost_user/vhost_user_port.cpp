@@ -209,34 +209,12 @@ uint16_t VhostUserPort::transmit_burst(uint16_t queue, const packet::PacketBurst
     // Another port's packets into this guest: one copy, straight into its
     // RX buffers, each made fit for the offloads this guest negotiated
     // (virtio/net/offload_adaptation.hpp: header size, checksums, GSO).
+    // The queue runs the loop; fewer than burst.count taken: the caller
+    // retries from there once the guest posts buffers.
     QueuePair& qp = pairs_[queue];
-    struct RxBuffers {
-        VhostUserPort& port;
-        uint16_t queue;
-        bool next_buffer(uint32_t max_packet, std::span<const iovec>* out) {
-            return port.next_rx_buffer(queue, max_packet, out);
-        }
-        void commit_buffer(uint32_t len) { port.commit_rx_buffer(queue, len); }
-    } rx{*this, queue};
-    uint16_t sent = 0;
-    while (sent < burst.count) {
-        const packet::BurstPacket& p = burst.packets[sent];
-        const std::span<const iovec> packet = burst.packet_iovecs(sent);
-        qp.adaptation.plan(packet, p.len, burst.header_size);
-        const uint16_t first = qp.partial.is(burst, sent) ? qp.partial.next_segment : 0;
-        const virtio::AdaptedDelivery d = virtio::deliver_adapted(qp.adaptation, rx, packet, first);
-        if (!d.finished) {
-            // Out of buffers: the caller retries from this packet.
-            qp.partial = d.next_segment == 0
-                             ? PartialDelivery{}
-                             : PartialDelivery{packet[0].iov_base, p.len, p.token, d.next_segment};
-            break;
-        }
-        qp.partial = PartialDelivery{};
-        if (d.dropped) {
-            tx_counters(queue).count_drop(d.drop_reason);
-        }
-        ++sent;
+    const uint16_t sent = qp.rx.deliver_burst(burst, qp.adaptation);
+    if (const virtio::RingFault* fault = qp.rx.take_fault()) {
+        report_fault(2u * queue, *fault);
     }
     flush_rx_buffers(queue);
     return sent;
@@ -422,7 +400,6 @@ void VhostUserPort::start_ring(uint32_t ring_index, const vhost_user::QueueSnaps
     } else {
         p.rx.start(std::move(ring), queue_config);
         p.adaptation.set_receiver(virtio::receiver_offloads(s.features));
-        p.partial = PartialDelivery{};
     }
 }
 

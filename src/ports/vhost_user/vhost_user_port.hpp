@@ -44,6 +44,7 @@ class VhostUserPort final : public BufferLender,
                             public Port,
                             public BurstSource,
                             public BurstSink,
+                            public RxPacing,
                             public vhost_user::QueueObserver {
 public:
     // Called on a worker thread when a guest breaks a ring rule; must only
@@ -78,9 +79,10 @@ public:
 
     uint16_t queue_count() const override { return queue_pairs_; }
     // The TX ring is a burst source, the RX ring a burst sink (a copy into
-    // the guest's buffers) and a buffer lender (a reader fills them).
+    // the guest's buffers) and a buffer lender (a reader fills them), paced
+    // (the used index publish and the guest's call).
     QueuePairCapabilities capabilities(uint16_t) override {
-        return {.burst_source = this, .burst_sink = this, .buffer_lender = this};
+        return {.burst_source = this, .burst_sink = this, .buffer_lender = this, .rx_pacing = this};
     }
     // The guest negotiates offloads and enables queue pairs: the handlers
     // above tell whoever follows it.
@@ -168,20 +170,6 @@ private:
         bool memory_lost = false;
         uint32_t generation = 0;  // bumped each time the ring (re)starts
     };
-    // A packet of another port's burst that the RX ring ran out of buffers
-    // in the middle of (segmented): the segments before next_segment are in
-    // the guest already, so the retry of the same packet resumes there.
-    struct PartialDelivery {
-        const void* first_base = nullptr;
-        uint32_t len = 0;
-        uint32_t token = 0;
-        uint16_t next_segment = 0;
-        bool is(const packet::PacketBurst& burst, uint16_t i) const {
-            const packet::BurstPacket& p = burst.packets[i];
-            return next_segment != 0 && p.len == len && p.token == token &&
-                   burst.iovecs[p.first_iov].iov_base == first_base;
-        }
-    };
     // Queue pair q: RX ring 2q (us -> guest) and TX ring 2q+1 (guest -> us).
     struct QueuePair {
         QueuePair(packet::QueueCounters& rx_ring_counters, packet::QueueCounters& tx_ring_counters);
@@ -192,7 +180,6 @@ private:
         // Other guests' packets made fit for what this guest's RX ring
         // negotiated (transmit_burst).
         virtio::OffloadAdaptation adaptation;
-        PartialDelivery partial;
     };
     // The RARP frame SEND_RARP asked for, behind a zeroed virtio-net header
     // (the largest one; a 10-byte guest uses its tail). Owner thread only.

@@ -19,6 +19,7 @@
 #include "packet/packet_burst.hpp"
 #include "packet/queue_counters.hpp"
 #include "virtio/net/net_queue_config.hpp"
+#include "virtio/net/offload_adaptation.hpp"
 #include "virtio/net/ring_fault.hpp"
 #include "virtio/net/rx_stream_pacer.hpp"
 #include "virtio/net/rx_window.hpp"
@@ -93,6 +94,15 @@ public:
     // The first lengths.size() buffers of the last lend_buffers hold
     // lengths[i] bytes each (as commit_buffer, one by one, in order).
     void commit_buffers(std::span<const int> lengths);
+    // Another port's burst into this ring (VM -> VM, a switch's group): in
+    // order, each packet made fit for this guest by `adaptation` (header
+    // size, checksums, GSO) and copied once into lent buffers. Stops at the
+    // first packet the ring has no buffers for; the segments of it already
+    // in the guest are remembered, so the retry of the same packet resumes
+    // after them. Returns how many packets were taken (delivered, or
+    // dropped and counted); the owner then flushes, and takes the fault of
+    // a ring that broke.
+    uint16_t deliver_burst(const packet::PacketBurst& burst, OffloadAdaptation& adaptation);
     // End of a burst: what was filled is published now or held for
     // coalescing; buffers lent but not filled stay lent for the next burst
     // (given back to the ring by finish). Returns whether to notify.
@@ -151,6 +161,20 @@ public:
     }
 
 private:
+    // A packet of another port's burst that the ring ran out of buffers in
+    // the middle of (segmented): the segments before next_segment are in
+    // the guest already.
+    struct PartialDelivery {
+        const void* first_base = nullptr;
+        uint32_t len = 0;
+        uint32_t token = 0;
+        uint16_t next_segment = 0;
+        bool is(const packet::PacketBurst& burst, uint16_t i) const {
+            const packet::BurstPacket& p = burst.packets[i];
+            return next_segment != 0 && p.len == len && p.token == token &&
+                   burst.iovecs[p.first_iov].iov_base == first_base;
+        }
+    };
     // rx_frames / rx_usecs (DESIGN.md); frames = 0: off.
     struct Coalescing {
         uint32_t frames = 0;
@@ -204,6 +228,7 @@ private:
     // adaptive_rx: when the deferred call is due; 0: none deferred.
     uint64_t call_deadline_ = 0;
     RxWindow window_;
+    PartialDelivery partial_;  // deliver_burst's packet cut short, if any
     // What one refill's pop_burst returns (members: no clearing per refill).
     std::array<PoppedChain, kRefillChains> popped_{};
     std::array<RingPosition, kRefillChains + 1> popped_before_{};

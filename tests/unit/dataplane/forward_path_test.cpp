@@ -16,8 +16,8 @@ TEST(ForwardPath, pushes_packets_in_bursts_of_tx_batch) {
     FakePushSource src;
     FakeSink dst;
     src.queue_packets(100, 60);
-    ForwardPath path(src, 0, dst, 0, PathOptions{.tx_batch = 32});
-    TurnResult turn = path.run_turn();
+    ForwardPath path(src, 0, dst, 0, ports::QueuePairOptions{.tx_batch = 32});
+    TurnResult turn = path.run_turn(0);
     EXPECT_EQ(turn.packets, 100u);
     EXPECT_EQ(turn.bytes, 6000u);
     EXPECT_EQ(turn.wait, PathWait::source);
@@ -29,8 +29,9 @@ TEST(ForwardPath, stops_a_turn_at_the_packet_weight) {
     FakePushSource src;
     FakeSink dst;
     src.queue_packets(1000, 60);
-    ForwardPath path(src, 0, dst, 0, PathOptions{.tx_batch = 64, .weight_packets = 256});
-    TurnResult turn = path.run_turn();
+    ForwardPath path(src, 0, dst, 0,
+                     ports::QueuePairOptions{.tx_batch = 64, .weight_packets = 256});
+    TurnResult turn = path.run_turn(0);
     EXPECT_EQ(turn.packets, 256u);
     EXPECT_EQ(turn.wait, PathWait::none);
 }
@@ -39,9 +40,10 @@ TEST(ForwardPath, stops_a_turn_at_the_byte_weight) {
     FakePushSource src;
     FakeSink dst;
     src.queue_packets(1000, 1500);
-    ForwardPath path(src, 0, dst, 0,
-                     PathOptions{.tx_batch = 1, .weight_packets = 256, .weight_bytes = 15000});
-    TurnResult turn = path.run_turn();
+    ForwardPath path(
+        src, 0, dst, 0,
+        ports::QueuePairOptions{.tx_batch = 1, .weight_packets = 256, .weight_bytes = 15000});
+    TurnResult turn = path.run_turn(0);
     EXPECT_EQ(turn.packets, 10u);
     EXPECT_EQ(turn.wait, PathWait::none);
 }
@@ -51,15 +53,15 @@ TEST(ForwardPath, keeps_packets_the_destination_refused_and_sends_them_first_nex
     FakeSink dst;
     src.queue_packets(10, 60);
     dst.room = 3;
-    ForwardPath path(src, 0, dst, 0, PathOptions{.tx_batch = 8});
-    TurnResult first = path.run_turn();
+    ForwardPath path(src, 0, dst, 0, ports::QueuePairOptions{.tx_batch = 8});
+    TurnResult first = path.run_turn(0);
     EXPECT_EQ(first.packets, 3u);
     EXPECT_EQ(first.wait, PathWait::destination);
     EXPECT_EQ(path.wait_spec(first.wait).fd, 42);
     EXPECT_EQ(src.completed, (std::vector<uint32_t>{0, 1, 2}));
 
     dst.room = SIZE_MAX;
-    TurnResult second = path.run_turn();
+    TurnResult second = path.run_turn(0);
     EXPECT_EQ(second.packets, 7u);
     ASSERT_EQ(dst.received.size(), 10u);
     for (size_t i = 0; i < 10; ++i) {
@@ -73,8 +75,8 @@ TEST(ForwardPath, does_nothing_while_an_end_is_not_ready) {
     FakeSink dst;
     src.queue_packets(5, 60);
     src.ready = false;
-    ForwardPath path(src, 0, dst, 0, PathOptions{});
-    TurnResult turn = path.run_turn();
+    ForwardPath path(src, 0, dst, 0, ports::QueuePairOptions{});
+    TurnResult turn = path.run_turn(0);
     EXPECT_EQ(turn.packets, 0u);
     EXPECT_EQ(turn.wait, PathWait::not_ready);
     EXPECT_EQ(src.bursts, 0);
@@ -86,9 +88,9 @@ TEST(ForwardPath, fills_destination_buffers_from_a_reading_source) {
     for (int i = 0; i < 70; ++i) {
         src.frames.push_back(std::vector<uint8_t>(100, 1));
     }
-    ForwardPath path(src, 0, dst, 0, PathOptions{.tx_batch = 64});
+    ForwardPath path(src, 0, dst, 0, ports::QueuePairOptions{.tx_batch = 64});
     EXPECT_EQ(path.style(), ForwardPath::Style::fill);
-    TurnResult turn = path.run_turn();
+    TurnResult turn = path.run_turn(0);
     EXPECT_EQ(turn.packets, 70u);
     EXPECT_EQ(turn.wait, PathWait::source);
     EXPECT_EQ(path.wait_spec(turn.wait).fd, 7);
@@ -99,8 +101,8 @@ TEST(ForwardPath, fills_destination_buffers_from_a_reading_source) {
 TEST(ForwardPath, clamps_tx_batch_to_the_burst_capacity) {
     FakePushSource src;
     FakeSink dst;
-    ForwardPath zero(src, 0, dst, 0, PathOptions{.tx_batch = 0});
-    ForwardPath huge(src, 0, dst, 0, PathOptions{.tx_batch = 1000});
+    ForwardPath zero(src, 0, dst, 0, ports::QueuePairOptions{.tx_batch = 0});
+    ForwardPath huge(src, 0, dst, 0, ports::QueuePairOptions{.tx_batch = 1000});
     EXPECT_EQ(zero.options().tx_batch, 0);  // 0 is the per-packet mode, kept as asked
     EXPECT_EQ(huge.options().tx_batch, packet::kMaxBurstPackets);
 }
@@ -109,8 +111,8 @@ TEST(ForwardPath, per_packet_mode_takes_writes_and_completes_one_packet_at_a_tim
     FakePushSource src;
     FakeSink dst;
     src.queue_packets(5, 60);
-    ForwardPath path(src, 0, dst, 0, PathOptions{.tx_batch = 0});
-    TurnResult turn = path.run_turn();
+    ForwardPath path(src, 0, dst, 0, ports::QueuePairOptions{.tx_batch = 0});
+    TurnResult turn = path.run_turn(0);
     EXPECT_EQ(turn.packets, 5u);
     EXPECT_EQ(dst.burst_sizes, (std::vector<uint16_t>{1, 1, 1, 1, 1}));
     EXPECT_EQ(src.complete_calls, 5);
@@ -130,8 +132,8 @@ TEST(ForwardPath, peek_holds_the_batch_while_the_source_has_more) {
     TricklingSource src;
     FakeSink dst;
     src.queue_packets(40, 60);
-    ForwardPath path(src, 0, dst, 0, PathOptions{.tx_batch = 16});
-    TurnResult turn = path.run_turn();
+    ForwardPath path(src, 0, dst, 0, ports::QueuePairOptions{.tx_batch = 16});
+    TurnResult turn = path.run_turn(0);
     EXPECT_EQ(turn.packets, 40u);
     EXPECT_EQ(dst.burst_sizes, (std::vector<uint16_t>{16, 16, 8}));
     EXPECT_EQ(src.complete_calls, 3);  // one used-ring publish per batch
@@ -141,8 +143,8 @@ TEST(ForwardPath, without_peek_each_packet_is_submitted_on_its_own_but_completed
     TricklingSource src;
     FakeSink dst;
     src.queue_packets(8, 60);
-    ForwardPath path(src, 0, dst, 0, PathOptions{.tx_batch = 16, .tx_peek = false});
-    TurnResult turn = path.run_turn();
+    ForwardPath path(src, 0, dst, 0, ports::QueuePairOptions{.tx_batch = 16, .tx_peek = false});
+    TurnResult turn = path.run_turn(0);
     EXPECT_EQ(turn.packets, 8u);
     EXPECT_EQ(dst.burst_sizes, std::vector<uint16_t>(8, 1));
     EXPECT_EQ(src.complete_calls, 2);  // the source's two bursts of 4
@@ -157,12 +159,12 @@ TEST(ForwardPath, without_peek_a_full_destination_keeps_the_rest_in_order) {
     FakeSink dst;
     src.queue_packets(6, 60);
     dst.room = 2;
-    ForwardPath path(src, 0, dst, 0, PathOptions{.tx_batch = 8, .tx_peek = false});
-    TurnResult first = path.run_turn();
+    ForwardPath path(src, 0, dst, 0, ports::QueuePairOptions{.tx_batch = 8, .tx_peek = false});
+    TurnResult first = path.run_turn(0);
     EXPECT_EQ(first.packets, 2u);
     EXPECT_EQ(first.wait, PathWait::destination);
     dst.room = SIZE_MAX;
-    TurnResult second = path.run_turn();
+    TurnResult second = path.run_turn(0);
     EXPECT_EQ(second.packets, 4u);
     EXPECT_EQ(src.completed, (std::vector<uint32_t>{0, 1, 2, 3, 4, 5}));
 }
@@ -177,9 +179,9 @@ TEST(ForwardPath, policing_drops_the_oldest_of_a_burst_over_the_bucket_and_count
     IngressPolicer policer;
     policer.configure(1, 1);
     src.queue_packets(10, 64 + 12);
-    ForwardPath path(src, 0, dst, 0, PathOptions{.tx_batch = 32});
+    ForwardPath path(src, 0, dst, 0, ports::QueuePairOptions{.tx_batch = 32});
     path.set_ingress_policer(&policer);
-    TurnResult turn = path.run_turn();
+    TurnResult turn = path.run_turn(0);
     EXPECT_EQ(turn.packets, 10u);  // handled: 9 dropped, 1 sent
     EXPECT_EQ(turn.bytes, 76u);
     EXPECT_EQ(turn.wait, PathWait::source);
@@ -195,9 +197,9 @@ TEST(ForwardPath, a_path_with_policing_off_sends_everything) {
     FakeSink dst;
     IngressPolicer policer;  // rate 0
     src.queue_packets(10, 76);
-    ForwardPath path(src, 0, dst, 0, PathOptions{.tx_batch = 32});
+    ForwardPath path(src, 0, dst, 0, ports::QueuePairOptions{.tx_batch = 32});
     path.set_ingress_policer(&policer);
-    EXPECT_EQ(path.run_turn().packets, 10u);
+    EXPECT_EQ(path.run_turn(0).packets, 10u);
     EXPECT_EQ(dst.received.size(), 10u);
     EXPECT_EQ(src.rx.total_drops(), 0u);
 }

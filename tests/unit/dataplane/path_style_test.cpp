@@ -166,7 +166,7 @@ TEST(PathStyle, no_style_when_the_source_produces_nothing_the_destination_takes)
 TEST(PathStyle, building_a_path_out_of_a_port_that_produces_nothing_throws) {
     ports::NullPort null("sink");
     testing::FakeSink dst;
-    EXPECT_THROW(ForwardPath(null, 0, dst, 0, PathOptions{}), std::invalid_argument);
+    EXPECT_THROW(ForwardPath(null, 0, dst, 0, ports::QueuePairOptions{}), std::invalid_argument);
 }
 
 TEST(PathStyle, each_queue_pair_is_forwarded_by_the_roles_it_offers) {
@@ -174,20 +174,20 @@ TEST(PathStyle, each_queue_pair_is_forwarded_by_the_roles_it_offers) {
     RolePlayingPort src({{.reader = true}, {.burst_source = true}});
     RolePlayingPort dst(
         {{.burst_sink = true, .buffer_lender = true}, {.burst_sink = true, .buffer_lender = true}});
-    ForwardPath reading(src, 0, dst, 0, PathOptions{.tx_batch = 8});
-    ForwardPath bursting(src, 1, dst, 1, PathOptions{.tx_batch = 8});
+    ForwardPath reading(src, 0, dst, 0, ports::QueuePairOptions{.tx_batch = 8});
+    ForwardPath bursting(src, 1, dst, 1, ports::QueuePairOptions{.tx_batch = 8});
     EXPECT_EQ(reading.style(), Style::fill);
     EXPECT_EQ(bursting.style(), Style::push);
 
     src.queue_frames(5);
-    TurnResult filled = reading.run_turn();
+    TurnResult filled = reading.run_turn(0);
     EXPECT_EQ(filled.packets, 5u);
     EXPECT_EQ(src.reads, 5u);
     EXPECT_EQ(dst.filled, 5u);
     EXPECT_EQ(dst.sunk, 0u);
 
     src.queue_frames(12);
-    TurnResult pushed = bursting.run_turn();
+    TurnResult pushed = bursting.run_turn(0);
     EXPECT_EQ(pushed.packets, 12u);
     EXPECT_EQ(dst.sunk, 12u);
     EXPECT_EQ(src.completed, 12u);
@@ -199,11 +199,11 @@ TEST(PathStyle, a_port_playing_every_role_feeds_a_lender_by_filling_and_a_sink_b
         {{.burst_source = true, .burst_sink = true, .buffer_lender = true, .reader = true}});
     ports::NullPort lender("null");  // sink and lender
     testing::FakeSink sink;          // sink only
-    EXPECT_EQ(ForwardPath(src, 0, lender, 0, PathOptions{}).style(), Style::fill);
-    ForwardPath to_sink(src, 0, sink, 0, PathOptions{.tx_batch = 4});
+    EXPECT_EQ(ForwardPath(src, 0, lender, 0, ports::QueuePairOptions{}).style(), Style::fill);
+    ForwardPath to_sink(src, 0, sink, 0, ports::QueuePairOptions{.tx_batch = 4});
     EXPECT_EQ(to_sink.style(), Style::push);
     src.queue_frames(6);
-    EXPECT_EQ(to_sink.run_turn().packets, 6u);
+    EXPECT_EQ(to_sink.run_turn(0).packets, 6u);
     EXPECT_EQ(sink.burst_sizes, (std::vector<uint16_t>{4, 2}));
 }
 

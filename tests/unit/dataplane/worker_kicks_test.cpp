@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "dataplane/forward_path.hpp"
 #include "dataplane/worker.hpp"
 #include "unit/dataplane/fake_ports.hpp"
 
@@ -49,7 +50,7 @@ TEST(WorkerKicks, the_kicks_read_from_a_kick_eventfd_are_added_to_the_rings_coun
     WorkerOptions options;
     options.mode = WorkerMode::event;
     Worker worker{options};
-    worker.add_path(std::make_unique<ForwardPath>(source, 0, sink, 0, PathOptions{}));
+    worker.add_engine(std::make_unique<ForwardPath>(source, 0, sink, 0, ports::QueuePairOptions{}));
     worker.start();
     ASSERT_TRUE(wait_until([&] { return worker.sleeps() >= 1; }));
     EXPECT_EQ(source.rx.kicks.get(), 0u);

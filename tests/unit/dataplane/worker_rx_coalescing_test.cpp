@@ -11,6 +11,7 @@
 #include <chrono>
 #include <thread>
 
+#include "dataplane/forward_path.hpp"
 #include "dataplane/worker.hpp"
 #include "unit/ports/vhost_user/guest_rx_harness.hpp"
 
@@ -39,9 +40,9 @@ protected:
         guest->post_rx_buffers(GuestRxHarness::kRingSize);
         worker->start();
         worker->run_sync([&] {
-            path = &worker->add_path(std::make_unique<ForwardPath>(
+            path = &worker->add_engine(std::make_unique<ForwardPath>(
                 source, 0, guest->port, 0,
-                PathOptions{.rx_frames = rx_frames, .rx_usecs = rx_usecs}));
+                ports::QueuePairOptions{.rx_frames = rx_frames, .rx_usecs = rx_usecs}));
         });
     }
     // Queues `n` frames and returns once a round has delivered them all.
@@ -142,7 +143,7 @@ TEST_F(WorkerRxCoalescing, removing_the_path_publishes_what_it_left_held) {
     start(WorkerMode::event, 8, 60'000'000);  // a minute: only the removal can publish
     deliver(3);
     ASSERT_EQ(guest->used_idx(), 0);
-    worker->run_sync([&] { worker->remove_path(path); });
+    worker->run_sync([&] { worker->remove_engine(path); });
     EXPECT_EQ(guest->used_idx(), 3);
     EXPECT_EQ(guest->notifies(), 1u);
 }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "dataplane/forward_path.hpp"
 #include "dataplane/worker.hpp"
 #include "unit/dataplane/fake_ports.hpp"
 
@@ -34,7 +35,8 @@ void wait_sleeps(const Worker& worker, uint64_t n) {
 class WorkerTime : public ::testing::Test {
 protected:
     void SetUp() override {
-        worker.add_path(std::make_unique<ForwardPath>(source, 0, sink, 0, PathOptions{}));
+        worker.add_engine(
+            std::make_unique<ForwardPath>(source, 0, sink, 0, ports::QueuePairOptions{}));
     }
     void TearDown() override { worker.stop(); }
 

@@ -129,8 +129,8 @@ TYPED_TEST_SUITE(DriverToDevice, RingFormats);
 
 TYPED_TEST(DriverToDevice, guest_tx_packets_reach_the_destination_byte_exact_in_bursts) {
     this->worker_.run_sync([&] {
-        this->worker_.add_path(std::make_unique<dataplane::ForwardPath>(
-            *this->port_, 0, this->sink, 0, dataplane::PathOptions{}));
+        this->worker_.add_engine(std::make_unique<dataplane::ForwardPath>(
+            *this->port_, 0, this->sink, 0, ports::QueuePairOptions{}));
     });
     this->start_driver(true);
     ASSERT_TRUE(this->port_->queue_ready(0));
@@ -190,8 +190,8 @@ TYPED_TEST(DriverToDevice, packets_from_a_source_land_in_guest_rx_buffers_with_n
     }
     rx.publish();
     this->worker_.run_sync([&] {
-        this->worker_.add_path(std::make_unique<dataplane::ForwardPath>(
-            this->source, 0, *this->port_, 0, dataplane::PathOptions{}));
+        this->worker_.add_engine(std::make_unique<dataplane::ForwardPath>(
+            this->source, 0, *this->port_, 0, ports::QueuePairOptions{}));
     });
 
     std::vector<frontend::Completion> done = this->wait_completions(rx, kPackets);
@@ -211,8 +211,8 @@ TYPED_TEST(DriverToDevice, packets_from_a_source_land_in_guest_rx_buffers_with_n
 
 TYPED_TEST(DriverToDevice, stopping_the_device_after_traffic_takes_the_rings_back_from_the_worker) {
     this->worker_.run_sync([&] {
-        this->worker_.add_path(std::make_unique<dataplane::ForwardPath>(
-            *this->port_, 0, this->sink, 0, dataplane::PathOptions{}));
+        this->worker_.add_engine(std::make_unique<dataplane::ForwardPath>(
+            *this->port_, 0, this->sink, 0, ports::QueuePairOptions{}));
     });
     this->start_driver(false);
     auto& tx = this->tx_ring();

@@ -29,11 +29,14 @@ using test::mac;
 
 // A port that sends what a test queues and keeps every frame it is given,
 // gathered from however many iovecs the switch built it from.
-class SwitchTestPort : public ports::Port, public ports::BurstSource, public ports::BurstSink {
+class SwitchTestPort : public ports::Port,
+                       public ports::BurstSource,
+                       public ports::BurstSink,
+                       public ports::RxPacing {
 public:
     explicit SwitchTestPort(std::string name) : Port(std::move(name)) {}
     ports::QueuePairCapabilities capabilities(uint16_t) override {
-        return {.burst_source = this, .burst_sink = this};
+        return {.burst_source = this, .burst_sink = this, .rx_pacing = this};
     }
     bool queue_ready(uint16_t) const override { return ready; }
     uint32_t queue_generation(uint16_t) const override { return generation; }
@@ -81,6 +84,11 @@ public:
     // adaptive_rx as a guest's RX queue does it: every burst that brought
     // frames defers the call, due kCallDeferNs after the first.
     static constexpr uint64_t kCallDeferNs = 100;
+    // Holding frames (rx_frames / rx_usecs) is a cross-connect's, not the switch's.
+    void set_rx_coalescing(uint16_t, uint32_t, uint32_t, bool) override {}
+    uint64_t rx_held_deadline(uint16_t) const override { return 0; }
+    void publish_held_rx(uint16_t) override {}
+    void publish_rx_before_sleep(uint16_t) override {}
     void set_adaptive_rx(uint16_t, bool on) override {
         adaptive = on;
         if (!on) {
@@ -248,7 +256,9 @@ TEST(SwitchDatapath, a_full_destination_is_held_then_dropped_while_others_receiv
     for (int i = 0; i < 4; ++i) {
         r[0].queue(frame(kBroadcast, mac(1)));
     }
-    r.sw->run_turn(g_now);
+    // A held burst is the worker's cue to yield and spin, not to sleep at
+    // once as a cross-connect's full destination is.
+    EXPECT_EQ(r.sw->run_turn(g_now).wait, PathWait::holding);
     EXPECT_EQ(r[1].received.size(), 4u);
     EXPECT_EQ(r[2].received.size(), 1u);
     EXPECT_EQ(r[0].completed, 0u);  // held for port 2
@@ -470,7 +480,7 @@ TEST(SwitchDatapath, a_port_detached_at_run_time_gets_nothing_more) {
 // its deferral's deadline under a stream that does not.
 TEST(SwitchDatapath, a_guest_fed_by_a_stream_is_called_once_the_sources_run_dry) {
     SwitchDatapathOptions o;
-    o.weight_packets = 64;
+    o.queue_pair.weight_packets = 64;
     Rig r(2, o);
     r.attach(0);
     r.attach(1);
@@ -494,8 +504,8 @@ TEST(SwitchDatapath, a_guest_fed_by_a_stream_is_called_once_the_sources_run_dry)
 
 TEST(SwitchDatapath, a_deferred_call_is_made_at_its_deadline_while_the_stream_goes_on) {
     SwitchDatapathOptions o;
-    o.burst = 8;
-    o.weight_packets = 8;
+    o.queue_pair.tx_batch = 8;
+    o.queue_pair.weight_packets = 8;
     Rig r(2, o);
     r.attach(0);
     r.attach(1);
@@ -515,8 +525,8 @@ TEST(SwitchDatapath, a_deferred_call_is_made_at_its_deadline_while_the_stream_go
 
 TEST(SwitchDatapath, owed_calls_are_made_before_the_worker_sleeps_and_when_a_port_leaves) {
     SwitchDatapathOptions o;
-    o.burst = 4;
-    o.weight_packets = 4;
+    o.queue_pair.tx_batch = 4;
+    o.queue_pair.weight_packets = 4;
     Rig r(3, o);
     for (size_t i = 0; i < 3; ++i) {
         r.attach(i);
@@ -538,9 +548,9 @@ TEST(SwitchDatapath, owed_calls_are_made_before_the_worker_sleeps_and_when_a_por
 
 TEST(SwitchDatapath, without_adaptive_rx_every_burst_calls) {
     SwitchDatapathOptions o;
-    o.adaptive_rx = false;
-    o.burst = 4;
-    o.weight_packets = 4;
+    o.queue_pair.adaptive_rx = false;
+    o.queue_pair.tx_batch = 4;
+    o.queue_pair.weight_packets = 4;
     Rig r(2, o);
     r.attach(0);
     r.attach(1);
@@ -566,7 +576,7 @@ TEST(SwitchDatapath, a_worker_runs_its_switch_and_attaches_ports_between_rounds)
     worker.start();
     SwitchDatapath* sw = nullptr;
     worker.run_sync([&] {
-        sw = &worker.add_switch(std::make_unique<SwitchDatapath>("s0", SwitchDatapathOptions{}));
+        sw = &worker.add_engine(std::make_unique<SwitchDatapath>("s0", SwitchDatapathOptions{}));
     });
     SwitchTestPort a("a"), b("b");
     a.queue(frame(kBroadcast, mac(1)));
@@ -582,9 +592,9 @@ TEST(SwitchDatapath, a_worker_runs_its_switch_and_attaches_ports_between_rounds)
     EXPECT_EQ(received, 1u);
     worker.run_sync([&] {
         EXPECT_TRUE(sw->detach(b));
-        worker.remove_switch(sw);
+        worker.remove_engine(sw);
     });
-    EXPECT_TRUE(worker.switches().empty());
+    EXPECT_TRUE(worker.engines().empty());
     worker.stop();
 }
 

@@ -203,7 +203,7 @@ protected:
         connection_.reset();
         worker_.run_sync([this] {
             if (path_ != nullptr) {
-                worker_.remove_path(path_);
+                worker_.remove_engine(path_);
             }
         });
         worker_.stop();
@@ -235,8 +235,8 @@ protected:
         // What the control plane does when the guest negotiates.
         tap_->follow_peer_features(driver_->negotiated_features());
         worker_.run_sync([this] {
-            path_ = &worker_.add_path(std::make_unique<dataplane::ForwardPath>(
-                *tap_, 0, *port_, 0, dataplane::PathOptions{}));
+            path_ = &worker_.add_engine(std::make_unique<dataplane::ForwardPath>(
+                *tap_, 0, *port_, 0, ports::QueuePairOptions{}));
         });
     }
     Ring& rx() { return driver_->template rx_ring<Ring>(); }
@@ -503,7 +503,7 @@ TEST(TapToGuestMultiqueue, each_queue_pair_reads_its_own_tap_queue_in_order_per_
     std::vector<std::unique_ptr<dataplane::ForwardPath>> paths;
     for (uint16_t q = 0; q < kQueues; ++q) {
         paths.push_back(
-            std::make_unique<dataplane::ForwardPath>(tap, q, guest, q, dataplane::PathOptions{}));
+            std::make_unique<dataplane::ForwardPath>(tap, q, guest, q, ports::QueuePairOptions{}));
         ASSERT_EQ(paths.back()->style(), dataplane::ForwardPath::Style::fill);
     }
     inject(tap.device().name(), t);
@@ -513,7 +513,7 @@ TEST(TapToGuestMultiqueue, each_queue_pair_reads_its_own_tap_queue_in_order_per_
     while (guest.receipt().ours() < t.total() && std::chrono::steady_clock::now() < deadline) {
         for (uint16_t q = 0; q < kQueues; ++q) {
             guest.post(q, 37);
-            paths[q]->run_turn();
+            paths[q]->run_turn(0);
         }
     }
     guest.receipt().expect_complete();

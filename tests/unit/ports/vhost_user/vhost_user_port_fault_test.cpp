@@ -50,7 +50,7 @@ struct FaultingGuest {
     // Returns false if the turn faulted.
     bool run_turn() {
         uintptr_t fault_address = 0;
-        if (run_guarded([&] { path.run_turn(); }, &fault_address)) {
+        if (run_guarded([&] { path.run_turn(0); }, &fault_address)) {
             return true;
         }
         path.on_guest_fault(fault_address);
@@ -59,7 +59,7 @@ struct FaultingGuest {
 
     GuestRxHarness guest;
     dataplane::testing::FakeSink sink;
-    dataplane::ForwardPath path{guest.port, 0, sink, 0, dataplane::PathOptions{}};
+    dataplane::ForwardPath path{guest.port, 0, sink, 0, ports::QueuePairOptions{}};
     Reports reports;
 };
 

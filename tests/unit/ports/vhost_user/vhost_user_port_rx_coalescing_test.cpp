@@ -30,12 +30,12 @@ protected:
     }
     dataplane::TurnResult turn_with_frames(size_t n) {
         source.queue_frames(n);
-        return path.run_turn();
+        return path.run_turn(0);
     }
 
     WakeableFillSource source;
     GuestRxHarness guest;
-    dataplane::ForwardPath path{source, 0, guest.port, 0, dataplane::PathOptions{}};
+    dataplane::ForwardPath path{source, 0, guest.port, 0, ports::QueuePairOptions{}};
     packet::QueueCounters& counters = guest.port.tx_counters(0);  // packets into the port
 };
 
@@ -96,10 +96,10 @@ TEST_F(VhostUserPortRxCoalescing, held_frames_are_published_when_the_guest_runs_
     GuestRxHarness small;
     small.post_rx_buffers(5);
     WakeableFillSource tap;
-    dataplane::ForwardPath to_small(tap, 0, small.port, 0, dataplane::PathOptions{});
+    dataplane::ForwardPath to_small(tap, 0, small.port, 0, ports::QueuePairOptions{});
     small.port.set_rx_coalescing(0, 8, 1'000'000, false);
     tap.queue_frames(10);
-    dataplane::TurnResult turn = to_small.run_turn();
+    dataplane::TurnResult turn = to_small.run_turn(0);
     EXPECT_EQ(turn.packets, 5u);
     EXPECT_EQ(turn.wait, dataplane::PathWait::destination);
     // Held, the guest would never see a used entry and never refill.
@@ -108,7 +108,7 @@ TEST_F(VhostUserPortRxCoalescing, held_frames_are_published_when_the_guest_runs_
     EXPECT_EQ(small.port.rx_held_deadline(0), 0u);
 
     small.post_rx_buffers(3);
-    to_small.run_turn();
+    to_small.run_turn(0);
     EXPECT_EQ(small.used_idx(), 8);
     EXPECT_EQ(small.notifies(), 2u);
 }
@@ -117,7 +117,7 @@ TEST_F(VhostUserPortRxCoalescing, push_bursts_are_held_until_the_ring_is_emptied
     GuestRxHarness small;
     small.post_rx_buffers(6);
     dataplane::testing::FakePushSource vm;  // another VM's TX ring
-    dataplane::ForwardPath to_small(vm, 0, small.port, 0, dataplane::PathOptions{});
+    dataplane::ForwardPath to_small(vm, 0, small.port, 0, ports::QueuePairOptions{});
     small.port.set_rx_coalescing(0, 8, 1'000'000, false);
     // The fake's bytes are its packet number; a VM sink checks the
     // virtio-net header against the frame, so give them a plain one.
@@ -128,11 +128,11 @@ TEST_F(VhostUserPortRxCoalescing, push_bursts_are_held_until_the_ring_is_emptied
         }
     };
     queue_plain_packets(2);
-    to_small.run_turn();
+    to_small.run_turn(0);
     EXPECT_EQ(small.used_idx(), 0);
     // Exactly the last posted buffers: nothing failed, but nothing is left.
     queue_plain_packets(4);
-    to_small.run_turn();
+    to_small.run_turn(0);
     EXPECT_EQ(small.used_idx(), 6);
     EXPECT_EQ(small.notifies(), 1u);
     EXPECT_EQ(vm.completed.size(), 6u);

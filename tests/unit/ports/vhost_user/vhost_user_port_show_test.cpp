@@ -15,12 +15,12 @@ using test::WakeableFillSource;
 TEST(VhostUserPortShow, an_rx_ring_shows_its_cursors_the_guests_indexes_and_every_call) {
     GuestRxHarness guest;
     WakeableFillSource source;
-    dataplane::ForwardPath path{source, 0, guest.port, 0, dataplane::PathOptions{}};
+    dataplane::ForwardPath path{source, 0, guest.port, 0, ports::QueuePairOptions{}};
     guest.post_rx_buffers(10);
     source.queue_frames(3);
-    path.run_turn();
+    path.run_turn(0);
     source.queue_frames(2);
-    path.run_turn();
+    path.run_turn(0);
 
     const VhostUserPort::RingView v = guest.port.ring_view(0);
     ASSERT_TRUE(v.running);

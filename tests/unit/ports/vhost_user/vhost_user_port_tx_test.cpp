@@ -92,8 +92,8 @@ TEST(VhostUserPortTx, a_tx_ring_kicked_alone_is_served_while_its_rx_ring_never_s
         guest.post_tx_chain(1, 80);
     }
     dataplane::testing::FakeSink sink;
-    dataplane::ForwardPath path(guest.port, 0, sink, 0, dataplane::PathOptions{});
-    const dataplane::TurnResult turn = path.run_turn();
+    dataplane::ForwardPath path(guest.port, 0, sink, 0, ports::QueuePairOptions{});
+    const dataplane::TurnResult turn = path.run_turn(0);
     EXPECT_EQ(turn.packets, 3u);
     EXPECT_EQ(sink.received.size(), 3u);
     EXPECT_EQ(guest.port.rx_counters(0).packets.get(), 3u);
@@ -101,8 +101,8 @@ TEST(VhostUserPortTx, a_tx_ring_kicked_alone_is_served_while_its_rx_ring_never_s
 
     // The other way has no guest buffers to land in until the RX ring runs.
     dataplane::testing::FakePushSource other;
-    dataplane::ForwardPath into_guest(other, 0, guest.port, 0, dataplane::PathOptions{});
-    EXPECT_EQ(into_guest.run_turn().wait, dataplane::PathWait::not_ready);
+    dataplane::ForwardPath into_guest(other, 0, guest.port, 0, ports::QueuePairOptions{});
+    EXPECT_EQ(into_guest.run_turn(0).wait, dataplane::PathWait::not_ready);
 }
 
 }  // namespace
