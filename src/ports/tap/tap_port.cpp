@@ -248,9 +248,12 @@ int read_slot(int fd, const packet::PacketBurst& slots, uint16_t i) {
 // it found a frame, the rest go in batches of unlinked READs, one
 // io_uring_enter each. Not linked: a tun read is shorter than its buffer,
 // which io_uring counts as a failed link. Every READ of a batch runs, and
-// one on an empty queue still costs tun a ring lookup, so a batch asks
-// for about what the last burst found and doubles while every read finds
-// a frame.
+// one that finds the queue empty still takes tun's ring lock against the
+// writer filling it. Frames come in bursts of their writer's (another
+// worker's tap write, tc's redirect), so a batch sized from the last
+// burst would, after a long one, mostly read nothing; it starts at one
+// instead and doubles while every read finds a frame, so no more reads
+// find nothing than found a frame.
 uint16_t TapPort::read_staged(Queue& q, const packet::PacketBurst& slots, uint16_t max) {
     if (max == 0) {
         return 0;
@@ -259,7 +262,7 @@ uint16_t TapPort::read_staged(Queue& q, const packet::PacketBurst& slots, uint16
     q.results[0] = read_slot(fd, slots, 0);
     uint16_t tried = 1;
     bool more = q.results[0] >= 0;
-    uint16_t batch = std::max<uint16_t>(q.last_burst, 1);
+    uint16_t batch = 1;
     while (more && tried < max) {
         const auto n = std::min<uint16_t>(batch, static_cast<uint16_t>(max - tried));
         if (n == 1 || q.reader == nullptr || q.reader->broken()) {
@@ -275,8 +278,6 @@ uint16_t TapPort::read_staged(Queue& q, const packet::PacketBurst& slots, uint16
         }
         batch = static_cast<uint16_t>(std::min<uint32_t>(uint32_t{n} * 2, max));
     }
-    q.last_burst = static_cast<uint16_t>(
-        std::count_if(q.results.begin(), q.results.begin() + tried, [](int r) { return r >= 0; }));
     return tried;
 }
 

@@ -29,10 +29,10 @@
 //    after GRO. The one user-space copy of the hop is this read; nothing
 //    copies it again. The first frame is read with readv (an empty queue,
 //    what a spinning worker mostly finds, costs one syscall); once it got
-//    one, the rest go as io_uring batches of unlinked READs sized like
-//    receive_many's (what the last burst found, doubling while every read
-//    finds a frame). A read that found the queue empty before a later one
-//    got a frame just leaves its slot unused.
+//    one, the rest go as io_uring batches of unlinked READs, starting at
+//    one and doubling while every read finds a frame. A read that found
+//    the queue empty before a later one got a frame just leaves its slot
+//    unused.
 //
 // A tap whose device goes away under vnetd (`ip link del`, or the network
 // namespace holding it deleted) answers every read and write on its fd with
@@ -158,8 +158,6 @@ private:
         // could be made (then one readv per packet).
         std::unique_ptr<io::UringBatch> reader;
         std::array<int, packet::kMaxBurstPackets> results{};
-        // Frames the last receive_burst read: the size of the next batch.
-        uint16_t last_burst = 0;
         // Push-style source: packet::kMaxBurstPackets slots of slot_size bytes, sized
         // on first use (and again only if the largest frame grows).
         std::vector<uint8_t> slots;
