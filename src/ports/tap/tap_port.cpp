@@ -13,7 +13,6 @@
 #include <system_error>
 
 #include "common/log.hpp"
-#include "io/batch_reader.hpp"
 #include "packet/iovec.hpp"
 #include "packet/wire.hpp"
 #include "ports/setup_error.hpp"
@@ -226,6 +225,62 @@ uint16_t TapPort::transmit_burst(uint16_t queue, const packet::PacketBurst& burs
     return static_cast<uint16_t>(finished);
 }
 
+namespace {
+
+// One readv of frame `i` into its slot: bytes, or -errno.
+int read_slot(int fd, const packet::PacketBurst& slots, uint16_t i) {
+    const packet::BurstPacket& p = slots.packets[i];
+    for (;;) {
+        const ssize_t n = ::readv(fd, slots.iovecs.data() + p.first_iov, p.iov_count);
+        if (n >= 0) {
+            return static_cast<int>(n);
+        }
+        if (errno != EINTR) {
+            return -errno;
+        }
+    }
+}
+
+}  // namespace
+
+// The first frame is read alone (readv): an empty queue, what most polls
+// of a worker spinning between bursts find, costs one system call. Once
+// it found a frame, the rest go in batches of unlinked READs, one
+// io_uring_enter each. Not linked: a tun read is shorter than its buffer,
+// which io_uring counts as a failed link. Every READ of a batch runs, and
+// one that finds the queue empty still takes tun's ring lock against the
+// writer filling it. Frames come in bursts of their writer's (another
+// worker's tap write, tc's redirect), so a batch sized from the last
+// burst would, after a long one, mostly read nothing; it starts at one
+// instead and doubles while every read finds a frame, so no more reads
+// find nothing than found a frame.
+uint16_t TapPort::read_staged(Queue& q, const packet::PacketBurst& slots, uint16_t max) {
+    if (max == 0) {
+        return 0;
+    }
+    const int fd = q.tap.fd();
+    q.results[0] = read_slot(fd, slots, 0);
+    uint16_t tried = 1;
+    bool more = q.results[0] >= 0;
+    uint16_t batch = 1;
+    while (more && tried < max) {
+        const auto n = std::min<uint16_t>(batch, static_cast<uint16_t>(max - tried));
+        if (n == 1 || q.reader == nullptr || q.reader->broken()) {
+            q.results[tried] = read_slot(fd, slots, tried);
+            more = q.results[tried] >= 0;
+            ++tried;
+        } else {
+            int* results = q.results.data() + tried;
+            q.reader->run(io::UringBatch::Op::readv, fd, slots, tried, n, results,
+                          /*linked=*/false);
+            more = std::all_of(results, results + n, [](int r) { return r >= 0; });
+            tried = static_cast<uint16_t>(tried + n);
+        }
+        batch = static_cast<uint16_t>(std::min<uint32_t>(uint32_t{n} * 2, max));
+    }
+    return tried;
+}
+
 uint16_t TapPort::receive_burst(uint16_t queue, packet::PacketBurst& burst, uint16_t max) {
     if (burst.count != 0) {
         return 0;
@@ -249,16 +304,27 @@ uint16_t TapPort::receive_burst(uint16_t queue, packet::PacketBurst& burst, uint
         burst.free_iovecs()[0] = iovec{slot(i), q.slot_size};
         burst.push(1, q.slot_size, i);
     }
-    io::ReadBurst got = io::read_burst(q.tap.fd(), burst, std::span<int>(q.results.data(), max));
+    const uint16_t tried = read_staged(q, burst, max);
     burst.clear();
-    if (got.stop < 0 && got.stop != -EAGAIN && !device_gone(q, got.stop, "read")) {
-        q.rx.count_drop(packet::DropReason::rx_error);
-    }
     uint64_t bytes = 0;
     const uint32_t header = q.tap.vnet_header_size();
     burst.header_size = static_cast<uint16_t>(header);
-    for (size_t i = 0; i < got.packets; ++i) {
-        uint32_t len = static_cast<uint32_t>(q.results[i]);
+    bool failed = false;
+    for (uint16_t i = 0; i < tried; ++i) {
+        const int result = q.results[i];
+        if (result < 0) {
+            // A read that found the queue empty before a later one found a
+            // frame (it arrived meanwhile) leaves its slot unused: the slots
+            // are the port's own, so nothing moves. A failure is counted
+            // once a burst, as the one read that failed before batching.
+            if (result != -EAGAIN && result != io::kNotAttempted && !q.gone &&
+                !device_gone(q, result, "read") && !failed) {
+                q.rx.count_drop(packet::DropReason::rx_error);
+                failed = true;
+            }
+            continue;
+        }
+        const auto len = static_cast<uint32_t>(result);
         if (len <= header) {
             // tun never returns less than the header plus a frame; a zero-length
             // frame would only confuse the destination.

@@ -22,11 +22,17 @@
 //    queue empty (-EAGAIN) while a later one still gets a frame (it
 //    arrived meanwhile) leaves a hole, closed by moving that frame down
 //    into the empty buffer: what is returned is a prefix, in tun's order.
-//  * burst source (tap -> tap): a burst is read into the port's own staging
-//    slots (one per packet, sized for the largest frame) and handed out
-//    like a guest's TX burst, so the destination tap writes it in one
-//    submission, after GRO. The one user-space copy of a tap -> tap hop is
-//    this read; nothing copies it again.
+//  * burst source (tap -> tap, and every tap on a switch: pods, a VXLAN
+//    uplink's vxtap): a burst is read into the port's own staging slots
+//    (one per packet, sized for the largest frame) and handed out like a
+//    guest's TX burst, so the destination writes it in one submission,
+//    after GRO. The one user-space copy of the hop is this read; nothing
+//    copies it again. The first frame is read with readv (an empty queue,
+//    what a spinning worker mostly finds, costs one syscall); once it got
+//    one, the rest go as io_uring batches of unlinked READs, starting at
+//    one and doubling while every read finds a frame. A read that found
+//    the queue empty before a later one got a frame just leaves its slot
+//    unused.
 //
 // A tap whose device goes away under vnetd (`ip link del`, or the network
 // namespace holding it deleted) answers every read and write on its fd with
@@ -160,6 +166,11 @@ private:
         packet::QueueCounters tx;
         bool gone = false;  // the device went away: no syscall on tap.fd() any more
     };
+
+    // Reads up to `max` frames into the empty buffers `slots` (the staging
+    // slots), each read's bytes or -errno into q.results; returns how many
+    // reads ran. A read after a failed one may still have found a frame.
+    uint16_t read_staged(Queue& q, const packet::PacketBurst& slots, uint16_t max);
 
     // `error` (-errno) came from a read or write of `q`: true when it says
     // the device is gone, which marks `q` gone (and tells the handler once).

@@ -25,6 +25,8 @@
 #     vmgso          --gso frames of 64 KB (mss 1398) to a GUEST_TSO4 receiver, Gbit/s
 # Usage: tools/bench/vxlan/vnet-vxlan-bench.sh BUILD_DIR OUT_DIR   (as root)
 #   BENCH_SECONDS (5) BENCH_REPEAT (3)
+#   BENCH_VNETD_TOML: appended to both vnetds' config files (run.json keeps
+#   it), e.g. $'[datapath]\nmode = "event"' to try a worker mode
 # Writes OUT_DIR/vxlan.csv (every sample), OUT_DIR/summary.csv and vxlan.md
 # (the medians and ratios), OUT_DIR/drops.txt, OUT_DIR/run.json (what ran:
 # ../lib.sh) and the logs.
@@ -63,7 +65,8 @@ host_ns() { [ "$1" = a ] && echo "$HA" || echo "$HB"; }
 # ---- vnetd system ----------------------------------------------------------------------
 for h in a b; do
     ns=$(host_ns $h)
-    printf '[daemon]\ncontrol_socket = "%s"\n[[switch]]\nname = "s0"\n' "$WORK/$h.ctl" >"$WORK/$h.toml"
+    printf '[daemon]\ncontrol_socket = "%s"\n[[switch]]\nname = "s0"\n%s\n' "$WORK/$h.ctl" \
+        "${BENCH_VNETD_TOML:-}" >"$WORK/$h.toml"
     bg_start --log "$OUT/vnetd-$h.log" ip netns exec "$ns" "$VNETD" --config "$WORK/$h.toml"
     eval "VNETD_$h=$BG_PID"
     wait_for 10 "vnetd on $ns did not start" test -S "$WORK/$h.ctl"
