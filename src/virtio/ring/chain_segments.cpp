@@ -3,11 +3,8 @@
 #include <algorithm>
 
 namespace vnet::virtio {
-namespace {
 
-// gpa_to_iovecs failed: tell "out of iovecs" from "not mapped" (cold path).
-[[gnu::cold, gnu::noinline]] PopStatus classify_buffer_failure(const GuestMemoryMap& memory,
-                                                               uint64_t gpa, uint64_t len) {
+PopStatus classify_buffer_failure(const GuestMemoryMap& memory, uint64_t gpa, uint64_t len) {
     if (gpa + len < gpa) {
         return PopStatus::buffer_unmapped;
     }
@@ -22,8 +19,6 @@ namespace {
     }
     return PopStatus::too_many_segments;
 }
-
-}  // namespace
 
 PopStatus ChainSegments::add(uint64_t addr, uint32_t len, bool writable) {
     // virtio 1.2 §2.8.17 / §2.7.4.2: device-writable elements come after all device-readable ones

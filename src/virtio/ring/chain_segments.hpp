@@ -16,6 +16,12 @@
 
 namespace vnet::virtio {
 
+// Why gpa_to_iovecs refused a buffer: `buffer_unmapped` if a byte of it is
+// not guest memory (or it wraps past 2^64), else `too_many_segments` (it
+// needs more iovecs than were left). Cold: only a failed pop asks.
+[[gnu::cold, gnu::noinline]] PopStatus classify_buffer_failure(const GuestMemoryMap& memory,
+                                                               uint64_t gpa, uint64_t len);
+
 class ChainSegments {
 public:
     ChainSegments(std::span<iovec> out, const GuestMemoryMap& memory, size_t* region_hint)

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "virtio/ring/chain_segments.hpp"
+
 namespace vnet::virtio {
 
 namespace {
@@ -16,24 +18,6 @@ using LocalDesc = VirtqDesc;
 
 inline LocalDesc read_desc_once(const VirtqDesc* d) {
     return read_descriptor_once(d);
-}
-
-// gpa_to_iovecs failed: tell "out of iovecs" from "not mapped" (cold path).
-[[gnu::cold, gnu::noinline]] PopStatus classify_buffer_failure(const GuestMemoryMap& memory,
-                                                               uint64_t gpa, uint64_t len) {
-    if (gpa + len < gpa) {
-        return PopStatus::buffer_unmapped;
-    }
-    while (len > 0) {
-        const GuestRegion* r = memory.find_gpa(gpa);
-        if (r == nullptr) {
-            return PopStatus::buffer_unmapped;
-        }
-        const uint64_t piece = std::min(len, r->gpa_end() - gpa);
-        gpa += piece;
-        len -= piece;
-    }
-    return PopStatus::too_many_segments;
 }
 
 struct WalkState {

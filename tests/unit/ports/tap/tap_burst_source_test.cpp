@@ -20,29 +20,17 @@
 namespace vnet::ports {
 namespace {
 
+using testing::can_make_taps;
 using testing::FrameId;
+using testing::fresh_tap_name;
 using testing::TapFrame;
 using testing::TapFrameKind;
-
-bool can_make_taps() {
-    const int fd = ::open("/dev/net/tun", O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
-        return false;
-    }
-    ::close(fd);
-    return ::geteuid() == 0;
-}
-
-std::string fresh_tap_name() {
-    static int n = 0;
-    return "vbs" + std::to_string(::getpid() % 100000) + "_" + std::to_string(n++);
-}
 
 // Every frame of a case stays queued until read (tun drops beyond
 // txqueuelen); up only once IPv6 is off, so the link sends nothing of its own.
 std::unique_ptr<TapPort> quiet_tap(io::BatchMode mode) {
     TapPortOptions o;
-    o.tap.name = fresh_tap_name();
+    o.tap.name = fresh_tap_name("vbs");
     o.tap.txqueuelen = 4096;
     o.tap.link_up = false;
     o.submit_mode = mode;

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fcntl.h>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -25,6 +26,24 @@
 #include "virtio/net_header.hpp"
 
 namespace vnet::ports::testing {
+
+// Whether this process can make taps (root, /dev/net/tun): the tests that
+// need one skip with a reason otherwise.
+inline bool can_make_taps() {
+    const int fd = ::open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        return false;
+    }
+    ::close(fd);
+    return ::geteuid() == 0;
+}
+
+// A tap name no other test of this run (or of a run beside it) uses:
+// `prefix`, the pid and a counter.
+inline std::string fresh_tap_name(const char* prefix) {
+    static int n = 0;
+    return prefix + std::to_string(::getpid() % 100000) + "_" + std::to_string(n++);
+}
 
 enum class TapFrameKind : uint8_t {
     udp,      // a plain UDP/IPv4 frame of the given length

@@ -37,25 +37,13 @@ namespace vnet::ports {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::can_make_taps;
 using testing::FrameId;
+using testing::fresh_tap_name;
 using testing::TapFrame;
 using testing::TapFrameKind;
 
 constexpr size_t kHeader = sizeof(virtio::NetHeader);
-
-bool can_make_taps() {
-    const int fd = ::open("/dev/net/tun", O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
-        return false;
-    }
-    ::close(fd);
-    return ::geteuid() == 0;
-}
-
-std::string fresh_tap_name() {
-    static int n = 0;
-    return "vrx" + std::to_string(::getpid() % 100000) + "_" + std::to_string(n++);
-}
 
 uint64_t link_stat(const std::string& ifname, const char* stat) {
     std::ifstream in("/sys/class/net/" + ifname + "/statistics/" + stat);
@@ -66,7 +54,7 @@ uint64_t link_stat(const std::string& ifname, const char* stat) {
 
 TapPortOptions tap_options(uint16_t queues) {
     TapPortOptions o;
-    o.tap.name = fresh_tap_name();
+    o.tap.name = fresh_tap_name("vrx");
     // Room for every frame of a case while the guest stalls: tun drops
     // beyond it, and the test counts none.
     o.tap.txqueuelen = 8192;
