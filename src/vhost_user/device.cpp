@@ -253,9 +253,9 @@ QueueSnapshot VhostUserDevice::queue_snapshot(uint32_t queue_index) const {
 
 void VhostUserDevice::build_ring(const Queue& q, QueueSnapshot& s) const {
     // The ring translates through the map the snapshot keeps alive.
-    const virtio::RingConfig config{s.memory.get(),
-                                    s.features.has(virtio::Feature::ring_indirect_desc),
-                                    s.features.has(virtio::Feature::ring_event_idx)};
+    const virtio::RingConfig config{
+        s.memory.get(), s.features.has(virtio::Feature::ring_indirect_desc),
+        s.features.has(virtio::Feature::ring_event_idx), s.features.has(virtio::Feature::in_order)};
     if (packed()) {
         virtio::PackedRing ring(q.packed_layout, config);
         ring.restore_vring_base(q.packed_base);  // validated at SET_VRING_BASE and at start

@@ -51,8 +51,11 @@ struct RequestSpec;
 // the config interrupt after a migration, the guest announces itself and
 // acks on the control queue, which QEMU keeps), and QEMU then sends no
 // SEND_RARP; offering it lets a guest that can announce do so, with its IPv4
-// and IPv6 addresses, rather than get vnetd's RARP. VHOST_F_LOG_ALL is the
-// back end's, not the guest's: it is always offered
+// and IPv6 addresses, rather than get vnetd's RARP. IN_ORDER: every queue
+// completes its chains oldest first anyway (NetTxQueue, RxWindow), so a
+// driver that negotiates it (DPDK virtio-user's default) runs its in-order
+// paths, and a packed TX burst goes back as one used descriptor (RingConfig).
+// VHOST_F_LOG_ALL is the back end's, not the guest's: it is always offered
 // (compute_offered_features), like bit 30.
 inline constexpr virtio::FeatureSet kDefaultDeviceFeatures{
     virtio::Feature::net_csum,           virtio::Feature::net_guest_csum,
@@ -63,7 +66,7 @@ inline constexpr virtio::FeatureSet kDefaultDeviceFeatures{
     virtio::Feature::net_mrg_rxbuf,      virtio::Feature::ring_event_idx,
     virtio::Feature::ring_indirect_desc, virtio::Feature::notify_on_empty,
     virtio::Feature::version_1,          virtio::Feature::ring_packed,
-    virtio::Feature::net_guest_announce,
+    virtio::Feature::net_guest_announce, virtio::Feature::in_order,
 };
 // The most a configuration may offer: the defaults plus MQ and MTU (added by
 // the device when max_queue_pairs > 1 / an MTU is configured).

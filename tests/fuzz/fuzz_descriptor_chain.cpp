@@ -227,7 +227,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // The device loop as a dataplane drives it: pop, walk, use, publish, notify.
     SplitRing ring(layout, last_avail, used_idx, event_idx);
     // Twins for kind 1: they only read the avail side and descriptors.
-    const RingConfig twin_config{&f.memory, indirect_allowed, event_idx};
+    const RingConfig twin_config{&f.memory, indirect_allowed, event_idx, false};
     SplitDeviceRing burst_ring(layout, twin_config, used_idx);
     SplitDeviceRing reference_ring(layout, twin_config, used_idx);
     (void)burst_ring.restore_vring_base(last_avail);

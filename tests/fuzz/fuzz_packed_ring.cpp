@@ -358,6 +358,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const bool event_idx = (data[1] & 2) != 0;
     const bool two_regions = (data[1] & 4) != 0;
     const bool hole = (data[1] & 8) != 0;
+    // VIRTIO_F_IN_ORDER: zero-length completions fold into one used descriptor.
+    const bool in_order = (data[1] & 16) != 0;
     const uint16_t split_seed = le16(data + 2);
     const uint32_t base = le32(data + 4);
     const uint8_t* ops = data + 8;
@@ -399,7 +401,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         reinterpret_cast<PackedEventSuppress*>(ring_base + events_off + 4),
         queue_size,
     };
-    f.config = RingConfig{&f.memory, indirect_allowed, event_idx};
+    f.config = RingConfig{&f.memory, indirect_allowed, event_idx, in_order};
     f.ring = PackedRing(f.layout, f.config);
     f.restore(base);
     f.check_accounting();

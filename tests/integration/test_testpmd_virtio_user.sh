@@ -102,6 +102,19 @@ testpmd_fwd() {
 
 # start_pinned_vnetd LOG STATS [netns NS] -- ARG...: vnetd on the tap, pinned
 # to VNETD_CPU (taskset and its worker), its control socket beside LOG.
+# VIRTIO_F_IN_ORDER (bit 35): virtio-user asks for it unless in_order=0 and
+# vnetd offers it, so in-order is what ran (vnetd completes oldest first; a
+# packed TX burst comes back as one used descriptor).
+expect_in_order() {
+    local hex want=1
+    [[ ",${VNET_TEST_VDEV_ARGS:-}," == *",in_order=0,"* ]] && want=0
+    hex=$(grep -oE 'guest features 0x[0-9a-f]+' "$2" | tail -n 1 | grep -oE '0x[0-9a-f]+')
+    [ -n "$hex" ] || fail "($1) vnetd logged no guest features"
+    [ $(((hex >> 35) & 1)) = "$want" ] ||
+        fail "($1) VIRTIO_F_IN_ORDER negotiated: $(((hex >> 35) & 1)), expected $want (guest features $hex)"
+    echo "($1) guest features $hex: VIRTIO_F_IN_ORDER $want"
+}
+
 start_pinned_vnetd() {
     local log=$1 stats=$2
     shift 2
@@ -133,6 +146,7 @@ finish_txonly() {
     stop_pid "$VNETD_PID" TERM
     local stats="$WORK/vnetd-$label.json"
     expect_vnetd_log "$label" "$WORK/vnetd-$label.log"
+    expect_in_order "$label" "$WORK/vnetd-$label.log"
     [ -n "$pmd_tx" ] && [ "$pmd_tx" -gt 0 ] || fail "($label) testpmd sent nothing"
     # On SIGINT testpmd stops forwarding and, within a millisecond, disables
     # and stops the rings (SET_VRING_ENABLE 0, GET_VRING_BASE); what is still
@@ -225,6 +239,7 @@ TAP_TX_DROPPED_C=$(link_stat "$NS_C" "$TAP" tx_dropped)
 stop_pid "$VNETD_PID" TERM
 STATS_C="$WORK/vnetd-c.json"
 expect_vnetd_log c "$WORK/vnetd-c.log"
+expect_in_order c "$WORK/vnetd-c.log"
 read -r _ SENT_C _ GOT_C _ _ _ _ _ _ <"$WORK/reflect-c.out"
 check_equal c "sent=$SENT_C" \
     "kernel_tap_tx_packets=$TAP_TX_C" \

@@ -10,16 +10,12 @@ namespace {
 
 using packet::DropReason;
 
-// A TX packet's burst token: the chain's buffer id and ring slots, all its
-// used entry needs (both are at most 32768).
+// A TX packet's burst token: the chain's buffer id and ring slots (both at
+// most 32768, so never kNotFromRingToken). Completion goes by in_flight_,
+// which holds the same in ring order; the token names the chain for
+// whoever reads a burst.
 uint32_t make_token(const PoppedChain& c) {
     return uint32_t{c.id} | (uint32_t{c.slots} << 16);
-}
-uint16_t token_id(uint32_t token) {
-    return static_cast<uint16_t>(token);
-}
-uint16_t token_slots(uint32_t token) {
-    return static_cast<uint16_t>(token >> 16);
 }
 
 }  // namespace
@@ -82,8 +78,7 @@ NetTxQueue::Received NetTxQueue::receive_burst_on(R& ring, packet::PacketBurst& 
             if (chain.readable_bytes <= config_.header_size) {
                 // Nothing beyond the virtio-net header: complete it as dropped.
                 counters_->count_drop(DropReason::packet_too_short);
-                ring.add_used(chain.id, chain.slots, 0);
-                ++pending_used_;
+                complete_unsent(ring, chain);
                 continue;
             }
             const size_t kept_at = burst.iovecs_used - (out.data() - burst.iovecs.data());
@@ -93,7 +88,7 @@ NetTxQueue::Received NetTxQueue::receive_burst_on(R& ring, packet::PacketBurst& 
             }
             burst.push(chain.readable_segments, chain.readable_bytes, make_token(chain));
             in_flight_[(in_flight_first_ + in_flight_count_) % packet::kMaxBurstPackets] =
-                InFlight{chain.id, chain.slots};
+                InFlight{chain.id, chain.slots, true};
             ++in_flight_count_;
             ++result.taken;
         }
@@ -122,8 +117,7 @@ NetTxQueue::Received NetTxQueue::receive_burst_on(R& ring, packet::PacketBurst& 
             s = ring.skip(chain);
             if (s == PopStatus::ok) {
                 counters_->count_drop(DropReason::too_many_segments);
-                ring.add_used(chain.id, chain.slots, 0);
-                ++pending_used_;
+                complete_unsent(ring, chain);
                 ++looked_at;
                 continue;
             }
@@ -147,34 +141,68 @@ bool NetTxQueue::complete_burst(const packet::PacketBurst& burst, uint16_t done)
     if (!running_ || done == 0) {
         return false;
     }
+    uint64_t bytes = 0;
+    uint16_t from_ring = 0;
+    for (uint16_t i = 0; i < done; ++i) {
+        if (burst.packets[i].token == kNotFromRingToken) [[unlikely]] {
+            continue;
+        }
+        // Copy semantics: the packet left guest memory, the used length is 0
+        // (kernel vhost handle_tx_copy). Frame bytes, as the kernel counts.
+        bytes += burst.packets[i].len - config_.header_size;
+        ++from_ring;
+    }
+    if (from_ring == 0) {
+        return false;  // only the port's own packet: nothing to tell the guest
+    }
+    from_ring = std::min(from_ring, sent_in_flight());
+    counters_->count_burst(from_ring, bytes);
     return std::visit(
         [&](auto& ring) {
-            uint64_t bytes = 0;
-            uint16_t from_ring = 0;
-            for (uint16_t i = 0; i < done; ++i) {
-                // Copy semantics: the packet left guest memory, the used length is 0
-                // (kernel vhost handle_tx_copy).
-                const uint32_t token = burst.packets[i].token;
-                if (token == kNotFromRingToken) [[unlikely]] {
-                    continue;
-                }
-                ring.add_used(token_id(token), token_slots(token), 0);
-                bytes += burst.packets[i].len -
-                         config_.header_size;  // frame bytes, as the kernel counts
-                ++from_ring;
-            }
-            if (from_ring == 0) {
-                return false;  // only the port's own packet: nothing to tell the guest
-            }
-            done = std::min(from_ring, in_flight_count_);
-            in_flight_first_ =
-                static_cast<uint16_t>((in_flight_first_ + done) % packet::kMaxBurstPackets);
-            in_flight_count_ = static_cast<uint16_t>(in_flight_count_ - done);
-            pending_used_ = static_cast<uint16_t>(pending_used_ + done);
-            counters_->count_burst(done, bytes);
+            complete_oldest(ring, from_ring);
             return publish(ring);
         },
         ring_);
+}
+
+template <typename R>
+void NetTxQueue::complete_unsent(R& ring, const PoppedChain& chain) {
+    if (in_flight_count_ == 0) {
+        ring.add_used(chain.id, chain.slots, 0);
+        ++pending_used_;
+        return;
+    }
+    // receive_burst takes at most kMaxBurstPackets - in_flight_count_
+    // chains, unsent ones included: there is room.
+    in_flight_[(in_flight_first_ + in_flight_count_) % packet::kMaxBurstPackets] =
+        InFlight{chain.id, chain.slots, false};
+    ++in_flight_count_;
+}
+
+template <typename R>
+void NetTxQueue::complete_oldest(R& ring, uint16_t sent) {
+    while (in_flight_count_ != 0) {
+        const InFlight& f = in_flight_[in_flight_first_];
+        if (f.sent) {
+            if (sent == 0) {
+                break;  // held by a destination: everything after it waits
+            }
+            --sent;
+        }
+        ring.add_used(f.id, f.slots, 0);
+        ++pending_used_;
+        in_flight_first_ = static_cast<uint16_t>((in_flight_first_ + 1) % packet::kMaxBurstPackets);
+        --in_flight_count_;
+    }
+}
+
+uint16_t NetTxQueue::sent_in_flight() const {
+    uint16_t n = 0;
+    for (uint16_t i = 0; i < in_flight_count_; ++i) {
+        n = static_cast<uint16_t>(
+            n + (in_flight_[(in_flight_first_ + i) % packet::kMaxBurstPackets].sent ? 1 : 0));
+    }
+    return n;
 }
 
 template <typename R>
@@ -200,16 +228,11 @@ bool NetTxQueue::arm_kicks() {
 }
 
 uint16_t NetTxQueue::finish(DropReason held_drop) {
+    counters_->count_drop(held_drop, sent_in_flight());
     return std::visit(
         [&](auto& ring) -> uint16_t {
-            for (uint16_t i = 0; i < in_flight_count_; ++i) {
-                const InFlight& f = in_flight_[(in_flight_first_ + i) % packet::kMaxBurstPackets];
-                ring.add_used(f.id, f.slots, 0);
-            }
-            counters_->count_drop(held_drop, in_flight_count_);
-            pending_used_ = static_cast<uint16_t>(pending_used_ + in_flight_count_);
+            complete_oldest(ring, in_flight_count_);
             in_flight_first_ = 0;
-            in_flight_count_ = 0;
             if (pending_used_ != 0) {
                 ring.publish_used();
                 pending_used_ = 0;
@@ -223,11 +246,9 @@ uint16_t NetTxQueue::finish(DropReason held_drop) {
 }
 
 void NetTxQueue::abandon() {
-    if (in_flight_count_ != 0) {
-        counters_->count_drop(DropReason::no_destination, in_flight_count_);
-        in_flight_first_ = 0;
-        in_flight_count_ = 0;
-    }
+    counters_->count_drop(DropReason::no_destination, sent_in_flight());
+    in_flight_first_ = 0;
+    in_flight_count_ = 0;
 }
 
 uint32_t NetTxQueue::vring_base() const {

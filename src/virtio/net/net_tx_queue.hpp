@@ -80,7 +80,18 @@ private:
     struct InFlight {
         uint16_t id;
         uint16_t slots;
+        bool sent;  // false: completed unsent, waiting for the chains before it
     };
+    // A chain the guest got wrong is completed unsent, but never ahead of a
+    // chain taken before it: VIRTIO_F_IN_ORDER drivers free buffers by
+    // position, and in no order would the guest reuse a buffer still held.
+    template <typename R>
+    void complete_unsent(R& ring, const PoppedChain& chain);
+    // Completes the oldest in-flight chains: `sent` of those a destination
+    // took, and every unsent one up to the next chain still held.
+    template <typename R>
+    void complete_oldest(R& ring, uint16_t sent);
+    uint16_t sent_in_flight() const;
     template <typename R>
     Received receive_burst_on(R& ring, packet::PacketBurst& burst, uint16_t max);
     template <typename R>
@@ -95,8 +106,9 @@ private:
     bool fault_new_ = false;
     RingFault fault_;
     uint16_t pending_used_ = 0;  // added since the last publish
-    // Heads handed out by receive_burst and not yet completed, oldest first
-    // (completions come in the same order).
+    // Chains taken by receive_burst and not yet completed, oldest first
+    // (completions come in the same order): the ones handed out, and those
+    // completed unsent behind them.
     std::array<InFlight, packet::kMaxBurstPackets> in_flight_{};
     // What one pop_burst returns: a member, so a turn that finds the ring
     // empty does not clear a 64-chain array first.

@@ -29,7 +29,10 @@
 //   add_used(id, slots, len) + publish_used()
 //                       completions are staged and made visible once per
 //                       burst (split: one used->idx store; packed: the first
-//                       used descriptor's flags, stored last).
+//                       used descriptor's flags, stored last). Always called
+//                       in the order the chains were popped (given-back ones
+//                       excepted, which are popped again): VIRTIO_F_IN_ORDER
+//                       relies on it.
 //   should_notify()     after publish: does the driver want a call. Ask it
 //                       once per publish; with nothing new since the last
 //                       call the answer is model-specific (split without
@@ -105,6 +108,13 @@ struct RingConfig {
     const GuestMemoryMap* memory = nullptr;
     bool indirect_allowed = false;  // VIRTIO_F_INDIRECT_DESC
     bool event_idx = false;         // VIRTIO_F_EVENT_IDX
+    // VIRTIO_F_IN_ORDER: the driver expects buffers back in the order it made
+    // them available, which is the only order add_used is ever called in
+    // (the queues complete oldest first). The packed model then folds a run
+    // of zero-length completions (a TX burst) into one used descriptor
+    // carrying the run's last id (virtio 1.2 §2.8.20, DPDK's in-order
+    // dequeue); the split model writes every entry, which the feature allows.
+    bool in_order = false;
 };
 
 template <typename R>

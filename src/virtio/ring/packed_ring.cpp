@@ -67,7 +67,8 @@ PackedRing::PackedRing(const PackedRingLayout& layout, const RingConfig& config)
     : layout_(layout),
       memory_(config.memory),
       indirect_allowed_(config.indirect_allowed),
-      event_idx_(config.event_idx) {}
+      event_idx_(config.event_idx),
+      in_order_(config.in_order) {}
 
 PopStatus PackedRing::pop(std::span<iovec> out, PoppedChain& chain) {
     if (layout_.size == 0) [[unlikely]] {
@@ -320,6 +321,18 @@ void PackedRing::add_used(uint16_t id, uint16_t slots, uint32_t len) {
         return;  // never set up: nothing was popped
     }
     slots = std::clamp<uint16_t>(slots, 1, layout_.size);
+    if (len == 0 && last_staged_zero_length_) {
+        // In order, so the driver takes every buffer up to `id` as used: the
+        // descriptor written last now ends at this chain. Relaxed: the guest
+        // reads it only after the burst head's release in publish_used.
+        store_relaxed(layout_.desc[last_staged_.index].id, id);
+        used_ = advance(used_, slots, layout_.size);
+        staged_slots_ += slots;
+        if (inflight_.active()) [[unlikely]] {
+            add_used_tracked(id, slots);
+        }
+        return;
+    }
     PackedDesc& d = layout_.desc[used_.index];
     // relaxed: the guest reads them only after it sees this slot's flags (release below, or
     // the burst head's release in publish_used, which comes later in program order).
@@ -337,6 +350,8 @@ void PackedRing::add_used(uint16_t id, uint16_t slots, uint32_t len) {
         // head. It cannot get here before the head is published: it polls the head first.
         store_release(d.flags, flags);
     }
+    last_staged_ = used_;
+    last_staged_zero_length_ = in_order_ && len == 0;
     used_ = advance(used_, slots, layout_.size);
     ++staged_;
     staged_slots_ += slots;
@@ -363,6 +378,7 @@ void PackedRing::publish_used() {
     unsignalled_slots_ = std::min<uint32_t>(unsignalled_slots_ + staged_slots_, 2u * 32768u);
     staged_ = 0;
     staged_slots_ = 0;
+    last_staged_zero_length_ = false;  // a published descriptor is the driver's
 }
 
 bool PackedRing::should_notify() {
@@ -530,6 +546,7 @@ void PackedRing::reset_positions(PackedPosition avail, PackedPosition used) {
     batch_head_ = used;
     staged_ = 0;
     staged_slots_ = 0;
+    last_staged_zero_length_ = false;
     signalled_ = used;
     unsignalled_slots_ = 0;
     signalled_valid_ = false;

@@ -10,6 +10,10 @@
 //                  burst keeps its old flags until publish_used, which stores
 //                  them last with release: one store shows the guest the
 //                  whole burst (§2.8.9; DPDK's shadow flush does the same).
+//                  With VIRTIO_F_IN_ORDER a zero-length completion that
+//                  follows another in the same burst only rewrites that
+//                  descriptor's id: one used descriptor for a run of
+//                  buffers, the last one's id (§2.8.20).
 //   should_notify  reads the driver event suppression area (ENABLE /
 //                  DISABLE / DESC with EVENT_IDX).
 //   enable/disable_notifications  write the device event suppression area.
@@ -132,8 +136,11 @@ private:
     uint16_t batch_head_flags_ = 0;    // its flags, stored by publish_used
     uint16_t staged_ = 0;              // used descriptors written since the last publish
     uint32_t staged_slots_ = 0;
-    PackedPosition signalled_{};      // published used position at the last should_notify
-    uint32_t unsignalled_slots_ = 0;  // slots published since then (capped)
+    bool in_order_ = false;         // VIRTIO_F_IN_ORDER: zero-length runs share a descriptor
+    PackedPosition last_staged_{};  // the used descriptor add_used wrote last
+    bool last_staged_zero_length_ = false;  // ... and a run may fold into it
+    PackedPosition signalled_{};            // published used position at the last should_notify
+    uint32_t unsignalled_slots_ = 0;        // slots published since then (capped)
     bool signalled_valid_ = false;
     uint16_t device_flags_shadow_ = 0xffff;  // last flags we stored in the device area
 

@@ -58,7 +58,7 @@ struct Rig {
 
     // A new back end over the same memory: recovers the region and tracks.
     InflightError start(bool fresh = false, uint32_t base = 0x80008000) {
-        ring = std::make_unique<PackedRing>(layout, RingConfig{&mem.map(), true, false});
+        ring = std::make_unique<PackedRing>(layout, RingConfig{&mem.map(), true, false, false});
         EXPECT_EQ(ring->restore_vring_base(base), BaseError::ok);
         PackedInflight t(header(), size);
         resumed = PackedResume{};

@@ -35,14 +35,15 @@ constexpr uint16_t I = PackedDesc::kFlagIndirect;
 // and written through its raw writer, which lets a test put any flags in
 // any slot; the device ring under test reads the same areas.
 struct Raw {
-    explicit Raw(uint16_t size = 8, bool indirect = true, bool event_idx = false)
+    explicit Raw(uint16_t size = 8, bool indirect = true, bool event_idx = false,
+                 bool in_order = false)
         : writer(frontend::carve_packed_ring_layout(
               std::span<std::byte>(reinterpret_cast<std::byte*>(ring),
                                    frontend::packed_ring_storage_bytes(size)),
               size)),
           layout{writer.layout().desc, writer.layout().driver_event, writer.layout().device_event,
                  size},
-          ring_(layout, RingConfig{&mem.map(), indirect, event_idx}) {}
+          ring_(layout, RingConfig{&mem.map(), indirect, event_idx, in_order}) {}
 
     // The driver's view of slot `slot` for wrap counter `wrap` (§2.8.21.1).
     void put(uint16_t slot, uint64_t addr, uint32_t len, uint16_t id, uint16_t flags = 0,
@@ -400,6 +401,60 @@ TEST(PackedRing, a_used_descriptor_has_write_only_when_the_device_wrote_bytes) {
     // §2.8.3: in a used descriptor WRITE says whether anything was written.
     EXPECT_EQ(r.layout.desc[0].flags & W, 0);
     EXPECT_EQ(r.layout.desc[1].flags & W, W);
+}
+
+// VIRTIO_F_IN_ORDER (§2.8.20): a run of zero-length completions (a TX
+// burst) is one used descriptor at the run's first slot with the last
+// buffer's id; the driver takes every buffer up to it as used. A buffer
+// with a length gets its own descriptor, and no run crosses a publish.
+TEST(PackedRing, in_order_folds_a_run_of_zero_length_completions_into_one_descriptor) {
+    Raw r(8, true, false, /*in_order=*/true);
+    r.put(0, kData, 8, 0, N);
+    r.put(1, kData, 8, 0);  // chain id 0, slots 0-1
+    r.put(2, kData, 8, 2);
+    r.put(3, kData, 8, 3, W);
+    r.put(4, kData, 8, 4);
+    r.put(5, kData, 8, 5);
+    PoppedChain chains[5];
+    for (auto& c : chains) {
+        ASSERT_EQ(r.pop(), PopStatus::ok);
+        c = r.chain;
+    }
+    const uint16_t untouched = r.layout.desc[1].flags;
+    r.ring_.add_used(chains[0].id, chains[0].slots, 0);  // slots 0-1
+    r.ring_.add_used(chains[1].id, chains[1].slots, 0);  // slot 2: folds into slot 0
+    r.ring_.add_used(chains[2].id, chains[2].slots, 8);  // slot 3: a length, its own
+    r.ring_.add_used(chains[3].id, chains[3].slots, 0);  // slot 4
+    r.ring_.publish_used();
+    r.ring_.add_used(chains[4].id, chains[4].slots, 0);  // slot 5: after a publish, its own
+    r.ring_.publish_used();
+    EXPECT_TRUE(is_used(r.layout.desc[0].flags, true));
+    EXPECT_EQ(r.layout.desc[0].id, 2);  // the run's last buffer
+    EXPECT_EQ(r.layout.desc[0].len, 0u);
+    EXPECT_EQ(r.layout.desc[1].flags, untouched);  // inside the run: the driver's still
+    EXPECT_FALSE(is_used(r.layout.desc[2].flags, true));
+    EXPECT_TRUE(is_used(r.layout.desc[3].flags, true));
+    EXPECT_EQ(r.layout.desc[3].id, 3);
+    EXPECT_EQ(r.layout.desc[3].len, 8u);
+    EXPECT_TRUE(is_used(r.layout.desc[4].flags, true));
+    EXPECT_EQ(r.layout.desc[4].id, 4);
+    EXPECT_TRUE(is_used(r.layout.desc[5].flags, true));
+    EXPECT_EQ(r.layout.desc[5].id, 5);
+    EXPECT_EQ(r.ring_.published_used_position(), (PackedPosition{6, true}));
+}
+
+TEST(PackedRing, without_in_order_every_completion_has_its_own_descriptor) {
+    Raw r;
+    r.put(0, kData, 8, 0);
+    r.put(1, kData, 8, 1);
+    ASSERT_EQ(r.pop(), PopStatus::ok);
+    ASSERT_EQ(r.pop(), PopStatus::ok);
+    r.ring_.add_used(0, 1, 0);
+    r.ring_.add_used(1, 1, 0);
+    r.ring_.publish_used();
+    EXPECT_EQ(r.layout.desc[0].id, 0);
+    EXPECT_TRUE(is_used(r.layout.desc[1].flags, true));
+    EXPECT_EQ(r.layout.desc[1].id, 1);
 }
 
 TEST(PackedRing, used_descriptors_flip_their_wrap_bits_after_the_ring_end) {

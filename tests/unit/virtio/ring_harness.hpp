@@ -124,7 +124,7 @@ public:
         driver.emplace(Model::make_driver(
             std::span<std::byte>(reinterpret_cast<std::byte*>(host_), ring_bytes_), size,
             event_idx));
-        config = RingConfig{&memory.map(), indirect, event_idx};
+        config = RingConfig{&memory.map(), indirect, event_idx, false};
         device = Model::make_device(*driver, config);
     }
 

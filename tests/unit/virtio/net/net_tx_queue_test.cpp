@@ -151,7 +151,62 @@ TYPED_TEST(NetTxQueueTest, packs_the_packets_after_a_too_short_chain_of_the_same
     for (const frontend::Completion& c : h.ring.reclaim_all()) {
         cookies.push_back(c.cookie);
     }
-    EXPECT_EQ(cookies, (std::vector<uint32_t>{2, 1, 3}));  // the dropped one first
+    // In ring order: the dropped one waits for the chain taken before it.
+    EXPECT_EQ(cookies, (std::vector<uint32_t>{1, 2, 3}));
+}
+
+// VIRTIO_F_IN_ORDER drivers (DPDK virtio-user's in-order paths) free
+// buffers by position: a chain completed unsent must not overtake one a
+// destination still holds, or the guest would reuse that one's buffer.
+TYPED_TEST(NetTxQueueTest, completes_a_dropped_chain_only_after_the_held_ones_before_it) {
+    typename TestFixture::Harness h(16, false, test::version_1_config());
+    h.ring.add(1, 1);
+    h.ring.driver->publish();
+    PacketBurst burst;
+    ASSERT_EQ(h.queue.receive_burst(burst, 64).taken, 1);  // chain 1, held
+    const frontend::BufferSegment header_only{h.ring.buffer_gpa(8), 12,
+                                              frontend::BufferAccess::device_reads};
+    ASSERT_TRUE(h.ring.driver->add_chain(std::span(&header_only, 1), 2));
+    h.ring.add(3, 1);
+    h.ring.driver->publish();
+    const NetTxQueue::Received second = h.queue.receive_burst(burst, 64);
+    EXPECT_EQ(second.taken, 1);  // chain 3; chain 2 is dropped behind chain 1
+    EXPECT_FALSE(second.notify);
+    EXPECT_EQ(h.drops(DropReason::packet_too_short), 1u);
+    EXPECT_TRUE(h.ring.reclaim_all().empty());
+    auto cookies = [&] {
+        std::vector<uint32_t> out;
+        for (const frontend::Completion& c : h.ring.reclaim_all()) {
+            out.push_back(c.cookie);
+        }
+        return out;
+    };
+    h.queue.complete_burst(burst, 1);  // chain 1 went out: the dropped one follows it
+    EXPECT_EQ(cookies(), (std::vector<uint32_t>{1, 2}));
+    burst.pop_front(1);
+    h.queue.complete_burst(burst, 1);
+    EXPECT_EQ(cookies(), (std::vector<uint32_t>{3}));
+}
+
+TYPED_TEST(NetTxQueueTest, finish_counts_only_the_held_chains_as_dropped_and_keeps_ring_order) {
+    typename TestFixture::Harness h(16, false, test::version_1_config());
+    h.ring.add(1, 1);
+    h.ring.driver->publish();
+    PacketBurst burst;
+    ASSERT_EQ(h.queue.receive_burst(burst, 64).taken, 1);
+    const frontend::BufferSegment header_only{h.ring.buffer_gpa(8), 12,
+                                              frontend::BufferAccess::device_reads};
+    ASSERT_TRUE(h.ring.driver->add_chain(std::span(&header_only, 1), 2));
+    h.ring.driver->publish();
+    ASSERT_EQ(h.queue.receive_burst(burst, 64).taken, 0);
+    h.queue.finish(DropReason::no_destination);
+    EXPECT_EQ(h.drops(DropReason::no_destination), 1u);
+    EXPECT_EQ(h.drops(DropReason::packet_too_short), 1u);
+    std::vector<uint32_t> cookies;
+    for (const frontend::Completion& c : h.ring.reclaim_all()) {
+        cookies.push_back(c.cookie);
+    }
+    EXPECT_EQ(cookies, (std::vector<uint32_t>{1, 2}));
 }
 
 // The room a chain completed unsent held is room for the next chain, as
