@@ -1,14 +1,13 @@
-// read_burst: the RX side of batched tap I/O. Reads up to N packets from one
-// fd straight into caller buffers (a tap's staging slots), one readv() per packet,
-// until the fd runs dry.
+// read_burst: one readv() per packet from one fd straight into caller
+// buffers, until the buffers are full or the fd runs dry.
 //
 // Each tun read consumes exactly one ptr_ring entry (tun_ring_recv, §3.2), so
-// a burst is N reads whatever the mechanism. Into a guest, a tap reads its
-// bursts with one io_uring_enter instead (ports::TapPort::receive_many, N
-// unlinked READs with RWF_NOWAIT): SQEs issued together complete packet,
-// EAGAIN, packet when a frame arrives mid-batch, and it closes such a hole
-// by moving the later frame down. This loop stays for the tap -> tap
-// staging slots (push paths).
+// a burst is N reads whatever the mechanism. The daemon's taps do not use
+// this loop: TapPort reads into a guest with one io_uring_enter per batch
+// (receive_many, N unlinked READs with RWF_NOWAIT) and into its staging slots
+// with one readv and then io_uring batches (read_staged). read_burst is the
+// plain baseline those are priced against (tools/bench/micro/tap_io_bench)
+// and the reader of the tap_probe test tool.
 #pragma once
 
 #include <cstddef>
