@@ -162,6 +162,51 @@ TEST(OffloadAdaptation, whole_frame_header_is_translated_from_10_to_12_bytes_and
     EXPECT_EQ(frame_of(to10.rx.packets[0], 10), f.bytes);
 }
 
+// A buffer whose first piece holds the whole packet takes the one-pass copy
+// (same header size, nothing to complete, not streamed): the same bytes as
+// the piece-by-piece path, from a sender whose packet is in several pieces;
+// a header that changes size or a checksum to complete still gets the
+// general path's result in a one-piece buffer.
+TEST(OffloadAdaptation, a_frame_that_fits_the_first_buffer_piece_gets_the_same_bytes) {
+    Frame f = make_frame({.payload = 22});  // a 64-byte frame
+    const auto header_12 = sender_packet({}, f, 12);
+    Frame partial = make_frame({.payload = 301});
+    make_partial(partial);
+    const SenderHeader needs_csum{NetHeader::kFlagNeedsCsum,         0, 0, 0,
+                                  static_cast<uint16_t>(partial.l4), 16};
+    struct Case {
+        std::vector<uint8_t> packet;
+        size_t sender_header;
+        ReceiverOffloads receiver;
+    };
+    const Case cases[] = {
+        {header_12, 12, receiver(kNoOffloads)},
+        {sender_packet({}, f, 10), 10, receiver(kNoOffloads)},
+        {header_12, 12, receiver_offloads(FeatureSet{})},  // a 10-byte receiver
+        {sender_packet(needs_csum, partial), 12, receiver(kCsum)},
+        {sender_packet(needs_csum, partial), 12, receiver(kNoOffloads)},
+    };
+    for (const Case& c : cases) {
+        for (const size_t sender_piece : {size_t{5}, size_t{26}, size_t{4096}}) {
+            std::vector<std::vector<uint8_t>> got;
+            for (const size_t rx_piece : {size_t{7}, size_t{70000}}) {
+                OffloadAdaptation a;
+                a.set_receiver(c.receiver);
+                const SenderPacket p(c.packet, sender_piece);
+                a.plan(p.iovs, static_cast<uint32_t>(p.bytes.size()),
+                       static_cast<uint32_t>(c.sender_header));
+                FakeRx rx;
+                rx.piece = rx_piece;
+                ASSERT_TRUE(deliver_adapted(a, rx, p.iovs, 0).finished);
+                ASSERT_EQ(rx.packets.size(), 1u);
+                got.push_back(rx.packets[0]);
+            }
+            EXPECT_EQ(got[0], got[1])
+                << "sender header " << c.sender_header << ", pieces of " << sender_piece;
+        }
+    }
+}
+
 TEST(OffloadAdaptation, partial_checksum_stays_partial_for_a_guest_csum_receiver) {
     Frame f = make_frame({.payload = 300});
     make_partial(f);
