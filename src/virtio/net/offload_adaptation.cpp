@@ -64,8 +64,8 @@ ReceiverOffloads receiver_offloads(FeatureSet negotiated) {
 
 // ---- deciding ---------------------------------------------------------------------
 
-const DeliveryPlan& OffloadAdaptation::plan(std::span<const iovec> packet, uint32_t packet_len,
-                                            uint32_t sender_header_size) {
+const DeliveryPlan& OffloadAdaptation::plan_any(std::span<const iovec> packet, uint32_t packet_len,
+                                                uint32_t sender_header_size) {
     // Copied from a constant, not built as a temporary: GCC assembles
     // `DeliveryPlan{}` on the stack with overlapping stores and reads it
     // back at once, a store-forwarding stall that was most of this

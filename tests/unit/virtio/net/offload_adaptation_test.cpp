@@ -207,6 +207,51 @@ TEST(OffloadAdaptation, a_frame_that_fits_the_first_buffer_piece_gets_the_same_b
     }
 }
 
+// A plain frame whose header lies in its first piece is planned inline; the
+// plan is the general one's for it, and every other header (a partial
+// checksum, GSO, lengths that do not fit) still gets the general answer.
+TEST(OffloadAdaptation, the_inline_plan_of_a_plain_frame_is_the_general_plan) {
+    Frame f = make_frame({.payload = 22});
+    Frame partial = make_frame({.payload = 301});
+    make_partial(partial);
+    Frame big = make_frame({.payload = 3000});
+    std::vector<std::vector<uint8_t>> packets{
+        sender_packet({}, f, 12),
+        sender_packet({NetHeader::kFlagDataValid, 0, 0, 0, 0, 0}, f, 12),
+        sender_packet({0, 0, 200, 0, 0, 0}, f, 12),  // hdr_len past the frame
+        sender_packet({NetHeader::kFlagNeedsCsum, 0, 0, 0, static_cast<uint16_t>(partial.l4), 16},
+                      partial, 12),
+        sender_packet(tso_header(big), big, 12),
+    };
+    for (const auto& packet : packets) {
+        for (const ReceiverOffloads& r :
+             {receiver(kNoOffloads), receiver(kTso4), receiver_offloads(FeatureSet{})}) {
+            for (const uint32_t claimed : {static_cast<uint32_t>(packet.size()),
+                                           static_cast<uint32_t>(packet.size() + 1), 11u, 9u}) {
+                DeliveryPlan plans[2];
+                int k = 0;
+                for (const size_t piece : {size_t{5}, size_t{4096}}) {  // general, inline
+                    OffloadAdaptation a;
+                    a.set_receiver(r);
+                    const SenderPacket p(packet, piece);
+                    plans[k++] = a.plan(p.iovs, claimed, 12);
+                }
+                EXPECT_EQ(plans[0].how, plans[1].how) << claimed;
+                if (plans[0].how == Delivery::drop) {
+                    EXPECT_EQ(plans[0].drop_reason, plans[1].drop_reason) << claimed;
+                    continue;
+                }
+                EXPECT_EQ(plans[0].header, plans[1].header) << claimed;
+                EXPECT_EQ(plans[0].frame_len, plans[1].frame_len);
+                EXPECT_EQ(plans[0].sender_header_size, plans[1].sender_header_size);
+                EXPECT_EQ(plans[0].complete_checksum, plans[1].complete_checksum);
+                EXPECT_EQ(plans[0].gso, plans[1].gso);
+                EXPECT_EQ(plans[0].segment_count, plans[1].segment_count);
+            }
+        }
+    }
+}
+
 TEST(OffloadAdaptation, partial_checksum_stays_partial_for_a_guest_csum_receiver) {
     Frame f = make_frame({.payload = 300});
     make_partial(f);
