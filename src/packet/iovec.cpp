@@ -84,6 +84,25 @@ size_t gather_prefix_pieces(std::span<const iovec> src, void* dst, size_t length
     return copied;
 }
 
+size_t gather_at(std::span<const iovec> src, size_t offset, void* dst, size_t length) {
+    auto* out = static_cast<uint8_t*>(dst);
+    size_t copied = 0;
+    for (const iovec& piece : src) {
+        if (copied == length) {
+            break;
+        }
+        if (offset >= piece.iov_len) {
+            offset -= piece.iov_len;  // an empty piece too: its base is never read
+            continue;
+        }
+        const size_t take = std::min(piece.iov_len - offset, length - copied);
+        std::memcpy(out + copied, static_cast<const uint8_t*>(piece.iov_base) + offset, take);
+        copied += take;
+        offset = 0;
+    }
+    return copied;
+}
+
 size_t scatter_at_pieces(std::span<const iovec> dst, size_t offset, const void* src,
                          size_t length) {
     const auto* in = static_cast<const uint8_t*>(src);

@@ -60,6 +60,13 @@ inline size_t gather_prefix(std::span<const iovec> src, void* dst, size_t length
     return gather_prefix_pieces(src, dst, length);
 }
 
+// Copies up to `length` bytes from byte `offset` of the concatenation of
+// `src` into `dst`; returns how many were copied (fewer when `src` ends
+// first). One pass over the pieces, whatever their number: the copy of a
+// frame assembled from several pieces (a switched frame's rewritten header
+// line, then its payload) into one buffer.
+size_t gather_at(std::span<const iovec> src, size_t offset, void* dst, size_t length);
+
 // Copies `length` bytes at `src` to byte `offset` of the concatenation of
 // `dst` (e.g. a header field in a buffer a guest split over tiny
 // descriptors); returns how many were copied (fewer when `dst` ends first).

@@ -21,7 +21,14 @@ bool parse_l2_frame(std::span<const iovec> iovecs, uint32_t len, uint16_t header
     uint8_t bytes[kMaxPrefix];
     const size_t want =
         std::min<size_t>(header_size + packet::kEthHeaderLen + packet::kVlanTagLen, len);
-    const size_t got = packet::gather_prefix(iovecs, bytes, want);
+    size_t got = want;
+    if (!iovecs.empty() && iovecs[0].iov_len >= kMaxPrefix) [[likely]] {
+        // The first descriptor holds every byte the parser may want: one
+        // copy of a constant size (a few moves), not a copy loop of `want`.
+        std::memcpy(bytes, iovecs[0].iov_base, kMaxPrefix);
+    } else {
+        got = packet::gather_prefix(iovecs, bytes, want);
+    }
     if (got < header_size + packet::kEthHeaderLen) {
         return false;
     }

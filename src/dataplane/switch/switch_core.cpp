@@ -95,14 +95,39 @@ bool SwitchCore::admit(uint16_t ingress, const ParsedFrame& p, uint64_t now, boo
         counters_.count_drop(packet::DropReason::spoofed);
         return false;
     }
+    if (p.source_key == routed_key_) {
+        routed_key_ = 0;  // its lookup may answer differently once it is learned
+    }
     *learned = table_.learn(p.source_key, ingress, now);
+    if (*learned) {
+        learned_memo_[memo_slot(p.source_key)] = p.source_key;
+    }
     return true;
+}
+
+bool SwitchCore::admitted_this_burst(const ParsedFrame& p) const {
+    // A frame whose VLAN the ingress does not carry has no keys (parse_burst).
+    return p.vlan != VlanMembership::kNotCarried &&
+           learned_memo_[memo_slot(p.source_key)] == p.source_key;
+}
+
+void SwitchCore::reset_burst_memo() {
+    learned_memo_.fill(0);
+    routed_key_ = 0;
 }
 
 SwitchCore::Route SwitchCore::route(uint16_t ingress, const ParsedFrame& p, uint64_t now) {
     if (is_group_address(p.frame.destination)) {
         return Route{Route::Kind::flood};
     }
+    if (p.destination_key != routed_key_) {
+        routed_key_ = p.destination_key;
+        routed_ = lookup_route(ingress, p, now);
+    }
+    return routed_;
+}
+
+SwitchCore::Route SwitchCore::lookup_route(uint16_t ingress, const ParsedFrame& p, uint64_t now) {
     const uint16_t to = table_.lookup(p.destination_key, now);
     if (to == MacTable::kUnknown) {
         return Route{Route::Kind::flood};
@@ -165,6 +190,7 @@ void SwitchCore::classify(uint16_t ingress, const packet::PacketBurst& burst, ui
     // same answer. A source a full table refused is decided again each time,
     // so table_full still counts every frame.
     parse_burst(ingress, burst);
+    reset_burst_memo();
     Route last;
     bool have_last = false;
     for (uint16_t i = 0; i < burst.count; ++i) {
@@ -177,8 +203,10 @@ void SwitchCore::classify(uint16_t ingress, const packet::PacketBurst& burst, ui
             continue;
         }
         if (!have_last || !p.repeat) {
-            bool learned = false;
-            if (!admit(ingress, p, now_ns, &learned)) {
+            // A source admitted and learned earlier in the burst (with its
+            // VLAN: the key holds both) is admitted again without a look.
+            bool learned = admitted_this_burst(p);
+            if (!learned && !admit(ingress, p, now_ns, &learned)) {
                 verdict = PacketVerdict{};
                 have_last = false;
                 continue;

@@ -146,10 +146,18 @@ private:
     // of MACs) then waits for its cache misses together, not one frame
     // after another.
     void parse_burst(uint16_t ingress, const packet::PacketBurst& burst);
+    // Forgets the burst's learned sources and route (start of classify).
+    void reset_burst_memo();
+    // Its source was admitted and learned earlier in this burst.
+    bool admitted_this_burst(const ParsedFrame& p) const;
+    static size_t memo_slot(MacTable::Key key) {
+        return static_cast<size_t>((key * 0x9e3779b97f4a7c15ull) >> (64 - kLearnedMemoBits));
+    }
     // Steps 2-5 for one frame: its source learned (*learned: it is in the
     // table now); false when it is dropped (counted).
     bool admit(uint16_t ingress, const ParsedFrame& p, uint64_t now, bool* learned);
     Route route(uint16_t ingress, const ParsedFrame& p, uint64_t now);
+    Route lookup_route(uint16_t ingress, const ParsedFrame& p, uint64_t now);
     void send(BurstPlan& plan, uint16_t member, uint8_t packet, bool tagged);
     void flood(BurstPlan& plan, uint16_t ingress, uint8_t packet);
 
@@ -161,6 +169,21 @@ private:
     uint64_t next_sweep_ns_ = 0;
     // The burst being classified, after the first pass.
     std::array<ParsedFrame, packet::kMaxBurstPackets> parsed_{};
+    // What one burst already decided, so that frames of several flows
+    // interleaved (a run check only sees the frame before) are not looked
+    // up again. Valid for one classify: one ingress, one `now`, and no
+    // table change but its own learning.
+    //  * Sources admitted and learned at this `now` on this ingress,
+    //    direct-mapped by key (0, never a key, is empty): admission
+    //    depends only on the ingress, the source and its VLAN, and
+    //    learning one again would change nothing (same member, same time).
+    //  * The last unicast destination's route: a lookup at the same `now`
+    //    answers the same until that key itself is learned (moved or
+    //    added), which forgets it.
+    static constexpr unsigned kLearnedMemoBits = 6;  // a slot per frame of a full burst
+    std::array<MacTable::Key, size_t{1} << kLearnedMemoBits> learned_memo_{};
+    MacTable::Key routed_key_ = 0;
+    Route routed_;
 };
 
 }  // namespace vnet::dataplane::switching

@@ -338,7 +338,11 @@ uint16_t SwitchDatapath::build_group(const Ingress& in, const EgressGroup& group
         const uint32_t cut =
             header + packet::kEthHeaderLen + in_tag;  // classify checked p.len >= cut
         uint8_t* line = scratch_[out_.count].data();
-        if (packet::gather_prefix(iov, line, header) != header) {
+        if (!iov.empty() && iov[0].iov_len >= sizeof(virtio::NetHeader)) [[likely]] {
+            // A constant-size copy (classify refused longer headers); what
+            // it takes past `header` is overwritten by the Ethernet header.
+            std::memcpy(line, iov[0].iov_base, sizeof(virtio::NetHeader));
+        } else if (packet::gather_prefix(iov, line, header) != header) {
             continue;  // unreachable: the parser read these bytes
         }
         uint8_t* eth = line + header;

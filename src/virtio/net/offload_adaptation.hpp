@@ -26,8 +26,10 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
+#include "packet/byte_order.hpp"
 #include "packet/iovec.hpp"
 #include "packet/packet_burst.hpp"
 #include "packet/queue_counters.hpp"
@@ -94,6 +96,15 @@ struct DeliveryPlan {
     bool partial_segments = false;  // the receiver takes NEEDS_CSUM segments
 };
 
+// A plain frame's plan but for its two lengths: whole, the receiver's
+// header all zero but num_buffers (1 until NetRxQueue writes it).
+inline constexpr DeliveryPlan kPlainWholePlan = [] {
+    DeliveryPlan p;
+    p.how = Delivery::whole;
+    p.header[kNetHeaderNumBuffersOffset] = 1;
+    return p;
+}();
+
 class OffloadAdaptation {
 public:
     // The receiver's header is 10 or 12 bytes (virtio 1.2 §5.1.6).
@@ -112,7 +123,27 @@ public:
     // then its frame; `packet_len` bytes in `packet`) reaches the receiver.
     // The plan stays valid until the next call.
     const DeliveryPlan& plan(std::span<const iovec> packet, uint32_t packet_len,
-                             uint32_t sender_header_size);
+                             uint32_t sender_header_size) {
+        // The common frame decided inline, from the same private copy of
+        // the header: a plain one (no partial checksum, no GSO) whose header
+        // lies in its first piece. Everything else takes plan_any.
+        if (sender_header_size >= kLegacyNetHeaderSize && packet_len >= sender_header_size &&
+            !packet.empty() && packet[0].iov_len >= kLegacyNetHeaderSize) [[likely]] {
+            uint8_t h[kLegacyNetHeaderSize];
+            std::memcpy(h, packet[0].iov_base, sizeof h);
+            const uint32_t frame_len = packet_len - sender_header_size;
+            if ((h[kNetHeaderFlagsOffset] & NetHeader::kFlagNeedsCsum) == 0 &&
+                h[kNetHeaderGsoTypeOffset] == NetHeader::kGsoNone &&
+                packet::load_le16(h + kNetHeaderHdrLenOffset) <= frame_len &&
+                (packet[0].iov_len >= packet_len || packet::total_length(packet) >= packet_len)) {
+                plan_ = kPlainWholePlan;
+                plan_.sender_header_size = sender_header_size;
+                plan_.frame_len = frame_len;
+                return plan_;
+            }
+        }
+        return plan_any(packet, packet_len, sender_header_size);
+    }
     const DeliveryPlan& current() const { return plan_; }
     // Segments instead of a whole GSO frame (a receiver without MRG_RXBUF
     // that posted a buffer too small for it).
@@ -133,6 +164,8 @@ public:
                            std::span<const iovec> buffer);
 
 private:
+    const DeliveryPlan& plan_any(std::span<const iovec> packet, uint32_t packet_len,
+                                 uint32_t sender_header_size);
     void plan_gso(const uint8_t* sender_header, uint32_t have);
     void decide_gso();
     void drop(packet::DropReason reason) { plan_.how = Delivery::drop, plan_.drop_reason = reason; }

@@ -53,6 +53,21 @@ TEST(IovecSlice, gathers_a_prefix_split_anywhere) {
     EXPECT_EQ(gather_prefix(src, out, 8), 5u);
 }
 
+TEST(IovecGatherAt, gathers_a_range_from_an_offset_across_pieces_skipping_empty_ones) {
+    const uint8_t a[] = {1, 2, 3}, c[] = {4, 5, 6, 7};
+    const std::array<iovec, 3> src{iovec{const_cast<uint8_t*>(a), 3}, iovec{nullptr, 0},
+                                   iovec{const_cast<uint8_t*>(c), 4}};
+    uint8_t out[8]{};
+    EXPECT_EQ(gather_at(src, 2, out, 3), 3u);
+    EXPECT_EQ(out[0], 3);
+    EXPECT_EQ(out[1], 4);
+    EXPECT_EQ(out[2], 5);
+    EXPECT_EQ(gather_at(src, 3, out, 8), 4u) << "stops where the source ends";
+    EXPECT_EQ(out[0], 4);
+    EXPECT_EQ(gather_at(src, 7, out, 1), 0u) << "an offset at the end copies nothing";
+    EXPECT_EQ(gather_at(src, 9, out, 1), 0u) << "nor one past it";
+}
+
 TEST(IovecTotal, adds_every_piece_including_empty_ones) {
     uint8_t a[3], b[9];
     const std::array<iovec, 3> src{iovec{a, 3}, iovec{nullptr, 0}, iovec{b, 9}};

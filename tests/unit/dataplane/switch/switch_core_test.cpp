@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -163,6 +164,61 @@ TEST(SwitchCore, a_frame_after_a_different_one_is_decided_again) {
     EXPECT_TRUE(s.destinations(2).empty());
     EXPECT_EQ(s.drops(DropReason::no_destination), 2u);
     EXPECT_EQ(s.core.counters().snapshot().flooded, 1u);
+}
+
+// Flows interleaved frame by frame (no run to reuse): each source is learned
+// once per burst and each destination looked up once, with the same plan
+// and counters as one frame at a time.
+TEST(SwitchCore, interleaved_flows_are_learned_and_routed_as_frame_by_frame) {
+    Switch together(3);
+    Switch alone(3);
+    FrameBurst known;
+    known.add(frame(kBroadcast, mac(9)));
+    together.send(2, known);
+    alone.send(2, known);
+    std::vector<std::vector<uint8_t>> frames;
+    for (int i = 0; i < 12; ++i) {
+        frames.push_back(frame(i % 4 == 3 ? mac(8) : mac(9), mac(static_cast<uint8_t>(1 + i % 3))));
+    }
+    FrameBurst b;
+    for (const auto& f : frames) {
+        b.add(f);
+    }
+    together.send(0, b, 5);
+    for (uint8_t i = 0; i < frames.size(); ++i) {
+        FrameBurst one;
+        one.add(frames[i]);
+        alone.send(0, one, 5);
+        Dest got = together.destinations(i);
+        std::sort(got.begin(), got.end());  // groups are in the order the burst opened them
+        EXPECT_EQ(got, alone.destinations(0)) << int{i};
+        EXPECT_EQ(got, i % 4 == 3 ? (Dest{{1, false}, {2, false}}) : (Dest{{2, false}})) << int{i};
+    }
+    const auto c = together.core.counters().snapshot();
+    const auto a = alone.core.counters().snapshot();
+    EXPECT_EQ(c.learned, 4u);
+    EXPECT_EQ(c.learned, a.learned);
+    EXPECT_EQ(c.flooded, a.flooded);
+    EXPECT_EQ(c.moved, 0u);
+}
+
+// A destination looked up earlier in the burst that a later frame's source
+// moves to the ingress port: the frames after that go nowhere.
+TEST(SwitchCore, a_destination_that_moves_mid_burst_is_routed_where_it_went) {
+    Switch s(3);
+    FrameBurst known;
+    known.add(frame(kBroadcast, mac(9)));
+    s.send(2, known);
+    FrameBurst b;
+    b.add(frame(mac(9), mac(1)));  // to 2
+    b.add(frame(mac(4), mac(9)));  // mac(9) moves to 0
+    b.add(frame(mac(9), mac(1)));  // behind its own port now: nowhere
+    s.send(0, b);
+    EXPECT_EQ(s.destinations(0), (Dest{{2, false}}));
+    EXPECT_EQ(s.destinations(1), (Dest{{2, false}, {1, false}}));  // 2's group came first
+    EXPECT_TRUE(s.destinations(2).empty());
+    EXPECT_EQ(s.core.counters().snapshot().moved, 1u);
+    EXPECT_EQ(s.drops(DropReason::no_destination), 1u);
 }
 
 TEST(SwitchCore, a_run_from_a_source_a_full_table_refused_counts_every_frame) {

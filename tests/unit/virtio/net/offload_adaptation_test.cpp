@@ -162,6 +162,96 @@ TEST(OffloadAdaptation, whole_frame_header_is_translated_from_10_to_12_bytes_and
     EXPECT_EQ(frame_of(to10.rx.packets[0], 10), f.bytes);
 }
 
+// A buffer whose first piece holds the whole packet takes the one-pass copy
+// (same header size, nothing to complete, not streamed): the same bytes as
+// the piece-by-piece path, from a sender whose packet is in several pieces;
+// a header that changes size or a checksum to complete still gets the
+// general path's result in a one-piece buffer.
+TEST(OffloadAdaptation, a_frame_that_fits_the_first_buffer_piece_gets_the_same_bytes) {
+    Frame f = make_frame({.payload = 22});  // a 64-byte frame
+    const auto header_12 = sender_packet({}, f, 12);
+    Frame partial = make_frame({.payload = 301});
+    make_partial(partial);
+    const SenderHeader needs_csum{NetHeader::kFlagNeedsCsum,         0, 0, 0,
+                                  static_cast<uint16_t>(partial.l4), 16};
+    struct Case {
+        std::vector<uint8_t> packet;
+        size_t sender_header;
+        ReceiverOffloads receiver;
+    };
+    const Case cases[] = {
+        {header_12, 12, receiver(kNoOffloads)},
+        {sender_packet({}, f, 10), 10, receiver(kNoOffloads)},
+        {header_12, 12, receiver_offloads(FeatureSet{})},  // a 10-byte receiver
+        {sender_packet(needs_csum, partial), 12, receiver(kCsum)},
+        {sender_packet(needs_csum, partial), 12, receiver(kNoOffloads)},
+    };
+    for (const Case& c : cases) {
+        for (const size_t sender_piece : {size_t{5}, size_t{26}, size_t{4096}}) {
+            std::vector<std::vector<uint8_t>> got;
+            for (const size_t rx_piece : {size_t{7}, size_t{70000}}) {
+                OffloadAdaptation a;
+                a.set_receiver(c.receiver);
+                const SenderPacket p(c.packet, sender_piece);
+                a.plan(p.iovs, static_cast<uint32_t>(p.bytes.size()),
+                       static_cast<uint32_t>(c.sender_header));
+                FakeRx rx;
+                rx.piece = rx_piece;
+                ASSERT_TRUE(deliver_adapted(a, rx, p.iovs, 0).finished);
+                ASSERT_EQ(rx.packets.size(), 1u);
+                got.push_back(rx.packets[0]);
+            }
+            EXPECT_EQ(got[0], got[1])
+                << "sender header " << c.sender_header << ", pieces of " << sender_piece;
+        }
+    }
+}
+
+// A plain frame whose header lies in its first piece is planned inline; the
+// plan is the general one's for it, and every other header (a partial
+// checksum, GSO, lengths that do not fit) still gets the general answer.
+TEST(OffloadAdaptation, the_inline_plan_of_a_plain_frame_is_the_general_plan) {
+    Frame f = make_frame({.payload = 22});
+    Frame partial = make_frame({.payload = 301});
+    make_partial(partial);
+    Frame big = make_frame({.payload = 3000});
+    std::vector<std::vector<uint8_t>> packets{
+        sender_packet({}, f, 12),
+        sender_packet({NetHeader::kFlagDataValid, 0, 0, 0, 0, 0}, f, 12),
+        sender_packet({0, 0, 200, 0, 0, 0}, f, 12),  // hdr_len past the frame
+        sender_packet({NetHeader::kFlagNeedsCsum, 0, 0, 0, static_cast<uint16_t>(partial.l4), 16},
+                      partial, 12),
+        sender_packet(tso_header(big), big, 12),
+    };
+    for (const auto& packet : packets) {
+        for (const ReceiverOffloads& r :
+             {receiver(kNoOffloads), receiver(kTso4), receiver_offloads(FeatureSet{})}) {
+            for (const uint32_t claimed : {static_cast<uint32_t>(packet.size()),
+                                           static_cast<uint32_t>(packet.size() + 1), 11u, 9u}) {
+                DeliveryPlan plans[2];
+                int k = 0;
+                for (const size_t piece : {size_t{5}, size_t{4096}}) {  // general, inline
+                    OffloadAdaptation a;
+                    a.set_receiver(r);
+                    const SenderPacket p(packet, piece);
+                    plans[k++] = a.plan(p.iovs, claimed, 12);
+                }
+                EXPECT_EQ(plans[0].how, plans[1].how) << claimed;
+                if (plans[0].how == Delivery::drop) {
+                    EXPECT_EQ(plans[0].drop_reason, plans[1].drop_reason) << claimed;
+                    continue;
+                }
+                EXPECT_EQ(plans[0].header, plans[1].header) << claimed;
+                EXPECT_EQ(plans[0].frame_len, plans[1].frame_len);
+                EXPECT_EQ(plans[0].sender_header_size, plans[1].sender_header_size);
+                EXPECT_EQ(plans[0].complete_checksum, plans[1].complete_checksum);
+                EXPECT_EQ(plans[0].gso, plans[1].gso);
+                EXPECT_EQ(plans[0].segment_count, plans[1].segment_count);
+            }
+        }
+    }
+}
+
 TEST(OffloadAdaptation, partial_checksum_stays_partial_for_a_guest_csum_receiver) {
     Frame f = make_frame({.payload = 300});
     make_partial(f);
