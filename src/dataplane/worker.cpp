@@ -200,6 +200,7 @@ void Worker::run() {
             advance_clock(false);  // a port added may take milliseconds: not packet work
         }
         if (run_round()) {
+            backoff_.on_work();
             event_idle_since_ns_ = 0;
             if (adaptive_.idle()) {
                 adaptive_.on_work(clock_ns_);  // an idle gap ended: learn it
@@ -215,11 +216,14 @@ void Worker::run() {
         }
         if (may_spin()) {
             // An empty round of the spin reads every ring index once; a
-            // short pause before the next (~50 ns, about what the clock
-            // read it no longer makes took) keeps the spin from hammering
-            // the lines the guests are writing.
-            cpu_relax();
-            cpu_relax();
+            // pause before the next keeps the spin from hammering the lines
+            // the guests are writing. In adaptive mode it grows while
+            // traffic streams, so the guest runs ahead (SpinBackoff).
+            const bool streaming = options_.mode == WorkerMode::adaptive &&
+                                   SpinBackoff::streaming(adaptive_.gap_ewma_ns());
+            for (uint32_t i = backoff_.next_pauses(streaming); i != 0; --i) {
+                cpu_relax();
+            }
             continue;
         }
         sleep_until_ready();

@@ -11,7 +11,10 @@
 //    engines wait for (kick eventfds, tap fds for EPOLLIN or EPOLLOUT).
 //  * adaptive (the default): spin like poll mode while packets are likely
 //    soon (AdaptiveSpin: a multiple of the learned gap between bursts, at
-//    most adaptive_spin_us), then sleep as event mode does. An engine
+//    most adaptive_spin_us), then sleep as event mode does. While the
+//    learned gap says traffic streams, the pause between empty polls grows
+//    (SpinBackoff) so the guest writes its ring ahead of the worker instead
+//    of beside it; sparse traffic keeps the short pause for latency. An engine
 //    waiting for a full destination (PathWait::destination) sleeps at once:
 //    its consumer (a guest's RX, a tap's reader) must run, perhaps on this
 //    very CPU, and spinning would take that CPU from it; one holding a
@@ -43,6 +46,7 @@
 #include "common/unique_fd.hpp"
 #include "dataplane/adaptive_spin.hpp"
 #include "dataplane/engine.hpp"
+#include "dataplane/spin_backoff.hpp"
 
 namespace vnet::dataplane {
 
@@ -141,6 +145,7 @@ private:
     bool destination_full_ = false;     // some turn of the last round ended at a full destination
     bool holding_ = false;              // some turn of the last round left a burst held
     AdaptiveSpin adaptive_;             // adaptive mode's spin-or-sleep
+    SpinBackoff backoff_;               // the pause between two empty spin rounds
     uint64_t event_idle_since_ns_ = 0;  // event mode: first idle round of this spin; 0: none
 
     UniqueFd epoll_fd_;
