@@ -155,11 +155,9 @@ bool NetTxQueue::complete_burst(const packet::PacketBurst& burst, uint16_t done)
     if (from_ring == 0) {
         return false;  // only the port's own packet: nothing to tell the guest
     }
-    from_ring = std::min(from_ring, sent_in_flight());
-    counters_->count_burst(from_ring, bytes);
     return std::visit(
         [&](auto& ring) {
-            complete_oldest(ring, from_ring);
+            counters_->count_burst(complete_oldest(ring, from_ring), bytes);
             return publish(ring);
         },
         ring_);
@@ -180,20 +178,22 @@ void NetTxQueue::complete_unsent(R& ring, const PoppedChain& chain) {
 }
 
 template <typename R>
-void NetTxQueue::complete_oldest(R& ring, uint16_t sent) {
+uint16_t NetTxQueue::complete_oldest(R& ring, uint16_t sent) {
+    uint16_t completed = 0;
     while (in_flight_count_ != 0) {
         const InFlight& f = in_flight_[in_flight_first_];
         if (f.sent) {
-            if (sent == 0) {
+            if (completed == sent) {
                 break;  // held by a destination: everything after it waits
             }
-            --sent;
+            ++completed;
         }
         ring.add_used(f.id, f.slots, 0);
         ++pending_used_;
         in_flight_first_ = static_cast<uint16_t>((in_flight_first_ + 1) % packet::kMaxBurstPackets);
         --in_flight_count_;
     }
+    return completed;
 }
 
 uint16_t NetTxQueue::sent_in_flight() const {

@@ -87,10 +87,12 @@ private:
     // position, and in no order would the guest reuse a buffer still held.
     template <typename R>
     void complete_unsent(R& ring, const PoppedChain& chain);
-    // Completes the oldest in-flight chains: `sent` of those a destination
-    // took, and every unsent one up to the next chain still held.
+    // Completes the oldest in-flight chains: up to `sent` of those a
+    // destination took, and every unsent one up to the next chain still
+    // held. Returns how many sent ones it completed.
     template <typename R>
-    void complete_oldest(R& ring, uint16_t sent);
+    uint16_t complete_oldest(R& ring, uint16_t sent);
+    // Chains handed out and not yet completed (cold: it walks the list).
     uint16_t sent_in_flight() const;
     template <typename R>
     Received receive_burst_on(R& ring, packet::PacketBurst& burst, uint16_t max);
