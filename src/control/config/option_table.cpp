@@ -247,7 +247,8 @@ constexpr std::array kOtherOptions = {
                        "defer its call while the switch's sources keep sending and the guest "
                        "still has over an eighth of its RX ring posted, at most 100 us (ethtool "
                        "-C adaptive-rx); cross-connects without rx_frames: a stream's bursts "
-                       "are held until 64 frames or 20 us; a lone frame is still called at once"),
+                       "are held for a sleeping guest until 3/4 of its ring or 500 us; a lone "
+                       "frame, a guest that answers and an awake guest get them at once"),
     OptionSpec{"submit",
                OptionScope::datapath,
                std::nullopt,

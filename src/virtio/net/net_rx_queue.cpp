@@ -240,7 +240,7 @@ bool NetRxQueue::flush() {
             if (pending_used_ == 0) {
                 return;
             }
-            if (!should_hold_publish(parked_avail_)) {
+            if (!should_hold_publish(ring, parked_avail_)) {
                 notify = publish(ring);
             } else if (burst_packets_ != held_packets_) {
                 // A turn that found nothing flushes too: count only the bursts
@@ -257,7 +257,8 @@ bool NetRxQueue::flush() {
 // rx_frames is a minimum per publish, checked at the end of a burst: a burst
 // is never split, since publishing mid-burst would only add notifies
 // (publish_early is off while coalescing).
-bool NetRxQueue::should_hold_publish(uint16_t avail_left) {
+template <typename R>
+bool NetRxQueue::should_hold_publish(const R& ring, uint16_t avail_left) {
     const Coalescing& c = coalescing_;
     // A guest refills its RX ring when it sees used entries: holding while
     // it has no buffers left would stall both sides until the deadline.
@@ -265,7 +266,7 @@ bool NetRxQueue::should_hold_publish(uint16_t avail_left) {
         return false;
     }
     if (c.frames == 0) {
-        return c.stream && should_hold_for_stream();
+        return c.stream && should_hold_for_stream(ring);
     }
     if (burst_packets_ >= c.frames) {
         return false;
@@ -277,10 +278,16 @@ bool NetRxQueue::should_hold_publish(uint16_t avail_left) {
     return true;
 }
 
-// The adaptive default: one clock read per burst that brought frames.
-bool NetRxQueue::should_hold_for_stream() {
+// The adaptive default: one clock read per burst that brought frames. Only
+// a guest that would be woken is held for: one that is awake (its calls off
+// or its used_event behind, as while a NAPI poll or a PMD runs) is shown the
+// frames at once, since holding them would only make it wait.
+template <typename R>
+bool NetRxQueue::should_hold_for_stream(const R& ring) {
     const uint64_t now = now_ns_();
-    const uint64_t due = pacer_.hold_until(now, burst_packets_);
+    const uint16_t budget = static_cast<uint16_t>(ring.size() - ring.size() / 4);
+    const uint64_t due =
+        ring.wants_call(pending_used_) ? pacer_.hold_until(now, pending_used_, budget) : 0;
     if (due == 0) {
         flush_now_ns_ = now;
         return false;

@@ -188,8 +188,10 @@ private:
     uint16_t posted_left(R& ring) const;
     template <typename R>
     bool refill_window(R& ring);
-    bool should_hold_publish(uint16_t avail_left);
-    bool should_hold_for_stream();
+    template <typename R>
+    bool should_hold_publish(const R& ring, uint16_t avail_left);
+    template <typename R>
+    bool should_hold_for_stream(const R& ring);
     template <typename R>
     bool should_defer_call(const R& ring) const;
     template <typename R>

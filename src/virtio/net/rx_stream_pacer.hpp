@@ -11,9 +11,11 @@
 //     TCP's ACK clock), where the next frame is what it waits for, however
 //     close together the frames come (a 10 us round trip is well inside
 //     the silence window, and holding there doubled its latency);
-//   - while bursts keep coming, they are held until kBudgetFrames are
-//     pending or kBudgetNs have passed since the first held one (the
-//     kernel's vhost-net signals once per batch of up to 64);
+//   - while bursts keep coming to a guest that sleeps, they are held until
+//     the frame budget (the owner's: three quarters of the guest's ring)
+//     is pending or kBudgetNs have passed since the first held one; a
+//     guest that is awake is not held for at all (NetRxQueue asks the ring
+//     whether a publish would wake it);
 //   - the owner publishes what is held before it sleeps (hold_ends_on_idle):
 //     a stream's tail never waits for a timer.
 // Pure logic over a caller's clock (ns), no state beyond two times and a flag.
@@ -33,14 +35,22 @@ public:
     // at 200 us, BENCHMARKS.md guestrx). A request/response faster than
     // this pays at most kBudgetNs per frame.
     static constexpr uint64_t kSilenceNs = 200000;
-    static constexpr uint16_t kBudgetFrames = 64;
-    static constexpr uint64_t kBudgetNs = 20000;
+    // The longest a stream's frame waits for a sleeping guest. Each wake-up
+    // costs the CPU the guest shares with its sender tens of microseconds
+    // (~60 on a PVM host), so a stream's wake-ups are what bounds it: this
+    // caps them at 2,000 a second. A 64-frame or 20 us budget woke a guest
+    // per ~20 frames and held tap -> guest to 0.47x the raw read loop; a
+    // ring-sized one lets it take hundreds a wake-up (BENCHMARKS.md
+    // guestrx). Latency-bound traffic is not held: a lone frame, a guest
+    // that answers, and a guest that is awake go out at once.
+    static constexpr uint64_t kBudgetNs = 500000;
 
-    // End of a burst, `pending` frames not yet published, at `now`:
-    // 0 to publish now, else the time by which the held frames must be.
-    uint64_t hold_until(uint64_t now, uint16_t pending) {
+    // End of a burst, `pending` buffers not yet published of the `budget`
+    // a hold may gather, at `now`: 0 to publish now, else the time by which
+    // the held frames must be.
+    uint64_t hold_until(uint64_t now, uint16_t pending, uint16_t budget) {
         if (last_publish_ns_ == 0 || guest_sent_ || now - last_publish_ns_ >= kSilenceNs ||
-            pending >= kBudgetFrames) {
+            pending >= budget) {
             return 0;
         }
         if (first_held_ns_ == 0) {

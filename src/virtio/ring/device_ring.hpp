@@ -37,6 +37,11 @@
 //                       once per publish; with nothing new since the last
 //                       call the answer is model-specific (split without
 //                       EVENT_IDX says yes, packed says no).
+//   wants_call(more)    would a publish of `more` entries beyond those
+//                       staged get a call: a hint read without a fence or
+//                       a state change, for holding a burst back only
+//                       while the guest sleeps (an awake guest is shown
+//                       frames at once). should_notify still decides.
 //   disable/enable_notifications()
 //                       kick suppression; enable returns true if new work
 //                       arrived meanwhile (disable again and keep polling).
@@ -132,6 +137,7 @@ concept DeviceRing = std::default_initializable<R> && std::movable<R> &&
     { r.add_used(id, slots, len) } -> std::same_as<void>;
     { r.publish_used() } -> std::same_as<void>;
     { r.should_notify() } -> std::same_as<bool>;
+    { cr.wants_call(slots) } -> std::same_as<bool>;
     { r.disable_notifications() } -> std::same_as<void>;
     { r.enable_notifications() } -> std::same_as<bool>;
     { cr.vring_base() } -> std::same_as<uint32_t>;

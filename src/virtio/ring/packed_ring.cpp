@@ -413,6 +413,21 @@ bool PackedRing::should_notify() {
     return packed_event_crossed(event, old, count, layout_.size);
 }
 
+bool PackedRing::wants_call(uint16_t more) const {
+    const uint16_t flags =
+        load_acquire(layout_.driver_event->flags) & PackedEventSuppress::kFlagsMask;
+    if (flags == PackedEventSuppress::kDisable) {
+        return false;
+    }
+    if (flags != PackedEventSuppress::kDesc || !event_idx_ || !signalled_valid_) {
+        return true;
+    }
+    const PackedPosition event =
+        PackedPosition::decode(load_relaxed(layout_.driver_event->off_wrap));
+    return packed_event_crossed(event, signalled_, unsignalled_slots_ + staged_slots_ + more,
+                                layout_.size);
+}
+
 void PackedRing::disable_notifications() {
     if (device_flags_shadow_ == PackedEventSuppress::kDisable) {
         return;  // the area is ours alone: no need to dirty the guest's cache line again

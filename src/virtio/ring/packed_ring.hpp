@@ -95,6 +95,9 @@ public:
     const PackedResume& resume() const { return resume_; }
 
     bool should_notify();
+    // The hint of DeviceRing::wants_call: `more` used descriptors beyond
+    // those staged, without a fence or a state change.
+    bool wants_call(uint16_t more) const;
     void disable_notifications();
     bool enable_notifications();
 

@@ -72,6 +72,7 @@ public:
     }
 
     bool should_notify() { return ring_.should_notify(); }
+    bool wants_call(uint16_t more) const { return ring_.wants_call(more); }
     void disable_notifications() { ring_.disable_notifications(); }
     bool enable_notifications() { return ring_.enable_notifications(); }
 

@@ -97,6 +97,17 @@ bool SplitRing::should_notify() {
     return vring_need_event(load_relaxed(*used_event_ptr()), new_idx, old_idx);
 }
 
+bool SplitRing::wants_call(uint16_t more) const {
+    if (!event_idx_) {
+        return (load_relaxed(layout_.avail->flags) & VirtqAvail::kFlagNoInterrupt) == 0;
+    }
+    if (!signalled_used_valid_) {
+        return true;
+    }
+    const auto new_idx = static_cast<uint16_t>(used_idx_shadow_ + more);
+    return vring_need_event(load_relaxed(*used_event_ptr()), new_idx, signalled_used_);
+}
+
 void SplitRing::disable_notifications() {
     if (event_idx_) {
         return;  // virtio 1.2 §2.7.10: with EVENT_IDX the driver stops kicking past avail_event

@@ -91,6 +91,13 @@ public:
     // otherwise: unless VRING_AVAIL_F_NO_INTERRUPT. Includes the full fence
     // that orders our used->idx store before reading the guest's flags.
     bool should_notify();
+    // Would a publish of `more` entries beyond those added make
+    // should_notify() say yes? No fence and no state change: a hint for
+    // holding a burst back while the guest sleeps (a stale read only makes
+    // the caller publish sooner or later; should_notify still decides the
+    // call). A guest that is awake (calls off, or used_event not moved past
+    // its last call) says no.
+    bool wants_call(uint16_t more) const;
 
     // Kick suppression. disable: set VRING_USED_F_NO_NOTIFY (no-op with
     // EVENT_IDX). enable: clear it, or with EVENT_IDX write avail_event =

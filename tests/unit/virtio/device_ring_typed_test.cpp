@@ -329,12 +329,14 @@ TYPED_TEST(DeviceRingContract, should_notify_follows_the_drivers_interrupt_suppr
         h.device.publish_used();
         EXPECT_TRUE(h.device.should_notify());  // the first batch always gets a call
         h.driver->disable_interrupts();
+        EXPECT_FALSE(h.device.wants_call(1));
         ASSERT_EQ(h.pop(chain), PopStatus::ok);
         h.complete(chain);
         h.device.publish_used();
         EXPECT_FALSE(h.device.should_notify());
         EXPECT_EQ(h.reclaim_all().size(), 2u);
         EXPECT_FALSE(h.driver->enable_interrupts());
+        EXPECT_TRUE(h.device.wants_call(1));
         ASSERT_EQ(h.pop(chain), PopStatus::ok);
         h.complete(chain);
         h.device.publish_used();
@@ -363,6 +365,36 @@ TYPED_TEST(DeviceRingContract, with_event_idx_calls_once_the_drivers_event_is_cr
     EXPECT_TRUE(h.device.should_notify());
     use_one();
     EXPECT_FALSE(h.device.should_notify());  // already crossed
+}
+
+// wants_call(more): should_notify's answer for `more` entries not added
+// yet, asked before they are. Asking changes nothing; the call stays
+// should_notify's to decide.
+TYPED_TEST(DeviceRingContract, wants_call_foretells_should_notify_without_changing_it) {
+    typename TestFixture::Harness h(16, true);
+    h.post(0, 6);
+    PoppedChain chain;
+    auto use_one = [&] {
+        ASSERT_EQ(h.pop(chain), PopStatus::ok);
+        h.complete(chain);
+        h.device.publish_used();
+    };
+    EXPECT_TRUE(h.device.wants_call(1));  // nothing signalled yet
+    use_one();
+    ASSERT_TRUE(h.device.should_notify());
+    h.reclaim_all();
+    EXPECT_FALSE(h.driver->enable_interrupts_after(2));  // "call me at the third from now"
+    EXPECT_FALSE(h.device.wants_call(1));
+    EXPECT_FALSE(h.device.wants_call(2));
+    EXPECT_TRUE(h.device.wants_call(3));
+    EXPECT_TRUE(h.device.wants_call(3));
+    use_one();
+    use_one();
+    EXPECT_FALSE(h.device.should_notify());
+    EXPECT_TRUE(h.device.wants_call(1));
+    use_one();
+    EXPECT_TRUE(h.device.should_notify());
+    EXPECT_FALSE(h.device.wants_call(1));  // crossed: no call until the driver re-arms
 }
 
 TYPED_TEST(DeviceRingContract, should_notify_is_true_once_for_a_batch_that_crosses_the_event) {

@@ -19,6 +19,10 @@ using packet::DropReason;
 using test::ModelNames;
 using test::RingModels;
 
+// The stream pacer's frame budget on the 256-entry rings below: three
+// quarters of the ring.
+constexpr uint16_t kStreamBudget = 256 - 256 / 4;
+
 uint64_t g_now_ns = 0;
 uint64_t fake_clock() {
     return g_now_ns;
@@ -287,13 +291,67 @@ TYPED_TEST(NetRxQueueTest, adaptive_publishes_the_frame_budget_at_once) {
     EXPECT_TRUE(h.queue.flush());
     h.ring.reclaim_all();
     g_now_ns += 1000;
-    for (uint16_t i = 0; i + 1 < RxStreamPacer::kBudgetFrames; ++i) {
+    for (uint16_t i = 0; i + 1 < kStreamBudget; ++i) {
         ASSERT_TRUE(h.deliver(60, 64));
     }
     EXPECT_FALSE(h.queue.flush());
     ASSERT_TRUE(h.deliver(60, 64));
     EXPECT_TRUE(h.queue.flush());  // the budget's last frame: no waiting for the clock
-    EXPECT_EQ(h.ring.reclaim_all().size(), RxStreamPacer::kBudgetFrames);
+    EXPECT_EQ(h.ring.reclaim_all().size(), kStreamBudget);
+}
+
+// Only a guest that would be woken is held for: one that is awake (its
+// calls off, as while it polls) is shown a stream's bursts at once, and is
+// held for again once it sleeps.
+TYPED_TEST(NetRxQueueTest, adaptive_holds_nothing_for_an_awake_guest) {
+    typename TestFixture::Harness h(256, false, test::version_1_config());
+    h.queue.set_coalescing(0, 0, /*stream=*/true);
+    h.ring.post(0, 200, 0, 1);
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_TRUE(h.queue.flush());
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0}));
+    h.ring.driver->disable_interrupts();
+    g_now_ns += 2000;  // a stream's next burst
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.queue.flush());  // published; no call, the guest has them off
+    EXPECT_EQ(h.queue.held_deadline(), 0u);
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{1}));
+    EXPECT_FALSE(h.ring.driver->enable_interrupts());
+    g_now_ns += 2000;
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.queue.flush());
+    EXPECT_EQ(h.queue.held_deadline(), g_now_ns + RxStreamPacer::kBudgetNs);
+    EXPECT_TRUE(h.ring.reclaim_all().empty());
+}
+
+// The same with a split ring's EVENT_IDX: a guest that has not moved its
+// used_event since the last call is still working through that call's
+// frames. (A packed driver says "awake" only with DISABLE, above: in its
+// ENABLE mode it asks for every call.)
+template <typename Model>
+class NetRxQueueSplitOnly : public NetRxQueueTest<Model> {};
+TYPED_TEST_SUITE(NetRxQueueSplitOnly, ::testing::Types<test::SplitModel>, ModelNames);
+
+TYPED_TEST(NetRxQueueSplitOnly, adaptive_holds_only_once_the_guest_rearms_its_used_event) {
+    typename TestFixture::Harness h(256, true, test::version_1_config());
+    h.queue.set_coalescing(0, 0, /*stream=*/true);
+    h.ring.post(0, 200, 0, 1);
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_TRUE(h.queue.flush());
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{0}));
+    g_now_ns += 2000;
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.queue.flush());  // published: its event is behind, no call
+    EXPECT_EQ(h.queue.held_deadline(), 0u);
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{1}));
+    EXPECT_FALSE(h.ring.driver->enable_interrupts());  // drained, about to sleep
+    g_now_ns += 2000;
+    ASSERT_TRUE(h.deliver(60, 64));
+    EXPECT_FALSE(h.queue.flush());
+    EXPECT_EQ(h.queue.held_deadline(), g_now_ns + RxStreamPacer::kBudgetNs);
+    EXPECT_TRUE(h.ring.reclaim_all().empty());
+    EXPECT_TRUE(h.queue.publish_held());  // the hold's end wakes it
+    EXPECT_EQ(h.reclaimed_cookies(), (std::vector<uint32_t>{2}));
 }
 
 // No lost wake-up: the worker publishes a stream's held tail before it
