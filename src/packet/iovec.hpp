@@ -15,6 +15,19 @@ namespace vnet::packet {
 
 // The sum of the iovecs' lengths.
 size_t total_length(std::span<const iovec> iovs);
+// Whether the iovecs hold `length` bytes or more: total_length(iovs) >=
+// length, inline and stopping at the piece that reaches it (a switched
+// frame is two pieces, and this is asked once per frame).
+inline bool holds_at_least(std::span<const iovec> iovs, size_t length) {
+    size_t have = 0;
+    for (const iovec& piece : iovs) {
+        have += piece.iov_len;
+        if (have >= length) {
+            return true;
+        }
+    }
+    return length == 0;
+}
 
 // The walks over any number of pieces behind the inline functions below.
 int slice_iovecs_pieces(std::span<const iovec> src, size_t offset, size_t length,
