@@ -84,7 +84,7 @@ size_t gather_prefix_pieces(std::span<const iovec> src, void* dst, size_t length
     return copied;
 }
 
-size_t gather_at(std::span<const iovec> src, size_t offset, void* dst, size_t length) {
+size_t gather_at_pieces(std::span<const iovec> src, size_t offset, void* dst, size_t length) {
     auto* out = static_cast<uint8_t*>(dst);
     size_t copied = 0;
     for (const iovec& piece : src) {

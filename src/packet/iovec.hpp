@@ -15,6 +15,19 @@ namespace vnet::packet {
 
 // The sum of the iovecs' lengths.
 size_t total_length(std::span<const iovec> iovs);
+// Whether the iovecs hold `length` bytes or more: total_length(iovs) >=
+// length, inline and stopping at the piece that reaches it (a switched
+// frame is two pieces, and this is asked once per frame).
+inline bool holds_at_least(std::span<const iovec> iovs, size_t length) {
+    size_t have = 0;
+    for (const iovec& piece : iovs) {
+        have += piece.iov_len;
+        if (have >= length) {
+            return true;
+        }
+    }
+    return length == 0;
+}
 
 // The walks over any number of pieces behind the inline functions below.
 int slice_iovecs_pieces(std::span<const iovec> src, size_t offset, size_t length,
@@ -64,8 +77,23 @@ inline size_t gather_prefix(std::span<const iovec> src, void* dst, size_t length
 // `src` into `dst`; returns how many were copied (fewer when `src` ends
 // first). One pass over the pieces, whatever their number: the copy of a
 // frame assembled from several pieces (a switched frame's rewritten header
-// line, then its payload) into one buffer.
-size_t gather_at(std::span<const iovec> src, size_t offset, void* dst, size_t length);
+// line, then its payload) into one buffer. That frame's shape (the range
+// starts in the first of two pieces and ends in the second) is copied
+// inline, once per switched frame.
+size_t gather_at_pieces(std::span<const iovec> src, size_t offset, void* dst, size_t length);
+inline size_t gather_at(std::span<const iovec> src, size_t offset, void* dst, size_t length) {
+    if (src.size() == 2 && offset < src[0].iov_len) {
+        const size_t first = src[0].iov_len - offset;
+        // Both parts non-empty: neither base is null, as memcpy needs.
+        if (first < length && length - first <= src[1].iov_len) {
+            auto* out = static_cast<uint8_t*>(dst);
+            std::memcpy(out, static_cast<const uint8_t*>(src[0].iov_base) + offset, first);
+            std::memcpy(out + first, src[1].iov_base, length - first);
+            return length;
+        }
+    }
+    return gather_at_pieces(src, offset, dst, length);
+}
 
 // Copies `length` bytes at `src` to byte `offset` of the concatenation of
 // `dst` (e.g. a header field in a buffer a guest split over tiny

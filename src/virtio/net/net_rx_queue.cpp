@@ -49,12 +49,17 @@ void NetRxQueue::fail(RingFault fault) {
 bool NetRxQueue::next_buffer(uint32_t max_packet, std::span<const iovec>* out) {
     // The common packet, in the middle of a burst: the next head the
     // window holds takes it on its own (with or without MRG_RXBUF, what
-    // grow_window and lend would decide, without counting bytes).
+    // grow_window and lend would decide, without counting bytes). Small,
+    // so deliver_burst's loop has it inline.
     if (running_ && !kicks_enabled_ && window_.has_unlent() &&
         window_.head(window_.first_unlent()).bytes >= max_packet) [[likely]] {
         *out = window_.lend_one(max_packet);
         return true;
     }
+    return next_buffer_from_ring(max_packet, out);
+}
+
+bool NetRxQueue::next_buffer_from_ring(uint32_t max_packet, std::span<const iovec>* out) {
     if (!running_) {
         return false;
     }
@@ -137,8 +142,12 @@ void NetRxQueue::commit_buffer(uint32_t len) {
     // Coalescing holds publishes on purpose; otherwise a big frame is shown
     // to the guest at once.
     if (len >= kEarlyPublishBytes && coalescing_.frames == 0) [[unlikely]] {
-        std::visit([&](auto& ring) { publish_early(ring); }, ring_);
+        publish_early_now();
     }
+}
+
+void NetRxQueue::publish_early_now() {
+    std::visit([&](auto& ring) { publish_early(ring); }, ring_);
 }
 
 // The window is full: stages the used entries of the heads filled so far

@@ -183,6 +183,12 @@ private:
         bool stream = false;  // RxStreamPacer when frames = 0
     };
     bool grow_window(uint32_t need_bytes);
+    // next_buffer when the window does not hold the packet's head yet:
+    // out of line, so next_buffer stays small enough to inline.
+    [[gnu::noinline]] bool next_buffer_from_ring(uint32_t max_packet, std::span<const iovec>* out);
+    // commit_buffer's publish of a big frame (publish_early), out of line
+    // for the same reason.
+    [[gnu::noinline]] void publish_early_now();
     bool make_room();
     template <typename R>
     uint16_t posted_left(R& ring) const;

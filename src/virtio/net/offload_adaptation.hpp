@@ -135,7 +135,7 @@ public:
             if ((h[kNetHeaderFlagsOffset] & NetHeader::kFlagNeedsCsum) == 0 &&
                 h[kNetHeaderGsoTypeOffset] == NetHeader::kGsoNone &&
                 packet::load_le16(h + kNetHeaderHdrLenOffset) <= frame_len &&
-                (packet[0].iov_len >= packet_len || packet::total_length(packet) >= packet_len)) {
+                packet::holds_at_least(packet, packet_len)) {
                 plan_ = kPlainWholePlan;
                 plan_.sender_header_size = sender_header_size;
                 plan_.frame_len = frame_len;

@@ -9,7 +9,7 @@
 
 namespace vnet::virtio {
 
-uint16_t RxWindow::commit(uint32_t len, bool mergeable, bool write_num_buffers) {
+uint16_t RxWindow::commit_heads(uint32_t len, bool mergeable, bool write_num_buffers) {
     // How many of the lent heads the packet really filled.
     uint16_t used_heads = 1;
     if (mergeable) {
@@ -20,13 +20,7 @@ uint16_t RxWindow::commit(uint32_t len, bool mergeable, bool write_num_buffers) 
         }
     }
     if (write_num_buffers) {
-        // virtio 1.2 §5.1.6.4: num_buffers is the number of buffers the packet spans.
-        const std::span<const iovec> header(iovecs_.data() + heads_[pos_].first_iov,
-                                            size_t{iovecs_used_} - heads_[pos_].first_iov);
-        // The header may be split over tiny buffers by a guest.
-        uint8_t num_buffers[2];
-        packet::store_le16(num_buffers, used_heads);
-        packet::scatter_at(header, kNetHeaderNumBuffersOffset, num_buffers, sizeof num_buffers);
+        write_num_buffers_of(heads_[pos_], used_heads);
     }
     uint32_t remaining = len;
     for (uint16_t i = 0; i < used_heads; ++i) {

@@ -16,12 +16,16 @@
 
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
 
+#include "packet/byte_order.hpp"
+#include "packet/iovec.hpp"
 #include "packet/packet_burst.hpp"
 #include "virtio/log/queue_log.hpp"
+#include "virtio/net_header.hpp"
 #include "virtio/ring/device_ring.hpp"
 
 namespace vnet::virtio {
@@ -115,7 +119,22 @@ public:
     // The packet written into the lent buffer is `len` bytes (never more
     // than was lent): marks the heads it filled and returns how many. With
     // `write_num_buffers` that count goes into the header's num_buffers.
-    uint16_t commit(uint32_t len, bool mergeable, bool write_num_buffers);
+    uint16_t commit(uint32_t len, bool mergeable, bool write_num_buffers) {
+        // A buffer of one head (every packet without MRG_RXBUF, and every
+        // small one with it) is filled by the packet alone: decided inline,
+        // as it is once per packet on the VM -> VM path.
+        if (taken_ == 1) [[likely]] {
+            Head& h = heads_[pos_];
+            if (write_num_buffers) {
+                write_num_buffers_of(h, 1);
+            }
+            h.filled = std::min(len, h.bytes);  // staged at flush (stage_used)
+            ++pos_;
+            taken_ = 0;
+            return 1;
+        }
+        return commit_heads(len, mergeable, write_num_buffers);
+    }
 
     // Stages the used entries of heads filled since the last call, first
     // marking what was written into them while the front end logs.
@@ -154,6 +173,20 @@ public:
     }
 
 private:
+    // commit() of a buffer lent as more than one head (mergeable).
+    uint16_t commit_heads(uint32_t len, bool mergeable, bool write_num_buffers);
+    // virtio 1.2 §5.1.6.4: num_buffers is the number of buffers the packet
+    // spans; written into the header at the start of `first`'s iovecs.
+    void write_num_buffers_of(const Head& first, uint16_t count) {
+        // The header may be split over tiny buffers by a guest: the span
+        // runs to the end of the window, scatter_at walks it if it must.
+        const std::span<const iovec> header(iovecs_.data() + first.first_iov,
+                                            size_t{iovecs_used_} - first.first_iov);
+        uint8_t num_buffers[2];
+        packet::store_le16(num_buffers, count);
+        packet::scatter_at(header, kNetHeaderNumBuffersOffset, num_buffers, sizeof num_buffers);
+    }
+
     // Forgets the filled heads (staged already): the unlent ones and their
     // iovecs move to the front (what the last refill popped ahead of need:
     // a few dozen heads at most).

@@ -67,10 +67,9 @@ PopStatus walk_descriptor_chain_from(const ChainWalkContext& ctx, uint16_t head,
 // aligned (the spec does not say so), and an atomic load of a misaligned
 // uint64_t is undefined: those are read byte-wise, out of line.
 VirtqDesc read_misaligned_descriptor_once(const VirtqDesc* d);
-inline VirtqDesc read_descriptor_once(const VirtqDesc* d) {
-    if ((reinterpret_cast<uintptr_t>(d) & 7) != 0) [[unlikely]] {
-        return read_misaligned_descriptor_once(d);
-    }
+// read_descriptor_once of a descriptor the caller knows is 8-byte aligned
+// (one in a table it checked once).
+inline VirtqDesc read_aligned_descriptor_once(const VirtqDesc* d) {
     const auto* words = static_cast<const uint64_t*>(static_cast<const void*>(d));
     const uint64_t addr = shared::load_relaxed(words[0]);
     const uint64_t rest = shared::load_relaxed(words[1]);  // len, flags, next (LE)
@@ -81,6 +80,12 @@ inline VirtqDesc read_descriptor_once(const VirtqDesc* d) {
     out.addr = addr;
     std::memcpy(&out.len, &rest, sizeof rest);
     return out;
+}
+inline VirtqDesc read_descriptor_once(const VirtqDesc* d) {
+    if ((reinterpret_cast<uintptr_t>(d) & 7) != 0) [[unlikely]] {
+        return read_misaligned_descriptor_once(d);
+    }
+    return read_aligned_descriptor_once(d);
 }
 
 }  // namespace vnet::virtio

@@ -1,6 +1,7 @@
 #include "virtio/ring/split_device_ring.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 
 #include "virtio/ring/shared_access.hpp"
@@ -98,50 +99,34 @@ BurstPop SplitDeviceRing::pop_burst(std::span<iovec> out, std::span<PoppedChain>
 
 BurstPop SplitDeviceRing::take_heads(uint16_t n, std::span<iovec> out, size_t& used,
                                      std::span<PoppedChain> chains, uint16_t first) {
-    // Everything the loop reads of this object and the guest's layout, in
-    // locals: stores into `out` and `chains` could alias the members, and
-    // the compiler would reload them for every chain.
     const SplitRingLayout& layout = ring_.layout();
-    const VirtqDesc* table = layout.desc;
-    const uint16_t* avail = layout.avail->ring;
-    const uint16_t size = layout.size;
-    const uint32_t at = ring_.last_avail_idx();
-    const uint32_t mask = size - 1u;  // a power of two: the index wraps with the 16-bit count
-    // The hinted region (size 0: none, every buffer goes to the walker).
-    HintedRegion region = hinted_region();
+    const uint16_t at = ring_.last_avail_idx();
     size_t next = used;
-    for (uint16_t i = 0; i < n; ++i) {
-        const uint16_t head = shared::load_relaxed(avail[(at + i) & mask]);
+    uint16_t i = 0;
+    while (true) {
+        // One-descriptor heads in a run, one iovec each.
+        const uint16_t run =
+            take_direct_run(layout, static_cast<uint16_t>(at + i), static_cast<uint16_t>(n - i),
+                            out.subspan(next), chains.subspan(first + i));
+        i = static_cast<uint16_t>(i + run);
+        next += run;
+        if (i == n) {
+            break;
+        }
+        // The head the run stopped at, read afresh and decided with every
+        // rule: the run only declined it, it decided nothing on its copy.
+        const uint16_t head =
+            shared::load_relaxed(layout.avail->ring[(at + i) & (layout.size - 1u)]);
         // virtio 1.2 §2.7.6: ring entries are descriptor-chain heads; vhost: "Guest says index".
         // As pop_avail: the entry is not taken.
-        if (head >= size) [[unlikely]] {
+        if (head >= layout.size) [[unlikely]] {
             ring_.take_avail(i);
             used = next;
             return {i, PopStatus::head_out_of_range};
         }
-        // Read once; everything below decides on this copy.
-        const VirtqDesc d = read_descriptor_once(&table[head]);
-        // A chain of one direct, non-empty descriptor inside the hinted
-        // region: of all the rules only the mapping could fail (neither the
-        // order rule nor the 2^32 limit can be broken by one u32 buffer),
-        // and it cannot. The same iovec and chain the walker gives.
-        const uint64_t offset = d.addr - region.gpa;
-        if ((d.flags & (VirtqDesc::kFlagIndirect | VirtqDesc::kFlagNext)) == 0 && d.len != 0 &&
-            offset < region.size && d.len <= region.size - offset && next < out.size()) [[likely]] {
-            out[next++] = iovec{region.host + offset, d.len};
-            const bool writable = (d.flags & VirtqDesc::kFlagWrite) != 0;
-            PoppedChain c;
-            c.id = head;
-            c.slots = 1;
-            c.readable_segments = writable ? 0 : 1;
-            c.writable_segments = writable ? 1 : 0;
-            c.readable_bytes = writable ? 0 : d.len;
-            c.writable_bytes = writable ? d.len : 0;
-            chains[first + i] = c;
-            continue;
-        }
         PoppedChain& chain = chains[first + i];
-        const PopStatus e = walk_head(head, d, out.subspan(next), chain);
+        const PopStatus e =
+            walk_head(head, read_descriptor_once(&layout.desc[head]), out.subspan(next), chain);
         if (e != PopStatus::ok) [[unlikely]] {
             // As pop: the refused chain is taken; too_many_segments gives it
             // back at once, seen, for a retry.
@@ -153,11 +138,60 @@ BurstPop SplitDeviceRing::take_heads(uint16_t n, std::span<iovec> out, size_t& u
             return {i, e};
         }
         next += chain.segment_count();
-        region = hinted_region();  // the walker may have moved the hint
+        ++i;
     }
     ring_.take_avail(n);
     used = next;
     return {n, PopStatus::ok};
+}
+
+uint16_t SplitDeviceRing::take_direct_run(const SplitRingLayout& layout, uint16_t from, uint16_t n,
+                                          std::span<iovec> out,
+                                          std::span<PoppedChain> chains) const {
+    // Everything the loop reads, in locals and arguments: stores into `out`
+    // and `chains` could alias the members, and the compiler would reload
+    // them for every chain; with nothing but this loop in the function, its
+    // values stay in registers.
+    const HintedRegion region = hinted_region();  // size 0: none, the run takes nothing
+    const VirtqDesc* table = layout.desc;
+    // Aligned once, aligned for every entry (16-byte descriptors): a
+    // misaligned table is left to the walker's byte-wise reads.
+    if ((reinterpret_cast<uintptr_t>(table) & 7) != 0) [[unlikely]] {
+        return 0;
+    }
+    const uint16_t* avail = layout.avail->ring;
+    const uint16_t size = layout.size;
+    const uint32_t mask = size - 1u;  // a power of two: the index wraps with the 16-bit count
+    const auto limit = static_cast<uint16_t>(std::min<size_t>(n, out.size()));
+    uint16_t i = 0;
+    for (; i < limit; ++i) {
+        const uint16_t head = shared::load_relaxed(avail[(from + i) & mask]);
+        if (head >= size) [[unlikely]] {
+            break;
+        }
+        // Read once; everything below decides on this copy.
+        const VirtqDesc d = read_aligned_descriptor_once(&table[head]);
+        // A chain of one direct, non-empty descriptor inside the hinted
+        // region: of all the rules only the mapping could fail (neither the
+        // order rule nor the 2^32 limit can be broken by one u32 buffer),
+        // and it cannot. The same iovec and chain the walker gives.
+        const uint64_t offset = d.addr - region.gpa;
+        if ((d.flags & (VirtqDesc::kFlagIndirect | VirtqDesc::kFlagNext)) != 0 || d.len == 0 ||
+            offset >= region.size || d.len > region.size - offset) [[unlikely]] {
+            break;
+        }
+        out[i] = iovec{region.host + offset, d.len};
+        const bool writable = (d.flags & VirtqDesc::kFlagWrite) != 0;
+        PoppedChain c;
+        c.id = head;
+        c.slots = 1;
+        c.readable_segments = writable ? 0 : 1;
+        c.writable_segments = writable ? 1 : 0;
+        c.readable_bytes = writable ? 0 : d.len;
+        c.writable_bytes = writable ? d.len : 0;
+        chains[i] = c;
+    }
+    return i;
 }
 
 SplitDeviceRing::HintedRegion SplitDeviceRing::hinted_region() const {

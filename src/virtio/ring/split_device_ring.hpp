@@ -95,6 +95,14 @@ private:
     // pop_burst over `n` heads the avail index covers, from chains[first].
     BurstPop take_heads(uint16_t n, std::span<iovec> out, size_t& used,
                         std::span<PoppedChain> chains, uint16_t first);
+    // take_heads' common case: from avail position `from`, up to `n` heads
+    // that are each one direct, non-empty descriptor inside the hinted
+    // region, one iovec in `out` and one chain in `chains` each. Returns
+    // how many; it stops, taking nothing of it, at any other head (out of
+    // range, chained, indirect, empty, outside the hint) or when `out` is
+    // full, for the general path to decide. Takes nothing from the ring.
+    uint16_t take_direct_run(const SplitRingLayout& layout, uint16_t from, uint16_t n,
+                             std::span<iovec> out, std::span<PoppedChain> chains) const;
     // The memory region the hint names, as take_heads checks buffers
     // against it (size 0: no region, every buffer goes to the walker).
     struct HintedRegion {

@@ -68,6 +68,31 @@ TEST(IovecGatherAt, gathers_a_range_from_an_offset_across_pieces_skipping_empty_
     EXPECT_EQ(gather_at(src, 9, out, 1), 0u) << "nor one past it";
 }
 
+// A switched frame's shape, copied inline: from inside the first of two
+// pieces to inside (or the end of) the second; the edges around it take
+// the general walk and give the same answers.
+TEST(IovecGatherAt, gathers_a_range_from_the_first_of_two_pieces_into_the_second) {
+    const uint8_t a[] = {1, 2, 3}, b[] = {4, 5, 6, 7};
+    const std::array<iovec, 2> src{iovec{const_cast<uint8_t*>(a), 3},
+                                   iovec{const_cast<uint8_t*>(b), 4}};
+    uint8_t out[8]{};
+    EXPECT_EQ(gather_at(src, 1, out, 6), 6u) << "to the end of the second piece";
+    EXPECT_EQ(out[0], 2);
+    EXPECT_EQ(out[2], 4);
+    EXPECT_EQ(out[5], 7);
+    EXPECT_EQ(gather_at(src, 2, out, 3), 3u) << "to inside the second piece";
+    EXPECT_EQ(out[0], 3);
+    EXPECT_EQ(out[2], 5);
+    EXPECT_EQ(gather_at(src, 1, out, 7), 6u) << "past the end: what there is";
+    EXPECT_EQ(gather_at(src, 1, out, 2), 2u) << "inside the first piece";
+    EXPECT_EQ(out[1], 3);
+    EXPECT_EQ(gather_at(src, 3, out, 2), 2u) << "starting at the second piece";
+    EXPECT_EQ(out[0], 4);
+    const std::array<iovec, 2> empty_first{iovec{nullptr, 0}, iovec{const_cast<uint8_t*>(b), 4}};
+    EXPECT_EQ(gather_at(empty_first, 0, out, 4), 4u);
+    EXPECT_EQ(out[3], 7);
+}
+
 TEST(IovecTotal, adds_every_piece_including_empty_ones) {
     uint8_t a[3], b[9];
     const std::array<iovec, 3> src{iovec{a, 3}, iovec{nullptr, 0}, iovec{b, 9}};

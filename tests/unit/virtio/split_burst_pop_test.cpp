@@ -241,6 +241,26 @@ TEST(SplitBurstPop, falls_back_to_the_walker_without_indirect_or_with_a_hint_els
     EXPECT_EQ(g.pop_both(4).chains.size(), 3u);
 }
 
+// The one-descriptor heads are taken in runs, and a run stops at any other
+// head: the walker decides that one, the next run starts after it, and a
+// bad head after a walked one gets pop's exact error and ring state.
+TEST(SplitBurstPop, a_run_resumes_after_each_head_the_walker_decides_and_stops_at_a_bad_one) {
+    Guest g;
+    g.one(0);
+    g.one(1);
+    g.one(2);
+    g.ring.set_desc(3, kBuf + 0x3000, 0);  // empty: the walker's
+    g.ring.set_desc(5, kLowEnd - 32, 64);  // spans both regions: the walker's
+    g.ring.set_desc(10, kUnmapped, 64);    // one descriptor, unmapped
+    g.post({0, 3, 1, 5, 2, 10, 0});
+    const Popped p = g.pop_both(16);
+    EXPECT_EQ(p.status, PopStatus::buffer_unmapped);
+    ASSERT_EQ(p.chains.size(), 5u);
+    EXPECT_EQ(p.chains[4].id, 2);
+    EXPECT_EQ(p.iov.size(), 5u);  // three runs of one, none for the empty, two for the span
+    EXPECT_EQ(p.base, 6u);        // the refused chain is taken, as by pop
+}
+
 // ---- a chain that needs more iovecs than are left --------------------------------
 
 TEST(SplitBurstPop, leaves_a_chain_without_room_in_the_ring_seen_for_a_retry) {
@@ -269,6 +289,18 @@ TEST(SplitBurstPop, refuses_a_one_descriptor_chain_when_no_iovec_is_left) {
     const Popped p = g.pop_both(8, /*room=*/1);
     EXPECT_EQ(p.status, PopStatus::too_many_segments);
     EXPECT_EQ(p.chains.size(), 1u);
+}
+
+TEST(SplitBurstPop, a_run_that_fills_the_iovecs_leaves_the_next_one_descriptor_chain) {
+    Guest g;
+    for (uint16_t h = 0; h < 5; ++h) {
+        g.one(h, W);
+    }
+    g.post({0, 1, 2, 3, 4});
+    const Popped p = g.pop_both(8, /*room=*/3);
+    EXPECT_EQ(p.status, PopStatus::too_many_segments);
+    EXPECT_EQ(p.chains.size(), 3u);
+    EXPECT_EQ(p.base, 3u);  // not taken: seen, for a retry
 }
 
 // ---- every rule a guest can break, in the middle of a burst ------------------------
