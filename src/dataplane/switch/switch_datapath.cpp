@@ -72,6 +72,7 @@ uint16_t SwitchDatapath::attach(ports::Port& port, MemberConfig config) {
             in->member = member;
             in->source = source;
             in->generation = port.queue_generation(q);
+            in->burst_limit = burst_;
             ingress_.push_back(std::move(in));
         }
     }
@@ -209,19 +210,23 @@ TurnResult SwitchDatapath::ingress_turn(Ingress& in, uint64_t now) {
                 turn.wait = PathWait::destination;
                 return turn;
             }
+            uint16_t dropped = 0;  // by the destination that took the fewest
             for (uint16_t g = 0; g < in.plan.group_count; ++g) {
                 EgressGroup& group = in.plan.groups[g];
                 Member& m = members_[group.member];
                 if (group.count != 0 && m.refusing && now - m.refusing_since >= options_.stall_ns) {
                     m.stalled = true;
                 }
+                dropped = std::max(dropped, group.count);
                 drop_group(group, packet::DropReason::destination_full);
             }
+            in.burst_limit = static_cast<uint16_t>(std::max(1, in.burst.count - dropped));
         }
         finish(in);
     }
     while (turn.packets < weight_packets_) {
-        if (in.source->receive_burst(in.queue, in.burst, burst_) == 0) {
+        const uint16_t got = in.source->receive_burst(in.queue, in.burst, in.burst_limit);
+        if (got == 0) {
             turn.wait = PathWait::source;
             return turn;
         }
@@ -231,6 +236,9 @@ TurnResult SwitchDatapath::ingress_turn(Ingress& in, uint64_t now) {
             in.hold_deadline = now + options_.hold_ns;
             turn.wait = PathWait::destination;
             return turn;
+        }
+        if (got == in.burst_limit) {
+            in.burst_limit = static_cast<uint16_t>(std::min<uint32_t>(uint32_t{got} * 2, burst_));
         }
         finish(in);
     }

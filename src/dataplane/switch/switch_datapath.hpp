@@ -17,7 +17,13 @@
 // A full destination does not stall the others: the groups it refused are
 // held, with the source burst, for at most `hold_ns`, retried every round,
 // then dropped as destination_full (no head-of-line blocking beyond that
-// bound). A destination that has taken nothing for `stall_ns` when a hold
+// bound). A source whose held burst was partly dropped so takes, from
+// then on, bursts of no more than what got through (at least one), doubled
+// again after each burst delivered without a hold: what a slow destination
+// cannot take is then left where it waits for nothing (a guest's TX ring,
+// the kernel's tap queue, which drops its overflow before any copy)
+// instead of being read, or copied out of a tap, only to be dropped.
+// A destination that has taken nothing for `stall_ns` when a hold
 // runs out is stalled: it is not held for again until it takes a frame, so
 // a guest that stopped its RX ring for minutes costs each burst one refused
 // try, not hold_ns of spinning. A merely slow guest (descheduled for a few
@@ -144,6 +150,9 @@ private:
         bool holding = false;
         uint64_t hold_deadline = 0;
         PathWait last_wait = PathWait::none;
+        // The most packets its next burst takes (1..burst_): cut to what a
+        // hold that ran out let through, doubled after a burst taken whole.
+        uint16_t burst_limit = packet::kMaxBurstPackets;
     };
     TurnResult ingress_turn(Ingress& in, uint64_t now);
     // Hands every group of `in`'s plan to its destination; true when all

@@ -9,8 +9,9 @@
 # shared machine hits both:
 #   vnetd:  in each host, vnetd with switch s0 and a VXLAN uplink
 #           (vxlan100, udp 4789); a "pod" netns with a vnetd tap port of s0
-#           (10.210.0.1 on hA, .2 on hB), and two vhost-user ports for the
-#           vnet-pktgen rows;
+#           (10.210.0.1 on hA, .2 on hB), and a vhost-user port `vm` for
+#           the vnet-pktgen rows (hA also a second one, `vm2`, for the
+#           one-host row);
 #   kernel: in each host, a Linux bridge with a vxlan device (vxlan200,
 #           udp 4790) and a veth into a pod netns (10.211.0.1 / .2): the
 #           kernel's own way to do the same.
@@ -23,6 +24,9 @@
 #   vhost-user back end here, vhost-net being absent):
 #     vm64 / vm1400  vnet-pktgen --tx unpaced -> --rx on the other host, kpps
 #     vmgso          --gso frames of 64 KB (mss 1398) to a GUEST_TSO4 receiver, Gbit/s
+#     vmgso_local    the same sender and receiver both on hA's switch (vm -> vm2),
+#                    run right after vmgso; vxlan.md and summary.csv give
+#                    vmgso / vmgso_local (issue 30's target: >= 0.8)
 # Usage: tools/bench/vxlan/vnet-vxlan-bench.sh BUILD_DIR OUT_DIR   (as root)
 #   BENCH_SECONDS (5) BENCH_REPEAT (3)
 #   BENCH_VNETD_TOML: appended to both vnetds' config files (run.json keeps
@@ -80,7 +84,9 @@ for h in a b; do
     ip -n "$ns" link set "$tap" netns "$pod" || fail "tap into $pod"
     ip -n "$pod" link set "$tap" name eth0 mtu 1450 up && ip -n "$pod" link set lo up || fail "pod link"
     ip -n "$pod" addr add "10.210.0.$([ $h = a ] && echo 1 || echo 2)/24" dev eth0 || fail "pod addr"
-    for p in vm; do
+    vms=(vm)
+    [ $h = a ] && vms+=(vm2)
+    for p in "${vms[@]}"; do
         "${ctl[@]}" port add vhost-user "$p" --socket-path "$WORK/$h-$p.sock" --switch s0 >/dev/null ||
             fail "port $p on $h"
     done
@@ -137,23 +143,25 @@ else:
 PY
 }
 
-# vm ROW REP ARGS...: vnet-pktgen on hA's port vm -> hB's port vm.
+# vm ROW REP ARGS...: vnet-pktgen on hA's port vm -> hB's port vm
+# (vmgso_local: -> hA's port vm2).
 vm_row() {
-    local row=$1 rep=$2 rxargs=()
+    local row=$1 rep=$2 rxargs=() rxsock=$WORK/b-vm.sock dst=02:00:00:00:0b:01
     shift 2
-    [ "$row" = vmgso ] && rxargs=(--gso --mrg-rxbuf on)
-    bg_start --out "$WORK/rx.out" --err "$WORK/rx.err" "$PKTGEN" --socket-path "$WORK/b-vm.sock" \
+    case $row in vmgso*) rxargs=(--gso --mrg-rxbuf on) ;; esac
+    [ "$row" = vmgso_local ] && rxsock=$WORK/a-vm2.sock dst=02:00:00:00:0a:02
+    bg_start --out "$WORK/rx.out" --err "$WORK/rx.err" "$PKTGEN" --socket-path "$rxsock" \
         --rx --duration $((S + 3)) --connect-timeout 10 "${rxargs[@]}"
     local rx=$BG_PID
     wait_for 10 "the receiving vnet-pktgen did not come up" log_has "$WORK/rx.err" "link up"
     "$PKTGEN" --socket-path "$WORK/a-vm.sock" --tx --duration "$S" --connect-timeout 10 \
-        --src-mac 02:00:00:00:0a:01 --dst-mac 02:00:00:00:0b:01 "$@" >"$WORK/tx.out" 2>"$WORK/tx.err" ||
+        --src-mac 02:00:00:00:0a:01 --dst-mac "$dst" "$@" >"$WORK/tx.out" 2>"$WORK/tx.err" ||
         fail "tx pktgen: $(tail -2 "$WORK/tx.err")"
     stop_pid "$rx" INT >/dev/null
     local pkts bytes
     pkts=$(pktgen_value "$WORK/rx.out" rx-packets)
     bytes=$(pktgen_value "$WORK/rx.out" rx-bytes)
-    if [ "$row" = vmgso ]; then
+    if [ "$row" != "${row#vmgso}" ]; then
         sample "$row" vnetd "$rep" "$(python3 -c "print(f'{$bytes*8/$S/1e9:.3f}')")" Gbit/s "$pkts frames"
     else
         sample "$row" vnetd "$rep" "$(python3 -c "print(f'{$pkts/$S/1e3:.1f}')")" kpps \
@@ -161,10 +169,12 @@ vm_row() {
     fi
 }
 
-# The receiver's MAC is learned once (a broadcast from it), so the rows
-# measure known unicast, as between two VMs that talked before.
-"$PKTGEN" --socket-path "$WORK/b-vm.sock" --tx --count 1 --src-mac 02:00:00:00:0b:01 \
-    --dst-mac ff:ff:ff:ff:ff:ff --connect-timeout 10 >/dev/null 2>&1 || fail "learning frame"
+# The receivers' MACs are learned once (a broadcast from each), so the
+# rows measure known unicast, as between two VMs that talked before.
+for learn in b-vm,02:00:00:00:0b:01 a-vm2,02:00:00:00:0a:02; do
+    "$PKTGEN" --socket-path "$WORK/${learn%,*}.sock" --tx --count 1 --src-mac "${learn#*,}" \
+        --dst-mac ff:ff:ff:ff:ff:ff --connect-timeout 10 >/dev/null 2>&1 || fail "learning frame from ${learn%,*}"
+done
 
 for ((rep = 1; rep <= REPEAT; rep++)); do
     for sys in vnetd kernel; do
@@ -174,7 +184,9 @@ for ((rep = 1; rep <= REPEAT; rep++)); do
     done
     vm_row vm64 "$rep" --size 64
     vm_row vm1400 "$rep" --size 1400
-    vm_row vmgso "$rep" --gso --size 65000 --mss 1398
+    for row in vmgso vmgso_local; do
+        vm_row "$row" "$rep" --gso --size 65000 --mss 1398
+    done
     echo "repeat $rep of $REPEAT done"
 done
 
@@ -215,7 +227,8 @@ labels = {"udp64": "pod → pod, UDP 64-byte frames (iperf3 -u -l 22 -b 0)",
           "tcp": "pod → pod, TCP (GSO from the pod's stack)",
           "vm64": "VM → VM, 64 B (vnet-pktgen, vhost-user)",
           "vm1400": "VM → VM, 1400 B",
-          "vmgso": "VM → VM, 64 KB GSO frames to a TSO guest"}
+          "vmgso": "VM → VM, 64 KB GSO frames to a TSO guest",
+          "vmgso_local": "VM → VM on one host's switch (hA), 64 KB GSO frames to a TSO guest"}
 print(f"{sys.argv[3]} runs of {sys.argv[2]} s each, medians (all samples in vxlan.csv)\n")
 print("| row | vnetd | kernel (veth + bridge + vxlan) | vnetd / kernel |")
 print("|---|---|---|---|")
@@ -230,6 +243,12 @@ for key, label in labels.items():
     print(f"| {label} | {vt} | {kt} | {ratio} |")
     summary.writerow([key, unit, "" if v is None else f"{v:g}", "" if k is None else f"{k:g}",
                       f"{v / k:.2f}" if v is not None and k else ""])
+cross, _, _ = med("vmgso", "vnetd")
+local, _, _ = med("vmgso_local", "vnetd")
+ratio = cross / local if cross is not None and local else None
+print(f"\nVM → VM 64 KB GSO frames, across the two hosts / on one host's switch: "
+      f"{'n/a' if ratio is None else f'{ratio:.2f}×'} (issue 30's target: ≥ 0.8×)")
+summary.writerow(["vmgso_vs_local", "ratio", "" if ratio is None else f"{ratio:.2f}", "", ""])
 PY
 cat "$OUT/vxlan.md"
 bench_done "$OUT/summary.csv" "$OUT/vxlan.md" "$CSV" "$OUT/drops.txt"
