@@ -172,6 +172,9 @@ public:
     // queue count (0: none).
     uint16_t inflight_queues() const { return inflight_ ? inflight_->num_queues : 0; }
     MessageError last_error() const { return last_error_; }
+    // The ring format the negotiated features select (a stopped ring's
+    // snapshot no longer says it).
+    virtio::RingModel ring_model() const { return virtio::ring_model(acked_features_); }
 
 private:
     friend struct RequestTableBuilder;

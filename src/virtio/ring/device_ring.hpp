@@ -55,8 +55,14 @@
 //   untaken_chains()    the same from a fresh read of guest memory, exact,
 //                       for the report of a stopping ring (cold: packed
 //                       walks the flags).
-//   state()             the cursors and the guest's fields for vnetctl show.
+//   state()             the cursors and the guest's fields for vnetctl show,
+//                       by name (RingState).
+//   R::decode_vring_base(base)
+//                       a base read as named positions, for log lines.
+//   R::kName            the format as vnetctl show names it ("split").
 //   R::kDescription     the format, as the log names it ("split rings").
+//   R::kFeature         the feature bit that selects the format (none for
+//                       the default, split); see any_device_ring.hpp.
 //
 // Every model is single-owner (one worker thread), syscall-free and never
 // allocates; the guest is the only other party.
@@ -66,8 +72,10 @@
 
 #include <concepts>
 #include <cstdint>
+#include <optional>
 #include <span>
 
+#include "virtio/features.hpp"
 #include "virtio/guest_memory.hpp"
 #include "virtio/ring/pop_status.hpp"
 #include "virtio/ring/ring_state.hpp"
@@ -141,6 +149,9 @@ concept DeviceRing = std::default_initializable<R> && std::movable<R> &&
     { cr.state() } -> std::same_as<RingState>;
     requires std::same_as<decltype(R::kExactPostedCount), const bool>;
     requires std::same_as<decltype(R::kDescription), const char* const>;
+    requires std::same_as<decltype(R::kName), const char* const>;
+    requires std::same_as<decltype(R::kFeature), const std::optional<Feature>>;
+    { R::decode_vring_base(base) } -> std::same_as<VringBasePositions>;
 };
 
 // pop_burst as a loop of pops: the packed model's, and the split model's

@@ -590,20 +590,31 @@ BaseError validate_packed_vring_base(uint32_t num, uint16_t queue_size) {
 RingState PackedRing::state() const {
     const PackedRingLayout& l = layout_;
     RingState s;
-    s.packed = true;
+    s.format = kName;
     s.size = size();
     s.last_avail_idx = avail_.encoded();
     s.last_used_idx = published_used_.encoded();
+    s.cursor_encoding = "wrap counter in bit 15";
     if (l.desc == nullptr || l.driver_event == nullptr || l.device_event == nullptr ||
         l.size == 0) {
         return s;
     }
-    s.driver_event_flags = load_relaxed(l.driver_event->flags);
-    s.driver_event_off_wrap = load_relaxed(l.driver_event->off_wrap);
-    s.device_event_flags = load_relaxed(l.device_event->flags);
-    s.device_event_off_wrap = load_relaxed(l.device_event->off_wrap);
-    s.next_available = next_available();
+    s.guest.add("driver_event_flags", load_relaxed(l.driver_event->flags));
+    s.guest.add("driver_event_off_wrap", load_relaxed(l.driver_event->off_wrap));
+    s.guest.add("device_event_flags", load_relaxed(l.device_event->flags));
+    s.guest.add("device_event_off_wrap", load_relaxed(l.device_event->off_wrap));
+    // Is the descriptor at last_avail_idx available (work waiting)?
+    s.guest.add_boolean("next_available", next_available());
     return s;
+}
+
+VringBasePositions PackedRing::decode_vring_base(uint32_t base) {
+    const PackedPosition avail = base_avail(base);
+    const PackedPosition used = base_used(base);
+    VringBasePositions p;
+    p.items[p.count++] = {"avail", avail.index, avail.wrap};
+    p.items[p.count++] = {"used", used.index, used.wrap};
+    return p;
 }
 
 BaseError PackedRing::restore_vring_base(uint32_t num) {

@@ -30,8 +30,10 @@
 #include <sys/uio.h>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
+#include "virtio/features.hpp"
 #include "virtio/guest_memory.hpp"
 #include "virtio/inflight/packed_inflight.hpp"
 #include "virtio/ring/device_ring.hpp"
@@ -44,7 +46,9 @@ class ChainSegments;
 class PackedRing {
 public:
     using Layout = PackedRingLayout;
+    static constexpr const char* kName = "packed";
     static constexpr const char* kDescription = "packed rings (VIRTIO_F_RING_PACKED negotiated)";
+    static constexpr std::optional<Feature> kFeature = Feature::ring_packed;
 
     PackedRing() = default;
     // Starts at avail = used = slot 0, wrap 1 (a fresh ring, vring base 0x8000);
@@ -78,6 +82,10 @@ public:
     static constexpr bool kExactPostedCount = false;
     uint16_t posted() const { return next_available() ? 1 : 0; }
     RingState state() const;
+    // A base as log lines name it: avail and used, each with its wrap
+    // counter, read as restore_vring_base reads it (a used half of 0, as
+    // DPDK virtio-user sends, means used = avail).
+    static VringBasePositions decode_vring_base(uint32_t base);
 
     RingPosition position() const { return RingPosition{avail_.encoded()}; }
     // Gives back every chain popped since `to` was taken from position().

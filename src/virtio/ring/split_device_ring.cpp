@@ -259,6 +259,7 @@ uint16_t SplitDeviceRing::untaken_chains() const {
 RingState SplitDeviceRing::state() const {
     const SplitRingLayout& l = ring_.layout();
     RingState s;
+    s.format = kName;
     s.size = ring_.size();
     s.last_avail_idx = ring_.last_avail_idx();
     s.last_used_idx = ring_.used_idx();
@@ -266,19 +267,25 @@ RingState SplitDeviceRing::state() const {
         return s;  // a ring that never started
     }
     // acquire: as the datapath reads avail->idx before the entries it covers.
-    s.avail_idx = shared::load_acquire(l.avail->idx);
-    s.avail_flags = shared::load_relaxed(l.avail->flags);
-    s.used_idx = shared::load_relaxed(l.used->idx);
-    s.used_flags = shared::load_relaxed(l.used->flags);
+    s.guest.add("avail_flags", shared::load_relaxed(l.avail->flags));
+    s.guest.add("avail_idx", shared::load_acquire(l.avail->idx));
+    s.guest.add("used_flags", shared::load_relaxed(l.used->flags));
+    s.guest.add("used_idx", shared::load_relaxed(l.used->idx));
     if (ring_.event_idx()) {
         // virtio 1.2 §2.7.10: used_event follows avail->ring[size] and
         // avail_event follows used->ring[size], inside the validated areas.
-        s.used_event = shared::load_relaxed(l.avail->ring[l.size]);
+        s.guest.add("used_event", shared::load_relaxed(l.avail->ring[l.size]));
         const auto* avail_event =
             static_cast<const uint16_t*>(static_cast<const void*>(&l.used->ring[l.size]));
-        s.avail_event = shared::load_relaxed(*avail_event);
+        s.guest.add("avail_event", shared::load_relaxed(*avail_event));
     }
     return s;
+}
+
+VringBasePositions SplitDeviceRing::decode_vring_base(uint32_t base) {
+    VringBasePositions p;
+    p.items[p.count++] = {"avail", static_cast<uint16_t>(base), std::nullopt};
+    return p;
 }
 
 BaseError SplitDeviceRing::restore_vring_base(uint32_t num) {

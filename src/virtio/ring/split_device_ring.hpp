@@ -8,9 +8,11 @@
 #include <sys/uio.h>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "virtio/features.hpp"
 #include "virtio/inflight/split_inflight.hpp"
 #include "virtio/ring/descriptor_chain.hpp"
 #include "virtio/ring/device_ring.hpp"
@@ -21,7 +23,11 @@ namespace vnet::virtio {
 class SplitDeviceRing {
 public:
     using Layout = SplitRingLayout;
+    static constexpr const char* kName = "split";
     static constexpr const char* kDescription = "split rings";
+    // The format without a feature bit: the one a device runs unless another
+    // model's kFeature is negotiated.
+    static constexpr std::optional<Feature> kFeature = std::nullopt;
 
     SplitDeviceRing() = default;
     // `used_idx` is where the next used entry goes: the guest's used->idx at
@@ -84,6 +90,8 @@ public:
     }
     uint16_t untaken_chains() const;
     RingState state() const;
+    // A base as log lines name it: the avail index.
+    static VringBasePositions decode_vring_base(uint32_t base);
 
     // vhost-user.rst: for split rings the base is the next avail index.
     uint32_t vring_base() const { return ring_.last_avail_idx(); }
