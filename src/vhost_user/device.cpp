@@ -31,55 +31,9 @@ virtio::FeatureSet compute_offered_features(const DeviceConfig& c) {
         .with(virtio::Feature::vhost_log_all);
 }
 
-// virtio 1.2 §2.7 "Virtqueue Part Alignment" and the sizes for `num`
-// entries; each area must lie wholly inside one region (CVE-2018-1059 class).
-bool translate_ring(const VringAddr& a, uint32_t num, const virtio::GuestMemoryMap& memory,
-                    virtio::SplitRingLayout* out) {
-    uint8_t* desc = memory.uva_to_host(a.desc_user_addr, virtio::desc_table_bytes(num));
-    uint8_t* avail = memory.uva_to_host(a.avail_user_addr, virtio::avail_ring_bytes(num));
-    uint8_t* used = memory.uva_to_host(a.used_user_addr, virtio::used_ring_bytes(num));
-    if (desc == nullptr || avail == nullptr || used == nullptr) {
-        return false;
-    }
-    // The front end's alignment holds for its addresses; a region mapped at a
-    // different offset modulo 16 would misalign ours, so check the host side too.
-    auto aligned = [](const uint8_t* p, uint64_t align) {
-        return reinterpret_cast<uintptr_t>(p) % align == 0;
-    };
-    if (!aligned(desc, virtio::kDescTableAlign) || !aligned(avail, virtio::kAvailRingAlign) ||
-        !aligned(used, virtio::kUsedRingAlign)) {
-        return false;
-    }
-    out->desc = reinterpret_cast<virtio::VirtqDesc*>(desc);
-    out->avail = reinterpret_cast<virtio::VirtqAvail*>(avail);
-    out->used = reinterpret_cast<virtio::VirtqUsed*>(used);
-    out->size = static_cast<uint16_t>(num);  // <= 32768, checked at SET_VRING_NUM
-    return true;
-}
-
-// virtio 1.2 §2.8.10.1: descriptor ring (16 bytes per entry) 16-byte
-// aligned, driver and device event suppression areas (4 bytes each) 4-byte
-// aligned; each area wholly inside one region.
-bool translate_packed_ring(const VringAddr& a, uint32_t num, const virtio::GuestMemoryMap& memory,
-                           virtio::PackedRingLayout* out) {
-    uint8_t* desc = memory.uva_to_host(a.desc_user_addr, virtio::packed_desc_ring_bytes(num));
-    uint8_t* driver = memory.uva_to_host(a.avail_user_addr, sizeof(virtio::PackedEventSuppress));
-    uint8_t* device = memory.uva_to_host(a.used_user_addr, sizeof(virtio::PackedEventSuppress));
-    if (desc == nullptr || driver == nullptr || device == nullptr) {
-        return false;
-    }
-    auto aligned = [](const uint8_t* p, uint64_t align) {
-        return reinterpret_cast<uintptr_t>(p) % align == 0;
-    };
-    if (!aligned(desc, virtio::kPackedDescAlign) || !aligned(driver, virtio::kPackedEventAlign) ||
-        !aligned(device, virtio::kPackedEventAlign)) {
-        return false;
-    }
-    out->desc = reinterpret_cast<virtio::PackedDesc*>(desc);
-    out->driver_event = reinterpret_cast<virtio::PackedEventSuppress*>(driver);
-    out->device_event = reinterpret_cast<virtio::PackedEventSuppress*>(device);
-    out->size = static_cast<uint16_t>(num);  // 1..32768, checked at SET_VRING_NUM
-    return true;
+// SET_VRING_ADDR's three addresses, named by area.
+virtio::RingAddresses ring_addresses(const VringAddr& a) {
+    return {a.desc_user_addr, a.avail_user_addr, a.used_user_addr};
 }
 
 }  // namespace
@@ -325,7 +279,7 @@ bool VhostUserDevice::update_queue(uint32_t index) {
     // Translate when the ring starts, as DPDK does: SET_VRING_ADDR may come
     // before the memory table, so the areas are checked against the map now.
     virtio::SplitRingLayout layout;
-    if (!translate_ring(q.addr, q.num, *memory_, &layout)) {
+    if (!virtio::SplitDeviceRing::translate(ring_addresses(q.addr), q.num, *memory_, &layout)) {
         mark_broken("vring " + std::to_string(index) + ": " +
                     to_string(MessageError::ring_not_in_guest_memory));
         return false;
@@ -363,7 +317,7 @@ bool VhostUserDevice::update_queue(uint32_t index) {
 bool VhostUserDevice::start_packed_queue(uint32_t index) {
     Queue& q = queues_[index];
     virtio::PackedRingLayout layout;
-    if (!translate_packed_ring(q.addr, q.num, *memory_, &layout)) {
+    if (!virtio::PackedRing::translate(ring_addresses(q.addr), q.num, *memory_, &layout)) {
         mark_broken("vring " + std::to_string(index) + ": " +
                     to_string(MessageError::ring_not_in_guest_memory));
         return false;

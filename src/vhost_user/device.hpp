@@ -208,7 +208,7 @@ private:
     };
 
     // The inflight buffer (GET_INFLIGHT_FD or SET_INFLIGHT_FD): num_queues
-    // regions of split_ or packed_inflight_queue_bytes(queue_size), from
+    // regions of R::inflight_queue_bytes(queue_size), from
     // `base`, in the layout of the ring format negotiated when it came.
     struct InflightArea {
         std::shared_ptr<const void> mapping;
@@ -216,10 +216,13 @@ private:
         uint64_t size = 0;
         uint16_t num_queues = 0;
         uint16_t queue_size = 0;
-        bool packed = false;
+        virtio::RingModel model;  // the format negotiated when it came
         uint64_t stride() const {
-            return packed ? virtio::packed_inflight_queue_bytes(queue_size)
-                          : virtio::split_inflight_queue_bytes(queue_size);
+            return std::visit(
+                [this]<typename R>(std::type_identity<R>) {
+                    return R::inflight_queue_bytes(queue_size);
+                },
+                model);
         }
     };
     // Shared by GET and SET: the sizes, the ring format, and no ring running.
@@ -232,6 +235,12 @@ private:
 
     // VIRTIO_F_RING_PACKED acked: every ring of the device is packed.
     bool packed() const { return acked_features_.has(virtio::Feature::ring_packed); }
+    // f(std::type_identity<R>{}) for the model of the negotiated format:
+    // what a format decides about its areas, asked of the format itself.
+    template <typename F>
+    decltype(auto) with_ring_model(F&& f) const {
+        return std::visit(std::forward<F>(f), ring_model());
+    }
 
     // Handlers: syntax is checked by the dispatcher (request_table.hpp).
     MessageError handle_get_features(Message& m, Message& reply);

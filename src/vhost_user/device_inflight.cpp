@@ -65,11 +65,10 @@ MessageError VhostUserDevice::check_inflight_request(const InflightDescription& 
     if (d.num_queues == 0 || d.num_queues > queue_count()) {
         return MessageError::inflight_num_queues_invalid;
     }
-    // virtio 1.2 §2.7: a split queue size is a power of two up to 32768;
-    // §2.8: a packed one is any size up to 32768. Before SET_FEATURES the
-    // format is split (packed() is false), as DPDK sizes it.
-    if (packed() ? !virtio::is_valid_packed_queue_size(d.queue_size)
-                 : !virtio::is_valid_split_queue_size(d.queue_size)) {
+    // The format's rule, as SET_VRING_NUM's. Before SET_FEATURES the
+    // format is split (no feature selects another), as DPDK sizes it.
+    if (!with_ring_model(
+            [&]<typename R>(std::type_identity<R>) { return R::valid_queue_size(d.queue_size); })) {
         return MessageError::inflight_queue_size_invalid;
     }
     // The rings take their regions when they start: the buffer is set first.
@@ -88,7 +87,7 @@ MessageError VhostUserDevice::handle_get_inflight_fd(Message& m, Message& reply)
     auto area = std::make_shared<InflightArea>();
     area->num_queues = d.num_queues;
     area->queue_size = d.queue_size;
-    area->packed = packed();
+    area->model = ring_model();
     const uint64_t stride = area->stride();
     area->size = uint64_t{d.num_queues} * stride;
     UniqueFd fd;
@@ -97,20 +96,16 @@ MessageError VhostUserDevice::handle_get_inflight_fd(Message& m, Message& reply)
     }
     for (uint16_t i = 0; i < d.num_queues; ++i) {
         uint8_t* region = area->base + i * stride;
-        if (area->packed) {
-            virtio::init_packed_inflight_region(
-                reinterpret_cast<virtio::QueueRegionPacked*>(region), d.queue_size);
-        } else {
-            virtio::init_split_inflight_region(reinterpret_cast<virtio::QueueRegionSplit*>(region),
-                                               d.queue_size);
-        }
+        std::visit([&]<typename R>(
+                       std::type_identity<R>) { R::init_inflight_region(region, d.queue_size); },
+                   area->model);
     }
     inflight_ = std::move(area);  // a previous buffer is unmapped with its last holder
     for (uint32_t i = 0; i < queues_.size(); ++i) {
         queues_[i].inflight_fresh = i < d.num_queues;
     }
     log_->info("inflight buffer allocated: {} {} queues of {} entries, {} bytes", d.num_queues,
-               inflight_->packed ? "packed" : "split", d.queue_size, inflight_->size);
+               virtio::format_name(inflight_->model), d.queue_size, inflight_->size);
     reply.write_payload(InflightDescription{inflight_->size, 0, d.num_queues, d.queue_size, 0});
     reply.fds[0] = std::move(fd);
     reply.fd_count = 1;
@@ -123,8 +118,8 @@ MessageError VhostUserDevice::handle_set_inflight_fd(Message& m, Message&) {
     if (MessageError e = check_inflight_request(d); e != MessageError::ok) {
         return e;
     }
-    const uint64_t stride = packed() ? virtio::packed_inflight_queue_bytes(d.queue_size)
-                                     : virtio::split_inflight_queue_bytes(d.queue_size);
+    const uint64_t stride = with_ring_model(
+        [&]<typename R>(std::type_identity<R>) { return R::inflight_queue_bytes(d.queue_size); });
     if (d.mmap_size < uint64_t{d.num_queues} * stride) {
         return MessageError::inflight_region_too_small;
     }
@@ -152,13 +147,13 @@ MessageError VhostUserDevice::handle_set_inflight_fd(Message& m, Message&) {
     area->size = d.mmap_size;
     area->num_queues = d.num_queues;
     area->queue_size = d.queue_size;
-    area->packed = packed();
+    area->model = ring_model();
     inflight_ = std::move(area);
     for (Queue& q : queues_) {
         q.inflight_fresh = false;  // a previous back end's: the region says where the rings are
     }
     log_->info("inflight buffer set: {} {} queues of {} entries", d.num_queues,
-               inflight_->packed ? "packed" : "split", d.queue_size);
+               virtio::format_name(inflight_->model), d.queue_size);
     return MessageError::ok;
 }
 

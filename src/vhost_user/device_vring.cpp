@@ -26,10 +26,9 @@ MessageError VhostUserDevice::handle_set_vring_num(Message& m, Message&) {
     if (queue_started(q)) {
         return MessageError::ring_running;
     }
-    // virtio 1.2 §2.7: split queue size is a power of 2, at most 32768, non-zero;
-    // §2.8: packed, any size from 1 to 32768.
-    if (packed() ? !virtio::is_valid_packed_queue_size(s.num)
-                 : !virtio::is_valid_split_queue_size(s.num)) {
+    // The format's rule (split: a power of 2 up to 32768; packed: 1 to 32768).
+    if (!with_ring_model(
+            [&]<typename R>(std::type_identity<R>) { return R::valid_queue_size(s.num); })) {
         return MessageError::vring_num_invalid;
     }
     q.num = s.num;
@@ -86,13 +85,13 @@ MessageError VhostUserDevice::handle_set_vring_addr(Message& m, Message&) {
         a.log_guest_addr + virtio::used_ring_bytes(virtio::kMaxQueueSize) < a.log_guest_addr) {
         return MessageError::vring_log_address_overflow;
     }
-    // virtio 1.2 §2.7 "Virtqueue Part Alignment": desc 16, avail 2, used 4;
-    // §2.8.10.1 packed: descriptor ring 16, driver and device event areas 4
-    // (the avail and used addresses name the event areas).
-    const uint64_t driver_align = packed() ? virtio::kPackedEventAlign : virtio::kAvailRingAlign;
-    const uint64_t device_align = packed() ? virtio::kPackedEventAlign : virtio::kUsedRingAlign;
-    if (a.desc_user_addr % virtio::kDescTableAlign != 0 || a.avail_user_addr % driver_align != 0 ||
-        a.used_user_addr % device_align != 0) {
+    // The format's alignment of each area (split: desc 16, avail 2, used 4;
+    // packed: descriptor ring 16, the event areas the avail and used
+    // addresses name 4).
+    const virtio::AreaAlignment align =
+        with_ring_model([]<typename R>(std::type_identity<R>) { return R::kAlignment; });
+    if (a.desc_user_addr % align.desc != 0 || a.avail_user_addr % align.driver != 0 ||
+        a.used_user_addr % align.device != 0) {
         return MessageError::vring_addr_misaligned;
     }
     Queue& q = queues_[a.index];

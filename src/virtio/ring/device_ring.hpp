@@ -63,6 +63,13 @@
 //   R::kDescription     the format, as the log names it ("split rings").
 //   R::kFeature         the feature bit that selects the format (none for
 //                       the default, split); see any_device_ring.hpp.
+//   R::valid_queue_size(n), R::kAlignment, R::translate(addresses, num,
+//   memory, &layout), R::written_areas(num)
+//                       its areas before there is a ring (ring_areas.hpp):
+//                       what SET_VRING_NUM/ADDR accept, the Layout a ring
+//                       starts over, what dirty logging covers.
+//   R::inflight_queue_bytes(size), R::init_inflight_region(region, size)
+//                       its region of a vhost-user inflight buffer.
 //
 // Every model is single-owner (one worker thread), syscall-free and never
 // allocates; the guest is the only other party.
@@ -78,6 +85,7 @@
 #include "virtio/features.hpp"
 #include "virtio/guest_memory.hpp"
 #include "virtio/ring/pop_status.hpp"
+#include "virtio/ring/ring_areas.hpp"
 #include "virtio/ring/ring_state.hpp"
 
 namespace vnet::virtio {
@@ -129,7 +137,9 @@ template <typename R>
 concept DeviceRing = std::default_initializable<R> && std::movable<R> &&
     requires(R r, const R cr, std::span<iovec> iov, PoppedChain& chain,
              std::span<PoppedChain> chains, std::span<RingPosition> positions, RingPosition pos,
-             uint16_t id, uint16_t slots, uint32_t len, uint32_t base) {
+             uint16_t id, uint16_t slots, uint32_t len, uint32_t base,
+             const RingAddresses& addresses, const GuestMemoryMap& memory,
+             typename R::Layout* layout, uint8_t* region) {
     typename R::Layout;
     { cr.size() } -> std::same_as<uint16_t>;
     { r.pop(iov, chain) } -> std::same_as<PopStatus>;
@@ -152,6 +162,12 @@ concept DeviceRing = std::default_initializable<R> && std::movable<R> &&
     requires std::same_as<decltype(R::kName), const char* const>;
     requires std::same_as<decltype(R::kFeature), const std::optional<Feature>>;
     { R::decode_vring_base(base) } -> std::same_as<VringBasePositions>;
+    { R::valid_queue_size(base) } -> std::same_as<bool>;
+    requires std::same_as<decltype(R::kAlignment), const AreaAlignment>;
+    { R::translate(addresses, base, memory, layout) } -> std::same_as<bool>;
+    { R::written_areas(base) } -> std::same_as<WrittenAreas>;
+    { R::inflight_queue_bytes(id) } -> std::same_as<uint64_t>;
+    { R::init_inflight_region(region, id) } -> std::same_as<void>;
 };
 
 // pop_burst as a loop of pops: the packed model's, and the split model's

@@ -608,6 +608,31 @@ RingState PackedRing::state() const {
     return s;
 }
 
+bool PackedRing::translate(const RingAddresses& addresses, uint32_t num,
+                           const GuestMemoryMap& memory, Layout* out) {
+    uint8_t* desc =
+        translate_area(memory, addresses.desc, packed_desc_ring_bytes(num), kAlignment.desc);
+    uint8_t* driver =
+        translate_area(memory, addresses.driver, sizeof(PackedEventSuppress), kAlignment.driver);
+    uint8_t* device =
+        translate_area(memory, addresses.device, sizeof(PackedEventSuppress), kAlignment.device);
+    if (desc == nullptr || driver == nullptr || device == nullptr) {
+        return false;
+    }
+    out->desc = reinterpret_cast<PackedDesc*>(desc);
+    out->driver_event = reinterpret_cast<PackedEventSuppress*>(driver);
+    out->device_event = reinterpret_cast<PackedEventSuppress*>(device);
+    out->size = static_cast<uint16_t>(num);  // 1..32768, checked at SET_VRING_NUM
+    return true;
+}
+
+WrittenAreas PackedRing::written_areas(uint32_t num) {
+    WrittenAreas w;
+    w.items[w.count++] = {RingArea::desc, packed_desc_ring_bytes(num), false};
+    w.items[w.count++] = {RingArea::device, sizeof(PackedEventSuppress), false};
+    return w;
+}
+
 VringBasePositions PackedRing::decode_vring_base(uint32_t base) {
     const PackedPosition avail = base_avail(base);
     const PackedPosition used = base_used(base);

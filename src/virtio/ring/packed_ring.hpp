@@ -38,6 +38,7 @@
 #include "virtio/inflight/packed_inflight.hpp"
 #include "virtio/ring/device_ring.hpp"
 #include "virtio/ring/packed_layout.hpp"
+#include "virtio/ring/ring_areas.hpp"
 
 namespace vnet::virtio {
 
@@ -86,6 +87,25 @@ public:
     // counter, read as restore_vring_base reads it (a used half of 0, as
     // DPDK virtio-user sends, means used = avail).
     static VringBasePositions decode_vring_base(uint32_t base);
+
+    // Its areas (ring_areas.hpp), virtio 1.2 §2.8.10.1: the descriptor ring
+    // (16 bytes an entry, 16-aligned) and the driver and device event
+    // suppression areas (4 bytes each, 4-aligned); any size up to 32768.
+    static bool valid_queue_size(uint32_t n) { return is_valid_packed_queue_size(n); }
+    static constexpr AreaAlignment kAlignment{kPackedDescAlign, kPackedEventAlign,
+                                              kPackedEventAlign};
+    static bool translate(const RingAddresses& addresses, uint32_t num,
+                          const GuestMemoryMap& memory, Layout* out);
+    // Used descriptors are written over the descriptor ring, and the device
+    // event area is ours (§2.8.10).
+    static WrittenAreas written_areas(uint32_t num);
+    // Its region of an inflight buffer (vhost-user.rst, packed virtqueue).
+    static uint64_t inflight_queue_bytes(uint16_t queue_size) {
+        return packed_inflight_queue_bytes(queue_size);
+    }
+    static void init_inflight_region(uint8_t* region, uint16_t queue_size) {
+        init_packed_inflight_region(reinterpret_cast<QueueRegionPacked*>(region), queue_size);
+    }
 
     RingPosition position() const { return RingPosition{avail_.encoded()}; }
     // Gives back every chain popped since `to` was taken from position().

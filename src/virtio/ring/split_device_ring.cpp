@@ -282,6 +282,29 @@ RingState SplitDeviceRing::state() const {
     return s;
 }
 
+bool SplitDeviceRing::translate(const RingAddresses& addresses, uint32_t num,
+                                const GuestMemoryMap& memory, Layout* out) {
+    uint8_t* desc = translate_area(memory, addresses.desc, desc_table_bytes(num), kAlignment.desc);
+    uint8_t* avail =
+        translate_area(memory, addresses.driver, avail_ring_bytes(num), kAlignment.driver);
+    uint8_t* used =
+        translate_area(memory, addresses.device, used_ring_bytes(num), kAlignment.device);
+    if (desc == nullptr || avail == nullptr || used == nullptr) {
+        return false;
+    }
+    out->desc = reinterpret_cast<VirtqDesc*>(desc);
+    out->avail = reinterpret_cast<VirtqAvail*>(avail);
+    out->used = reinterpret_cast<VirtqUsed*>(used);
+    out->size = static_cast<uint16_t>(num);  // <= 32768, checked at SET_VRING_NUM
+    return true;
+}
+
+WrittenAreas SplitDeviceRing::written_areas(uint32_t num) {
+    WrittenAreas w;
+    w.items[w.count++] = {RingArea::device, used_ring_bytes(num), true};
+    return w;
+}
+
 VringBasePositions SplitDeviceRing::decode_vring_base(uint32_t base) {
     VringBasePositions p;
     p.items[p.count++] = {"avail", static_cast<uint16_t>(base), std::nullopt};

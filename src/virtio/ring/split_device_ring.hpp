@@ -16,6 +16,7 @@
 #include "virtio/inflight/split_inflight.hpp"
 #include "virtio/ring/descriptor_chain.hpp"
 #include "virtio/ring/device_ring.hpp"
+#include "virtio/ring/ring_areas.hpp"
 #include "virtio/ring/split_ring.hpp"
 
 namespace vnet::virtio {
@@ -92,6 +93,23 @@ public:
     RingState state() const;
     // A base as log lines name it: the avail index.
     static VringBasePositions decode_vring_base(uint32_t base);
+
+    // Its areas (ring_areas.hpp), virtio 1.2 §2.7: a descriptor table, the
+    // avail ring and the used ring; a power-of-two size up to 32768.
+    static bool valid_queue_size(uint32_t n) { return is_valid_split_queue_size(n); }
+    static constexpr AreaAlignment kAlignment{kDescTableAlign, kAvailRingAlign, kUsedRingAlign};
+    static bool translate(const RingAddresses& addresses, uint32_t num,
+                          const GuestMemoryMap& memory, Layout* out);
+    // The used ring (flags, idx, entries, avail_event), logged where
+    // SET_VRING_ADDR's log address says when it gives one.
+    static WrittenAreas written_areas(uint32_t num);
+    // Its region of an inflight buffer (vhost-user.rst, split virtqueue).
+    static uint64_t inflight_queue_bytes(uint16_t queue_size) {
+        return split_inflight_queue_bytes(queue_size);
+    }
+    static void init_inflight_region(uint8_t* region, uint16_t queue_size) {
+        init_split_inflight_region(reinterpret_cast<QueueRegionSplit*>(region), queue_size);
+    }
 
     // vhost-user.rst: for split rings the base is the next avail index.
     uint32_t vring_base() const { return ring_.last_avail_idx(); }
