@@ -48,6 +48,10 @@ MessageError to_message_error(virtio::BaseError e) {
             return MessageError::vring_base_used_out_of_range;
         case virtio::BaseError::in_flight_exceeds_ring:
             return MessageError::vring_base_in_flight_exceeds_ring;
+        case virtio::BaseError::wider_than_format:
+            return MessageError::vring_base_out_of_range;
+        case virtio::BaseError::no_queue_size:
+            return MessageError::vring_base_without_num;
     }
     return MessageError::vring_base_avail_out_of_range;  // unreachable; fail closed
 }
@@ -212,22 +216,22 @@ void VhostUserDevice::build_ring(const Queue& q, QueueSnapshot& s) const {
         s.features.has(virtio::Feature::ring_event_idx), s.features.has(virtio::Feature::in_order)};
     if (packed()) {
         virtio::PackedRing ring(q.packed_layout, config);
-        ring.restore_vring_base(q.packed_base);  // validated at SET_VRING_BASE and at start
+        ring.restore_vring_base(q.base);  // validated at SET_VRING_BASE and at start
         if (q.packed_inflight.active()) {
             s.inflight_resumed = static_cast<uint32_t>(q.packed_resume.chains.size());
             ring.track_inflight(q.packed_inflight, q.packed_resume);
         }
-        s.vring_base = q.packed_base;
+        s.vring_base = q.base;
         s.ring = std::move(ring);
         return;
     }
     virtio::SplitDeviceRing ring(q.layout, config, q.used_idx);
-    ring.restore_vring_base(q.last_avail_idx);  // 16 bits: cannot fail
+    ring.restore_vring_base(q.base);  // validated at SET_VRING_BASE
     if (q.inflight.active()) {
         s.inflight_resumed = static_cast<uint32_t>(q.inflight_resume.size());
         ring.track_inflight(q.inflight, q.inflight_resume);
     }
-    s.vring_base = q.last_avail_idx;
+    s.vring_base = q.base;
     s.ring = std::move(ring);
 }
 
@@ -297,10 +301,10 @@ bool VhostUserDevice::update_queue(uint32_t index) {
         mark_broken("vring " + std::to_string(index) + ": guest memory truncated under us");
         return false;
     }
-    if (q.last_avail_idx != used_idx) {
+    if (q.base != used_idx) {
         log_->info("vring {}: base {} differs from guest used idx {}; starting at {}", index,
-                   q.last_avail_idx, used_idx, used_idx);
-        q.last_avail_idx = used_idx;
+                   q.base, used_idx, used_idx);
+        q.base = used_idx;
     }
     q.used_idx = used_idx;
     q.layout = layout;
@@ -325,7 +329,7 @@ bool VhostUserDevice::start_packed_queue(uint32_t index) {
     // SET_VRING_BASE checked the base against the size then; both can only
     // change while stopped, but features (split -> packed) may have come later.
     if (const MessageError e = to_message_error(
-            virtio::validate_packed_vring_base(q.packed_base, static_cast<uint16_t>(q.num)));
+            virtio::PackedRing::validate_vring_base(q.base, static_cast<uint16_t>(q.num)));
         e != MessageError::ok) {
         mark_broken("vring " + std::to_string(index) + ": " + to_string(e));
         return false;
@@ -364,11 +368,7 @@ void VhostUserDevice::stop_queue(uint32_t index) {
     if (observer_ != nullptr) {
         // Barrier: the worker has let go and reports where it stopped.
         const uint32_t base = observer_->on_queue_stopped(*this, index);
-        if (packed()) {
-            q.packed_base = base;
-        } else {
-            q.last_avail_idx = static_cast<uint16_t>(base);
-        }
+        q.base = base;
     }
     q.layout = {};
     q.packed_layout = {};

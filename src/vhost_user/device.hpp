@@ -106,12 +106,12 @@ struct DispatchResult {
     bool disconnect = false;                // the device is broken: drop the connection
 };
 
-// SET_VRING_BASE's refusal for a packed base the ring model rejects.
+// SET_VRING_BASE's refusal for a base the ring model rejects.
 MessageError to_message_error(virtio::BaseError e);
 
 class VhostUserDevice {
 public:
-    // `observer` may be null (then stopping a queue keeps its last_avail_idx).
+    // `observer` may be null (then stopping a queue keeps its base).
     VhostUserDevice(DeviceConfig config, QueueObserver* observer);
     // Stops every ready queue (observer) before the memory goes away.
     ~VhostUserDevice();
@@ -181,9 +181,10 @@ private:
 
     struct Queue {
         uint32_t num = 0;
-        uint16_t last_avail_idx = 0;  // split base
+        // The vring base in the format's encoding (split: the next avail
+        // index), checked against the format's rules at SET_VRING_BASE.
+        uint32_t base = 0;
         uint16_t used_idx = 0;
-        uint32_t packed_base = 0;  // packed base (vhost-user encoding), checked against num
         VringAddr addr{};
         bool has_num = false;
         bool has_base = false;
@@ -230,7 +231,7 @@ private:
     // Recovers ring `index`'s region at start (split; used->idx is
     // `used_idx`). False: the device is broken.
     bool start_inflight(uint32_t index, uint16_t used_idx);
-    // The same for a packed ring over `layout` (its base is q.packed_base).
+    // The same for a packed ring over `layout` (its base is q.base).
     bool start_packed_inflight(uint32_t index, const virtio::PackedRingLayout& layout);
 
     // VIRTIO_F_RING_PACKED acked: every ring of the device is packed.

@@ -206,9 +206,9 @@ bool VhostUserDevice::start_packed_inflight(uint32_t index,
         reinterpret_cast<virtio::QueueRegionPacked*>(inflight_->base + index * inflight_->stride());
     virtio::PackedInflight tracker(region, static_cast<uint16_t>(q.num));
     // The base's used half, as PackedRing::restore_vring_base reads it (0: used = avail).
-    const auto used_bits = static_cast<uint16_t>(q.packed_base >> 16);
-    const virtio::PackedPosition base_used = virtio::PackedPosition::decode(
-        used_bits == 0 ? static_cast<uint16_t>(q.packed_base) : used_bits);
+    const auto used_bits = static_cast<uint16_t>(q.base >> 16);
+    const virtio::PackedPosition base_used =
+        virtio::PackedPosition::decode(used_bits == 0 ? static_cast<uint16_t>(q.base) : used_bits);
     virtio::InflightError e = virtio::InflightError::ok;
     uintptr_t fault_address = 0;
     // Recovery reads and writes the descriptor ring: the front end may have truncated it.
@@ -224,11 +224,11 @@ bool VhostUserDevice::start_packed_inflight(uint32_t index,
     if (!r.from_base) {
         const virtio::PackedPosition avail = virtio::advance(r.used, r.slots, layout.size);
         const uint32_t start = uint32_t{avail.encoded()} | uint32_t{r.used.encoded()} << 16;
-        if (start != q.packed_base) {
+        if (start != q.base) {
             log_->info(
                 "vring {}: base {:#x} differs from the inflight region's {:#x}; starting "
                 "there",
-                index, q.packed_base, start);
+                index, q.base, start);
         }
     }
     log_->info("vring {}: inflight tracking on, {} resumed from the previous back end", index,

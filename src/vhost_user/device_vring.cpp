@@ -46,26 +46,18 @@ MessageError VhostUserDevice::handle_set_vring_base(Message& m, Message&) {
     if (queue_started(q)) {
         return MessageError::ring_running;
     }
-    if (packed()) {
-        // vhost-user.rst SET_VRING_BASE: bits 0-14 avail index, 15 its wrap counter,
-        // 16-30 used index, 31 its wrap counter; the indices must be < the queue size.
-        if (!q.has_num) {
-            return MessageError::vring_base_without_num;
-        }
-        if (MessageError e = to_message_error(
-                virtio::validate_packed_vring_base(s.num, static_cast<uint16_t>(q.num)));
-            e != MessageError::ok) {
-            return e;
-        }
-        q.packed_base = s.num;
-        q.has_base = true;
-        return update_queue(s.index) ? MessageError::ok : MessageError::ring_not_in_guest_memory;
+    // The format's rules (vhost-user.rst SET_VRING_BASE; split: a 16-bit avail
+    // index; packed: both positions with their wrap counters, each index below
+    // the queue size, so it needs SET_VRING_NUM first).
+    const std::optional<uint16_t> size =
+        q.has_num ? std::optional<uint16_t>(static_cast<uint16_t>(q.num)) : std::nullopt;
+    if (MessageError e = to_message_error(with_ring_model([&]<typename R>(std::type_identity<R>) {
+            return R::validate_vring_base(s.num, size);
+        }));
+        e != MessageError::ok) {
+        return e;
     }
-    // vhost-user.rst SET_VRING_BASE: for split rings the base is a 16-bit index.
-    if (s.num > 0xffff) {
-        return MessageError::vring_base_out_of_range;
-    }
-    q.last_avail_idx = static_cast<uint16_t>(s.num);
+    q.base = s.num;
     q.has_base = true;
     return update_queue(s.index) ? MessageError::ok : MessageError::ring_not_in_guest_memory;
 }
@@ -134,8 +126,9 @@ MessageError VhostUserDevice::handle_get_vring_base(Message& m, Message& reply) 
     q.has_addr = false;
     q.has_kick = false;
     q.kick.reset();
-    // vhost-user.rst GET_VRING_BASE: the packed encoding carries both indices and wraps.
-    reply.write_payload(VringState{s.index, packed() ? q.packed_base : q.last_avail_idx});
+    // vhost-user.rst GET_VRING_BASE: the base in the format's encoding (the
+    // worker's final one, from stop_queue).
+    reply.write_payload(VringState{s.index, q.base});
     return MessageError::ok;
 }
 

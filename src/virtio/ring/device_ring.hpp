@@ -57,8 +57,9 @@
 //                       walks the flags).
 //   state()             the cursors and the guest's fields for vnetctl show,
 //                       by name (RingState).
-//   R::decode_vring_base(base)
-//                       a base read as named positions, for log lines.
+//   R::decode_vring_base(base), R::validate_vring_base(base, size)
+//                       a base read as named positions, for log lines; the
+//                       rules SET_VRING_BASE checks (size: known or not yet).
 //   R::kName            the format as vnetctl show names it ("split").
 //   R::kDescription     the format, as the log names it ("split rings").
 //   R::kFeature         the feature bit that selects the format (none for
@@ -162,6 +163,7 @@ concept DeviceRing = std::default_initializable<R> && std::movable<R> &&
     requires std::same_as<decltype(R::kName), const char* const>;
     requires std::same_as<decltype(R::kFeature), const std::optional<Feature>>;
     { R::decode_vring_base(base) } -> std::same_as<VringBasePositions>;
+    { R::validate_vring_base(base, std::optional<uint16_t>{}) } -> std::same_as<BaseError>;
     { R::valid_queue_size(base) } -> std::same_as<bool>;
     requires std::same_as<decltype(R::kAlignment), const AreaAlignment>;
     { R::translate(addresses, base, memory, layout) } -> std::same_as<bool>;

@@ -633,6 +633,13 @@ WrittenAreas PackedRing::written_areas(uint32_t num) {
     return w;
 }
 
+BaseError PackedRing::validate_vring_base(uint32_t base, std::optional<uint16_t> queue_size) {
+    if (!queue_size.has_value()) {
+        return BaseError::no_queue_size;
+    }
+    return validate_packed_vring_base(base, *queue_size);
+}
+
 VringBasePositions PackedRing::decode_vring_base(uint32_t base) {
     const PackedPosition avail = base_avail(base);
     const PackedPosition used = base_used(base);

@@ -87,6 +87,8 @@ public:
     // counter, read as restore_vring_base reads it (a used half of 0, as
     // DPDK virtio-user sends, means used = avail).
     static VringBasePositions decode_vring_base(uint32_t base);
+    // validate_packed_vring_base against the queue size, which must be known.
+    static BaseError validate_vring_base(uint32_t base, std::optional<uint16_t> queue_size);
 
     // Its areas (ring_areas.hpp), virtio 1.2 §2.8.10.1: the descriptor ring
     // (16 bytes an entry, 16-aligned) and the driver and device event

@@ -305,6 +305,10 @@ WrittenAreas SplitDeviceRing::written_areas(uint32_t num) {
     return w;
 }
 
+BaseError SplitDeviceRing::validate_vring_base(uint32_t base, std::optional<uint16_t>) {
+    return base > UINT16_MAX ? BaseError::wider_than_format : BaseError::ok;
+}
+
 VringBasePositions SplitDeviceRing::decode_vring_base(uint32_t base) {
     VringBasePositions p;
     p.items[p.count++] = {"avail", static_cast<uint16_t>(base), std::nullopt};
@@ -312,9 +316,8 @@ VringBasePositions SplitDeviceRing::decode_vring_base(uint32_t base) {
 }
 
 BaseError SplitDeviceRing::restore_vring_base(uint32_t num) {
-    // vhost-user.rst: the split base is a 16-bit avail index; more bits are a confused peer
-    if (num > UINT16_MAX) {
-        return BaseError::avail_index_out_of_range;
+    if (const BaseError e = validate_vring_base(num, ring_.size()); e != BaseError::ok) {
+        return e;
     }
     ring_ = SplitRing(ring_.layout(), static_cast<uint16_t>(num), ring_.used_idx(), event_idx_);
     return BaseError::ok;

@@ -93,6 +93,9 @@ public:
     RingState state() const;
     // A base as log lines name it: the avail index.
     static VringBasePositions decode_vring_base(uint32_t base);
+    // vhost-user.rst: the split base is a 16-bit avail index; more bits are a
+    // confused peer. Needs no queue size.
+    static BaseError validate_vring_base(uint32_t base, std::optional<uint16_t> queue_size);
 
     // Its areas (ring_areas.hpp), virtio 1.2 §2.7: a descriptor table, the
     // avail ring and the used ring; a power-of-two size up to 32768.
