@@ -7,7 +7,7 @@
 
 #include "common/guest_fault.hpp"
 #include "vhost_user/request_table.hpp"
-#include "virtio/ring/packed_ring.hpp"
+#include "vhost_user/vring_base_text.hpp"
 #include "virtio/ring/shared_access.hpp"
 
 namespace vnet::vhost_user {
@@ -203,7 +203,7 @@ QueueSnapshot VhostUserDevice::queue_snapshot(uint32_t queue_index) const {
         s.dirty_log = dirty_log_;
         s.log_areas = log_areas(q);
     }
-    if (q.inflight.active() || q.packed_inflight.active()) {
+    if (std::visit([](const auto& start) { return start.inflight.active(); }, q.start)) {
         s.inflight_mapping = {inflight_->mapping, inflight_->base, inflight_->size};
     }
     return s;
@@ -214,25 +214,13 @@ void VhostUserDevice::build_ring(const Queue& q, QueueSnapshot& s) const {
     const virtio::RingConfig config{
         s.memory.get(), s.features.has(virtio::Feature::ring_indirect_desc),
         s.features.has(virtio::Feature::ring_event_idx), s.features.has(virtio::Feature::in_order)};
-    if (packed()) {
-        virtio::PackedRing ring(q.packed_layout, config);
-        ring.restore_vring_base(q.base);  // validated at SET_VRING_BASE and at start
-        if (q.packed_inflight.active()) {
-            s.inflight_resumed = static_cast<uint32_t>(q.packed_resume.chains.size());
-            ring.track_inflight(q.packed_inflight, q.packed_resume);
-        }
-        s.vring_base = q.base;
-        s.ring = std::move(ring);
-        return;
-    }
-    virtio::SplitDeviceRing ring(q.layout, config, q.used_idx);
-    ring.restore_vring_base(q.base);  // validated at SET_VRING_BASE
-    if (q.inflight.active()) {
-        s.inflight_resumed = static_cast<uint32_t>(q.inflight_resume.size());
-        ring.track_inflight(q.inflight, q.inflight_resume);
-    }
+    std::visit(
+        [&]<typename R>(const virtio::RingStart<R>& start) {
+            s.inflight_resumed = start.inflight.active() ? start.inflight.resumed() : 0;
+            s.ring = R::start(start.layout, config, q.base, start.inflight);
+        },
+        q.start);
     s.vring_base = q.base;
-    s.ring = std::move(ring);
 }
 
 VhostUserDevice::VringInfo VhostUserDevice::vring_info(uint32_t queue_index) const {
@@ -277,40 +265,51 @@ bool VhostUserDevice::update_queue(uint32_t index) {
         }
         return true;
     }
-    if (packed()) {
-        return start_packed_queue(index);
-    }
+    return with_ring_model(
+        [&]<typename R>(std::type_identity<R>) { return start_queue_as<R>(index); });
+}
+
+template <typename R>
+bool VhostUserDevice::start_queue_as(uint32_t index) {
+    Queue& q = queues_[index];
+    auto broken = [&](const std::string& why) {
+        mark_broken("vring " + std::to_string(index) + ": " + why);
+        return false;
+    };
     // Translate when the ring starts, as DPDK does: SET_VRING_ADDR may come
     // before the memory table, so the areas are checked against the map now.
-    virtio::SplitRingLayout layout;
-    if (!virtio::SplitDeviceRing::translate(ring_addresses(q.addr), q.num, *memory_, &layout)) {
-        mark_broken("vring " + std::to_string(index) + ": " +
-                    to_string(MessageError::ring_not_in_guest_memory));
-        return false;
+    typename R::Layout layout;
+    if (!R::translate(ring_addresses(q.addr), q.num, *memory_, &layout)) {
+        return broken(to_string(MessageError::ring_not_in_guest_memory));
+    }
+    // SET_VRING_BASE checked the base against the size then; both can only
+    // change while stopped, but features (split -> packed) may have come later.
+    if (const MessageError e =
+            to_message_error(R::validate_vring_base(q.base, static_cast<uint16_t>(q.num)));
+        e != MessageError::ok) {
+        return broken(to_string(e));
     }
     if (!features_set_ || !queue_enabled(q)) {
         return true;  // started and valid, but the dataplane must not run it yet
     }
-    // DPDK/rust-vmm reconnect rule: the used index comes from the guest; a
-    // base that disagrees with it (virtio-user always sends 0) follows it.
-    // The front end may have truncated the file under us (hostile-input rule 4).
-    uint16_t used_idx = 0;
+    // Where the ring starts (split: the guest's used index). The front end
+    // may have truncated the file under us (hostile-input rule 4).
+    uint32_t base = 0;
     uintptr_t fault_address = 0;
-    if (!run_guarded([&] { used_idx = virtio::shared::load_acquire(layout.used->idx); },
-                     &fault_address)) {
-        mark_broken("vring " + std::to_string(index) + ": guest memory truncated under us");
+    if (!run_guarded([&] { base = R::starting_base(layout, q.base); }, &fault_address)) {
+        return broken("guest memory truncated under us");
+    }
+    if (base != q.base) {
+        log_->info("vring {}: base ({}) differs from the ring's ({}); starting there", index,
+                   describe_vring_base(ring_model(), q.base),
+                   describe_vring_base(ring_model(), base));
+        q.base = base;
+    }
+    virtio::RingStart<R> start{layout, {}};
+    if (inflight_ && !start_inflight<R>(index, layout, &start.inflight)) {
         return false;
     }
-    if (q.base != used_idx) {
-        log_->info("vring {}: base {} differs from guest used idx {}; starting at {}", index,
-                   q.base, used_idx, used_idx);
-        q.base = used_idx;
-    }
-    q.used_idx = used_idx;
-    q.layout = layout;
-    if (inflight_ && !start_inflight(index, used_idx)) {
-        return false;
-    }
+    q.start = std::move(start);
     q.ready = true;
     if (observer_ != nullptr) {
         observer_->on_queue_ready(*this, index);
@@ -318,35 +317,39 @@ bool VhostUserDevice::update_queue(uint32_t index) {
     return true;
 }
 
-bool VhostUserDevice::start_packed_queue(uint32_t index) {
+template <typename R>
+bool VhostUserDevice::start_inflight(uint32_t index, const typename R::Layout& layout,
+                                     typename R::Inflight* out) {
     Queue& q = queues_[index];
-    virtio::PackedRingLayout layout;
-    if (!virtio::PackedRing::translate(ring_addresses(q.addr), q.num, *memory_, &layout)) {
+    const bool fresh = std::exchange(q.inflight_fresh, false);
+    if (index >= inflight_->num_queues) {
+        return true;  // the buffer covers the first num_queues rings only
+    }
+    auto fail = [&](const std::string& why) {
         mark_broken("vring " + std::to_string(index) + ": " +
-                    to_string(MessageError::ring_not_in_guest_memory));
+                    to_string(MessageError::inflight_region_invalid) + " (" + why + ")");
         return false;
+    };
+    if (q.num != inflight_->queue_size) {
+        return fail(to_string(virtio::InflightError::size_mismatch));
     }
-    // SET_VRING_BASE checked the base against the size then; both can only
-    // change while stopped, but features (split -> packed) may have come later.
-    if (const MessageError e = to_message_error(
-            virtio::PackedRing::validate_vring_base(q.base, static_cast<uint16_t>(q.num)));
-        e != MessageError::ok) {
-        mark_broken("vring " + std::to_string(index) + ": " + to_string(e));
-        return false;
+    uint8_t* region = inflight_->base + index * inflight_->stride();
+    virtio::InflightError e = virtio::InflightError::ok;
+    uintptr_t fault_address = 0;
+    // Recovery may read and write the ring (packed): the front end may have truncated it.
+    if (!run_guarded([&] { e = R::recover_inflight(region, layout, q.base, fresh, out); },
+                     &fault_address)) {
+        return fail("guest memory truncated under us");
     }
-    if (!features_set_ || !queue_enabled(q)) {
-        return true;  // started and valid, but the dataplane must not run it yet
+    if (e != virtio::InflightError::ok) {
+        return fail(to_string(e));
     }
-    // No used index to reconcile: packed rings carry theirs in the base
-    // (or, DPDK virtio-user, used = avail), or the inflight region does.
-    q.packed_layout = layout;
-    if (inflight_ && !start_packed_inflight(index, layout)) {
-        return false;
+    if (out->region_base.has_value() && *out->region_base != q.base) {
+        log_->info("vring {}: base {:#x} differs from the inflight region's {:#x}; starting there",
+                   index, q.base, *out->region_base);
     }
-    q.ready = true;
-    if (observer_ != nullptr) {
-        observer_->on_queue_ready(*this, index);
-    }
+    log_->info("vring {}: inflight tracking on, {} resumed from the previous back end", index,
+               out->resumed());
     return true;
 }
 
@@ -370,8 +373,7 @@ void VhostUserDevice::stop_queue(uint32_t index) {
         const uint32_t base = observer_->on_queue_stopped(*this, index);
         q.base = base;
     }
-    q.layout = {};
-    q.packed_layout = {};
+    q.start = {};
 }
 
 void VhostUserDevice::stop_all_queues() {

@@ -34,11 +34,8 @@
 #include "vhost_user/queue_observer.hpp"
 #include "virtio/features.hpp"
 #include "virtio/guest_memory.hpp"
-#include "virtio/inflight/packed_inflight.hpp"
-#include "virtio/inflight/split_inflight.hpp"
 #include "virtio/log/queue_log.hpp"
 #include "virtio/ring/pop_status.hpp"
-#include "virtio/ring/split_ring.hpp"
 
 namespace vnet::vhost_user {
 
@@ -184,7 +181,6 @@ private:
         // The vring base in the format's encoding (split: the next avail
         // index), checked against the format's rules at SET_VRING_BASE.
         uint32_t base = 0;
-        uint16_t used_idx = 0;
         VringAddr addr{};
         bool has_num = false;
         bool has_base = false;
@@ -195,14 +191,9 @@ private:
         UniqueFd kick;
         UniqueFd call;
         UniqueFd err;
-        virtio::SplitRingLayout layout{};
-        virtio::PackedRingLayout packed_layout{};
-        // While an inflight buffer covers this ring: its tracker (recovered
-        // at start) and what to resubmit, oldest first (split or packed).
-        virtio::SplitInflight inflight;
-        std::vector<uint16_t> inflight_resume;
-        virtio::PackedInflight packed_inflight;
-        virtio::PackedResume packed_resume;
+        // While ready: the started ring's areas and inflight state, in the
+        // negotiated format (build_ring makes each snapshot's ring from it).
+        virtio::AnyRingStart start;
         // The buffer was made by our GET_INFLIGHT_FD and this ring has not
         // started over it: its positions are a new ring's, the base's stand.
         bool inflight_fresh = false;
@@ -228,14 +219,15 @@ private:
     };
     // Shared by GET and SET: the sizes, the ring format, and no ring running.
     MessageError check_inflight_request(const InflightDescription& d) const;
-    // Recovers ring `index`'s region at start (split; used->idx is
-    // `used_idx`). False: the device is broken.
-    bool start_inflight(uint32_t index, uint16_t used_idx);
-    // The same for a packed ring over `layout` (its base is q.base).
-    bool start_packed_inflight(uint32_t index, const virtio::PackedRingLayout& layout);
+    // Starts ring `index` in the negotiated format: translates its areas,
+    // checks its base, and once it may run, finds where it starts and
+    // recovers its inflight region. False: the device is broken.
+    template <typename R>
+    bool start_queue_as(uint32_t index);
+    template <typename R>
+    bool start_inflight(uint32_t index, const typename R::Layout& layout,
+                        typename R::Inflight* out);
 
-    // VIRTIO_F_RING_PACKED acked: every ring of the device is packed.
-    bool packed() const { return acked_features_.has(virtio::Feature::ring_packed); }
     // f(std::type_identity<R>{}) for the model of the negotiated format:
     // what a format decides about its areas, asked of the format itself.
     template <typename F>
@@ -289,7 +281,6 @@ private:
     // Makes ready/not ready match the state, calling the observer. Returns
     // false (device broken) if a fully set-up ring is not in guest memory.
     bool update_queue(uint32_t index);
-    bool start_packed_queue(uint32_t index);  // update_queue's start, packed format
     // The snapshot's ring, in the negotiated format, from what start
     // translated and validated (cold: once per ring start).
     void build_ring(const Queue& q, QueueSnapshot& s) const;

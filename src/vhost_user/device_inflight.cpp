@@ -32,7 +32,6 @@
 #include "vhost_user/device.hpp"
 #include "vhost_user/memory_region.hpp"
 #include "virtio/inflight/inflight_layout.hpp"
-#include "virtio/ring/packed_layout.hpp"
 
 namespace vnet::vhost_user {
 namespace {
@@ -155,85 +154,6 @@ MessageError VhostUserDevice::handle_set_inflight_fd(Message& m, Message&) {
     log_->info("inflight buffer set: {} {} queues of {} entries", d.num_queues,
                virtio::format_name(inflight_->model), d.queue_size);
     return MessageError::ok;
-}
-
-bool VhostUserDevice::start_inflight(uint32_t index, uint16_t used_idx) {
-    Queue& q = queues_[index];
-    q.inflight = {};
-    q.inflight_resume.clear();
-    if (index >= inflight_->num_queues) {
-        return true;  // the buffer covers the first num_queues rings only
-    }
-    auto fail = [&](const char* why) {
-        mark_broken("vring " + std::to_string(index) + ": " +
-                    to_string(MessageError::inflight_region_invalid) + " (" + why + ")");
-        return false;
-    };
-    if (q.num != inflight_->queue_size) {
-        return fail(to_string(virtio::InflightError::size_mismatch));
-    }
-    auto* region =
-        reinterpret_cast<virtio::QueueRegionSplit*>(inflight_->base + index * inflight_->stride());
-    virtio::SplitInflight tracker(region, static_cast<uint16_t>(q.num));
-    if (virtio::InflightError e = tracker.recover(used_idx, &q.inflight_resume);
-        e != virtio::InflightError::ok) {
-        return fail(to_string(e));
-    }
-    q.inflight = tracker;
-    log_->info("vring {}: inflight tracking on, {} resumed from the previous back end", index,
-               q.inflight_resume.size());
-    return true;
-}
-
-bool VhostUserDevice::start_packed_inflight(uint32_t index,
-                                            const virtio::PackedRingLayout& layout) {
-    Queue& q = queues_[index];
-    q.packed_inflight = {};
-    q.packed_resume = {};
-    const bool fresh = std::exchange(q.inflight_fresh, false);
-    if (index >= inflight_->num_queues) {
-        return true;  // the buffer covers the first num_queues rings only
-    }
-    auto fail = [&](const std::string& why) {
-        mark_broken("vring " + std::to_string(index) + ": " +
-                    to_string(MessageError::inflight_region_invalid) + " (" + why + ")");
-        return false;
-    };
-    if (q.num != inflight_->queue_size) {
-        return fail(to_string(virtio::InflightError::size_mismatch));
-    }
-    auto* region =
-        reinterpret_cast<virtio::QueueRegionPacked*>(inflight_->base + index * inflight_->stride());
-    virtio::PackedInflight tracker(region, static_cast<uint16_t>(q.num));
-    // The base's used half, as PackedRing::restore_vring_base reads it (0: used = avail).
-    const auto used_bits = static_cast<uint16_t>(q.base >> 16);
-    const virtio::PackedPosition base_used =
-        virtio::PackedPosition::decode(used_bits == 0 ? static_cast<uint16_t>(q.base) : used_bits);
-    virtio::InflightError e = virtio::InflightError::ok;
-    uintptr_t fault_address = 0;
-    // Recovery reads and writes the descriptor ring: the front end may have truncated it.
-    if (!run_guarded([&] { e = tracker.recover(layout.desc, base_used, fresh, &q.packed_resume); },
-                     &fault_address)) {
-        return fail("guest memory truncated under us");
-    }
-    if (e != virtio::InflightError::ok) {
-        return fail(to_string(e));
-    }
-    q.packed_inflight = std::move(tracker);
-    const virtio::PackedResume& r = q.packed_resume;
-    if (!r.from_base) {
-        const virtio::PackedPosition avail = virtio::advance(r.used, r.slots, layout.size);
-        const uint32_t start = uint32_t{avail.encoded()} | uint32_t{r.used.encoded()} << 16;
-        if (start != q.base) {
-            log_->info(
-                "vring {}: base {:#x} differs from the inflight region's {:#x}; starting "
-                "there",
-                index, q.base, start);
-        }
-    }
-    log_->info("vring {}: inflight tracking on, {} resumed from the previous back end", index,
-               r.chains.size());
-    return true;
 }
 
 }  // namespace vnet::vhost_user

@@ -35,6 +35,24 @@ struct ModelTags<std::variant<R...>> {
 };
 }  // namespace detail
 
+// A started ring before it is built (VhostUserDevice keeps one per ready
+// queue and builds a ring from it for each snapshot): its areas and its
+// inflight state, in its format.
+template <typename R>
+struct RingStart {
+    typename R::Layout layout{};
+    typename R::Inflight inflight;
+};
+namespace detail {
+template <typename Variant>
+struct StartOf;
+template <typename... R>
+struct StartOf<std::variant<R...>> {
+    using type = std::variant<RingStart<R>...>;
+};
+}  // namespace detail
+using AnyRingStart = detail::StartOf<AnyDeviceRing>::type;
+
 // A ring format without a ring: visit it with
 // [&]<typename R>(std::type_identity<R>) { ... R::kName ... }.
 using RingModel = detail::ModelTags<AnyDeviceRing>::type;

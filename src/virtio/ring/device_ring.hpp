@@ -71,6 +71,10 @@
 //                       starts over, what dirty logging covers.
 //   R::inflight_queue_bytes(size), R::init_inflight_region(region, size)
 //                       its region of a vhost-user inflight buffer.
+//   R::starting_base, R::recover_inflight, R::start, R::Inflight
+//                       starting a ring: where it starts from the front
+//                       end's base, the inflight region's recovery, and the
+//                       ring built from layout, base and inflight state.
 //
 // Every model is single-owner (one worker thread), syscall-free and never
 // allocates; the guest is the only other party.
@@ -85,6 +89,7 @@
 
 #include "virtio/features.hpp"
 #include "virtio/guest_memory.hpp"
+#include "virtio/inflight/split_inflight.hpp"
 #include "virtio/ring/pop_status.hpp"
 #include "virtio/ring/ring_areas.hpp"
 #include "virtio/ring/ring_state.hpp"
@@ -140,7 +145,8 @@ concept DeviceRing = std::default_initializable<R> && std::movable<R> &&
              std::span<PoppedChain> chains, std::span<RingPosition> positions, RingPosition pos,
              uint16_t id, uint16_t slots, uint32_t len, uint32_t base,
              const RingAddresses& addresses, const GuestMemoryMap& memory,
-             typename R::Layout* layout, uint8_t* region) {
+             typename R::Layout* layout, uint8_t* region, typename R::Inflight* inflight,
+             const RingConfig& config) {
     typename R::Layout;
     { cr.size() } -> std::same_as<uint16_t>;
     { r.pop(iov, chain) } -> std::same_as<PopStatus>;
@@ -170,6 +176,10 @@ concept DeviceRing = std::default_initializable<R> && std::movable<R> &&
     { R::written_areas(base) } -> std::same_as<WrittenAreas>;
     { R::inflight_queue_bytes(id) } -> std::same_as<uint64_t>;
     { R::init_inflight_region(region, id) } -> std::same_as<void>;
+    typename R::Inflight;
+    { R::starting_base(*layout, base) } -> std::same_as<uint32_t>;
+    { R::recover_inflight(region, *layout, base, true, inflight) } -> std::same_as<InflightError>;
+    { R::start(*layout, config, base, *inflight) } -> std::same_as<R>;
 };
 
 // pop_burst as a loop of pops: the packed model's, and the split model's

@@ -640,6 +640,32 @@ BaseError PackedRing::validate_vring_base(uint32_t base, std::optional<uint16_t>
     return validate_packed_vring_base(base, *queue_size);
 }
 
+InflightError PackedRing::recover_inflight(uint8_t* region, const Layout& layout, uint32_t base,
+                                           bool fresh, Inflight* out) {
+    PackedInflight tracker(reinterpret_cast<QueueRegionPacked*>(region), layout.size);
+    if (const InflightError e = tracker.recover(layout.desc, base_used(base), fresh, &out->resume);
+        e != InflightError::ok) {
+        return e;
+    }
+    out->tracker = std::move(tracker);
+    if (!out->resume.from_base) {
+        const PackedResume& r = out->resume;
+        const PackedPosition avail = advance(r.used, r.slots, layout.size);
+        out->region_base = uint32_t{avail.encoded()} | uint32_t{r.used.encoded()} << 16;
+    }
+    return InflightError::ok;
+}
+
+PackedRing PackedRing::start(const Layout& layout, const RingConfig& config, uint32_t base,
+                             const Inflight& inflight) {
+    PackedRing ring(layout, config);
+    ring.restore_vring_base(base);  // validated at SET_VRING_BASE and at start
+    if (inflight.active()) {
+        ring.track_inflight(inflight.tracker, inflight.resume);
+    }
+    return ring;
+}
+
 VringBasePositions PackedRing::decode_vring_base(uint32_t base) {
     const PackedPosition avail = base_avail(base);
     const PackedPosition used = base_used(base);

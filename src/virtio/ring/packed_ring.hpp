@@ -109,6 +109,26 @@ public:
         init_packed_inflight_region(reinterpret_cast<QueueRegionPacked*>(region), queue_size);
     }
 
+    // Starting a ring (see SplitDeviceRing): the tracker and the chains to
+    // resubmit, and where the region says the ring is when it says so.
+    struct Inflight {
+        PackedInflight tracker;
+        PackedResume resume;
+        std::optional<uint32_t> region_base;
+        bool active() const { return tracker.active(); }
+        uint32_t resumed() const { return static_cast<uint32_t>(resume.chains.size()); }
+    };
+    // The base as given: a packed base carries both positions.
+    static uint32_t starting_base(const Layout& /*layout*/, uint32_t base) { return base; }
+    // Recovers the ring's region of an inflight buffer, the base's used half
+    // read as restore_vring_base reads it; `fresh`: made by our
+    // GET_INFLIGHT_FD, its positions are a new ring's. Reads and writes the
+    // descriptor ring: the caller guards it.
+    static InflightError recover_inflight(uint8_t* region, const Layout& layout, uint32_t base,
+                                          bool fresh, Inflight* out);
+    static PackedRing start(const Layout& layout, const RingConfig& config, uint32_t base,
+                            const Inflight& inflight);
+
     RingPosition position() const { return RingPosition{avail_.encoded()}; }
     // Gives back every chain popped since `to` was taken from position().
     void rewind(RingPosition to);

@@ -309,6 +309,31 @@ BaseError SplitDeviceRing::validate_vring_base(uint32_t base, std::optional<uint
     return base > UINT16_MAX ? BaseError::wider_than_format : BaseError::ok;
 }
 
+uint32_t SplitDeviceRing::starting_base(const Layout& layout, uint32_t /*base*/) {
+    return shared::load_acquire(layout.used->idx);
+}
+
+InflightError SplitDeviceRing::recover_inflight(uint8_t* region, const Layout& layout,
+                                                uint32_t base, bool /*fresh*/, Inflight* out) {
+    SplitInflight tracker(reinterpret_cast<QueueRegionSplit*>(region), layout.size);
+    if (const InflightError e = tracker.recover(static_cast<uint16_t>(base), &out->resume);
+        e != InflightError::ok) {
+        return e;
+    }
+    out->tracker = tracker;
+    return InflightError::ok;
+}
+
+SplitDeviceRing SplitDeviceRing::start(const Layout& layout, const RingConfig& config,
+                                       uint32_t base, const Inflight& inflight) {
+    SplitDeviceRing ring(layout, config, static_cast<uint16_t>(base));
+    ring.restore_vring_base(base);  // validated at SET_VRING_BASE
+    if (inflight.active()) {
+        ring.track_inflight(inflight.tracker, inflight.resume);
+    }
+    return ring;
+}
+
 VringBasePositions SplitDeviceRing::decode_vring_base(uint32_t base) {
     VringBasePositions p;
     p.items[p.count++] = {"avail", static_cast<uint16_t>(base), std::nullopt};

@@ -114,6 +114,31 @@ public:
         init_split_inflight_region(reinterpret_cast<QueueRegionSplit*>(region), queue_size);
     }
 
+    // Starting a ring (the device, when the front end has set it up):
+    // what a started ring carries to each snapshot while an inflight buffer
+    // covers it: the tracker, and the heads a previous back end took and
+    // never completed, oldest first.
+    struct Inflight {
+        SplitInflight tracker;
+        std::vector<uint16_t> resume;
+        std::optional<uint32_t> region_base;  // never: the region holds no avail position
+        bool active() const { return tracker.active(); }
+        uint32_t resumed() const { return static_cast<uint32_t>(resume.size()); }
+    };
+    // Where a ring over `layout` starts given the front end's base: the
+    // guest's used->idx (the DPDK/rust-vmm reconnect rule: a base that
+    // disagrees, as virtio-user's 0 always does, follows it). Reads guest
+    // memory: the caller guards it.
+    static uint32_t starting_base(const Layout& layout, uint32_t base);
+    // Recovers the ring's region of an inflight buffer, at `base` (the
+    // used index). `fresh` (made by our GET_INFLIGHT_FD) changes nothing here.
+    static InflightError recover_inflight(uint8_t* region, const Layout& layout, uint32_t base,
+                                          bool fresh, Inflight* out);
+    // The ring handed to the dataplane: over `layout` at `base` (avail and
+    // used alike, as starting_base made them), tracking `inflight` if active.
+    static SplitDeviceRing start(const Layout& layout, const RingConfig& config, uint32_t base,
+                                 const Inflight& inflight);
+
     // vhost-user.rst: for split rings the base is the next avail index.
     uint32_t vring_base() const { return ring_.last_avail_idx(); }
     // Restarts avail at `num`; the used index stays where it is.
