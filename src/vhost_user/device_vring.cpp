@@ -2,7 +2,6 @@
 // KICK, CALL, ERR, ENABLE. Each checks everything before touching the ring.
 #include "io/eventfd.hpp"
 #include "vhost_user/device.hpp"
-#include "virtio/ring/packed_ring.hpp"
 
 namespace vnet::vhost_user {
 namespace {
