@@ -113,6 +113,26 @@ TEST(ShowText, a_ring_that_resumed_inflight_chains_says_how_many) {
         << dump(port);
 }
 
+TEST(ShowText, a_ring_shows_the_fields_its_model_named_and_how_to_read_its_cursors) {
+    json port = a_connected_vm_port();
+    json& ring = port[0]["rings"][0];
+    ring["format"] = "packed";
+    ring["last_avail_idx"] = 32771;
+    ring["last_used_idx"] = 32771;
+    ring["cursor_encoding"] = "wrap counter in bit 15";
+    ring["guest"] = {{"driver_event_flags", 0},
+                     {"driver_event_off_wrap", 0},
+                     {"device_event_flags", 1},
+                     {"device_event_off_wrap", 0},
+                     {"next_available", false}};
+    const std::string text = dump(port);
+    EXPECT_NE(text.find("    last_avail_idx 32771  last_used_idx 32771  (wrap counter in bit 15)\n"
+                        "    device_event_flags 1  device_event_off_wrap 0  driver_event_flags 0  "
+                        "driver_event_off_wrap 0  next_available no\n"),
+              std::string::npos)
+        << text;
+}
+
 TEST(ShowText, a_port_without_a_front_end_shows_its_state_and_counters_only) {
     json ports = a_connected_vm_port();
     json& p = ports[0];
