@@ -76,21 +76,15 @@ void print_ring(const json& r, std::ostream& out) {
     if (r.contains("last_avail_idx")) {
         out << "    last_avail_idx " << num(r["last_avail_idx"]) << "  last_used_idx "
             << num(r["last_used_idx"]);
-        if (r.contains("avail_idx")) {
-            out << "\n    avail.flags " << num(r["avail_flags"]) << "  avail.idx "
-                << num(r["avail_idx"]) << "  used.flags " << num(r["used_flags"]) << "  used.idx "
-                << num(r["used_idx"]);
-            if (r.contains("used_event")) {
-                out << "  used_event " << num(r["used_event"]) << "  avail_event "
-                    << num(r["avail_event"]);
-            }
-        } else {
-            out << "  (wrap counter in bit 15)\n    driver_event flags "
-                << num(r["driver_event"]["flags"]) << " off_wrap "
-                << num(r["driver_event"]["off_wrap"]) << "  device_event flags "
-                << num(r["device_event"]["flags"]) << " off_wrap "
-                << num(r["device_event"]["off_wrap"]) << "  next_available "
-                << yes_no(r["next_available"]);
+        if (r.contains("cursor_encoding")) {
+            out << "  (" << r["cursor_encoding"].get<std::string>() << ")";
+        }
+        // The guest's side of the ring, as the ring model names its fields.
+        const json guest = r.value("guest", json::object());
+        const char* separator = "\n    ";
+        for (const auto& [name, value] : guest.items()) {
+            out << separator << name << " " << (value.is_boolean() ? yes_no(value) : num(value));
+            separator = "  ";
         }
         out << "\n";
     }

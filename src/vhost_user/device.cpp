@@ -7,7 +7,7 @@
 
 #include "common/guest_fault.hpp"
 #include "vhost_user/request_table.hpp"
-#include "virtio/ring/packed_ring.hpp"
+#include "vhost_user/vring_base_text.hpp"
 #include "virtio/ring/shared_access.hpp"
 
 namespace vnet::vhost_user {
@@ -31,55 +31,9 @@ virtio::FeatureSet compute_offered_features(const DeviceConfig& c) {
         .with(virtio::Feature::vhost_log_all);
 }
 
-// virtio 1.2 §2.7 "Virtqueue Part Alignment" and the sizes for `num`
-// entries; each area must lie wholly inside one region (CVE-2018-1059 class).
-bool translate_ring(const VringAddr& a, uint32_t num, const virtio::GuestMemoryMap& memory,
-                    virtio::SplitRingLayout* out) {
-    uint8_t* desc = memory.uva_to_host(a.desc_user_addr, virtio::desc_table_bytes(num));
-    uint8_t* avail = memory.uva_to_host(a.avail_user_addr, virtio::avail_ring_bytes(num));
-    uint8_t* used = memory.uva_to_host(a.used_user_addr, virtio::used_ring_bytes(num));
-    if (desc == nullptr || avail == nullptr || used == nullptr) {
-        return false;
-    }
-    // The front end's alignment holds for its addresses; a region mapped at a
-    // different offset modulo 16 would misalign ours, so check the host side too.
-    auto aligned = [](const uint8_t* p, uint64_t align) {
-        return reinterpret_cast<uintptr_t>(p) % align == 0;
-    };
-    if (!aligned(desc, virtio::kDescTableAlign) || !aligned(avail, virtio::kAvailRingAlign) ||
-        !aligned(used, virtio::kUsedRingAlign)) {
-        return false;
-    }
-    out->desc = reinterpret_cast<virtio::VirtqDesc*>(desc);
-    out->avail = reinterpret_cast<virtio::VirtqAvail*>(avail);
-    out->used = reinterpret_cast<virtio::VirtqUsed*>(used);
-    out->size = static_cast<uint16_t>(num);  // <= 32768, checked at SET_VRING_NUM
-    return true;
-}
-
-// virtio 1.2 §2.8.10.1: descriptor ring (16 bytes per entry) 16-byte
-// aligned, driver and device event suppression areas (4 bytes each) 4-byte
-// aligned; each area wholly inside one region.
-bool translate_packed_ring(const VringAddr& a, uint32_t num, const virtio::GuestMemoryMap& memory,
-                           virtio::PackedRingLayout* out) {
-    uint8_t* desc = memory.uva_to_host(a.desc_user_addr, virtio::packed_desc_ring_bytes(num));
-    uint8_t* driver = memory.uva_to_host(a.avail_user_addr, sizeof(virtio::PackedEventSuppress));
-    uint8_t* device = memory.uva_to_host(a.used_user_addr, sizeof(virtio::PackedEventSuppress));
-    if (desc == nullptr || driver == nullptr || device == nullptr) {
-        return false;
-    }
-    auto aligned = [](const uint8_t* p, uint64_t align) {
-        return reinterpret_cast<uintptr_t>(p) % align == 0;
-    };
-    if (!aligned(desc, virtio::kPackedDescAlign) || !aligned(driver, virtio::kPackedEventAlign) ||
-        !aligned(device, virtio::kPackedEventAlign)) {
-        return false;
-    }
-    out->desc = reinterpret_cast<virtio::PackedDesc*>(desc);
-    out->driver_event = reinterpret_cast<virtio::PackedEventSuppress*>(driver);
-    out->device_event = reinterpret_cast<virtio::PackedEventSuppress*>(device);
-    out->size = static_cast<uint16_t>(num);  // 1..32768, checked at SET_VRING_NUM
-    return true;
+// SET_VRING_ADDR's three addresses, named by area.
+virtio::RingAddresses ring_addresses(const VringAddr& a) {
+    return {a.desc_user_addr, a.avail_user_addr, a.used_user_addr};
 }
 
 }  // namespace
@@ -94,6 +48,10 @@ MessageError to_message_error(virtio::BaseError e) {
             return MessageError::vring_base_used_out_of_range;
         case virtio::BaseError::in_flight_exceeds_ring:
             return MessageError::vring_base_in_flight_exceeds_ring;
+        case virtio::BaseError::wider_than_format:
+            return MessageError::vring_base_out_of_range;
+        case virtio::BaseError::no_queue_size:
+            return MessageError::vring_base_without_num;
     }
     return MessageError::vring_base_avail_out_of_range;  // unreachable; fail closed
 }
@@ -245,7 +203,7 @@ QueueSnapshot VhostUserDevice::queue_snapshot(uint32_t queue_index) const {
         s.dirty_log = dirty_log_;
         s.log_areas = log_areas(q);
     }
-    if (q.inflight.active() || q.packed_inflight.active()) {
+    if (std::visit([](const auto& start) { return start.inflight.active(); }, q.start)) {
         s.inflight_mapping = {inflight_->mapping, inflight_->base, inflight_->size};
     }
     return s;
@@ -256,25 +214,13 @@ void VhostUserDevice::build_ring(const Queue& q, QueueSnapshot& s) const {
     const virtio::RingConfig config{
         s.memory.get(), s.features.has(virtio::Feature::ring_indirect_desc),
         s.features.has(virtio::Feature::ring_event_idx), s.features.has(virtio::Feature::in_order)};
-    if (packed()) {
-        virtio::PackedRing ring(q.packed_layout, config);
-        ring.restore_vring_base(q.packed_base);  // validated at SET_VRING_BASE and at start
-        if (q.packed_inflight.active()) {
-            s.inflight_resumed = static_cast<uint32_t>(q.packed_resume.chains.size());
-            ring.track_inflight(q.packed_inflight, q.packed_resume);
-        }
-        s.vring_base = q.packed_base;
-        s.ring = std::move(ring);
-        return;
-    }
-    virtio::SplitDeviceRing ring(q.layout, config, q.used_idx);
-    ring.restore_vring_base(q.last_avail_idx);  // 16 bits: cannot fail
-    if (q.inflight.active()) {
-        s.inflight_resumed = static_cast<uint32_t>(q.inflight_resume.size());
-        ring.track_inflight(q.inflight, q.inflight_resume);
-    }
-    s.vring_base = q.last_avail_idx;
-    s.ring = std::move(ring);
+    std::visit(
+        [&]<typename R>(const virtio::RingStart<R>& start) {
+            s.inflight_resumed = start.inflight.active() ? start.inflight.resumed() : 0;
+            s.ring = R::start(start.layout, config, q.base, start.inflight);
+        },
+        q.start);
+    s.vring_base = q.base;
 }
 
 VhostUserDevice::VringInfo VhostUserDevice::vring_info(uint32_t queue_index) const {
@@ -319,40 +265,51 @@ bool VhostUserDevice::update_queue(uint32_t index) {
         }
         return true;
     }
-    if (packed()) {
-        return start_packed_queue(index);
-    }
+    return with_ring_model(
+        [&]<typename R>(std::type_identity<R>) { return start_queue_as<R>(index); });
+}
+
+template <typename R>
+bool VhostUserDevice::start_queue_as(uint32_t index) {
+    Queue& q = queues_[index];
+    auto broken = [&](const std::string& why) {
+        mark_broken("vring " + std::to_string(index) + ": " + why);
+        return false;
+    };
     // Translate when the ring starts, as DPDK does: SET_VRING_ADDR may come
     // before the memory table, so the areas are checked against the map now.
-    virtio::SplitRingLayout layout;
-    if (!translate_ring(q.addr, q.num, *memory_, &layout)) {
-        mark_broken("vring " + std::to_string(index) + ": " +
-                    to_string(MessageError::ring_not_in_guest_memory));
-        return false;
+    typename R::Layout layout;
+    if (!R::translate(ring_addresses(q.addr), q.num, *memory_, &layout)) {
+        return broken(to_string(MessageError::ring_not_in_guest_memory));
+    }
+    // SET_VRING_BASE checked the base against the size then; both can only
+    // change while stopped, but features (split -> packed) may have come later.
+    if (const MessageError e =
+            to_message_error(R::validate_vring_base(q.base, static_cast<uint16_t>(q.num)));
+        e != MessageError::ok) {
+        return broken(to_string(e));
     }
     if (!features_set_ || !queue_enabled(q)) {
         return true;  // started and valid, but the dataplane must not run it yet
     }
-    // DPDK/rust-vmm reconnect rule: the used index comes from the guest; a
-    // base that disagrees with it (virtio-user always sends 0) follows it.
-    // The front end may have truncated the file under us (hostile-input rule 4).
-    uint16_t used_idx = 0;
+    // Where the ring starts (split: the guest's used index). The front end
+    // may have truncated the file under us (hostile-input rule 4).
+    uint32_t base = 0;
     uintptr_t fault_address = 0;
-    if (!run_guarded([&] { used_idx = virtio::shared::load_acquire(layout.used->idx); },
-                     &fault_address)) {
-        mark_broken("vring " + std::to_string(index) + ": guest memory truncated under us");
+    if (!run_guarded([&] { base = R::starting_base(layout, q.base); }, &fault_address)) {
+        return broken("guest memory truncated under us");
+    }
+    if (base != q.base) {
+        log_->info("vring {}: base ({}) differs from the ring's ({}); starting there", index,
+                   describe_vring_base(ring_model(), q.base),
+                   describe_vring_base(ring_model(), base));
+        q.base = base;
+    }
+    virtio::RingStart<R> start{layout, {}};
+    if (inflight_ && !start_inflight<R>(index, layout, &start.inflight)) {
         return false;
     }
-    if (q.last_avail_idx != used_idx) {
-        log_->info("vring {}: base {} differs from guest used idx {}; starting at {}", index,
-                   q.last_avail_idx, used_idx, used_idx);
-        q.last_avail_idx = used_idx;
-    }
-    q.used_idx = used_idx;
-    q.layout = layout;
-    if (inflight_ && !start_inflight(index, used_idx)) {
-        return false;
-    }
+    q.start = std::move(start);
     q.ready = true;
     if (observer_ != nullptr) {
         observer_->on_queue_ready(*this, index);
@@ -360,35 +317,39 @@ bool VhostUserDevice::update_queue(uint32_t index) {
     return true;
 }
 
-bool VhostUserDevice::start_packed_queue(uint32_t index) {
+template <typename R>
+bool VhostUserDevice::start_inflight(uint32_t index, const typename R::Layout& layout,
+                                     typename R::Inflight* out) {
     Queue& q = queues_[index];
-    virtio::PackedRingLayout layout;
-    if (!translate_packed_ring(q.addr, q.num, *memory_, &layout)) {
+    const bool fresh = std::exchange(q.inflight_fresh, false);
+    if (index >= inflight_->num_queues) {
+        return true;  // the buffer covers the first num_queues rings only
+    }
+    auto fail = [&](const std::string& why) {
         mark_broken("vring " + std::to_string(index) + ": " +
-                    to_string(MessageError::ring_not_in_guest_memory));
+                    to_string(MessageError::inflight_region_invalid) + " (" + why + ")");
         return false;
+    };
+    if (q.num != inflight_->queue_size) {
+        return fail(to_string(virtio::InflightError::size_mismatch));
     }
-    // SET_VRING_BASE checked the base against the size then; both can only
-    // change while stopped, but features (split -> packed) may have come later.
-    if (const MessageError e = to_message_error(
-            virtio::validate_packed_vring_base(q.packed_base, static_cast<uint16_t>(q.num)));
-        e != MessageError::ok) {
-        mark_broken("vring " + std::to_string(index) + ": " + to_string(e));
-        return false;
+    uint8_t* region = inflight_->base + index * inflight_->stride();
+    virtio::InflightError e = virtio::InflightError::ok;
+    uintptr_t fault_address = 0;
+    // Recovery may read and write the ring (packed): the front end may have truncated it.
+    if (!run_guarded([&] { e = R::recover_inflight(region, layout, q.base, fresh, out); },
+                     &fault_address)) {
+        return fail("guest memory truncated under us");
     }
-    if (!features_set_ || !queue_enabled(q)) {
-        return true;  // started and valid, but the dataplane must not run it yet
+    if (e != virtio::InflightError::ok) {
+        return fail(to_string(e));
     }
-    // No used index to reconcile: packed rings carry theirs in the base
-    // (or, DPDK virtio-user, used = avail), or the inflight region does.
-    q.packed_layout = layout;
-    if (inflight_ && !start_packed_inflight(index, layout)) {
-        return false;
+    if (out->region_base.has_value() && *out->region_base != q.base) {
+        log_->info("vring {}: base {:#x} differs from the inflight region's {:#x}; starting there",
+                   index, q.base, *out->region_base);
     }
-    q.ready = true;
-    if (observer_ != nullptr) {
-        observer_->on_queue_ready(*this, index);
-    }
+    log_->info("vring {}: inflight tracking on, {} resumed from the previous back end", index,
+               out->resumed());
     return true;
 }
 
@@ -410,14 +371,9 @@ void VhostUserDevice::stop_queue(uint32_t index) {
     if (observer_ != nullptr) {
         // Barrier: the worker has let go and reports where it stopped.
         const uint32_t base = observer_->on_queue_stopped(*this, index);
-        if (packed()) {
-            q.packed_base = base;
-        } else {
-            q.last_avail_idx = static_cast<uint16_t>(base);
-        }
+        q.base = base;
     }
-    q.layout = {};
-    q.packed_layout = {};
+    q.start = {};
 }
 
 void VhostUserDevice::stop_all_queues() {

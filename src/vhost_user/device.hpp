@@ -34,11 +34,8 @@
 #include "vhost_user/queue_observer.hpp"
 #include "virtio/features.hpp"
 #include "virtio/guest_memory.hpp"
-#include "virtio/inflight/packed_inflight.hpp"
-#include "virtio/inflight/split_inflight.hpp"
 #include "virtio/log/queue_log.hpp"
 #include "virtio/ring/pop_status.hpp"
-#include "virtio/ring/split_ring.hpp"
 
 namespace vnet::vhost_user {
 
@@ -106,12 +103,12 @@ struct DispatchResult {
     bool disconnect = false;                // the device is broken: drop the connection
 };
 
-// SET_VRING_BASE's refusal for a packed base the ring model rejects.
+// SET_VRING_BASE's refusal for a base the ring model rejects.
 MessageError to_message_error(virtio::BaseError e);
 
 class VhostUserDevice {
 public:
-    // `observer` may be null (then stopping a queue keeps its last_avail_idx).
+    // `observer` may be null (then stopping a queue keeps its base).
     VhostUserDevice(DeviceConfig config, QueueObserver* observer);
     // Stops every ready queue (observer) before the memory goes away.
     ~VhostUserDevice();
@@ -172,15 +169,18 @@ public:
     // queue count (0: none).
     uint16_t inflight_queues() const { return inflight_ ? inflight_->num_queues : 0; }
     MessageError last_error() const { return last_error_; }
+    // The ring format the negotiated features select (a stopped ring's
+    // snapshot no longer says it).
+    virtio::RingModel ring_model() const { return virtio::ring_model(acked_features_); }
 
 private:
     friend struct RequestTableBuilder;
 
     struct Queue {
         uint32_t num = 0;
-        uint16_t last_avail_idx = 0;  // split base
-        uint16_t used_idx = 0;
-        uint32_t packed_base = 0;  // packed base (vhost-user encoding), checked against num
+        // The vring base in the format's encoding (split: the next avail
+        // index), checked against the format's rules at SET_VRING_BASE.
+        uint32_t base = 0;
         VringAddr addr{};
         bool has_num = false;
         bool has_base = false;
@@ -191,21 +191,16 @@ private:
         UniqueFd kick;
         UniqueFd call;
         UniqueFd err;
-        virtio::SplitRingLayout layout{};
-        virtio::PackedRingLayout packed_layout{};
-        // While an inflight buffer covers this ring: its tracker (recovered
-        // at start) and what to resubmit, oldest first (split or packed).
-        virtio::SplitInflight inflight;
-        std::vector<uint16_t> inflight_resume;
-        virtio::PackedInflight packed_inflight;
-        virtio::PackedResume packed_resume;
+        // While ready: the started ring's areas and inflight state, in the
+        // negotiated format (build_ring makes each snapshot's ring from it).
+        virtio::AnyRingStart start;
         // The buffer was made by our GET_INFLIGHT_FD and this ring has not
         // started over it: its positions are a new ring's, the base's stand.
         bool inflight_fresh = false;
     };
 
     // The inflight buffer (GET_INFLIGHT_FD or SET_INFLIGHT_FD): num_queues
-    // regions of split_ or packed_inflight_queue_bytes(queue_size), from
+    // regions of R::inflight_queue_bytes(queue_size), from
     // `base`, in the layout of the ring format negotiated when it came.
     struct InflightArea {
         std::shared_ptr<const void> mapping;
@@ -213,22 +208,32 @@ private:
         uint64_t size = 0;
         uint16_t num_queues = 0;
         uint16_t queue_size = 0;
-        bool packed = false;
+        virtio::RingModel model;  // the format negotiated when it came
         uint64_t stride() const {
-            return packed ? virtio::packed_inflight_queue_bytes(queue_size)
-                          : virtio::split_inflight_queue_bytes(queue_size);
+            return std::visit(
+                [this]<typename R>(std::type_identity<R>) {
+                    return R::inflight_queue_bytes(queue_size);
+                },
+                model);
         }
     };
     // Shared by GET and SET: the sizes, the ring format, and no ring running.
     MessageError check_inflight_request(const InflightDescription& d) const;
-    // Recovers ring `index`'s region at start (split; used->idx is
-    // `used_idx`). False: the device is broken.
-    bool start_inflight(uint32_t index, uint16_t used_idx);
-    // The same for a packed ring over `layout` (its base is q.packed_base).
-    bool start_packed_inflight(uint32_t index, const virtio::PackedRingLayout& layout);
+    // Starts ring `index` in the negotiated format: translates its areas,
+    // checks its base, and once it may run, finds where it starts and
+    // recovers its inflight region. False: the device is broken.
+    template <typename R>
+    bool start_queue_as(uint32_t index);
+    template <typename R>
+    bool start_inflight(uint32_t index, const typename R::Layout& layout,
+                        typename R::Inflight* out);
 
-    // VIRTIO_F_RING_PACKED acked: every ring of the device is packed.
-    bool packed() const { return acked_features_.has(virtio::Feature::ring_packed); }
+    // f(std::type_identity<R>{}) for the model of the negotiated format:
+    // what a format decides about its areas, asked of the format itself.
+    template <typename F>
+    decltype(auto) with_ring_model(F&& f) const {
+        return std::visit(std::forward<F>(f), ring_model());
+    }
 
     // Handlers: syntax is checked by the dispatcher (request_table.hpp).
     MessageError handle_get_features(Message& m, Message& reply);
@@ -276,7 +281,6 @@ private:
     // Makes ready/not ready match the state, calling the observer. Returns
     // false (device broken) if a fully set-up ring is not in guest memory.
     bool update_queue(uint32_t index);
-    bool start_packed_queue(uint32_t index);  // update_queue's start, packed format
     // The snapshot's ring, in the negotiated format, from what start
     // translated and validated (cold: once per ring start).
     void build_ring(const Queue& q, QueueSnapshot& s) const;

@@ -43,7 +43,7 @@ MessageError VhostUserDevice::handle_set_features(Message& m, Message&) {
     }
     // An inflight buffer has the layout of the ring format it came under
     // (device_inflight.cpp): the format may not change beneath it.
-    if (inflight_ && inflight_->packed != acked.has(virtio::Feature::ring_packed)) {
+    if (inflight_ && inflight_->model.index() != virtio::ring_model(acked).index()) {
         return MessageError::inflight_ring_format_mismatch;
     }
     const bool was_logging = logging();

@@ -32,7 +32,6 @@
 #include "vhost_user/device.hpp"
 #include "vhost_user/memory_region.hpp"
 #include "virtio/inflight/inflight_layout.hpp"
-#include "virtio/ring/packed_layout.hpp"
 
 namespace vnet::vhost_user {
 namespace {
@@ -65,11 +64,10 @@ MessageError VhostUserDevice::check_inflight_request(const InflightDescription& 
     if (d.num_queues == 0 || d.num_queues > queue_count()) {
         return MessageError::inflight_num_queues_invalid;
     }
-    // virtio 1.2 §2.7: a split queue size is a power of two up to 32768;
-    // §2.8: a packed one is any size up to 32768. Before SET_FEATURES the
-    // format is split (packed() is false), as DPDK sizes it.
-    if (packed() ? !virtio::is_valid_packed_queue_size(d.queue_size)
-                 : !virtio::is_valid_split_queue_size(d.queue_size)) {
+    // The format's rule, as SET_VRING_NUM's. Before SET_FEATURES the
+    // format is split (no feature selects another), as DPDK sizes it.
+    if (!with_ring_model(
+            [&]<typename R>(std::type_identity<R>) { return R::valid_queue_size(d.queue_size); })) {
         return MessageError::inflight_queue_size_invalid;
     }
     // The rings take their regions when they start: the buffer is set first.
@@ -88,7 +86,7 @@ MessageError VhostUserDevice::handle_get_inflight_fd(Message& m, Message& reply)
     auto area = std::make_shared<InflightArea>();
     area->num_queues = d.num_queues;
     area->queue_size = d.queue_size;
-    area->packed = packed();
+    area->model = ring_model();
     const uint64_t stride = area->stride();
     area->size = uint64_t{d.num_queues} * stride;
     UniqueFd fd;
@@ -97,20 +95,16 @@ MessageError VhostUserDevice::handle_get_inflight_fd(Message& m, Message& reply)
     }
     for (uint16_t i = 0; i < d.num_queues; ++i) {
         uint8_t* region = area->base + i * stride;
-        if (area->packed) {
-            virtio::init_packed_inflight_region(
-                reinterpret_cast<virtio::QueueRegionPacked*>(region), d.queue_size);
-        } else {
-            virtio::init_split_inflight_region(reinterpret_cast<virtio::QueueRegionSplit*>(region),
-                                               d.queue_size);
-        }
+        std::visit([&]<typename R>(
+                       std::type_identity<R>) { R::init_inflight_region(region, d.queue_size); },
+                   area->model);
     }
     inflight_ = std::move(area);  // a previous buffer is unmapped with its last holder
     for (uint32_t i = 0; i < queues_.size(); ++i) {
         queues_[i].inflight_fresh = i < d.num_queues;
     }
     log_->info("inflight buffer allocated: {} {} queues of {} entries, {} bytes", d.num_queues,
-               inflight_->packed ? "packed" : "split", d.queue_size, inflight_->size);
+               virtio::format_name(inflight_->model), d.queue_size, inflight_->size);
     reply.write_payload(InflightDescription{inflight_->size, 0, d.num_queues, d.queue_size, 0});
     reply.fds[0] = std::move(fd);
     reply.fd_count = 1;
@@ -123,8 +117,8 @@ MessageError VhostUserDevice::handle_set_inflight_fd(Message& m, Message&) {
     if (MessageError e = check_inflight_request(d); e != MessageError::ok) {
         return e;
     }
-    const uint64_t stride = packed() ? virtio::packed_inflight_queue_bytes(d.queue_size)
-                                     : virtio::split_inflight_queue_bytes(d.queue_size);
+    const uint64_t stride = with_ring_model(
+        [&]<typename R>(std::type_identity<R>) { return R::inflight_queue_bytes(d.queue_size); });
     if (d.mmap_size < uint64_t{d.num_queues} * stride) {
         return MessageError::inflight_region_too_small;
     }
@@ -152,93 +146,14 @@ MessageError VhostUserDevice::handle_set_inflight_fd(Message& m, Message&) {
     area->size = d.mmap_size;
     area->num_queues = d.num_queues;
     area->queue_size = d.queue_size;
-    area->packed = packed();
+    area->model = ring_model();
     inflight_ = std::move(area);
     for (Queue& q : queues_) {
         q.inflight_fresh = false;  // a previous back end's: the region says where the rings are
     }
     log_->info("inflight buffer set: {} {} queues of {} entries", d.num_queues,
-               inflight_->packed ? "packed" : "split", d.queue_size);
+               virtio::format_name(inflight_->model), d.queue_size);
     return MessageError::ok;
-}
-
-bool VhostUserDevice::start_inflight(uint32_t index, uint16_t used_idx) {
-    Queue& q = queues_[index];
-    q.inflight = {};
-    q.inflight_resume.clear();
-    if (index >= inflight_->num_queues) {
-        return true;  // the buffer covers the first num_queues rings only
-    }
-    auto fail = [&](const char* why) {
-        mark_broken("vring " + std::to_string(index) + ": " +
-                    to_string(MessageError::inflight_region_invalid) + " (" + why + ")");
-        return false;
-    };
-    if (q.num != inflight_->queue_size) {
-        return fail(to_string(virtio::InflightError::size_mismatch));
-    }
-    auto* region =
-        reinterpret_cast<virtio::QueueRegionSplit*>(inflight_->base + index * inflight_->stride());
-    virtio::SplitInflight tracker(region, static_cast<uint16_t>(q.num));
-    if (virtio::InflightError e = tracker.recover(used_idx, &q.inflight_resume);
-        e != virtio::InflightError::ok) {
-        return fail(to_string(e));
-    }
-    q.inflight = tracker;
-    log_->info("vring {}: inflight tracking on, {} resumed from the previous back end", index,
-               q.inflight_resume.size());
-    return true;
-}
-
-bool VhostUserDevice::start_packed_inflight(uint32_t index,
-                                            const virtio::PackedRingLayout& layout) {
-    Queue& q = queues_[index];
-    q.packed_inflight = {};
-    q.packed_resume = {};
-    const bool fresh = std::exchange(q.inflight_fresh, false);
-    if (index >= inflight_->num_queues) {
-        return true;  // the buffer covers the first num_queues rings only
-    }
-    auto fail = [&](const std::string& why) {
-        mark_broken("vring " + std::to_string(index) + ": " +
-                    to_string(MessageError::inflight_region_invalid) + " (" + why + ")");
-        return false;
-    };
-    if (q.num != inflight_->queue_size) {
-        return fail(to_string(virtio::InflightError::size_mismatch));
-    }
-    auto* region =
-        reinterpret_cast<virtio::QueueRegionPacked*>(inflight_->base + index * inflight_->stride());
-    virtio::PackedInflight tracker(region, static_cast<uint16_t>(q.num));
-    // The base's used half, as PackedRing::restore_vring_base reads it (0: used = avail).
-    const auto used_bits = static_cast<uint16_t>(q.packed_base >> 16);
-    const virtio::PackedPosition base_used = virtio::PackedPosition::decode(
-        used_bits == 0 ? static_cast<uint16_t>(q.packed_base) : used_bits);
-    virtio::InflightError e = virtio::InflightError::ok;
-    uintptr_t fault_address = 0;
-    // Recovery reads and writes the descriptor ring: the front end may have truncated it.
-    if (!run_guarded([&] { e = tracker.recover(layout.desc, base_used, fresh, &q.packed_resume); },
-                     &fault_address)) {
-        return fail("guest memory truncated under us");
-    }
-    if (e != virtio::InflightError::ok) {
-        return fail(to_string(e));
-    }
-    q.packed_inflight = std::move(tracker);
-    const virtio::PackedResume& r = q.packed_resume;
-    if (!r.from_base) {
-        const virtio::PackedPosition avail = virtio::advance(r.used, r.slots, layout.size);
-        const uint32_t start = uint32_t{avail.encoded()} | uint32_t{r.used.encoded()} << 16;
-        if (start != q.packed_base) {
-            log_->info(
-                "vring {}: base {:#x} differs from the inflight region's {:#x}; starting "
-                "there",
-                index, q.packed_base, start);
-        }
-    }
-    log_->info("vring {}: inflight tracking on, {} resumed from the previous back end", index,
-               r.chains.size());
-    return true;
 }
 
 }  // namespace vnet::vhost_user

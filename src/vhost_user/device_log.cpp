@@ -12,12 +12,23 @@
 
 #include "vhost_user/device.hpp"
 #include "vhost_user/memory_region.hpp"
-#include "virtio/ring/packed_layout.hpp"
 
 namespace vnet::vhost_user {
 namespace {
 
 // The guest-physical address of a front-end virtual address, if mapped.
+uint64_t area_address(const VringAddr& a, virtio::RingArea area) {
+    switch (area) {
+        case virtio::RingArea::desc:
+            return a.desc_user_addr;
+        case virtio::RingArea::driver:
+            return a.avail_user_addr;
+        case virtio::RingArea::device:
+            return a.used_user_addr;
+    }
+    return a.used_user_addr;  // unreachable
+}
+
 std::optional<uint64_t> uva_to_gpa(const virtio::GuestMemoryMap& memory, uint64_t uva) {
     const virtio::GuestRegion* r = memory.find_uva(uva);
     if (r == nullptr) {
@@ -93,25 +104,23 @@ bool VhostUserDevice::apply_logging_change(bool was_logging, const virtio::Dirty
 }
 
 virtio::RingLogAreas VhostUserDevice::log_areas(const Queue& q) const {
+    // The areas the format's device side writes, each where it lies, or at
+    // the address the front end gave for logging (vhost-user.rst
+    // SET_VRING_ADDR) for the one that address names.
+    const virtio::WrittenAreas written =
+        with_ring_model([&]<typename R>(std::type_identity<R>) { return R::written_areas(q.num); });
     virtio::RingLogAreas areas;
-    if (packed()) {
-        // Packed: used descriptors are written over the descriptor ring, and
-        // the device event area is ours (virtio 1.2 §2.8.10).
-        if (auto desc = uva_to_gpa(*memory_, q.addr.desc_user_addr)) {
-            areas.ranges[0] = {*desc, virtio::packed_desc_ring_bytes(q.num)};
+    size_t slot = 0;
+    for (const virtio::WrittenArea& w : written.view()) {
+        if (slot == areas.ranges.size()) {
+            break;
         }
-        if (auto device = uva_to_gpa(*memory_, q.addr.used_user_addr)) {
-            areas.ranges[1] = {*device, sizeof(virtio::PackedEventSuppress)};
+        if (w.at_log_address && (q.addr.flags & VringAddr::kFlagLog) != 0) {
+            areas.ranges[slot] = {q.addr.log_guest_addr, w.bytes};
+        } else if (auto gpa = uva_to_gpa(*memory_, area_address(q.addr, w.area))) {
+            areas.ranges[slot] = {*gpa, w.bytes};
         }
-        return areas;
-    }
-    // Split: the used ring (flags, idx, entries, avail_event), at the
-    // address the front end gave for logging (vhost-user.rst SET_VRING_ADDR),
-    // or where it lies if the front end gave none.
-    if ((q.addr.flags & VringAddr::kFlagLog) != 0) {
-        areas.ranges[0] = {q.addr.log_guest_addr, virtio::used_ring_bytes(q.num)};
-    } else if (auto used = uva_to_gpa(*memory_, q.addr.used_user_addr)) {
-        areas.ranges[0] = {*used, virtio::used_ring_bytes(q.num)};
+        ++slot;
     }
     return areas;
 }

@@ -2,7 +2,6 @@
 // KICK, CALL, ERR, ENABLE. Each checks everything before touching the ring.
 #include "io/eventfd.hpp"
 #include "vhost_user/device.hpp"
-#include "virtio/ring/packed_ring.hpp"
 
 namespace vnet::vhost_user {
 namespace {
@@ -26,10 +25,9 @@ MessageError VhostUserDevice::handle_set_vring_num(Message& m, Message&) {
     if (queue_started(q)) {
         return MessageError::ring_running;
     }
-    // virtio 1.2 §2.7: split queue size is a power of 2, at most 32768, non-zero;
-    // §2.8: packed, any size from 1 to 32768.
-    if (packed() ? !virtio::is_valid_packed_queue_size(s.num)
-                 : !virtio::is_valid_split_queue_size(s.num)) {
+    // The format's rule (split: a power of 2 up to 32768; packed: 1 to 32768).
+    if (!with_ring_model(
+            [&]<typename R>(std::type_identity<R>) { return R::valid_queue_size(s.num); })) {
         return MessageError::vring_num_invalid;
     }
     q.num = s.num;
@@ -47,26 +45,18 @@ MessageError VhostUserDevice::handle_set_vring_base(Message& m, Message&) {
     if (queue_started(q)) {
         return MessageError::ring_running;
     }
-    if (packed()) {
-        // vhost-user.rst SET_VRING_BASE: bits 0-14 avail index, 15 its wrap counter,
-        // 16-30 used index, 31 its wrap counter; the indices must be < the queue size.
-        if (!q.has_num) {
-            return MessageError::vring_base_without_num;
-        }
-        if (MessageError e = to_message_error(
-                virtio::validate_packed_vring_base(s.num, static_cast<uint16_t>(q.num)));
-            e != MessageError::ok) {
-            return e;
-        }
-        q.packed_base = s.num;
-        q.has_base = true;
-        return update_queue(s.index) ? MessageError::ok : MessageError::ring_not_in_guest_memory;
+    // The format's rules (vhost-user.rst SET_VRING_BASE; split: a 16-bit avail
+    // index; packed: both positions with their wrap counters, each index below
+    // the queue size, so it needs SET_VRING_NUM first).
+    const std::optional<uint16_t> size =
+        q.has_num ? std::optional<uint16_t>(static_cast<uint16_t>(q.num)) : std::nullopt;
+    if (MessageError e = to_message_error(with_ring_model([&]<typename R>(std::type_identity<R>) {
+            return R::validate_vring_base(s.num, size);
+        }));
+        e != MessageError::ok) {
+        return e;
     }
-    // vhost-user.rst SET_VRING_BASE: for split rings the base is a 16-bit index.
-    if (s.num > 0xffff) {
-        return MessageError::vring_base_out_of_range;
-    }
-    q.last_avail_idx = static_cast<uint16_t>(s.num);
+    q.base = s.num;
     q.has_base = true;
     return update_queue(s.index) ? MessageError::ok : MessageError::ring_not_in_guest_memory;
 }
@@ -86,13 +76,13 @@ MessageError VhostUserDevice::handle_set_vring_addr(Message& m, Message&) {
         a.log_guest_addr + virtio::used_ring_bytes(virtio::kMaxQueueSize) < a.log_guest_addr) {
         return MessageError::vring_log_address_overflow;
     }
-    // virtio 1.2 §2.7 "Virtqueue Part Alignment": desc 16, avail 2, used 4;
-    // §2.8.10.1 packed: descriptor ring 16, driver and device event areas 4
-    // (the avail and used addresses name the event areas).
-    const uint64_t driver_align = packed() ? virtio::kPackedEventAlign : virtio::kAvailRingAlign;
-    const uint64_t device_align = packed() ? virtio::kPackedEventAlign : virtio::kUsedRingAlign;
-    if (a.desc_user_addr % virtio::kDescTableAlign != 0 || a.avail_user_addr % driver_align != 0 ||
-        a.used_user_addr % device_align != 0) {
+    // The format's alignment of each area (split: desc 16, avail 2, used 4;
+    // packed: descriptor ring 16, the event areas the avail and used
+    // addresses name 4).
+    const virtio::AreaAlignment align =
+        with_ring_model([]<typename R>(std::type_identity<R>) { return R::kAlignment; });
+    if (a.desc_user_addr % align.desc != 0 || a.avail_user_addr % align.driver != 0 ||
+        a.used_user_addr % align.device != 0) {
         return MessageError::vring_addr_misaligned;
     }
     Queue& q = queues_[a.index];
@@ -135,8 +125,9 @@ MessageError VhostUserDevice::handle_get_vring_base(Message& m, Message& reply) 
     q.has_addr = false;
     q.has_kick = false;
     q.kick.reset();
-    // vhost-user.rst GET_VRING_BASE: the packed encoding carries both indices and wraps.
-    reply.write_payload(VringState{s.index, packed() ? q.packed_base : q.last_avail_idx});
+    // vhost-user.rst GET_VRING_BASE: the base in the format's encoding (the
+    // worker's final one, from stop_queue).
+    reply.write_payload(VringState{s.index, q.base});
     return MessageError::ok;
 }
 

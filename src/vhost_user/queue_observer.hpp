@@ -59,10 +59,6 @@ class VhostUserDevice;
 
 using MacAddress = packet::MacAddress;
 
-// Which layout a queue uses: VIRTIO_F_RING_PACKED negotiated or not (for
-// the text of a vring base; the ring itself travels as an AnyDeviceRing).
-enum class RingFormat : uint8_t { split, packed };
-
 // A mapping of a front-end fd, kept alive by `owner`, with where it lies:
 // a SIGBUS address is matched against it to say which mapping faulted.
 struct MappedArea {

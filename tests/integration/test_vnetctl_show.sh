@@ -144,15 +144,15 @@ for f in ("VIRTIO_NET_F_MRG_RXBUF", "VIRTIO_RING_F_EVENT_IDX"):
 tx = {r["index"]: r for r in ports["a"]["rings"]}[1]
 sent = counts["a"]["queues"][0]["rx"]["packets"]
 assert sent >= 1000 and tx["packets"] == sent and tx["drops"] == 0, (tx, sent)
-assert tx["last_avail_idx"] == tx["avail_idx"] == tx["last_used_idx"] == tx["used_idx"] == sent % 65536, (tx, sent)
+assert tx["last_avail_idx"] == tx["guest"]["avail_idx"] == tx["last_used_idx"] == tx["guest"]["used_idx"] == sent % 65536, (tx, sent)
 assert tx["kicks"] > 0, tx
 
 rx = {r["index"]: r for r in ports["b"]["rings"]}[0]
 delivered = counts["b"]["queues"][0]["tx"]["packets"]
 assert delivered == sent and rx["packets"] == delivered and rx["drops"] == 0, (rx, delivered, sent)
-assert rx["last_used_idx"] == rx["used_idx"] == delivered % 65536, (rx, delivered)
-assert "used_event" not in rx, rx  # b negotiated no EVENT_IDX
-assert "used_event" in tx and "avail_event" in tx, tx
+assert rx["last_used_idx"] == rx["guest"]["used_idx"] == delivered % 65536, (rx, delivered)
+assert "used_event" not in rx["guest"], rx  # b negotiated no EVENT_IDX
+assert "used_event" in tx["guest"] and "avail_event" in tx["guest"], tx
 assert rx["calls"] > 0, rx
 
 assert [p["name"] for p in show_b] == ["b"], show_b

@@ -331,17 +331,6 @@ void VhostUserPort::on_guest_fault(uint16_t queue, uintptr_t address) {
 
 // ---- control thread ---------------------------------------------------------------
 
-namespace {
-
-// The device's ring format; a stopped ring's snapshot no longer says it.
-vhost_user::RingFormat ring_format(const vhost_user::VhostUserDevice& device) {
-    return device.negotiated_features().has(virtio::Feature::ring_packed)
-               ? vhost_user::RingFormat::packed
-               : vhost_user::RingFormat::split;
-}
-
-}  // namespace
-
 void VhostUserPort::report_fault(uint32_t ring_index, const virtio::RingFault& fault) {
     if (on_ring_error_) {
         on_ring_error_(ring_index, std::string(fault.what) + ": " + fault.detail);
@@ -473,7 +462,7 @@ uint32_t VhostUserPort::on_queue_stopped(vhost_user::VhostUserDevice& device,
         // that stops right after its last burst (testpmd on SIGINT) counts
         // them as sent, so say how many there were.
         log_->info("ring {} stopped at {}: {} packet(s) the guest queued were not taken",
-                   queue_index, vhost_user::describe_vring_base(ring_format(device), last_avail),
+                   queue_index, vhost_user::describe_vring_base(device.ring_model(), last_avail),
                    untaken);
     }
     return last_avail;

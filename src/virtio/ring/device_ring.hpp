@@ -60,8 +60,26 @@
 //   untaken_chains()    the same from a fresh read of guest memory, exact,
 //                       for the report of a stopping ring (cold: packed
 //                       walks the flags).
-//   state()             the cursors and the guest's fields for vnetctl show.
+//   state()             the cursors and the guest's fields for vnetctl show,
+//                       by name (RingState).
+//   R::decode_vring_base(base), R::validate_vring_base(base, size)
+//                       a base read as named positions, for log lines; the
+//                       rules SET_VRING_BASE checks (size: known or not yet).
+//   R::kName            the format as vnetctl show names it ("split").
 //   R::kDescription     the format, as the log names it ("split rings").
+//   R::kFeature         the feature bit that selects the format (none for
+//                       the default, split); see any_device_ring.hpp.
+//   R::valid_queue_size(n), R::kAlignment, R::translate(addresses, num,
+//   memory, &layout), R::written_areas(num)
+//                       its areas before there is a ring (ring_areas.hpp):
+//                       what SET_VRING_NUM/ADDR accept, the Layout a ring
+//                       starts over, what dirty logging covers.
+//   R::inflight_queue_bytes(size), R::init_inflight_region(region, size)
+//                       its region of a vhost-user inflight buffer.
+//   R::starting_base, R::recover_inflight, R::start, R::Inflight
+//                       starting a ring: where it starts from the front
+//                       end's base, the inflight region's recovery, and the
+//                       ring built from layout, base and inflight state.
 //
 // Every model is single-owner (one worker thread), syscall-free and never
 // allocates; the guest is the only other party.
@@ -71,10 +89,14 @@
 
 #include <concepts>
 #include <cstdint>
+#include <optional>
 #include <span>
 
+#include "virtio/features.hpp"
 #include "virtio/guest_memory.hpp"
+#include "virtio/inflight/split_inflight.hpp"
 #include "virtio/ring/pop_status.hpp"
+#include "virtio/ring/ring_areas.hpp"
 #include "virtio/ring/ring_state.hpp"
 
 namespace vnet::virtio {
@@ -126,7 +148,10 @@ template <typename R>
 concept DeviceRing = std::default_initializable<R> && std::movable<R> &&
     requires(R r, const R cr, std::span<iovec> iov, PoppedChain& chain,
              std::span<PoppedChain> chains, std::span<RingPosition> positions, RingPosition pos,
-             uint16_t id, uint16_t slots, uint32_t len, uint32_t base) {
+             uint16_t id, uint16_t slots, uint32_t len, uint32_t base,
+             const RingAddresses& addresses, const GuestMemoryMap& memory,
+             typename R::Layout* layout, uint8_t* region, typename R::Inflight* inflight,
+             const RingConfig& config) {
     typename R::Layout;
     { cr.size() } -> std::same_as<uint16_t>;
     { r.pop(iov, chain) } -> std::same_as<PopStatus>;
@@ -147,6 +172,20 @@ concept DeviceRing = std::default_initializable<R> && std::movable<R> &&
     { cr.state() } -> std::same_as<RingState>;
     requires std::same_as<decltype(R::kExactPostedCount), const bool>;
     requires std::same_as<decltype(R::kDescription), const char* const>;
+    requires std::same_as<decltype(R::kName), const char* const>;
+    requires std::same_as<decltype(R::kFeature), const std::optional<Feature>>;
+    { R::decode_vring_base(base) } -> std::same_as<VringBasePositions>;
+    { R::validate_vring_base(base, std::optional<uint16_t>{}) } -> std::same_as<BaseError>;
+    { R::valid_queue_size(base) } -> std::same_as<bool>;
+    requires std::same_as<decltype(R::kAlignment), const AreaAlignment>;
+    { R::translate(addresses, base, memory, layout) } -> std::same_as<bool>;
+    { R::written_areas(base) } -> std::same_as<WrittenAreas>;
+    { R::inflight_queue_bytes(id) } -> std::same_as<uint64_t>;
+    { R::init_inflight_region(region, id) } -> std::same_as<void>;
+    typename R::Inflight;
+    { R::starting_base(*layout, base) } -> std::same_as<uint32_t>;
+    { R::recover_inflight(region, *layout, base, true, inflight) } -> std::same_as<InflightError>;
+    { R::start(*layout, config, base, *inflight) } -> std::same_as<R>;
 };
 
 // pop_burst as a loop of pops: the packed model's, and the split model's

@@ -605,20 +605,89 @@ BaseError validate_packed_vring_base(uint32_t num, uint16_t queue_size) {
 RingState PackedRing::state() const {
     const PackedRingLayout& l = layout_;
     RingState s;
-    s.packed = true;
+    s.format = kName;
     s.size = size();
     s.last_avail_idx = avail_.encoded();
     s.last_used_idx = published_used_.encoded();
+    s.cursor_encoding = "wrap counter in bit 15";
     if (l.desc == nullptr || l.driver_event == nullptr || l.device_event == nullptr ||
         l.size == 0) {
         return s;
     }
-    s.driver_event_flags = load_relaxed(l.driver_event->flags);
-    s.driver_event_off_wrap = load_relaxed(l.driver_event->off_wrap);
-    s.device_event_flags = load_relaxed(l.device_event->flags);
-    s.device_event_off_wrap = load_relaxed(l.device_event->off_wrap);
-    s.next_available = next_available();
+    s.guest.add("driver_event_flags", load_relaxed(l.driver_event->flags));
+    s.guest.add("driver_event_off_wrap", load_relaxed(l.driver_event->off_wrap));
+    s.guest.add("device_event_flags", load_relaxed(l.device_event->flags));
+    s.guest.add("device_event_off_wrap", load_relaxed(l.device_event->off_wrap));
+    // Is the descriptor at last_avail_idx available (work waiting)?
+    s.guest.add_boolean("next_available", next_available());
     return s;
+}
+
+bool PackedRing::translate(const RingAddresses& addresses, uint32_t num,
+                           const GuestMemoryMap& memory, Layout* out) {
+    uint8_t* desc =
+        translate_area(memory, addresses.desc, packed_desc_ring_bytes(num), kAlignment.desc);
+    uint8_t* driver =
+        translate_area(memory, addresses.driver, sizeof(PackedEventSuppress), kAlignment.driver);
+    uint8_t* device =
+        translate_area(memory, addresses.device, sizeof(PackedEventSuppress), kAlignment.device);
+    if (desc == nullptr || driver == nullptr || device == nullptr) {
+        return false;
+    }
+    out->desc = reinterpret_cast<PackedDesc*>(desc);
+    out->driver_event = reinterpret_cast<PackedEventSuppress*>(driver);
+    out->device_event = reinterpret_cast<PackedEventSuppress*>(device);
+    out->size = static_cast<uint16_t>(num);  // 1..32768, checked at SET_VRING_NUM
+    return true;
+}
+
+WrittenAreas PackedRing::written_areas(uint32_t num) {
+    WrittenAreas w;
+    w.items[w.count++] = {RingArea::desc, packed_desc_ring_bytes(num), false};
+    w.items[w.count++] = {RingArea::device, sizeof(PackedEventSuppress), false};
+    return w;
+}
+
+BaseError PackedRing::validate_vring_base(uint32_t base, std::optional<uint16_t> queue_size) {
+    if (!queue_size.has_value()) {
+        return BaseError::no_queue_size;
+    }
+    return validate_packed_vring_base(base, *queue_size);
+}
+
+InflightError PackedRing::recover_inflight(uint8_t* region, const Layout& layout, uint32_t base,
+                                           bool fresh, Inflight* out) {
+    PackedInflight tracker(reinterpret_cast<QueueRegionPacked*>(region), layout.size);
+    if (const InflightError e = tracker.recover(layout.desc, base_used(base), fresh, &out->resume);
+        e != InflightError::ok) {
+        return e;
+    }
+    out->tracker = std::move(tracker);
+    if (!out->resume.from_base) {
+        const PackedResume& r = out->resume;
+        const PackedPosition avail = advance(r.used, r.slots, layout.size);
+        out->region_base = uint32_t{avail.encoded()} | uint32_t{r.used.encoded()} << 16;
+    }
+    return InflightError::ok;
+}
+
+PackedRing PackedRing::start(const Layout& layout, const RingConfig& config, uint32_t base,
+                             const Inflight& inflight) {
+    PackedRing ring(layout, config);
+    ring.restore_vring_base(base);  // validated at SET_VRING_BASE and at start
+    if (inflight.active()) {
+        ring.track_inflight(inflight.tracker, inflight.resume);
+    }
+    return ring;
+}
+
+VringBasePositions PackedRing::decode_vring_base(uint32_t base) {
+    const PackedPosition avail = base_avail(base);
+    const PackedPosition used = base_used(base);
+    VringBasePositions p;
+    p.items[p.count++] = {"avail", avail.index, avail.wrap};
+    p.items[p.count++] = {"used", used.index, used.wrap};
+    return p;
 }
 
 BaseError PackedRing::restore_vring_base(uint32_t num) {

@@ -30,12 +30,15 @@
 #include <sys/uio.h>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
+#include "virtio/features.hpp"
 #include "virtio/guest_memory.hpp"
 #include "virtio/inflight/packed_inflight.hpp"
 #include "virtio/ring/device_ring.hpp"
 #include "virtio/ring/packed_layout.hpp"
+#include "virtio/ring/ring_areas.hpp"
 
 namespace vnet::virtio {
 
@@ -44,7 +47,9 @@ class ChainSegments;
 class PackedRing {
 public:
     using Layout = PackedRingLayout;
+    static constexpr const char* kName = "packed";
     static constexpr const char* kDescription = "packed rings (VIRTIO_F_RING_PACKED negotiated)";
+    static constexpr std::optional<Feature> kFeature = Feature::ring_packed;
 
     PackedRing() = default;
     // Starts at avail = used = slot 0, wrap 1 (a fresh ring, vring base 0x8000);
@@ -78,6 +83,51 @@ public:
     static constexpr bool kExactPostedCount = false;
     uint16_t posted() const { return next_available() ? 1 : 0; }
     RingState state() const;
+    // A base as log lines name it: avail and used, each with its wrap
+    // counter, read as restore_vring_base reads it (a used half of 0, as
+    // DPDK virtio-user sends, means used = avail).
+    static VringBasePositions decode_vring_base(uint32_t base);
+    // validate_packed_vring_base against the queue size, which must be known.
+    static BaseError validate_vring_base(uint32_t base, std::optional<uint16_t> queue_size);
+
+    // Its areas (ring_areas.hpp), virtio 1.2 §2.8.10.1: the descriptor ring
+    // (16 bytes an entry, 16-aligned) and the driver and device event
+    // suppression areas (4 bytes each, 4-aligned); any size up to 32768.
+    static bool valid_queue_size(uint32_t n) { return is_valid_packed_queue_size(n); }
+    static constexpr AreaAlignment kAlignment{kPackedDescAlign, kPackedEventAlign,
+                                              kPackedEventAlign};
+    static bool translate(const RingAddresses& addresses, uint32_t num,
+                          const GuestMemoryMap& memory, Layout* out);
+    // Used descriptors are written over the descriptor ring, and the device
+    // event area is ours (§2.8.10).
+    static WrittenAreas written_areas(uint32_t num);
+    // Its region of an inflight buffer (vhost-user.rst, packed virtqueue).
+    static uint64_t inflight_queue_bytes(uint16_t queue_size) {
+        return packed_inflight_queue_bytes(queue_size);
+    }
+    static void init_inflight_region(uint8_t* region, uint16_t queue_size) {
+        init_packed_inflight_region(reinterpret_cast<QueueRegionPacked*>(region), queue_size);
+    }
+
+    // Starting a ring (see SplitDeviceRing): the tracker and the chains to
+    // resubmit, and where the region says the ring is when it says so.
+    struct Inflight {
+        PackedInflight tracker;
+        PackedResume resume;
+        std::optional<uint32_t> region_base;
+        bool active() const { return tracker.active(); }
+        uint32_t resumed() const { return static_cast<uint32_t>(resume.chains.size()); }
+    };
+    // The base as given: a packed base carries both positions.
+    static uint32_t starting_base(const Layout& /*layout*/, uint32_t base) { return base; }
+    // Recovers the ring's region of an inflight buffer, the base's used half
+    // read as restore_vring_base reads it; `fresh`: made by our
+    // GET_INFLIGHT_FD, its positions are a new ring's. Reads and writes the
+    // descriptor ring: the caller guards it.
+    static InflightError recover_inflight(uint8_t* region, const Layout& layout, uint32_t base,
+                                          bool fresh, Inflight* out);
+    static PackedRing start(const Layout& layout, const RingConfig& config, uint32_t base,
+                            const Inflight& inflight);
 
     RingPosition position() const { return RingPosition{avail_.encoded()}; }
     // Gives back every chain popped since `to` was taken from position().

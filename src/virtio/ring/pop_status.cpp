@@ -64,6 +64,10 @@ const char* to_string(BaseError e) {
             return "vring base: used index out of range";
         case BaseError::in_flight_exceeds_ring:
             return "vring base: used index more than a ring behind avail";
+        case BaseError::wider_than_format:
+            return "vring base: wider than the format's encoding";
+        case BaseError::no_queue_size:
+            return "vring base: no queue size to check it against";
     }
     return "unknown base error";
 }

@@ -44,9 +44,11 @@ constexpr bool breaks_ring(PopStatus s) {
 // SET_VRING_BASE refused; the ring is left exactly as it was (hostile-input rule 1).
 enum class BaseError : uint8_t {
     ok,
-    avail_index_out_of_range,  // split: more than 16 bits; packed: bits 0-14 >= queue size
+    avail_index_out_of_range,  // packed: bits 0-14 >= queue size
     used_index_out_of_range,   // packed: bits 16-30 >= queue size
     in_flight_exceeds_ring,    // packed: used position more than a ring behind avail
+    wider_than_format,         // split: more than the 16 bits of an avail index
+    no_queue_size,             // packed: no queue size to check the base against yet
 };
 const char* to_string(BaseError e);
 

@@ -293,6 +293,7 @@ uint16_t SplitDeviceRing::untaken_chains() const {
 RingState SplitDeviceRing::state() const {
     const SplitRingLayout& l = ring_.layout();
     RingState s;
+    s.format = kName;
     s.size = ring_.size();
     s.last_avail_idx = ring_.last_avail_idx();
     s.last_used_idx = ring_.used_idx();
@@ -300,25 +301,82 @@ RingState SplitDeviceRing::state() const {
         return s;  // a ring that never started
     }
     // acquire: as the datapath reads avail->idx before the entries it covers.
-    s.avail_idx = shared::load_acquire(l.avail->idx);
-    s.avail_flags = shared::load_relaxed(l.avail->flags);
-    s.used_idx = shared::load_relaxed(l.used->idx);
-    s.used_flags = shared::load_relaxed(l.used->flags);
+    s.guest.add("avail_flags", shared::load_relaxed(l.avail->flags));
+    s.guest.add("avail_idx", shared::load_acquire(l.avail->idx));
+    s.guest.add("used_flags", shared::load_relaxed(l.used->flags));
+    s.guest.add("used_idx", shared::load_relaxed(l.used->idx));
     if (ring_.event_idx()) {
         // virtio 1.2 §2.7.10: used_event follows avail->ring[size] and
         // avail_event follows used->ring[size], inside the validated areas.
-        s.used_event = shared::load_relaxed(l.avail->ring[l.size]);
+        s.guest.add("used_event", shared::load_relaxed(l.avail->ring[l.size]));
         const auto* avail_event =
             static_cast<const uint16_t*>(static_cast<const void*>(&l.used->ring[l.size]));
-        s.avail_event = shared::load_relaxed(*avail_event);
+        s.guest.add("avail_event", shared::load_relaxed(*avail_event));
     }
     return s;
 }
 
+bool SplitDeviceRing::translate(const RingAddresses& addresses, uint32_t num,
+                                const GuestMemoryMap& memory, Layout* out) {
+    uint8_t* desc = translate_area(memory, addresses.desc, desc_table_bytes(num), kAlignment.desc);
+    uint8_t* avail =
+        translate_area(memory, addresses.driver, avail_ring_bytes(num), kAlignment.driver);
+    uint8_t* used =
+        translate_area(memory, addresses.device, used_ring_bytes(num), kAlignment.device);
+    if (desc == nullptr || avail == nullptr || used == nullptr) {
+        return false;
+    }
+    out->desc = reinterpret_cast<VirtqDesc*>(desc);
+    out->avail = reinterpret_cast<VirtqAvail*>(avail);
+    out->used = reinterpret_cast<VirtqUsed*>(used);
+    out->size = static_cast<uint16_t>(num);  // <= 32768, checked at SET_VRING_NUM
+    return true;
+}
+
+WrittenAreas SplitDeviceRing::written_areas(uint32_t num) {
+    WrittenAreas w;
+    w.items[w.count++] = {RingArea::device, used_ring_bytes(num), true};
+    return w;
+}
+
+BaseError SplitDeviceRing::validate_vring_base(uint32_t base, std::optional<uint16_t>) {
+    return base > UINT16_MAX ? BaseError::wider_than_format : BaseError::ok;
+}
+
+uint32_t SplitDeviceRing::starting_base(const Layout& layout, uint32_t /*base*/) {
+    return shared::load_acquire(layout.used->idx);
+}
+
+InflightError SplitDeviceRing::recover_inflight(uint8_t* region, const Layout& layout,
+                                                uint32_t base, bool /*fresh*/, Inflight* out) {
+    SplitInflight tracker(reinterpret_cast<QueueRegionSplit*>(region), layout.size);
+    if (const InflightError e = tracker.recover(static_cast<uint16_t>(base), &out->resume);
+        e != InflightError::ok) {
+        return e;
+    }
+    out->tracker = tracker;
+    return InflightError::ok;
+}
+
+SplitDeviceRing SplitDeviceRing::start(const Layout& layout, const RingConfig& config,
+                                       uint32_t base, const Inflight& inflight) {
+    SplitDeviceRing ring(layout, config, static_cast<uint16_t>(base));
+    ring.restore_vring_base(base);  // validated at SET_VRING_BASE
+    if (inflight.active()) {
+        ring.track_inflight(inflight.tracker, inflight.resume);
+    }
+    return ring;
+}
+
+VringBasePositions SplitDeviceRing::decode_vring_base(uint32_t base) {
+    VringBasePositions p;
+    p.items[p.count++] = {"avail", static_cast<uint16_t>(base), std::nullopt};
+    return p;
+}
+
 BaseError SplitDeviceRing::restore_vring_base(uint32_t num) {
-    // vhost-user.rst: the split base is a 16-bit avail index; more bits are a confused peer
-    if (num > UINT16_MAX) {
-        return BaseError::avail_index_out_of_range;
+    if (const BaseError e = validate_vring_base(num, ring_.size()); e != BaseError::ok) {
+        return e;
     }
     ring_ = SplitRing(ring_.layout(), static_cast<uint16_t>(num), ring_.used_idx(), event_idx_);
     return BaseError::ok;

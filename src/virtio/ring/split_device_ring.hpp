@@ -8,12 +8,15 @@
 #include <sys/uio.h>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "virtio/features.hpp"
 #include "virtio/inflight/split_inflight.hpp"
 #include "virtio/ring/descriptor_chain.hpp"
 #include "virtio/ring/device_ring.hpp"
+#include "virtio/ring/ring_areas.hpp"
 #include "virtio/ring/split_ring.hpp"
 
 namespace vnet::virtio {
@@ -21,7 +24,11 @@ namespace vnet::virtio {
 class SplitDeviceRing {
 public:
     using Layout = SplitRingLayout;
+    static constexpr const char* kName = "split";
     static constexpr const char* kDescription = "split rings";
+    // The format without a feature bit: the one a device runs unless another
+    // model's kFeature is negotiated.
+    static constexpr std::optional<Feature> kFeature = std::nullopt;
 
     SplitDeviceRing() = default;
     // `used_idx` is where the next used entry goes: the guest's used->idx at
@@ -85,6 +92,53 @@ public:
     }
     uint16_t untaken_chains() const;
     RingState state() const;
+    // A base as log lines name it: the avail index.
+    static VringBasePositions decode_vring_base(uint32_t base);
+    // vhost-user.rst: the split base is a 16-bit avail index; more bits are a
+    // confused peer. Needs no queue size.
+    static BaseError validate_vring_base(uint32_t base, std::optional<uint16_t> queue_size);
+
+    // Its areas (ring_areas.hpp), virtio 1.2 §2.7: a descriptor table, the
+    // avail ring and the used ring; a power-of-two size up to 32768.
+    static bool valid_queue_size(uint32_t n) { return is_valid_split_queue_size(n); }
+    static constexpr AreaAlignment kAlignment{kDescTableAlign, kAvailRingAlign, kUsedRingAlign};
+    static bool translate(const RingAddresses& addresses, uint32_t num,
+                          const GuestMemoryMap& memory, Layout* out);
+    // The used ring (flags, idx, entries, avail_event), logged where
+    // SET_VRING_ADDR's log address says when it gives one.
+    static WrittenAreas written_areas(uint32_t num);
+    // Its region of an inflight buffer (vhost-user.rst, split virtqueue).
+    static uint64_t inflight_queue_bytes(uint16_t queue_size) {
+        return split_inflight_queue_bytes(queue_size);
+    }
+    static void init_inflight_region(uint8_t* region, uint16_t queue_size) {
+        init_split_inflight_region(reinterpret_cast<QueueRegionSplit*>(region), queue_size);
+    }
+
+    // Starting a ring (the device, when the front end has set it up):
+    // what a started ring carries to each snapshot while an inflight buffer
+    // covers it: the tracker, and the heads a previous back end took and
+    // never completed, oldest first.
+    struct Inflight {
+        SplitInflight tracker;
+        std::vector<uint16_t> resume;
+        std::optional<uint32_t> region_base;  // never: the region holds no avail position
+        bool active() const { return tracker.active(); }
+        uint32_t resumed() const { return static_cast<uint32_t>(resume.size()); }
+    };
+    // Where a ring over `layout` starts given the front end's base: the
+    // guest's used->idx (the DPDK/rust-vmm reconnect rule: a base that
+    // disagrees, as virtio-user's 0 always does, follows it). Reads guest
+    // memory: the caller guards it.
+    static uint32_t starting_base(const Layout& layout, uint32_t base);
+    // Recovers the ring's region of an inflight buffer, at `base` (the
+    // used index). `fresh` (made by our GET_INFLIGHT_FD) changes nothing here.
+    static InflightError recover_inflight(uint8_t* region, const Layout& layout, uint32_t base,
+                                          bool fresh, Inflight* out);
+    // The ring handed to the dataplane: over `layout` at `base` (avail and
+    // used alike, as starting_base made them), tracking `inflight` if active.
+    static SplitDeviceRing start(const Layout& layout, const RingConfig& config, uint32_t base,
+                                 const Inflight& inflight);
 
     // vhost-user.rst: for split rings the base is the next avail index.
     uint32_t vring_base() const { return ring_.last_avail_idx(); }

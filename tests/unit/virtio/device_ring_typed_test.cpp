@@ -7,10 +7,13 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "unit/virtio/chain_test_layout.hpp"
 #include "unit/virtio/ring_harness.hpp"
+#include "virtio/ring/any_device_ring.hpp"
 
 namespace vnet::virtio {
 namespace {
@@ -38,6 +41,45 @@ struct ModelNames {
 };
 using Models = ::testing::Types<SplitModel, PackedModel>;
 TYPED_TEST_SUITE(DeviceRingContract, Models, ModelNames);
+
+// ---- what names the format: only the model ------------------------------------
+
+TYPED_TEST(DeviceRingContract, is_the_format_its_feature_bit_selects) {
+    using Device = typename TestFixture::Harness::Device;
+    const FeatureSet negotiated =
+        Device::kFeature.has_value() ? FeatureSet{*Device::kFeature} : FeatureSet{};
+    EXPECT_TRUE(std::holds_alternative<std::type_identity<Device>>(ring_model(negotiated)));
+    EXPECT_STREQ(format_name(ring_model(negotiated)), Device::kName);
+}
+
+TYPED_TEST(DeviceRingContract, states_its_format_cursors_and_guest_fields_by_name) {
+    using Device = typename TestFixture::Harness::Device;
+    typename TestFixture::Harness h(8, true);
+    h.post(0, 3);
+    EXPECT_EQ(h.pop_and_complete_all(), 3u);
+    const RingState s = h.device.state();
+    EXPECT_STREQ(s.format, Device::kName);
+    EXPECT_EQ(s.size, 8);
+    EXPECT_EQ(s.last_avail_idx & 0x7fff, 3);  // packed: the wrap counter is bit 15
+    EXPECT_EQ(s.last_used_idx & 0x7fff, 3);
+    ASSERT_FALSE(s.guest.view().empty());
+    for (const RingField& f : s.guest.view()) {
+        EXPECT_NE(f.name, nullptr);
+        EXPECT_TRUE(!f.boolean || f.value <= 1) << f.name;
+    }
+    // Its base reads back as the avail position it took last.
+    const VringBasePositions base = Device::decode_vring_base(h.device.vring_base());
+    ASSERT_GE(base.count, 1u);
+    EXPECT_STREQ(base.items[0].name, "avail");
+    EXPECT_EQ(base.items[0].index, 3);
+}
+
+TYPED_TEST(DeviceRingContract, refuses_a_base_its_format_cannot_hold) {
+    using Device = typename TestFixture::Harness::Device;
+    EXPECT_EQ(Device::validate_vring_base(0x8000, uint16_t{8}), BaseError::ok);
+    // Wider than a split index, and for packed an avail index past the ring.
+    EXPECT_NE(Device::validate_vring_base(0x0001'8008, uint16_t{8}), BaseError::ok);
+}
 
 // ---- pop and complete ----------------------------------------------------------
 

@@ -57,10 +57,8 @@ json a_connected_vm_port() {
            {"used_user_addr", 12288},
            {"last_avail_idx", 1000},
            {"last_used_idx", 1000},
-           {"avail_idx", 1000},
-           {"avail_flags", 0},
-           {"used_idx", 1000},
-           {"used_flags", 1},
+           {"guest",
+            {{"avail_idx", 1000}, {"avail_flags", 0}, {"used_idx", 1000}, {"used_flags", 1}}},
            {"kicks", 17},
            {"calls", 2},
            {"packets", 1000},
@@ -94,7 +92,7 @@ TEST(ShowText, a_connected_vm_port_has_every_section_in_order) {
         "  ring 1 (tx, from the guest, queue pair 0): split, size 256, started yes, enabled yes, "
         "running yes\n",
         "    last_avail_idx 1000  last_used_idx 1000\n",
-        "    avail.flags 0  avail.idx 1000  used.flags 1  used.idx 1000\n",
+        "    avail_flags 0  avail_idx 1000  used_flags 1  used_idx 1000\n",
         "    kicks 17  calls 2  packets 1000  drops 0  kick_fd yes  call_fd yes\n",
         "  counters (rx: out of the port, tx: into it):\n",
         "  drops by reason:\n    q0 rx no_destination 3\n",
@@ -113,6 +111,26 @@ TEST(ShowText, a_ring_that_resumed_inflight_chains_says_how_many) {
     port[0]["rings"][0]["inflight_resumed"] = 5;
     EXPECT_NE(dump(port).find("call_fd yes  inflight resumed 5\n"), std::string::npos)
         << dump(port);
+}
+
+TEST(ShowText, a_ring_shows_the_fields_its_model_named_and_how_to_read_its_cursors) {
+    json port = a_connected_vm_port();
+    json& ring = port[0]["rings"][0];
+    ring["format"] = "packed";
+    ring["last_avail_idx"] = 32771;
+    ring["last_used_idx"] = 32771;
+    ring["cursor_encoding"] = "wrap counter in bit 15";
+    ring["guest"] = {{"driver_event_flags", 0},
+                     {"driver_event_off_wrap", 0},
+                     {"device_event_flags", 1},
+                     {"device_event_off_wrap", 0},
+                     {"next_available", false}};
+    const std::string text = dump(port);
+    EXPECT_NE(text.find("    last_avail_idx 32771  last_used_idx 32771  (wrap counter in bit 15)\n"
+                        "    device_event_flags 1  device_event_off_wrap 0  driver_event_flags 0  "
+                        "driver_event_off_wrap 0  next_available no\n"),
+              std::string::npos)
+        << text;
 }
 
 TEST(ShowText, a_port_without_a_front_end_shows_its_state_and_counters_only) {

@@ -25,16 +25,17 @@ TEST(VhostUserPortShow, an_rx_ring_shows_its_cursors_the_guests_indexes_and_ever
     const VhostUserPort::RingView v = guest.port.ring_view(0);
     ASSERT_TRUE(v.running);
     ASSERT_TRUE(v.state.has_value());
-    EXPECT_FALSE(v.state->packed);
+    EXPECT_STREQ(v.state->format, "split");
+    EXPECT_EQ(v.state->cursor_encoding, nullptr);  // plain free-running indexes
     EXPECT_EQ(v.state->size, GuestRxHarness::kRingSize);
-    EXPECT_EQ(v.state->avail_idx, 10);  // what the guest posted
+    EXPECT_EQ(v.state->guest.find("avail_idx"), 10);  // what the guest posted
     // What the port took: 5 filled, 5 kept lent in its window for the next
     // burst (given back only when the ring stops).
     EXPECT_EQ(v.state->last_avail_idx, 10);
-    EXPECT_EQ(v.state->last_used_idx, 5);  // the worker's used index
-    EXPECT_EQ(v.state->used_idx, 5);       // as the guest sees it: published
+    EXPECT_EQ(v.state->last_used_idx, 5);           // the worker's used index
+    EXPECT_EQ(v.state->guest.find("used_idx"), 5);  // as the guest sees it: published
     EXPECT_EQ(guest.used_idx(), 5);
-    EXPECT_FALSE(v.state->used_event.has_value());  // no EVENT_IDX negotiated
+    EXPECT_FALSE(v.state->guest.find("used_event").has_value());  // no EVENT_IDX negotiated
     EXPECT_EQ(v.packets, 5u);
     EXPECT_EQ(v.drops, 0u);
     // No EVENT_IDX: a call per publish, and each one counted.
@@ -56,7 +57,7 @@ TEST(VhostUserPortShow, the_tx_ring_counts_its_own_calls_and_names_its_kick_coun
 
     const VhostUserPort::RingView v = guest.port.ring_view(1);
     ASSERT_TRUE(v.state.has_value());
-    EXPECT_EQ(v.state->avail_idx, 0);
+    EXPECT_EQ(v.state->guest.find("avail_idx"), 0);
     EXPECT_EQ(v.state->last_avail_idx, 0);
     EXPECT_EQ(v.calls, 0u);
 }
