@@ -327,15 +327,15 @@ bool NetRxQueue::publish(R& ring) {
     }
     // Counted when the guest can see them: a burst is one publish.
     counters_->count_burst(burst_packets_, burst_bytes_);
+    if (coalescing_.stream) {
+        pacer_.published(flush_now_ns_ != 0 ? flush_now_ns_ : now_ns_(), burst_packets_);
+        flush_now_ns_ = 0;
+    }
     burst_packets_ = 0;
     burst_bytes_ = 0;
     held_packets_ = 0;
     held_deadline_ = 0;
     held_by_stream_ = false;
-    if (coalescing_.stream) {
-        pacer_.published(flush_now_ns_ != 0 ? flush_now_ns_ : now_ns_());
-        flush_now_ns_ = 0;
-    }
     return notify;
 }
 
