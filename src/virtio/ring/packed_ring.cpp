@@ -385,15 +385,15 @@ bool PackedRing::should_notify() {
     // seq_cst fence (vhost smp_mb): orders our flags stores before the loads of the driver's
     // event area (StoreLoad); otherwise both sides could read stale values and sleep.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    const PackedPosition old = signalled_;
-    const uint32_t count = unsignalled_slots_;
-    const bool valid = signalled_valid_;
+    // Nothing published since the last call: no call.
+    const bool call = unsignalled_slots_ != 0 && wants_call(0);
     signalled_ = published_used_;
     unsignalled_slots_ = 0;
     signalled_valid_ = true;
-    if (count == 0) {
-        return false;  // nothing published since the last call
-    }
+    return call;
+}
+
+bool PackedRing::wants_call(uint16_t more) const {
     // acquire: a driver writes off_wrap before the flags that make it meaningful (Linux
     // virtqueue_enable_cb_prepare_packed), so off_wrap below is at least that new.
     const uint16_t flags =
@@ -404,26 +404,12 @@ bool PackedRing::should_notify() {
     }
     // virtio 1.2 §2.8.10: DESC is only valid with EVENT_IDX; ENABLE, or anything we do not
     // understand (reserved 3), gets a call: a spurious one is cheap, a lost one hangs the guest.
-    if (flags != PackedEventSuppress::kDesc || !event_idx_ || !valid) {
-        return true;
-    }
-    const PackedPosition event =
-        PackedPosition::decode(load_relaxed(layout_.driver_event->off_wrap));
-    // virtio 1.2 §2.8.10: with DESC, call once the descriptor at off/wrap has been used
-    return packed_event_crossed(event, old, count, layout_.size);
-}
-
-bool PackedRing::wants_call(uint16_t more) const {
-    const uint16_t flags =
-        load_acquire(layout_.driver_event->flags) & PackedEventSuppress::kFlagsMask;
-    if (flags == PackedEventSuppress::kDisable) {
-        return false;
-    }
     if (flags != PackedEventSuppress::kDesc || !event_idx_ || !signalled_valid_) {
         return true;
     }
     const PackedPosition event =
         PackedPosition::decode(load_relaxed(layout_.driver_event->off_wrap));
+    // virtio 1.2 §2.8.10: with DESC, call once the descriptor at off/wrap has been used
     return packed_event_crossed(event, signalled_, unsignalled_slots_ + staged_slots_ + more,
                                 layout_.size);
 }

@@ -81,29 +81,23 @@ bool SplitRing::should_notify() {
     // used_event / flags below; without it (StoreLoad) we could read a stale used_event while
     // the guest reads our stale used->idx, and both would sleep.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (!event_idx_) {
-        // virtio 1.2 §2.7.7: without EVENT_IDX the driver suppresses calls with NO_INTERRUPT
-        return (load_relaxed(layout_.avail->flags) & VirtqAvail::kFlagNoInterrupt) == 0;
+    const bool call = wants_call(0);
+    if (event_idx_) {
+        signalled_used_ = used_idx_shadow_;
+        signalled_used_valid_ = true;
     }
-    const uint16_t old_idx = signalled_used_;
-    const bool old_valid = signalled_used_valid_;
-    const uint16_t new_idx = used_idx_shadow_;
-    signalled_used_ = new_idx;
-    signalled_used_valid_ = true;
-    if (!old_valid) [[unlikely]] {
-        return true;
-    }
-    // virtio 1.2 §2.7.7: with EVENT_IDX, call only if used idx crossed used_event
-    return vring_need_event(load_relaxed(*used_event_ptr()), new_idx, old_idx);
+    return call;
 }
 
 bool SplitRing::wants_call(uint16_t more) const {
     if (!event_idx_) {
+        // virtio 1.2 §2.7.7: without EVENT_IDX the driver suppresses calls with NO_INTERRUPT
         return (load_relaxed(layout_.avail->flags) & VirtqAvail::kFlagNoInterrupt) == 0;
     }
-    if (!signalled_used_valid_) {
+    if (!signalled_used_valid_) [[unlikely]] {
         return true;
     }
+    // virtio 1.2 §2.7.7: with EVENT_IDX, call only if used idx crossed used_event
     const auto new_idx = static_cast<uint16_t>(used_idx_shadow_ + more);
     return vring_need_event(load_relaxed(*used_event_ptr()), new_idx, signalled_used_);
 }
