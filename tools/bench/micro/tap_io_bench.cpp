@@ -5,18 +5,26 @@
 //   tap_io_bench write --name T --how io_uring|writev|io_uring-unlinked
 //                      [--seconds S] [--batch N] [--size BYTES]
 //       writes batches of one prebuilt frame for S seconds
-//   tap_io_bench read --name T --how readv|io_uring [--batch N] [--txqueuelen Q]
+//   tap_io_bench read --name T --how readv|io_uring|multishot [--batch N]
+//                     [--txqueuelen Q]
 //       prints "ready", waits for a line on stdin (fill the tap's queue in
 //       between, e.g. tests/integration/tools/tap_frames.py send), then
-//       drains the queue, timing it
+//       drains the queue, timing it. multishot is the mechanism vnetd does
+//       not use (yet): one IORING_OP_READ_MULTISHOT (kernel >= 6.7) that
+//       reads frame after frame into a provided-buffer ring, so a frame
+//       costs the kernel's read and a completion, no submission
 //
 // Each prints one "ok ... mpps=X" line. io_uring-unlinked is the raw ring
 // without IOSQE_IO_LINK: it prices the chain that keeps packet order.
+#include <liburing.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -153,6 +161,116 @@ int bench_read(ports::TapDevice& tap, const std::string& how, size_t batch_size)
     return 0;
 }
 
+// IORING_OP_READ_MULTISHOT (Linux 6.7): Debian 12's liburing 2.3 predates
+// the opcode, so it is prepared by number.
+constexpr uint8_t kOpReadMultishot = 49;
+
+// One multishot READ into a ring of `entries` provided buffers, re-armed
+// whenever the kernel ends it (a completion without IORING_CQE_F_MORE);
+// each buffer goes back into the ring as soon as its completion is counted.
+// The queue is dry when no completion came for kDryNs; the drain time ends
+// at the last completion.
+int bench_read_multishot(ports::TapDevice& tap, size_t entries) {
+    constexpr size_t kBufferSize = 2048;
+    constexpr uint16_t kGroup = 0;
+    constexpr long kDryNs = 5'000'000;
+    io_uring ring{};
+    io_uring_params params{};
+    params.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+    if (const int ret = io_uring_queue_init_params(256, &ring, &params); ret < 0) {
+        std::fprintf(stderr, "tap_io_bench: io_uring_queue_init: %s\n", std::strerror(-ret));
+        return 1;
+    }
+    std::vector<uint8_t> data(entries * kBufferSize);
+    const size_t ring_bytes = entries * sizeof(io_uring_buf);
+    void* mem =
+        mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+        std::perror("tap_io_bench: mmap");
+        return 1;
+    }
+    auto* buffers = static_cast<io_uring_buf_ring*>(mem);
+    io_uring_buf_ring_init(buffers);
+    const int mask = io_uring_buf_ring_mask(static_cast<uint32_t>(entries));
+    for (size_t i = 0; i < entries; ++i) {
+        io_uring_buf_ring_add(buffers, data.data() + i * kBufferSize, kBufferSize,
+                              static_cast<uint16_t>(i), mask, static_cast<int>(i));
+    }
+    io_uring_buf_ring_advance(buffers, static_cast<int>(entries));
+    io_uring_buf_reg reg{};
+    reg.ring_addr = reinterpret_cast<uint64_t>(mem);
+    reg.ring_entries = static_cast<uint32_t>(entries);
+    reg.bgid = kGroup;
+    if (const int ret = io_uring_register_buf_ring(&ring, &reg, 0); ret < 0) {
+        std::fprintf(stderr, "tap_io_bench: io_uring_register_buf_ring: %s\n", std::strerror(-ret));
+        return 1;
+    }
+    auto arm = [&] {
+        io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+        io_uring_prep_rw(kOpReadMultishot, sqe, tap.fd(), nullptr, 0, 0);
+        sqe->flags |= IOSQE_BUFFER_SELECT;
+        sqe->buf_group = kGroup;
+    };
+    std::printf("ready\n");
+    std::string line;
+    std::getline(std::cin, line);
+    uint64_t packets = 0;
+    uint64_t arms = 0;
+    const auto start = Clock::now();
+    auto last = start;
+    arm();
+    ++arms;
+    for (;;) {
+        __kernel_timespec dry{.tv_sec = 0, .tv_nsec = kDryNs};
+        io_uring_cqe* cqe = nullptr;
+        const int ret = io_uring_submit_and_wait_timeout(&ring, &cqe, 1, &dry, nullptr);
+        if (ret == -ETIME) {
+            break;
+        }
+        if (ret < 0 && ret != -EINTR) {
+            std::fprintf(stderr, "tap_io_bench: io_uring_submit_and_wait: %s\n",
+                         std::strerror(-ret));
+            return 1;
+        }
+        unsigned head = 0;
+        unsigned seen = 0;
+        bool rearm = false;
+        int returned = 0;
+        io_uring_for_each_cqe(&ring, head, cqe) {
+            ++seen;
+            if (cqe->res >= 0 && (cqe->flags & IORING_CQE_F_BUFFER) != 0) {
+                ++packets;
+                const auto bid = static_cast<uint16_t>(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
+                io_uring_buf_ring_add(buffers, data.data() + size_t{bid} * kBufferSize, kBufferSize,
+                                      bid, mask, returned++);
+            } else if (cqe->res < 0 && cqe->res != -ENOBUFS) {
+                std::fprintf(stderr, "tap_io_bench: multishot read: %s\n",
+                             std::strerror(-cqe->res));
+                return 1;
+            }
+            rearm = rearm || (cqe->flags & IORING_CQE_F_MORE) == 0;
+        }
+        io_uring_buf_ring_advance(buffers, returned);
+        io_uring_cq_advance(&ring, seen);
+        if (seen != 0) {
+            last = Clock::now();
+        }
+        if (rearm) {
+            arm();
+            ++arms;
+        }
+    }
+    const double elapsed = std::chrono::duration<double>(last - start).count();
+    std::printf(
+        "ok how=multishot batch=%zu packets=%llu batches=%llu ns_per_packet=%.1f mpps=%.3f\n",
+        entries, static_cast<unsigned long long>(packets), static_cast<unsigned long long>(arms),
+        packets ? elapsed * 1e9 / double(packets) : 0.0,
+        elapsed > 0 ? double(packets) / elapsed / 1e6 : 0.0);
+    io_uring_queue_exit(&ring);
+    munmap(mem, ring_bytes);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -175,11 +293,14 @@ int main(int argc, char** argv) {
     auto* read_cmd = app.add_subcommand("read", "drain the tap's queue once stdin says so");
     unsigned txqueuelen = 0;
     read_cmd->add_option("--name", options.name, "tap name (created if missing)")->required();
-    read_cmd->add_option("--how", how, "readv or io_uring")
+    read_cmd->add_option("--how", how, "readv, io_uring or multishot")
         ->required()
-        ->check(CLI::IsMember({"readv", "io_uring"}));
-    read_cmd->add_option("--batch", batch, "packets per call (one burst: at most 64)")
-        ->check(CLI::Range(1, int{packet::kMaxBurstPackets}));
+        ->check(CLI::IsMember({"readv", "io_uring", "multishot"}));
+    read_cmd
+        ->add_option("--batch", batch,
+                     "packets per call (one burst: at most 64); multishot: provided buffers "
+                     "(a power of two)")
+        ->check(CLI::Range(1, 4096));
     read_cmd->add_option("--txqueuelen", txqueuelen, "SIOCSIFTXQLEN: how much the queue holds");
     CLI11_PARSE(app, argc, argv);
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -188,8 +309,22 @@ int main(int argc, char** argv) {
     }
     try {
         ports::TapDevice tap(options);
-        return write_cmd->parsed() ? bench_write(tap, how, seconds, batch, size)
-                                   : bench_read(tap, how, batch);
+        if (write_cmd->parsed()) {
+            return bench_write(tap, how, seconds, batch, size);
+        }
+        if (how == "multishot") {
+            if ((batch & (batch - 1)) != 0) {
+                std::fprintf(stderr, "tap_io_bench: multishot needs a power of two --batch\n");
+                return 2;
+            }
+            return bench_read_multishot(tap, batch);
+        }
+        if (batch > packet::kMaxBurstPackets) {
+            std::fprintf(stderr, "tap_io_bench: --batch is at most %u for %s\n",
+                         unsigned{packet::kMaxBurstPackets}, how.c_str());
+            return 2;
+        }
+        return bench_read(tap, how, batch);
     } catch (const ports::PortSetupError& e) {
         std::fprintf(stderr, "tap_io_bench: %s\n", e.what());
         return 1;
