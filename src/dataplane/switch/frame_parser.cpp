@@ -8,24 +8,19 @@
 
 namespace vnet::dataplane::switching {
 
-namespace {
-// The largest virtio-net header (12 bytes) plus Ethernet and one tag.
-constexpr size_t kMaxPrefix = 12 + packet::kEthHeaderLen + packet::kVlanTagLen;
-}  // namespace
-
 bool parse_l2_frame(std::span<const iovec> iovecs, uint32_t len, uint16_t header_size,
-                    L2Frame& frame) {
+                    L2Frame& frame, L2Prefix& prefix) {
     if (header_size > 12) {
         return false;
     }
-    uint8_t bytes[kMaxPrefix];
+    uint8_t* bytes = prefix.data();
     const size_t want =
         std::min<size_t>(header_size + packet::kEthHeaderLen + packet::kVlanTagLen, len);
     size_t got = want;
-    if (!iovecs.empty() && iovecs[0].iov_len >= kMaxPrefix) [[likely]] {
+    if (!iovecs.empty() && iovecs[0].iov_len >= kMaxL2Prefix) [[likely]] {
         // The first descriptor holds every byte the parser may want: one
         // copy of a constant size (a few moves), not a copy loop of `want`.
-        std::memcpy(bytes, iovecs[0].iov_base, kMaxPrefix);
+        std::memcpy(bytes, iovecs[0].iov_base, kMaxL2Prefix);
     } else {
         got = packet::gather_prefix(iovecs, bytes, want);
     }

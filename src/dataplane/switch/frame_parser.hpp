@@ -6,6 +6,7 @@
 
 #include <sys/uio.h>
 
+#include <array>
 #include <cstdint>
 #include <span>
 
@@ -22,6 +23,14 @@ struct L2Frame {
     uint16_t ethertype = 0;  // the type after the tag, if any
 };
 
+// The most bytes the parser reads: the largest virtio-net header (12), the
+// Ethernet header and one tag.
+inline constexpr size_t kMaxL2Prefix = 12 + packet::kEthHeaderLen + packet::kVlanTagLen;
+// The parser's private copy of a packet's first bytes: its virtio-net
+// header, then its Ethernet header and tag (as many bytes as it has, up to
+// kMaxL2Prefix; the rest unspecified).
+using L2Prefix = std::array<uint8_t, kMaxL2Prefix>;
+
 // The same Ethernet header: frames the switch decides and sends alike.
 inline bool same_l2_header(const L2Frame& a, const L2Frame& b) {
     return same_address(a.destination, b.destination) && same_address(a.source, b.source) &&
@@ -30,12 +39,14 @@ inline bool same_l2_header(const L2Frame& a, const L2Frame& b) {
 
 // `iovecs` hold `len` bytes of packet (a shorter chain is what counts):
 // `header_size` bytes of virtio-net header, then the frame, parsed into
-// `frame`. False (and `frame` unspecified) when the frame is shorter than
-// its Ethernet header (and tag, if it says it has one). An out parameter,
+// `frame`, from the copy of its first bytes it leaves in `prefix` (the
+// switch sends that copy: what it decided on is what leaves). False (and
+// `frame`, `prefix` unspecified) when the frame is shorter than its
+// Ethernet header (and tag, if it says it has one). Out parameters,
 // not a returned optional: the switch parses a burst into an array, and a
 // frame assembled elsewhere from 6-, 2- and 1-byte stores and copied in as
 // 16-byte loads is a store-forwarding stall per packet.
 bool parse_l2_frame(std::span<const iovec> iovecs, uint32_t len, uint16_t header_size,
-                    L2Frame& frame);
+                    L2Frame& frame, L2Prefix& prefix);
 
 }  // namespace vnet::dataplane::switching

@@ -62,13 +62,13 @@ struct PacketVerdict {
     // reached no port and counts as no_destination.
     uint16_t copies = 0;
     uint16_t copies_to_ports_down = 0;
-    // The Ethernet header as classified, which is what leaves: the sender
-    // may rewrite its buffer after the decision (a held burst waits up to
-    // destination_hold_us), and a source MAC or a tag it then writes must
-    // not get past anti-spoofing or VLAN membership.
-    uint16_t ethertype = 0;  // after the tag, if any
-    packet::MacAddress destination{};
-    packet::MacAddress source{};
+    // Its virtio-net header, Ethernet header and tag as classified (the
+    // parser's private copy, parse_l2_frame), which is what leaves: the
+    // sender may rewrite its buffer after the decision (a held burst waits
+    // up to destination_hold_us), and a source MAC or a tag it then writes
+    // must not get past anti-spoofing or VLAN membership. A frame that
+    // leaves tagged as it came is sent from here as it is.
+    L2Prefix prefix{};
 };
 
 struct EgressEntry {
@@ -145,7 +145,8 @@ private:
     // live in. A burst from many sources (a switch that learned thousands
     // of MACs) then waits for its cache misses together, not one frame
     // after another.
-    void parse_burst(uint16_t ingress, const packet::PacketBurst& burst);
+    // Each frame's first bytes are copied into its verdict in `plan`.
+    void parse_burst(uint16_t ingress, const packet::PacketBurst& burst, BurstPlan& plan);
     // Forgets the burst's learned sources and route (start of classify).
     void reset_burst_memo();
     // Its source was admitted and learned earlier in this burst.
