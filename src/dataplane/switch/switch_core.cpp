@@ -140,7 +140,7 @@ SwitchCore::Route SwitchCore::lookup_route(uint16_t ingress, const ParsedFrame& 
     return Route{Route::Kind::unicast, e == Egress::tagged, to};
 }
 
-void SwitchCore::send(BurstPlan& plan, uint16_t member, uint8_t packet, bool tagged) {
+inline void SwitchCore::send(BurstPlan& plan, uint16_t member, uint8_t packet, bool tagged) {
     uint16_t& g = plan.group_of[member];
     if (g == 0) {
         EgressGroup& group = plan.groups[plan.group_count];
