@@ -47,13 +47,13 @@ void SwitchCore::remove_member(uint16_t member) {
     table_.forget_member(member);
 }
 
-void SwitchCore::parse_burst(uint16_t ingress, const packet::PacketBurst& burst) {
+void SwitchCore::parse_burst(uint16_t ingress, const packet::PacketBurst& burst, BurstPlan& plan) {
     const VlanMembership& vlans = members_[ingress].config.vlans;
     const ParsedFrame* previous = nullptr;
     for (uint16_t i = 0; i < burst.count; ++i) {
         ParsedFrame& p = parsed_[i];
         p.parsed = parse_l2_frame(burst.packet_iovecs(i), burst.packets[i].len, burst.header_size,
-                                  p.frame);
+                                  p.frame, plan.packets[i].prefix);
         if (!p.parsed) {
             previous = nullptr;
             continue;
@@ -140,7 +140,7 @@ SwitchCore::Route SwitchCore::lookup_route(uint16_t ingress, const ParsedFrame& 
     return Route{Route::Kind::unicast, e == Egress::tagged, to};
 }
 
-void SwitchCore::send(BurstPlan& plan, uint16_t member, uint8_t packet, bool tagged) {
+inline void SwitchCore::send(BurstPlan& plan, uint16_t member, uint8_t packet, bool tagged) {
     uint16_t& g = plan.group_of[member];
     if (g == 0) {
         EgressGroup& group = plan.groups[plan.group_count];
@@ -189,7 +189,7 @@ void SwitchCore::classify(uint16_t ingress, const packet::PacketBurst& burst, ui
     // nothing; so the lookup, which only learning could change, gives the
     // same answer. A source a full table refused is decided again each time,
     // so table_full still counts every frame.
-    parse_burst(ingress, burst);
+    parse_burst(ingress, burst, plan);
     reset_burst_memo();
     Route last;
     bool have_last = false;
@@ -216,14 +216,12 @@ void SwitchCore::classify(uint16_t ingress, const packet::PacketBurst& burst, ui
         }
         // Field by field from the parsed frame, written long ago: a verdict
         // copied whole from one just written stalls on store forwarding.
+        // Its prefix is the parser's (parse_burst).
         verdict.vlan = p.vlan;
         verdict.tci = p.frame.tci;
         verdict.tagged = p.frame.tagged;
         verdict.copies = 0;
         verdict.copies_to_ports_down = 0;
-        verdict.ethertype = p.frame.ethertype;
-        verdict.destination = p.frame.destination;
-        verdict.source = p.frame.source;
         const auto index = static_cast<uint8_t>(i);
         switch (last.kind) {
             case Route::Kind::flood:

@@ -323,7 +323,30 @@ bool SwitchDatapath::deliver_group(Ingress& in, EgressGroup& group, uint64_t now
     return true;
 }
 
-uint16_t SwitchDatapath::build_group(const Ingress& in, const EgressGroup& group, uint16_t limit) {
+uint8_t* SwitchDatapath::retag_line(const PacketVerdict& v, uint16_t header, bool tagged,
+                                    std::array<uint8_t, kLineSize>& line) {
+    // The verdict's virtio-net header and MACs (a constant-size copy: what
+    // it takes past them is overwritten or not sent), then the tag this
+    // destination takes and the type after it.
+    static_assert(kLineSize >= kMaxL2Prefix);
+    std::memcpy(line.data(), v.prefix.data(), v.prefix.size());
+    uint8_t* type = line.data() + header + packet::kEthTypeOffset;
+    const uint32_t in_tag = v.tagged ? packet::kVlanTagLen : 0;
+    const uint16_t ethertype = packet::load_be16(type + in_tag);
+    if (tagged) {
+        packet::store_be16(type, packet::kEtherTypeVlan);
+        // A priority tag keeps its priority; an added tag has none.
+        const uint16_t pcp = v.tagged ? static_cast<uint16_t>(v.tci & ~kVlanIdMask) : 0;
+        packet::store_be16(type + 2, static_cast<uint16_t>(pcp | v.vlan));
+        type += packet::kVlanTagLen;
+    }
+    packet::store_be16(type, ethertype);
+    const uint32_t out_tag = tagged ? packet::kVlanTagLen : 0;
+    shift_header_offsets(line.data(), header, static_cast<int>(out_tag) - static_cast<int>(in_tag));
+    return line.data();
+}
+
+uint16_t SwitchDatapath::build_group(Ingress& in, const EgressGroup& group, uint16_t limit) {
     out_.clear();
     const uint16_t header = in.burst.header_size;
     out_.header_size = header;
@@ -338,34 +361,19 @@ uint16_t SwitchDatapath::build_group(const Ingress& in, const EgressGroup& group
         if (room.size() < 2) {
             break;  // the rest goes in the next burst
         }
-        // One line per frame: the virtio-net header (read from the sender
-        // once, here), then the Ethernet header as classify saw it, tagged
-        // as this destination takes it; the payload stays where it is.
+        // One line per frame: its virtio-net header and Ethernet header as
+        // classified (the parser's copy), tagged as this destination takes
+        // it; the payload stays where it is.
         const uint32_t in_tag = v.tagged ? packet::kVlanTagLen : 0;
         const uint32_t out_tag = entry.tagged ? packet::kVlanTagLen : 0;
         const uint32_t cut =
             header + packet::kEthHeaderLen + in_tag;  // classify checked p.len >= cut
-        uint8_t* line = scratch_[out_.count].data();
-        if (!iov.empty() && iov[0].iov_len >= sizeof(virtio::NetHeader)) [[likely]] {
-            // A constant-size copy (classify refused longer headers); what
-            // it takes past `header` is overwritten by the Ethernet header.
-            std::memcpy(line, iov[0].iov_base, sizeof(virtio::NetHeader));
-        } else if (packet::gather_prefix(iov, line, header) != header) {
-            continue;  // unreachable: the parser read these bytes
-        }
-        uint8_t* eth = line + header;
-        std::memcpy(eth + packet::kEthDstOffset, v.destination.data(), v.destination.size());
-        std::memcpy(eth + packet::kEthSrcOffset, v.source.data(), v.source.size());
-        uint8_t* type = eth + packet::kEthTypeOffset;  // then the tag, if it leaves with one
-        if (entry.tagged) {
-            packet::store_be16(type, packet::kEtherTypeVlan);
-            // A priority tag keeps its priority; an added tag has none.
-            const uint16_t pcp = v.tagged ? static_cast<uint16_t>(v.tci & ~kVlanIdMask) : 0;
-            packet::store_be16(type + 2, static_cast<uint16_t>(pcp | v.vlan));
-            type += packet::kVlanTagLen;
-        }
-        packet::store_be16(type, v.ethertype);
-        shift_header_offsets(line, header, static_cast<int>(out_tag) - static_cast<int>(in_tag));
+        // A frame that leaves with the tag it came with (or none, as it
+        // came) is sent from its verdict as it is: no line to write.
+        const bool same_tag =
+            entry.tagged ? v.tagged && (v.tci & kVlanIdMask) == v.vlan : !v.tagged;
+        uint8_t* line = same_tag ? in.plan.packets[entry.packet].prefix.data()
+                                 : retag_line(v, header, entry.tagged, scratch_[out_.count]);
         room[0] = iovec{line, header + packet::kEthHeaderLen + out_tag};
         const int rest = packet::slice_iovecs(iov, cut, p.len - cut, room.subspan(1));
         if (rest < 0) {

@@ -161,7 +161,14 @@ private:
     bool deliver_group(Ingress& in, EgressGroup& group, uint64_t now, TurnResult& turn);
     // Builds the first packets of `group` into out_ (at most `limit`, and as
     // many as its iovecs hold); returns the entry index where it stopped.
-    uint16_t build_group(const Ingress& in, const EgressGroup& group, uint16_t limit);
+    // (Not const: a frame sent as it came points out_ at its verdict's prefix.)
+    uint16_t build_group(Ingress& in, const EgressGroup& group, uint16_t limit);
+    // A frame whose tag changes: its line (virtio-net header with offsets
+    // moved, the classified Ethernet header, tagged when `tagged`) written
+    // into `line`, which it returns.
+    static constexpr size_t kLineSize = 32;
+    static uint8_t* retag_line(const PacketVerdict& v, uint16_t header, bool tagged,
+                               std::array<uint8_t, kLineSize>& line);
     // Drops what `group` still holds as `reason` (switch and destination counters).
     void drop_group(EgressGroup& group, packet::DropReason reason);
     void finish(Ingress& in);
@@ -177,12 +184,12 @@ private:
     std::array<Member, kMaxSwitchMembers> members_{};
     std::vector<std::unique_ptr<Ingress>> ingress_;
     std::vector<uint16_t> pending_calls_;  // members with call_pending (reserved: no allocation)
-    // One destination's burst at a time, and each frame's first bytes as
-    // sent: virtio-net header (<= 12), the classified Ethernet header (14),
-    // a tag (4).
+    // One destination's burst at a time, and the first bytes of each frame
+    // whose tag changes, as sent: virtio-net header (<= 12), the classified
+    // Ethernet header (14), a tag (4).
     packet::PacketBurst out_;
     std::array<uint16_t, packet::kMaxBurstPackets> out_entry_{};  // out_ packet -> group entry
-    std::array<std::array<uint8_t, 32>, packet::kMaxBurstPackets> scratch_{};
+    std::array<std::array<uint8_t, kLineSize>, packet::kMaxBurstPackets> scratch_{};
 };
 
 }  // namespace vnet::dataplane::switching

@@ -305,25 +305,10 @@ uint16_t OffloadAdaptation::complete_checksum_in(std::span<const iovec> buffer, 
     return checksum_add_iovecs(sum, {buffer_slice_.data(), static_cast<size_t>(pieces)});
 }
 
-uint32_t OffloadAdaptation::write_whole(std::span<const iovec> packet,
-                                        std::span<const iovec> buffer) {
+uint32_t OffloadAdaptation::write_whole_any(std::span<const iovec> packet,
+                                            std::span<const iovec> buffer) {
     const uint32_t len = whole_len();
     const uint32_t rx_header = receiver_.header_size;
-    if (!buffer.empty() && buffer[0].iov_len >= len && plan_.sender_header_size == rx_header &&
-        !plan_.complete_checksum && len < kStreamingCopyMinFrame) [[likely]] {
-        // The common frame between guests: the receiver's first buffer
-        // piece holds all of it, so the frame after the header is copied in
-        // one pass over the sender's pieces (a switched frame comes as two,
-        // its header line and its payload) and the header written once.
-        auto* out = static_cast<uint8_t*>(buffer[0].iov_base);
-        gather_at(packet, rx_header, out + rx_header, plan_.frame_len);
-        if (rx_header == sizeof(NetHeader)) {
-            std::memcpy(out, plan_.header.data(), sizeof(NetHeader));
-        } else {
-            std::memcpy(out, plan_.header.data(), kLegacyNetHeaderSize);
-        }
-        return len;
-    }
     const auto available = static_cast<uint32_t>(std::min<size_t>(total_length(buffer), len));
     if (available < len) {
         return available;  // a truncated packet: the receive queue drops and counts it

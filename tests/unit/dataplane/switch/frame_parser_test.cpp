@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "switch_frames.hpp"
 
 namespace vnet::dataplane::switching {
@@ -18,27 +20,33 @@ TEST(FrameParser, reads_addresses_and_tag_across_tiny_iovecs) {
         iov.push_back(iovec{&b, 1});
     }
     L2Frame parsed;
-    ASSERT_TRUE(parse_l2_frame(iov, static_cast<uint32_t>(f.size()), kHeader, parsed));
+    L2Prefix prefix;
+    ASSERT_TRUE(parse_l2_frame(iov, static_cast<uint32_t>(f.size()), kHeader, parsed, prefix));
     EXPECT_EQ(parsed.destination, mac(2));
     EXPECT_EQ(parsed.source, mac(1));
     EXPECT_TRUE(parsed.tagged);
     EXPECT_EQ(parsed.tci, 0x2064);
     EXPECT_EQ(parsed.ethertype, 0x0800);
+    // The copy it parsed from is the packet's first bytes: header, MACs, tag, type.
+    EXPECT_TRUE(std::equal(prefix.begin(), prefix.end(), f.begin()));
 }
 
 TEST(FrameParser, the_packet_length_bounds_what_is_read_not_the_buffer) {
     std::vector<uint8_t> f = frame(mac(2), mac(1));
     iovec iov{f.data(), f.size()};
     L2Frame parsed;
-    EXPECT_FALSE(parse_l2_frame({&iov, 1}, kHeader + 13, kHeader, parsed));
-    EXPECT_TRUE(parse_l2_frame({&iov, 1}, kHeader + 14, kHeader, parsed));
+    L2Prefix prefix;
+    EXPECT_FALSE(parse_l2_frame({&iov, 1}, kHeader + 13, kHeader, parsed, prefix));
+    EXPECT_TRUE(parse_l2_frame({&iov, 1}, kHeader + 14, kHeader, parsed, prefix));
 }
 
 TEST(FrameParser, a_chain_shorter_than_the_length_it_claims_is_too_short) {
     std::vector<uint8_t> f = frame(mac(2), mac(1));
     iovec iov{f.data(), kHeader + 10};
     L2Frame parsed;
-    EXPECT_FALSE(parse_l2_frame({&iov, 1}, static_cast<uint32_t>(f.size()), kHeader, parsed));
+    L2Prefix prefix;
+    EXPECT_FALSE(
+        parse_l2_frame({&iov, 1}, static_cast<uint32_t>(f.size()), kHeader, parsed, prefix));
 }
 
 // A first descriptor that holds every byte the parser may want is copied
@@ -57,11 +65,20 @@ TEST(FrameParser, one_descriptor_and_tiny_iovecs_give_the_same_answer_at_every_l
             const iovec whole{f.data(), f.size()};
             for (uint32_t len = 0; len <= 34; ++len) {
                 L2Frame fast, walked;
-                const bool fast_ok = parse_l2_frame({&whole, 1}, len, header, fast);
-                ASSERT_EQ(fast_ok, parse_l2_frame(bytes, len, header, walked))
+                L2Prefix fast_prefix, walked_prefix;
+                const bool fast_ok = parse_l2_frame({&whole, 1}, len, header, fast, fast_prefix);
+                ASSERT_EQ(fast_ok, parse_l2_frame(bytes, len, header, walked, walked_prefix))
                     << "header " << header << " tagged " << tci.has_value() << " len " << len;
                 if (fast_ok) {
                     EXPECT_TRUE(same_l2_header(fast, walked)) << len;
+                    // Both copies hold the bytes the frame leaves with.
+                    const size_t sent = header + 14 + (tci ? 4 : 0);
+                    EXPECT_TRUE(std::equal(fast_prefix.begin(), fast_prefix.begin() + sent,
+                                           walked_prefix.begin()))
+                        << len;
+                    EXPECT_TRUE(
+                        std::equal(fast_prefix.begin(), fast_prefix.begin() + sent, f.begin()))
+                        << len;
                 }
             }
         }
@@ -72,7 +89,8 @@ TEST(FrameParser, a_header_larger_than_virtio_net_has_is_refused) {
     std::vector<uint8_t> f = frame(mac(2), mac(1));
     iovec iov{f.data(), f.size()};
     L2Frame parsed;
-    EXPECT_FALSE(parse_l2_frame({&iov, 1}, static_cast<uint32_t>(f.size()), 13, parsed));
+    L2Prefix prefix;
+    EXPECT_FALSE(parse_l2_frame({&iov, 1}, static_cast<uint32_t>(f.size()), 13, parsed, prefix));
 }
 
 }  // namespace

@@ -224,6 +224,12 @@ TEST(SwitchDatapath, an_access_port_frame_gets_its_tag_toward_a_trunk_byte_for_b
     packet::store_le16(&want[virtio::kNetHeaderCsumStartOffset], 38);
     ASSERT_EQ(r[1].received.size(), 1u);
     EXPECT_EQ(r[1].received[0], want);
+    // A priority tag (VID 0), the one tag that does not leave toward a
+    // trunk as it came: its VLAN id is written, its priority (5) kept.
+    r[0].queue(frame(kBroadcast, mac(1), 0xa000));
+    r.sw->run_turn(g_now);
+    ASSERT_EQ(r[1].received.size(), 2u);
+    EXPECT_EQ(r[1].received[1], frame(kBroadcast, mac(1), 0xa064));
 }
 
 TEST(SwitchDatapath, a_trunk_frame_loses_its_tag_toward_an_access_port_byte_for_byte) {
@@ -322,6 +328,10 @@ TEST(SwitchDatapath, a_held_frame_leaves_with_the_source_mac_anti_spoofing_admit
     std::vector<uint8_t>& held = r[0].in_flight.back();
     const packet::MacAddress spoofed = mac(9);
     std::copy(spoofed.begin(), spoofed.end(), held.begin() + kHeader + 6);
+    // Its virtio-net header too: the frame leaves from the copy classify
+    // parsed (it leaves untagged as it came), header included.
+    held[virtio::kNetHeaderFlagsOffset] = virtio::NetHeader::kFlagNeedsCsum;
+    packet::store_le16(&held[virtio::kNetHeaderCsumStartOffset], 34);
     r[1].room = SIZE_MAX;
     r.sw->run_turn(g_now);
     ASSERT_EQ(r[1].received.size(), 1u);
