@@ -279,7 +279,7 @@ cat "$OUT/drops.txt"
 stop_pid "$VNETD_a" || fail "vnetd on hA exit $?"
 stop_pid "$VNETD_b" || fail "vnetd on hB exit $?"
 
-python3 - "$CSV" "$S" "$REPEAT" "$OUT/summary.csv" >"$OUT/vxlan.md" <<'PY'
+python3 - "$CSV" "$S" "$REPEAT" "$OUT/summary.csv" "$NDR_LOSS" >"$OUT/vxlan.md" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 def med(row, system):
@@ -288,8 +288,8 @@ def med(row, system):
 labels = {"udp64": "pod → pod, UDP 64-byte frames (iperf3 -u -l 22 -b 0)",
           "udp1400": "pod → pod, UDP 1414-byte frames (-l 1372)",
           "tcp": "pod → pod, TCP (GSO from the pod's stack)",
-          "udp64_ndr": "pod → pod, UDP 64 B, the highest rate losing ≤ BENCH_NDR_LOSS % (run.json)",
-          "udp1400_ndr": "pod → pod, UDP 1414 B, the highest rate losing ≤ BENCH_NDR_LOSS %",
+          "udp64_ndr": f"pod → pod, UDP 64 B, the highest rate losing ≤ {sys.argv[5]} %",
+          "udp1400_ndr": f"pod → pod, UDP 1414 B, the highest rate losing ≤ {sys.argv[5]} %",
           "vm64": "VM → VM, 64 B (vnet-pktgen, vhost-user)",
           "vm1400": "VM → VM, 1400 B",
           "vmgso": "VM → VM, 64 KB GSO frames to a TSO guest",
