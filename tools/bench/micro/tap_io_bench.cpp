@@ -115,6 +115,23 @@ int bench_write(ports::TapDevice& tap, const std::string& how, double seconds, s
     return 0;
 }
 
+// The read benches' handshake: "ready", then a line on stdin once the
+// caller has filled the tap's queue.
+void wait_for_go() {
+    std::printf("ready\n");
+    std::string line;
+    std::getline(std::cin, line);
+}
+
+void print_read_result(const std::string& how, size_t batch, uint64_t packets, uint64_t calls,
+                       double elapsed) {
+    std::printf("ok how=%s batch=%zu packets=%llu batches=%llu ns_per_packet=%.1f mpps=%.3f\n",
+                how.c_str(), batch, static_cast<unsigned long long>(packets),
+                static_cast<unsigned long long>(calls),
+                packets ? elapsed * 1e9 / double(packets) : 0.0,
+                elapsed > 0 ? double(packets) / elapsed / 1e6 : 0.0);
+}
+
 // readv() per packet (read_burst) against N unlinked io_uring READV per
 // io_uring_enter, until the queue is dry.
 int bench_read(ports::TapDevice& tap, const std::string& how, size_t batch_size) {
@@ -131,9 +148,7 @@ int bench_read(ports::TapDevice& tap, const std::string& how, size_t batch_size)
         ring = std::make_unique<io::UringBatch>(static_cast<unsigned>(batch_size));
         ring->register_fd(tap.fd());
     }
-    std::printf("ready\n");
-    std::string line;
-    std::getline(std::cin, line);
+    wait_for_go();
     uint64_t packets = 0;
     uint64_t calls = 0;
     const auto start = Clock::now();
@@ -153,11 +168,8 @@ int bench_read(ports::TapDevice& tap, const std::string& how, size_t batch_size)
         packets += got;
         ++calls;
     }
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    std::printf("ok how=%s batch=%zu packets=%llu batches=%llu ns_per_packet=%.1f mpps=%.3f\n",
-                how.c_str(), batch_size, static_cast<unsigned long long>(packets),
-                static_cast<unsigned long long>(calls),
-                packets ? elapsed * 1e9 / double(packets) : 0.0, double(packets) / elapsed / 1e6);
+    print_read_result(how, batch_size, packets, calls,
+                      std::chrono::duration<double>(Clock::now() - start).count());
     return 0;
 }
 
@@ -211,9 +223,7 @@ int bench_read_multishot(ports::TapDevice& tap, size_t entries) {
         sqe->flags |= IOSQE_BUFFER_SELECT;
         sqe->buf_group = kGroup;
     };
-    std::printf("ready\n");
-    std::string line;
-    std::getline(std::cin, line);
+    wait_for_go();
     uint64_t packets = 0;
     uint64_t arms = 0;
     const auto start = Clock::now();
@@ -260,12 +270,8 @@ int bench_read_multishot(ports::TapDevice& tap, size_t entries) {
             ++arms;
         }
     }
-    const double elapsed = std::chrono::duration<double>(last - start).count();
-    std::printf(
-        "ok how=multishot batch=%zu packets=%llu batches=%llu ns_per_packet=%.1f mpps=%.3f\n",
-        entries, static_cast<unsigned long long>(packets), static_cast<unsigned long long>(arms),
-        packets ? elapsed * 1e9 / double(packets) : 0.0,
-        elapsed > 0 ? double(packets) / elapsed / 1e6 : 0.0);
+    print_read_result("multishot", entries, packets, arms,
+                      std::chrono::duration<double>(last - start).count());
     io_uring_queue_exit(&ring);
     munmap(mem, ring_bytes);
     return 0;
