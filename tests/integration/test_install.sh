@@ -37,6 +37,7 @@ expected_files() { # PREFIX
     printf '%s\n' "$1/sbin/vnetd" "$1/bin/vnetctl" "$1/bin/vnet-pktgen" "$1/lib/cni/vnetd-cni" \
         "$1/$LIBDIR/vnetd/bpf/xdp_drop.bpf.o" "$1/$LIBDIR/vnetd/bpf/xdp_pass.bpf.o" \
         "$1/$LIBDIR/vnetd/bpf/xdp_redirect.bpf.o" "$1/$LIBDIR/vnetd/bpf/tc_redirect.bpf.o" \
+        "$1/$LIBDIR/vnetd/bpf/udp_port_steer.bpf.o" \
         "$1/lib/systemd/system/vnetd.service" \
         "$1/share/qemu/vhost-user/50-vnetd.json" "$1/share/doc/vnetd/examples/vnetd.toml" \
         "$1/share/man/man8/vnetd.8" "$1/share/man/man8/vnetctl.8" "$1/share/man/man5/vnetd.toml.5" \

@@ -46,7 +46,7 @@ for f in /usr/sbin/vnetd /usr/bin/vnetctl /lib/systemd/system/vnetd.service \
     /usr/share/bash-completion/completions/vnetd /usr/share/doc/vnetd/copyright; do
     grep -qx "$f" "$WORK/files.txt" || fail "$f is not in $(basename "$DEB")"
 done
-for prog in xdp_drop xdp_pass xdp_redirect tc_redirect; do
+for prog in xdp_drop xdp_pass xdp_redirect tc_redirect udp_port_steer; do
     grep -qE "^/usr/lib/x86_64-linux-gnu/vnetd/bpf/$prog\.bpf\.o$" "$WORK/files.txt" ||
         fail "$prog.bpf.o is not in $(basename "$DEB")"
 done
