@@ -165,6 +165,42 @@ TEST(VxlanLoopback, hostile_datagrams_are_dropped_with_exact_reasons) {
     EXPECT_EQ(receive.free_buffers(), 14);
 }
 
+TEST(VxlanLoopback, a_refused_message_is_dropped_and_the_ones_after_it_still_go) {
+    // A v6-only socket refuses the IPv4 VTEP (ENETUNREACH): sendmmsg sends
+    // message 0 and stops at 1, the retry fails on 1 alone (dropped), the
+    // next call sends 2.
+    VxlanSocket from = open_socket(test::ipv6_loopback(0));
+    VxlanSocket to = open_socket(test::ipv6_loopback(0));
+    const std::array<sockaddr_storage, 2> vteps{to.local(), test::ipv4_loopback(4789)};
+    VxlanSendBatch send(kVni);
+    send.begin(vteps);
+    std::vector<std::vector<uint8_t>> frames;
+    frames.reserve(4);
+    for (uint16_t vtep : {0, 0, 1, 0}) {
+        frames.push_back(test::guest_frame(static_cast<uint32_t>(frames.size()), 100));
+        iovec iov = test::whole(frames.back());
+        ASSERT_EQ(send.add_frame({&iov, 1}, 12, vtep), VxlanFrameVerdict::planned);
+    }
+    ASSERT_EQ(send.messages_planned(), 3);
+    const VxlanSendResult r = send.send(from.fd());
+    EXPECT_EQ(r.frames_done, 4);
+    EXPECT_EQ(r.frames_sent, 3);
+    EXPECT_FALSE(r.would_block);
+    EXPECT_EQ(send.counters().sendmmsg_calls.get(), 3u);
+    EXPECT_EQ(send.counters().dropped_unreachable.get(), 1u);
+    EXPECT_EQ(send.counters().messages_sent.get(), 2u);
+
+    VxlanReceiveBatch receive(kVni, 4);
+    receive_frames(receive, to.fd(), 3);
+    ASSERT_EQ(receive.ready(), 3u);
+    for (uint32_t i = 0; i < 3; ++i) {
+        const uint32_t id = i < 2 ? i : 3;
+        EXPECT_EQ(std::vector<uint8_t>(receive.ready_frame(i).data,
+                                       receive.ready_frame(i).data + receive.ready_frame(i).len),
+                  test::inner_frame(id, 100));
+    }
+}
+
 TEST(VxlanLoopback, a_full_receiver_reads_nothing_until_frames_are_done) {
     VxlanSocket from = open_socket(test::ipv4_loopback(0));
     VxlanSocket to = open_socket(test::ipv4_loopback(0));
