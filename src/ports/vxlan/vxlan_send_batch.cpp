@@ -1,0 +1,187 @@
+#include "ports/vxlan/vxlan_send_batch.hpp"
+
+#include <netinet/udp.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "packet/iovec.hpp"
+#include "virtio/net_header.hpp"
+
+namespace vnet::ports {
+
+VxlanSendBatch::VxlanSendBatch(uint32_t vni) : header_(make_vxlan_header(vni)) {}
+
+void VxlanSendBatch::begin(std::span<const sockaddr_storage> vteps) {
+    vteps_ = vteps;
+    frames_planned_ = 0;
+    messages_planned_ = 0;
+    iovecs_used_ = 0;
+    next_message_ = 0;
+}
+
+VxlanFrameVerdict VxlanSendBatch::drop_frame(packet::Counter& reason, VxlanFrameVerdict verdict) {
+    reason.add(1);
+    return verdict;
+}
+
+bool VxlanSendBatch::joins_last_message(uint16_t vtep, uint32_t segment_size) const {
+    if (messages_planned_ == next_message_) {
+        return false;  // none, or all already handed to the kernel
+    }
+    const MessagePlan& last = plans_[messages_planned_ - 1];
+    // UDP GSO: every segment gso_size bytes but the last, which may be
+    // shorter; so a shorter frame ends the message and a longer one cannot
+    // join it.
+    return last.vtep == vtep && !last.closed && last.frames < kVxlanMaxSegmentsPerMessage &&
+           segment_size <= last.segment_size &&
+           last.payload + segment_size <= kVxlanMaxMessagePayload;
+}
+
+VxlanFrameVerdict VxlanSendBatch::add_frame(std::span<const iovec> frame, uint16_t header_size,
+                                            uint16_t vtep) {
+    if (vtep >= vteps_.size() ||
+        (vteps_[vtep].ss_family != AF_INET && vteps_[vtep].ss_family != AF_INET6)) {
+        return drop_frame(counters_.dropped_no_vtep, VxlanFrameVerdict::dropped_no_vtep);
+    }
+    if (frames_planned_ == packet::kMaxBurstPackets) {
+        return VxlanFrameVerdict::batch_full;
+    }
+    const size_t total = packet::total_length(frame);
+    if (total < size_t{header_size} + kVxlanMinInnerFrame) {
+        return drop_frame(counters_.dropped_too_short, VxlanFrameVerdict::dropped_too_short);
+    }
+    const size_t inner = total - header_size;
+    if (inner > kVxlanMaxInnerFrame) {
+        return drop_frame(counters_.dropped_too_big, VxlanFrameVerdict::dropped_too_big);
+    }
+    // The two bytes that say whether the frame is whole: a private copy,
+    // since a hostile guest may split its header anywhere.
+    uint8_t head[2] = {0, 0};
+    const size_t head_size = std::min<size_t>(header_size, sizeof(head));
+    packet::gather_prefix(frame, head, head_size);
+    if (head_size == sizeof(head) &&
+        ((head[virtio::kNetHeaderFlagsOffset] & virtio::NetHeader::kFlagNeedsCsum) != 0 ||
+         head[virtio::kNetHeaderGsoTypeOffset] != virtio::NetHeader::kGsoNone)) {
+        return VxlanFrameVerdict::needs_offload;
+    }
+    // One iovec for the VXLAN header, then the frame's bytes: never more
+    // pieces than the frame has.
+    if (frame.size() + 1 > packet::kMaxBurstIovecs) {
+        return drop_frame(counters_.dropped_bad_chunks, VxlanFrameVerdict::dropped_bad_chunks);
+    }
+    const size_t room = size_t{packet::kMaxBurstIovecs} - iovecs_used_;
+    if (frame.size() + 1 > room) {
+        return VxlanFrameVerdict::batch_full;
+    }
+    iovec* out = iovecs_.data() + iovecs_used_;
+    out[0] = iovec{const_cast<uint8_t*>(header_.data()), kVxlanHeaderSize};
+    const int pieces = packet::slice_iovecs(frame, header_size, inner, {out + 1, room - 1});
+    if (pieces < 0) {
+        return drop_frame(counters_.dropped_bad_chunks, VxlanFrameVerdict::dropped_bad_chunks);
+    }
+
+    const auto segment_size = static_cast<uint32_t>(kVxlanHeaderSize + inner);
+    if (!joins_last_message(vtep, segment_size)) {
+        MessagePlan& plan = plans_[messages_planned_];
+        plan = MessagePlan{vtep, 0, static_cast<uint16_t>(segment_size), 0, false};
+        msghdr& m = messages_[messages_planned_].msg_hdr;
+        m = msghdr{};
+        m.msg_iov = out;
+        ++messages_planned_;
+    }
+    MessagePlan& plan = plans_[messages_planned_ - 1];
+    ++plan.frames;
+    plan.payload += segment_size;
+    plan.closed = segment_size < plan.segment_size;
+    messages_[messages_planned_ - 1].msg_hdr.msg_iovlen += static_cast<size_t>(pieces) + 1;
+    iovecs_used_ = static_cast<uint16_t>(iovecs_used_ + pieces + 1);
+    ++frames_planned_;
+    return VxlanFrameVerdict::planned;
+}
+
+// The destination, and the UDP_SEGMENT cmsg when the message holds more
+// than one datagram; done at send time, when the plan is final.
+void VxlanSendBatch::finish_message(uint16_t i) {
+    const MessagePlan& plan = plans_[i];
+    msghdr& m = messages_[i].msg_hdr;
+    const sockaddr_storage& vtep = vteps_[plan.vtep];
+    m.msg_name = const_cast<sockaddr_storage*>(&vtep);
+    m.msg_namelen = vtep.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+    if (plan.frames == 1) {
+        m.msg_control = nullptr;
+        m.msg_controllen = 0;
+        return;
+    }
+    Control& c = controls_[i];
+    m.msg_control = c.bytes.data();
+    m.msg_controllen = c.bytes.size();
+    cmsghdr* cm = CMSG_FIRSTHDR(&m);
+    cm->cmsg_level = SOL_UDP;
+    cm->cmsg_type = UDP_SEGMENT;
+    cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+    const uint16_t gso_size = plan.segment_size;
+    std::memcpy(CMSG_DATA(cm), &gso_size, sizeof(gso_size));
+}
+
+void VxlanSendBatch::drop_message(uint16_t i, int error_number) {
+    switch (error_number) {
+        case EMSGSIZE:
+        case EINVAL:  // udp_send_skb: gso_size + headers over the path MTU
+            counters_.dropped_message_too_big.add(plans_[i].frames);
+            break;
+        case ENETUNREACH:
+        case EHOSTUNREACH:
+        case ECONNREFUSED:
+        case EADDRNOTAVAIL:
+        case ENETDOWN:
+        case EHOSTDOWN:
+            counters_.dropped_unreachable.add(plans_[i].frames);
+            break;
+        default:
+            counters_.dropped_send_error.add(plans_[i].frames);
+            break;
+    }
+}
+
+VxlanSendResult VxlanSendBatch::send(int fd) {
+    VxlanSendResult result;
+    for (uint16_t i = next_message_; i < messages_planned_; ++i) {
+        finish_message(i);
+    }
+    while (next_message_ < messages_planned_) {
+        counters_.sendmmsg_calls.add(1);
+        const int sent = ::sendmmsg(fd, messages_.data() + next_message_,
+                                    messages_planned_ - next_message_, MSG_DONTWAIT);
+        if (sent > 0) {
+            // Whole messages: a partial count means the kernel stopped at
+            // the next one (full, or an error it reports on the next call).
+            for (int k = 0; k < sent; ++k) {
+                const MessagePlan& plan = plans_[next_message_ + k];
+                result.frames_done = static_cast<uint16_t>(result.frames_done + plan.frames);
+                result.frames_sent = static_cast<uint16_t>(result.frames_sent + plan.frames);
+                counters_.frames_sent.add(plan.frames);
+                counters_.gso_messages_sent.add(plan.frames > 1 ? 1 : 0);
+            }
+            counters_.messages_sent.add(static_cast<uint64_t>(sent));
+            next_message_ = static_cast<uint16_t>(next_message_ + sent);
+            continue;
+        }
+        const int error_number = sent == 0 ? EAGAIN : errno;
+        if (error_number == EINTR) {
+            continue;
+        }
+        if (error_number == EAGAIN || error_number == EWOULDBLOCK || error_number == ENOBUFS) {
+            result.would_block = true;
+            break;
+        }
+        drop_message(next_message_, error_number);
+        result.frames_done =
+            static_cast<uint16_t>(result.frames_done + plans_[next_message_].frames);
+        ++next_message_;
+    }
+    return result;
+}
+
+}  // namespace vnet::ports

@@ -1,0 +1,174 @@
+// VxlanSendBatch: the send half of the user-space VXLAN datapath. It turns
+// a burst of inner frames into the messages of ONE sendmmsg on a UDP socket
+// (vxlan_socket.hpp), each frame behind a VXLAN header, with no copy: a
+// message's iovecs are [VXLAN header][frame's bytes after its virtio-net
+// header][VXLAN header][next frame's bytes]..., pointing into the source's
+// memory, and the kernel copies each byte once.
+//
+// Why messages of many frames: a datagram costs the kernel ~3 us on its own
+// but ~90 ns as one segment of a UDP_SEGMENT (GSO) send, which builds the
+// datagrams once and segments them late. So consecutive frames to the same
+// VTEP and of the same length share one message whose UDP_SEGMENT cmsg
+// gives the segment size (VXLAN header + frame), within the kernel's rules
+// for UDP GSO (net/ipv4/udp.c, udp_send_skb): at most 64 segments
+// (UDP_MAX_SEGMENTS on older kernels), at most 65,000 payload bytes here
+// (under 64 KiB, IP's limit, with room for the headers), and every segment
+// of gso_size bytes but the last, which may be shorter. A message of one
+// frame has no cmsg: an ordinary datagram.
+//
+// Use, per burst (one worker; nothing allocates):
+//   batch.begin(vteps);                      // the caller's VTEP table
+//   for each frame: batch.add_frame(iovecs, header_size, vtep_index)
+//   batch.send(fd)                           // again later if not all done
+// A frame whose virtio-net header asks for GSO or a checksum (NEEDS_CSUM)
+// is not planned: add_frame says so, and the caller segments it or
+// completes its checksum first, then adds the result as plain frames.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "packet/packet_burst.hpp"
+#include "packet/queue_counters.hpp"
+#include "ports/vxlan/vxlan_wire.hpp"
+
+namespace vnet::ports {
+
+// The kernel's limits on one UDP_SEGMENT send that this batch keeps to.
+inline constexpr uint16_t kVxlanMaxSegmentsPerMessage = 64;
+inline constexpr uint32_t kVxlanMaxMessagePayload = 65000;
+// The largest inner frame (virtio-net header excluded) one datagram carries.
+inline constexpr uint32_t kVxlanMaxInnerFrame = kVxlanMaxMessagePayload - kVxlanHeaderSize;
+
+enum class VxlanFrameVerdict : uint8_t {
+    planned,        // part of a message; send() sends or drops it
+    needs_offload,  // GSO or NEEDS_CSUM: the caller segments / checksums it first
+    batch_full,     // no frame or iovec slot left: send, begin again, add it then
+    // Dropped and counted here: the caller completes the frame.
+    dropped_too_short,   // no Ethernet header after the virtio-net header
+    dropped_too_big,     // more than kVxlanMaxInnerFrame bytes
+    dropped_no_vtep,     // outside the table given to begin(), or neither IPv4 nor IPv6
+    dropped_bad_chunks,  // more iovecs than a message takes
+};
+
+// Counted by the worker that owns the batch, read by any thread.
+struct VxlanSendCounters {
+    packet::Counter frames_sent;
+    packet::Counter messages_sent;
+    packet::Counter gso_messages_sent;  // messages of more than one segment
+    packet::Counter sendmmsg_calls;
+    packet::Counter dropped_too_short;
+    packet::Counter dropped_too_big;
+    packet::Counter dropped_no_vtep;
+    packet::Counter dropped_bad_chunks;
+    // Frames of a message the kernel refused for good, by errno:
+    // EMSGSIZE; EINVAL (udp_send_skb: a segment over the path MTU, and
+    // also an address of the socket's other family: the table is checked
+    // at set-up, so EINVAL here means the MTU)
+    packet::Counter dropped_message_too_big;
+    packet::Counter dropped_unreachable;  // ENETUNREACH, EHOSTUNREACH, ECONNREFUSED...
+    packet::Counter dropped_send_error;   // any other errno
+};
+
+struct VxlanSendCounterField {
+    std::string_view name;
+    packet::Counter VxlanSendCounters::*counter;
+};
+inline constexpr std::array<VxlanSendCounterField, 11> kVxlanSendCounterFields = {{
+    {"frames_sent", &VxlanSendCounters::frames_sent},
+    {"messages_sent", &VxlanSendCounters::messages_sent},
+    {"gso_messages_sent", &VxlanSendCounters::gso_messages_sent},
+    {"sendmmsg_calls", &VxlanSendCounters::sendmmsg_calls},
+    {"dropped_too_short", &VxlanSendCounters::dropped_too_short},
+    {"dropped_too_big", &VxlanSendCounters::dropped_too_big},
+    {"dropped_no_vtep", &VxlanSendCounters::dropped_no_vtep},
+    {"dropped_bad_chunks", &VxlanSendCounters::dropped_bad_chunks},
+    {"dropped_message_too_big", &VxlanSendCounters::dropped_message_too_big},
+    {"dropped_unreachable", &VxlanSendCounters::dropped_unreachable},
+    {"dropped_send_error", &VxlanSendCounters::dropped_send_error},
+}};
+
+// What one send() did. The frames are those planned, in the order they
+// were added: the first `frames_done` are finished (sent, or dropped and
+// counted), the rest wait for the next send().
+struct VxlanSendResult {
+    uint16_t frames_done = 0;
+    uint16_t frames_sent = 0;
+    bool would_block = false;  // EAGAIN/ENOBUFS: wait for POLLOUT, then send() again
+};
+
+class VxlanSendBatch {
+public:
+    explicit VxlanSendBatch(uint32_t vni);
+    // Holds pointers into itself (the messages point at its iovecs).
+    VxlanSendBatch(const VxlanSendBatch&) = delete;
+    VxlanSendBatch& operator=(const VxlanSendBatch&) = delete;
+
+    // Starts a new burst toward the VTEPs of `vteps` (AF_INET or AF_INET6
+    // entries; the caller keeps the table alive and unchanged until the
+    // burst is sent). Forgets frames still unsent.
+    void begin(std::span<const sockaddr_storage> vteps);
+
+    // Plans the frame `frame` (virtio-net header of `header_size` bytes
+    // first, in any number of pieces) toward vteps[vtep]. Reads the
+    // virtio-net header's flags and GSO type, never trusts the lengths.
+    VxlanFrameVerdict add_frame(std::span<const iovec> frame, uint16_t header_size, uint16_t vtep);
+
+    // Sends the planned messages not yet sent: one sendmmsg when the
+    // socket takes them all. A message the kernel refuses for good (an
+    // errno other than EAGAIN/ENOBUFS/EINTR) has its frames dropped and
+    // counted, and the next one is tried.
+    VxlanSendResult send(int fd);
+
+    uint16_t frames_planned() const { return frames_planned_; }
+    uint16_t messages_planned() const { return messages_planned_; }
+    // Whether every planned frame is done (sent or dropped).
+    bool sent_all() const { return next_message_ == messages_planned_; }
+
+    // The plan, for tests and the port's traces: message i's header as
+    // sendmmsg sees it, its frame count and its segment size.
+    const msghdr& message(uint16_t i) const { return messages_[i].msg_hdr; }
+    uint16_t message_frames(uint16_t i) const { return plans_[i].frames; }
+    uint16_t message_segment_size(uint16_t i) const { return plans_[i].segment_size; }
+
+    const VxlanSendCounters& counters() const { return counters_; }
+
+private:
+    struct MessagePlan {
+        uint16_t vtep = 0;
+        uint16_t frames = 0;
+        uint16_t segment_size = 0;  // VXLAN header + the first frame
+        uint32_t payload = 0;       // bytes, every segment
+        bool closed = false;        // a shorter segment ended it
+    };
+    // The cmsg of one message: a UDP_SEGMENT gso_size (u16).
+    static constexpr size_t kControlSize = CMSG_SPACE(sizeof(uint16_t));
+    struct alignas(cmsghdr) Control {
+        std::array<uint8_t, kControlSize> bytes;
+    };
+
+    bool joins_last_message(uint16_t vtep, uint32_t segment_size) const;
+    void finish_message(uint16_t i);
+    void drop_message(uint16_t i, int error_number);
+    static VxlanFrameVerdict drop_frame(packet::Counter& reason, VxlanFrameVerdict verdict);
+
+    const VxlanHeader header_;
+    std::span<const sockaddr_storage> vteps_;
+    uint16_t frames_planned_ = 0;
+    uint16_t messages_planned_ = 0;
+    uint16_t iovecs_used_ = 0;
+    uint16_t next_message_ = 0;  // the first not yet sent or dropped
+    std::array<MessagePlan, packet::kMaxBurstPackets> plans_{};
+    std::array<mmsghdr, packet::kMaxBurstPackets> messages_{};
+    std::array<Control, packet::kMaxBurstPackets> controls_{};
+    std::array<iovec, packet::kMaxBurstIovecs> iovecs_{};
+    VxlanSendCounters counters_;
+};
+
+}  // namespace vnet::ports
