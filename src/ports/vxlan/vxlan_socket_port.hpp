@@ -1,0 +1,176 @@
+// VxlanSocketPort: a switch's VXLAN uplink done in user space, on one UDP
+// socket (the `socket` datapath of a vxlan port; the `splice` datapath is
+// VxlanUplink's kernel device and tap). Why: the kernel's VXLAN path costs
+// ~3.7 us of CPU per frame, a UDP_SEGMENT send received with UDP_GRO ~0.1
+// us (docs/BENCHMARKS.md, `vxlan/vnet-underlay-limit.sh`), so a burst to
+// one VTEP should be one send and one receive.
+//
+// One queue pair, both roles of a switch member:
+//  * burst sink: each frame of a burst goes behind a VXLAN header to the
+//    VTEP its destination MAC was learned behind, or, for broadcast,
+//    multicast and unknown unicast, to every peer (head-end replication,
+//    as the kernel's all-zero FDB entries do); consecutive frames to one
+//    VTEP of one length leave as one UDP_SEGMENT message, all of a burst in
+//    one sendmmsg (VxlanSendBatch), straight from the source's memory. A
+//    GSO frame is segmented, and a partial checksum completed, here
+//    (virtio::OffloadAdaptation toward a receiver with no offloads) into
+//    the port's own scratch, then sent the same way: the segments of one
+//    frame are of one length, so they too are one message.
+//  * burst source: one recvmmsg takes what the peers sent, a peer's burst
+//    one UDP_GRO message (VxlanReceiveBatch); the inner frames are handed
+//    out where they lie, behind a shared all-zero virtio-net header (no
+//    offload: the checksums were complete on the wire), and each frame's
+//    source MAC is learned behind the VTEP it came from, if that is a peer.
+//
+// Learning: a fixed table (kVxlanMaxLearnedMacs) of MAC -> peer, refreshed
+// by every frame received, forgotten after kVxlanMacAgeNs without one (the
+// kernel's default ageing, 300 s) or when its peer is removed; when full,
+// an unknown MAC floods. Only peers are learned behind: a datagram from
+// another address is delivered, but unicast back to its MAC floods to the
+// peers, so a stranger cannot pull traffic away from them.
+//
+// Threads: the datapath calls come from the worker that owns the queue
+// pair; add_peer/remove_peer from the control thread, on that worker
+// (PortContext::run_on_owner) once it runs the port. Nothing per packet
+// allocates, locks or logs.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "packet/packet_burst.hpp"
+#include "packet/queue_counters.hpp"
+#include "ports/port.hpp"
+#include "ports/vxlan/vxlan_receive_batch.hpp"
+#include "ports/vxlan/vxlan_send_batch.hpp"
+#include "ports/vxlan/vxlan_socket.hpp"
+#include "virtio/net/offload_adaptation.hpp"
+
+namespace vnet::ports {
+
+// The most remote VTEPs of one uplink (static peers).
+inline constexpr uint16_t kVxlanMaxPeers = 64;
+// MACs learned behind peers; beyond it, unknown MACs flood.
+inline constexpr uint32_t kVxlanMaxLearnedMacs = 4096;
+// The kernel's default FDB ageing (br_fdb, vxlan: 300 s).
+inline constexpr uint64_t kVxlanMacAgeNs = 300ull * 1000 * 1000 * 1000;
+// Receive buffers of 64 KiB: a peer's burst is one, so 16 hold 16 bursts.
+inline constexpr uint16_t kVxlanReceiveBuffers = 16;
+// Where GSO frames are cut and partial checksums completed before they
+// are sent: at least one 64 KiB frame's segments with their headers.
+inline constexpr uint32_t kVxlanScratchBytes = 256 * 1024;
+
+struct VxlanSocketPortOptions {
+    uint32_t vni = 0;                // 1..16777215
+    std::string local;               // the address the socket binds; empty: IPv4 any
+    uint16_t dstport = 4789;         // bound, and sent to
+    std::vector<std::string> peers;  // the remote VTEPs, of the local address's family
+    int socket_buffer_bytes = 4 << 20;
+};
+
+class VxlanSocketPort final : public Port, public BurstSource, public BurstSink {
+public:
+    // Binds the socket and sets the peers. Throws PortSetupError (a bad
+    // address, the port in use: a kernel vxlan device may hold it).
+    VxlanSocketPort(std::string name, const VxlanSocketPortOptions& options);
+    ~VxlanSocketPort() override;
+
+    QueuePairCapabilities capabilities(uint16_t) override {
+        return {.burst_source = this, .burst_sink = this};
+    }
+    bool queue_ready(uint16_t) const override { return true; }
+    WaitSpec receive_wait(uint16_t) const override;
+    WaitSpec transmit_wait(uint16_t) const override;
+    packet::QueueCounters& rx_counters(uint16_t) override { return rx_; }
+    packet::QueueCounters& tx_counters(uint16_t) override { return tx_; }
+    // "vxlan": the socket, the peers, the MACs learned and the send and
+    // receive batches' counters.
+    void describe(std::vector<Fact>& out) const override;
+
+    uint16_t transmit_burst(uint16_t queue, const packet::PacketBurst& burst) override;
+    uint16_t receive_burst(uint16_t queue, packet::PacketBurst& burst, uint16_t max) override;
+    void complete_burst(uint16_t queue, const packet::PacketBurst& burst, uint16_t done) override;
+
+    // Control thread, on the owning worker once one runs the port. A
+    // remote VTEP (an IP literal of the socket's family); adding one that
+    // is there, removing one that is not, a bad address, a 65th peer:
+    // std::invalid_argument. Removing one forgets the MACs behind it.
+    void add_peer(const std::string& address);
+    void remove_peer(const std::string& address);
+    std::vector<std::string> peers() const;
+    uint32_t vni() const { return options_.vni; }
+    const sockaddr_storage& local() const { return socket_.local(); }
+    uint16_t local_port() const { return socket_.local_port(); }
+    // MACs learned and not aged out at `now_ns` (steady clock).
+    uint32_t learned_macs(uint64_t now_ns) const;
+
+private:
+    struct Learned {
+        uint64_t mac = 0;  // 48 bits; 0: a free slot
+        uint64_t seen_ns = 0;
+        uint16_t peer = 0;
+    };
+    static constexpr uint16_t kNoPeer = UINT16_MAX;
+
+    // Where planning packet `packet` got to: it goes to `target` (a peer,
+    // or kNoPeer: every peer), as `frames` frames (1, or its segments in
+    // the scratch), and the next frame to plan is segment `segment` to the
+    // peer in slot `peer`. A packet bigger than one send (a GSO frame
+    // flooded to many peers) is planned over several sends so.
+    struct Cursor {
+        bool started = false;
+        bool offloaded = false;
+        bool dropped_frame = false;  // the batch refused one of its frames
+        uint16_t target = 0;
+        uint16_t frames = 1;
+        uint16_t peer = 0;
+        uint16_t segment = 0;
+    };
+
+    // Plans what is left of packet `i` of `burst`; true once all of it is
+    // planned (or it was dropped), false when the send must go first.
+    bool plan_packet(const packet::PacketBurst& burst, uint16_t i);
+    // Starts packet `i`: its destination, and for a GSO frame or a partial
+    // checksum its segments written into the scratch. False: no room left
+    // in the scratch behind what the batch holds (send first).
+    bool start_packet(const packet::PacketBurst& burst, uint16_t i);
+    std::span<const iovec> frame_of(const packet::PacketBurst& burst, uint16_t i,
+                                    uint16_t segment) const;
+    uint16_t peer_of(uint64_t mac, uint64_t now_ns) const;
+    void learn(uint64_t mac, uint16_t peer, uint64_t now_ns);
+    uint16_t peer_index(const sockaddr_storage& address) const;
+    void forget_peer(uint16_t peer);
+    sockaddr_storage parse_peer(const std::string& address) const;
+
+    std::string name_;
+    VxlanSocketPortOptions options_;
+    VxlanSocket socket_;
+    // Peers in fixed slots (a learned MAC names its slot); present_[p] says
+    // whether slot p holds one. The send batch is given all slots and only
+    // ever targets present ones.
+    std::array<sockaddr_storage, kVxlanMaxPeers> peers_{};
+    std::array<bool, kVxlanMaxPeers> present_{};
+    std::vector<Learned> learned_;
+    VxlanSendBatch send_;
+    VxlanReceiveBatch receive_;
+    virtio::OffloadAdaptation adaptation_;
+    std::unique_ptr<uint8_t[]> scratch_;
+    uint32_t scratch_used_ = 0;
+    // The current packet's segments in the scratch, when it is offloaded.
+    std::vector<iovec> segments_;
+    Cursor cursor_;
+    // Per planned frame of the current send: which packet of the burst it
+    // belongs to, so that frames sent become packets done.
+    std::array<uint16_t, packet::kMaxBurstPackets> frame_packet_{};
+    uint16_t planned_frames_ = 0;
+    packet::QueueCounters rx_;
+    packet::QueueCounters tx_;
+};
+
+}  // namespace vnet::ports

@@ -1,0 +1,301 @@
+// VxlanSocketPort end to end over loopback: ports bound to 127.0.0.1,
+// .2 and .3 on one UDP port, each the others' peer, hand bursts to each
+// other as a switch would (transmit_burst on one, receive_burst and
+// complete_burst on the other): floods, learning, unicast to one peer, GSO
+// frames cut on the way, partial checksums completed, peers removed.
+#include "ports/vxlan/vxlan_socket_port.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/steady_clock.hpp"
+#include "packet/packet_burst.hpp"
+#include "unit/ports/vxlan/vxlan_frames.hpp"
+#include "unit/virtio/net/offload_frames.hpp"
+
+namespace vnet::ports {
+namespace {
+
+using test::guest_frame;
+
+// One port number per test process, so that parallel runs do not collide.
+uint16_t test_port() {
+    return static_cast<uint16_t>(40000 + (::getpid() % 20000));
+}
+
+VxlanSocketPortOptions options_for(const std::string& local, std::vector<std::string> peers) {
+    VxlanSocketPortOptions o;
+    o.vni = 100;
+    o.local = local;
+    o.dstport = test_port();
+    o.peers = std::move(peers);
+    o.socket_buffer_bytes = 1 << 20;
+    return o;
+}
+
+// Frames as a guest's TX ring hands them over: a burst of iovecs into
+// memory the test owns.
+struct Sent {
+    std::vector<std::vector<uint8_t>> packets;
+    packet::PacketBurst burst;
+
+    void add(std::vector<uint8_t> bytes) { packets.push_back(std::move(bytes)); }
+    const packet::PacketBurst& make() {
+        burst.clear();
+        for (auto& p : packets) {
+            burst.free_iovecs()[0] = iovec{p.data(), p.size()};
+            burst.push(1, static_cast<uint32_t>(p.size()), 0);
+        }
+        return burst;
+    }
+};
+
+// Everything `port` receives now, each frame's bytes after the virtio-net
+// header (whose bytes must be all zero).
+std::vector<std::vector<uint8_t>> receive_all(VxlanSocketPort& port) {
+    std::vector<std::vector<uint8_t>> out;
+    packet::PacketBurst burst;
+    for (;;) {
+        burst.clear();
+        const uint16_t n = port.receive_burst(0, burst, packet::kMaxBurstPackets);
+        if (n == 0) {
+            return out;
+        }
+        for (uint16_t i = 0; i < n; ++i) {
+            std::vector<uint8_t> bytes =
+                test::gather(&burst.packet_iovecs(i)[0], burst.packet_iovecs(i).size());
+            EXPECT_EQ(bytes.size(), burst.packets[i].len);
+            EXPECT_TRUE(std::all_of(bytes.begin(), bytes.begin() + burst.header_size,
+                                    [](uint8_t b) { return b == 0; }));
+            out.emplace_back(bytes.begin() + burst.header_size, bytes.end());
+        }
+        port.complete_burst(0, burst, n);
+    }
+}
+
+uint64_t fact(const VxlanSocketPort& port, const std::string& section, const std::string& key) {
+    std::vector<Port::Fact> facts;
+    port.describe(facts);
+    for (const auto& f : facts) {
+        if (f.section == section && f.key == key) {
+            return std::get<uint64_t>(f.value);
+        }
+    }
+    ADD_FAILURE() << "no fact " << section << "." << key;
+    return 0;
+}
+
+// An inner frame with the given destination and source MACs.
+std::vector<uint8_t> frame_between(const uint8_t* dst, const uint8_t* src, uint32_t id,
+                                   uint32_t len = 64) {
+    std::vector<uint8_t> f = guest_frame(id, len);
+    std::memcpy(f.data() + 12, dst, 6);
+    std::memcpy(f.data() + 18, src, 6);
+    return f;
+}
+
+constexpr uint8_t kMacA[6] = {0x02, 0, 0, 0, 0, 0x0a};
+constexpr uint8_t kMacB[6] = {0x02, 0, 0, 0, 0, 0x0b};
+constexpr uint8_t kBroadcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+
+TEST(VxlanSocketPort, a_burst_to_an_unknown_mac_floods_in_one_send_and_arrives_in_one_receive) {
+    VxlanSocketPort a("a", options_for("127.0.0.1", {"127.0.0.2"}));
+    VxlanSocketPort b("b", options_for("127.0.0.2", {"127.0.0.1"}));
+    Sent sent;
+    for (uint32_t i = 0; i < 64; ++i) {
+        sent.add(frame_between(kMacB, kMacA, i));
+    }
+    ASSERT_EQ(a.transmit_burst(0, sent.make()), 64);
+    EXPECT_EQ(fact(a, "vxlan_send", "sendmmsg_calls"), 1u);
+    EXPECT_EQ(fact(a, "vxlan_send", "gso_messages_sent"), 1u);
+    EXPECT_EQ(a.tx_counters(0).packets.get(), 64u);
+    const auto got = receive_all(b);
+    ASSERT_EQ(got.size(), 64u);
+    for (uint32_t i = 0; i < 64; ++i) {
+        EXPECT_EQ(got[i], std::vector<uint8_t>(sent.packets[i].begin() + 12, sent.packets[i].end()))
+            << "frame " << i;
+    }
+    EXPECT_EQ(b.rx_counters(0).packets.get(), 64u);
+    EXPECT_EQ(b.learned_macs(steady_now_ns()), 1u);  // kMacA, behind 127.0.0.1
+}
+
+TEST(VxlanSocketPort, a_learned_mac_goes_to_its_peer_only_and_broadcast_to_every_peer) {
+    VxlanSocketPort a("a", options_for("127.0.0.1", {"127.0.0.2"}));
+    VxlanSocketPort b("b", options_for("127.0.0.2", {"127.0.0.1", "127.0.0.3"}));
+    VxlanSocketPort c("c", options_for("127.0.0.3", {"127.0.0.2"}));
+    Sent from_a;
+    from_a.add(frame_between(kBroadcast, kMacA, 1));
+    ASSERT_EQ(a.transmit_burst(0, from_a.make()), 1);
+    ASSERT_EQ(receive_all(b).size(), 1u);  // b learns kMacA behind a
+
+    Sent from_b;
+    from_b.add(frame_between(kMacA, kMacB, 2));       // known: a only
+    from_b.add(frame_between(kBroadcast, kMacB, 3));  // every peer
+    ASSERT_EQ(b.transmit_burst(0, from_b.make()), 2);
+    const auto at_a = receive_all(a);
+    const auto at_c = receive_all(c);
+    ASSERT_EQ(at_a.size(), 2u);
+    ASSERT_EQ(at_c.size(), 1u);
+    EXPECT_EQ(at_c[0],
+              std::vector<uint8_t>(from_b.packets[1].begin() + 12, from_b.packets[1].end()));
+
+    // A removed peer's MACs are forgotten: unicast to kMacA floods again,
+    // to c alone now.
+    b.remove_peer("127.0.0.1");
+    EXPECT_EQ(b.peers(), std::vector<std::string>{"127.0.0.3"});
+    Sent again;
+    again.add(frame_between(kMacA, kMacB, 4));
+    ASSERT_EQ(b.transmit_burst(0, again.make()), 1);
+    EXPECT_EQ(receive_all(a).size(), 0u);
+    EXPECT_EQ(receive_all(c).size(), 1u);
+}
+
+TEST(VxlanSocketPort, a_stranger_is_delivered_but_not_learned) {
+    VxlanSocketPort a("a", options_for("127.0.0.1", {"127.0.0.2"}));
+    VxlanSocketPort b("b", options_for("127.0.0.2", {"127.0.0.3"}));  // a is no peer of b
+    Sent sent;
+    sent.add(frame_between(kMacB, kMacA, 1));
+    ASSERT_EQ(a.transmit_burst(0, sent.make()), 1);
+    EXPECT_EQ(receive_all(b).size(), 1u);
+    EXPECT_EQ(b.learned_macs(steady_now_ns()), 0u);
+}
+
+TEST(VxlanSocketPort, a_tcp_gso_frame_leaves_as_checksummed_segments_in_one_message) {
+    VxlanSocketPort a("a", options_for("127.0.0.1", {"127.0.0.2"}));
+    VxlanSocketPort b("b", options_for("127.0.0.2", {"127.0.0.1"}));
+    virtio::test::FrameSpec spec;
+    spec.payload = 14000;
+    virtio::test::Frame f = virtio::test::make_frame(spec);
+    virtio::test::make_partial(f);
+    virtio::test::SenderHeader h;
+    h.flags = virtio::NetHeader::kFlagNeedsCsum;
+    h.gso_type = virtio::NetHeader::kGsoTcpV4;
+    h.hdr_len = static_cast<uint16_t>(f.payload_at);
+    h.gso_size = 1400;
+    h.csum_start = static_cast<uint16_t>(f.l4);
+    h.csum_offset = 16;
+    Sent sent;
+    sent.add(virtio::test::sender_packet(h, f));
+    ASSERT_EQ(a.transmit_burst(0, sent.make()), 1);
+    EXPECT_EQ(fact(a, "vxlan_send", "frames_sent"), 10u);
+    EXPECT_EQ(fact(a, "vxlan_send", "messages_sent"), 1u);
+    const auto got = receive_all(b);
+    ASSERT_EQ(got.size(), 10u);
+    std::vector<uint8_t> payload;
+    for (const auto& seg : got) {
+        ASSERT_EQ(seg.size(), f.payload_at + 1400);
+        EXPECT_TRUE(virtio::test::l4_checksum_valid(seg, f.l3, f.l4, false, false));
+        payload.insert(payload.end(), seg.begin() + static_cast<long>(f.payload_at), seg.end());
+    }
+    EXPECT_EQ(payload, std::vector<uint8_t>(f.bytes.begin() + static_cast<long>(f.payload_at),
+                                            f.bytes.end()));
+}
+
+TEST(VxlanSocketPort, a_frame_of_more_segments_than_one_send_takes_is_sent_over_several) {
+    // 120 segments, flooded to two peers: 240 frames over four sends of at
+    // most 64, each peer's in order, none twice, and the plain frames
+    // around it in their places.
+    VxlanSocketPort a("a", options_for("127.0.0.1", {"127.0.0.2", "127.0.0.3"}));
+    VxlanSocketPort b("b", options_for("127.0.0.2", {"127.0.0.1"}));
+    VxlanSocketPort c("c", options_for("127.0.0.3", {"127.0.0.1"}));
+    virtio::test::FrameSpec spec;
+    spec.payload = 60000;
+    virtio::test::Frame f = virtio::test::make_frame(spec);
+    virtio::test::make_partial(f);
+    virtio::test::SenderHeader h;
+    h.flags = virtio::NetHeader::kFlagNeedsCsum;
+    h.gso_type = virtio::NetHeader::kGsoTcpV4;
+    h.hdr_len = static_cast<uint16_t>(f.payload_at);
+    h.gso_size = 500;
+    h.csum_start = static_cast<uint16_t>(f.l4);
+    h.csum_offset = 16;
+    Sent sent;
+    sent.add(frame_between(kBroadcast, kMacA, 1));
+    sent.add(virtio::test::sender_packet(h, f));  // to f's destination: unknown, flooded
+    sent.add(frame_between(kBroadcast, kMacA, 2));
+    ASSERT_EQ(a.transmit_burst(0, sent.make()), 3);
+    EXPECT_EQ(fact(a, "vxlan_send", "frames_sent"), 2u * (1 + 120 + 1));
+    EXPECT_EQ(fact(a, "vxlan_send", "sendmmsg_calls"), 4u);
+    for (VxlanSocketPort* receiver : {&b, &c}) {
+        const auto got = receive_all(*receiver);
+        ASSERT_EQ(got.size(), 122u);
+        EXPECT_EQ(got[0].size(), 64u);
+        EXPECT_EQ(got[121].size(), 64u);
+        std::vector<uint8_t> payload;
+        for (size_t i = 1; i <= 120; ++i) {
+            ASSERT_EQ(got[i].size(), f.payload_at + 500);
+            EXPECT_TRUE(virtio::test::l4_checksum_valid(got[i], f.l3, f.l4, false, false));
+            payload.insert(payload.end(), got[i].begin() + static_cast<long>(f.payload_at),
+                           got[i].end());
+        }
+        EXPECT_EQ(payload, std::vector<uint8_t>(f.bytes.begin() + static_cast<long>(f.payload_at),
+                                                f.bytes.end()));
+    }
+}
+
+TEST(VxlanSocketPort, a_partial_checksum_is_completed_on_the_way) {
+    VxlanSocketPort a("a", options_for("127.0.0.1", {"127.0.0.2"}));
+    VxlanSocketPort b("b", options_for("127.0.0.2", {"127.0.0.1"}));
+    virtio::test::FrameSpec spec;
+    spec.udp = true;
+    spec.payload = 300;
+    virtio::test::Frame f = virtio::test::make_frame(spec);
+    virtio::test::make_partial(f);
+    virtio::test::SenderHeader h;
+    h.flags = virtio::NetHeader::kFlagNeedsCsum;
+    h.csum_start = static_cast<uint16_t>(f.l4);
+    h.csum_offset = 6;
+    Sent sent;
+    sent.add(virtio::test::sender_packet(h, f));
+    ASSERT_EQ(a.transmit_burst(0, sent.make()), 1);
+    const auto got = receive_all(b);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].size(), f.bytes.size());
+    EXPECT_TRUE(virtio::test::l4_checksum_valid(got[0], f.l3, f.l4, false, true));
+}
+
+TEST(VxlanSocketPort, a_packet_too_short_for_an_ethernet_header_is_dropped_and_counted) {
+    VxlanSocketPort a("a", options_for("127.0.0.1", {"127.0.0.2"}));
+    VxlanSocketPort b("b", options_for("127.0.0.2", {"127.0.0.1"}));
+    Sent sent;
+    sent.add(guest_frame(1, 13));
+    sent.add(frame_between(kMacB, kMacA, 2));
+    ASSERT_EQ(a.transmit_burst(0, sent.make()), 2);
+    EXPECT_EQ(
+        a.tx_counters(0).drops[static_cast<size_t>(packet::DropReason::packet_too_short)].get(),
+        1u);
+    EXPECT_EQ(a.tx_counters(0).packets.get(), 2u);  // finished: one sent, one dropped
+    EXPECT_EQ(receive_all(b).size(), 1u);
+}
+
+TEST(VxlanSocketPort, peer_changes_are_checked) {
+    VxlanSocketPort a("up0", options_for("127.0.0.1", {"127.0.0.2"}));
+    auto refused = [&](auto&& change) {
+        try {
+            change();
+        } catch (const std::invalid_argument& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_EQ(refused([&] { a.add_peer("127.0.0.2"); }),
+              "vxlan uplink 'up0': peer 127.0.0.2 is there already");
+    EXPECT_EQ(refused([&] { a.remove_peer("127.0.0.9"); }),
+              "vxlan uplink 'up0': peer 127.0.0.9 is not there");
+    EXPECT_EQ(refused([&] { a.add_peer("not-an-ip"); }),
+              "vxlan uplink 'up0': peer 'not-an-ip' is not an IPv4 or IPv6 address");
+    EXPECT_EQ(refused([&] { a.add_peer("::1"); }),
+              "vxlan uplink 'up0': peer ::1 is not of the local address's family (one family per "
+              "overlay)");
+    a.add_peer("127.0.0.3");
+    EXPECT_EQ(a.peers(), (std::vector<std::string>{"127.0.0.2", "127.0.0.3"}));
+}
+
+}  // namespace
+}  // namespace vnet::ports
