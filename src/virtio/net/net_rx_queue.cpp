@@ -110,7 +110,7 @@ void NetRxQueue::commit_buffers(std::span<const int> lengths) {
     }
 }
 
-inline void NetRxQueue::commit_lent(uint32_t len) {
+inline void NetRxQueue::commit_lent(uint32_t len, bool header_says_one) {
     const RxWindow::Head& first = window_.first_lent();
     if (!config_.mergeable && len >= first.bytes && first.bytes < window_.requested_max()) {
         // One buffer per packet and the guest's was too small: the read was
@@ -119,7 +119,8 @@ inline void NetRxQueue::commit_lent(uint32_t len) {
         window_.cancel();
         return;
     }
-    const uint16_t used_heads = window_.commit(len, config_.mergeable, config_.write_num_buffers);
+    const uint16_t used_heads =
+        window_.commit(len, config_.mergeable, config_.write_num_buffers, header_says_one);
     pending_used_ = static_cast<uint16_t>(pending_used_ + used_heads);
     ++burst_packets_;
     burst_bytes_ += len - std::min(len, config_.header_size);
@@ -134,7 +135,7 @@ void NetRxQueue::commit_buffer(uint32_t len) {
     if (!running_ || !window_.lent()) {
         return;
     }
-    commit_lent(len);
+    commit_lent(len, false);
 }
 
 void NetRxQueue::publish_early_now() {
@@ -470,8 +471,10 @@ uint16_t NetRxQueue::deliver_burst(const packet::PacketBurst& burst,
         bool next_buffer(uint32_t max_packet, std::span<const iovec>* out) {
             return queue.next_buffer(max_packet, out);
         }
-        // next_buffer lent a buffer on a running ring just before.
-        void commit_buffer(uint32_t len) { queue.commit_lent(len); }
+        // next_buffer lent a buffer on a running ring just before; the
+        // adaptation wrote the header, num_buffers = 1 in it (NetRxQueue
+        // writes the real count only when the packet spans more heads).
+        void commit_buffer(uint32_t len) { queue.commit_lent(len, true); }
     } lender{*this};
     uint16_t sent = 0;
     while (sent < burst.count) {

@@ -195,8 +195,9 @@ private:
         bool stream = false;  // RxStreamPacer when frames = 0
     };
     // commit_buffer once a buffer is lent on a running ring (what
-    // deliver_burst knows): inline in its loop.
-    [[gnu::always_inline]] void commit_lent(uint32_t len);
+    // deliver_burst knows): inline in its loop. `header_says_one`: the
+    // packet's header holds num_buffers = 1 already (RxWindow::commit).
+    [[gnu::always_inline]] void commit_lent(uint32_t len, bool header_says_one);
     bool grow_window(uint32_t need_bytes);
     // next_buffer when the window does not hold the packet's head yet:
     // out of line, so next_buffer stays small enough to inline.
