@@ -20,8 +20,11 @@
 namespace vnet::dataplane::switching {
 
 struct L2Frame {
-    packet::MacAddress destination{};
-    packet::MacAddress source{};
+    // The addresses as mac_bits gives them (48 bits, memory order): read
+    // once from the parser's copy, then compared, tested and made into
+    // table keys as integers.
+    uint64_t destination = 0;
+    uint64_t source = 0;
     bool tagged = false;
     uint16_t tci = 0;        // the 802.1Q tag control information (PCP, DEI, VID), if tagged
     uint16_t ethertype = 0;  // the type after the tag, if any
@@ -37,8 +40,8 @@ using L2Prefix = std::array<uint8_t, kMaxL2Prefix>;
 
 // The same Ethernet header: frames the switch decides and sends alike.
 inline bool same_l2_header(const L2Frame& a, const L2Frame& b) {
-    return same_address(a.destination, b.destination) && same_address(a.source, b.source) &&
-           a.tagged == b.tagged && a.tci == b.tci && a.ethertype == b.ethertype;
+    return a.destination == b.destination && a.source == b.source && a.tagged == b.tagged &&
+           a.tci == b.tci && a.ethertype == b.ethertype;
 }
 
 // `iovecs` hold `len` bytes of packet (a shorter chain is what counts):
@@ -75,8 +78,8 @@ inline bool parse_l2_frame(std::span<const iovec> iovecs, uint32_t len, uint16_t
     if (tagged && got < header_size + packet::kEthHeaderLen + packet::kVlanTagLen) {
         return false;  // a tag announced but cut off
     }
-    std::memcpy(frame.destination.data(), eth + packet::kEthDstOffset, 6);
-    std::memcpy(frame.source.data(), eth + packet::kEthSrcOffset, 6);
+    frame.destination = mac_bits_at(eth + packet::kEthDstOffset);
+    frame.source = mac_bits_at(eth + packet::kEthSrcOffset);
     frame.tagged = tagged;
     if (tagged) {
         frame.tci = packet::load_be16(eth + packet::kEthTypeOffset + 2);

@@ -19,12 +19,15 @@ using packet::MacAddress;
 // load, the sizes the parser stores them with: a MAC written a moment ago
 // and read back as 8 bytes (or compared by a memcmp call, which is what
 // std::array's == becomes) stalls on store forwarding, once per packet.
-inline uint64_t mac_bits(const MacAddress& mac) {
+inline uint64_t mac_bits_at(const uint8_t* mac) {
     uint32_t low;
     uint16_t high;
-    std::memcpy(&low, mac.data(), sizeof low);
-    std::memcpy(&high, mac.data() + sizeof low, sizeof high);
+    std::memcpy(&low, mac, sizeof low);
+    std::memcpy(&high, mac + sizeof low, sizeof high);
     return uint64_t{low} | uint64_t{high} << 32;
+}
+inline uint64_t mac_bits(const MacAddress& mac) {
+    return mac_bits_at(mac.data());
 }
 inline bool same_address(const MacAddress& a, const MacAddress& b) {
     return mac_bits(a) == mac_bits(b);
@@ -37,6 +40,13 @@ inline bool is_group_address(const MacAddress& mac) {
 }
 inline bool is_zero_address(const MacAddress& mac) {
     return mac_bits(mac) == 0;
+}
+// The same two bits of an address as mac_bits gives it (its first byte lowest).
+inline bool is_group_address(uint64_t bits) {
+    return (bits & 0x01) != 0;
+}
+inline bool is_zero_address(uint64_t bits) {
+    return bits == 0;
 }
 
 // Six hex pairs separated by ':' (or '-'); nullopt for anything else.

@@ -47,7 +47,11 @@ public:
     // a free slot. The switch computes it once per frame.
     using Key = uint64_t;
     static Key key_of(const packet::MacAddress& mac, uint16_t vlan) {
-        return mac_bits(mac) | Key{vlan & 0x0fffu} << 48 | kPresent;
+        return key_of(mac_bits(mac), vlan);
+    }
+    // The same from the address as mac_bits gives it.
+    static Key key_of(uint64_t bits, uint16_t vlan) {
+        return bits | Key{vlan & 0x0fffu} << 48 | kPresent;
     }
 
     // The MAC of `key` was seen as a source on `member` (< kMaxMembers) at

@@ -80,7 +80,7 @@ void SwitchCore::parse_burst(uint16_t ingress, const packet::PacketBurst& burst,
 
 bool SwitchCore::admit(uint16_t ingress, const ParsedFrame& p, uint64_t now, bool* learned) {
     const MemberConfig& config = members_[ingress].config;
-    const MacAddress& source = p.frame.source;
+    const uint64_t source = p.frame.source;
     if (p.vlan == VlanMembership::kNotCarried) {
         counters_.count_drop(packet::DropReason::vlan_not_allowed);
         return false;
@@ -91,7 +91,7 @@ bool SwitchCore::admit(uint16_t ingress, const ParsedFrame& p, uint64_t now, boo
     }
     if (!config.allowed_macs.empty() &&
         std::none_of(config.allowed_macs.begin(), config.allowed_macs.end(),
-                     [&](const MacAddress& m) { return same_address(m, source); })) {
+                     [&](const MacAddress& m) { return mac_bits(m) == source; })) {
         counters_.count_drop(packet::DropReason::spoofed);
         return false;
     }

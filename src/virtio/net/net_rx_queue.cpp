@@ -46,19 +46,6 @@ void NetRxQueue::fail(RingFault fault) {
 
 // ---- per packet: the window only ----------------------------------------------
 
-bool NetRxQueue::next_buffer(uint32_t max_packet, std::span<const iovec>* out) {
-    // The common packet, in the middle of a burst: the next head the
-    // window holds takes it on its own (with or without MRG_RXBUF, what
-    // grow_window and lend would decide, without counting bytes). Small,
-    // so deliver_burst's loop has it inline.
-    if (running_ && !kicks_enabled_ && window_.has_unlent() &&
-        window_.head(window_.first_unlent()).bytes >= max_packet) [[likely]] {
-        *out = window_.lend_one(max_packet);
-        return true;
-    }
-    return next_buffer_from_ring(max_packet, out);
-}
-
 bool NetRxQueue::next_buffer_from_ring(uint32_t max_packet, std::span<const iovec>* out) {
     if (!running_) {
         return false;
@@ -123,10 +110,7 @@ void NetRxQueue::commit_buffers(std::span<const int> lengths) {
     }
 }
 
-void NetRxQueue::commit_buffer(uint32_t len) {
-    if (!running_ || !window_.lent()) {
-        return;
-    }
+inline void NetRxQueue::commit_lent(uint32_t len, bool header_says_one) {
     const RxWindow::Head& first = window_.first_lent();
     if (!config_.mergeable && len >= first.bytes && first.bytes < window_.requested_max()) {
         // One buffer per packet and the guest's was too small: the read was
@@ -135,7 +119,8 @@ void NetRxQueue::commit_buffer(uint32_t len) {
         window_.cancel();
         return;
     }
-    const uint16_t used_heads = window_.commit(len, config_.mergeable, config_.write_num_buffers);
+    const uint16_t used_heads =
+        window_.commit(len, config_.mergeable, config_.write_num_buffers, header_says_one);
     pending_used_ = static_cast<uint16_t>(pending_used_ + used_heads);
     ++burst_packets_;
     burst_bytes_ += len - std::min(len, config_.header_size);
@@ -144,6 +129,13 @@ void NetRxQueue::commit_buffer(uint32_t len) {
     if (len >= kEarlyPublishBytes && coalescing_.frames == 0) [[unlikely]] {
         publish_early_now();
     }
+}
+
+void NetRxQueue::commit_buffer(uint32_t len) {
+    if (!running_ || !window_.lent()) {
+        return;
+    }
+    commit_lent(len, false);
 }
 
 void NetRxQueue::publish_early_now() {
@@ -479,7 +471,10 @@ uint16_t NetRxQueue::deliver_burst(const packet::PacketBurst& burst,
         bool next_buffer(uint32_t max_packet, std::span<const iovec>* out) {
             return queue.next_buffer(max_packet, out);
         }
-        void commit_buffer(uint32_t len) { queue.commit_buffer(len); }
+        // next_buffer lent a buffer on a running ring just before; the
+        // adaptation wrote the header, num_buffers = 1 in it (NetRxQueue
+        // writes the real count only when the packet spans more heads).
+        void commit_buffer(uint32_t len) { queue.commit_lent(len, true); }
     } lender{*this};
     uint16_t sent = 0;
     while (sent < burst.count) {

@@ -72,6 +72,7 @@ const DeliveryPlan& OffloadAdaptation::plan_any(std::span<const iovec> packet, u
     // function's time per packet on the switch path.
     static constexpr DeliveryPlan kFreshPlan{};
     plan_ = kFreshPlan;
+    plan_is_plain_ = false;
     plan_.sender_header_size = sender_header_size;
     // The first 10 bytes are the header proper; num_buffers (12) means
     // nothing on TX, and a longer tap header (hash report) is skipped.

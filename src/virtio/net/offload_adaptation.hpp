@@ -137,7 +137,12 @@ public:
                 h[kNetHeaderGsoTypeOffset] == NetHeader::kGsoNone &&
                 packet::load_le16(h + kNetHeaderHdrLenOffset) <= frame_len &&
                 packet::holds_at_least(packet, packet_len)) {
-                plan_ = kPlainWholePlan;
+                if (!plan_is_plain_) {
+                    // The last packet's plan was another: the whole plain
+                    // one written once, then only its two lengths per packet.
+                    plan_ = kPlainWholePlan;
+                    plan_is_plain_ = true;
+                }
                 plan_.sender_header_size = sender_header_size;
                 plan_.frame_len = frame_len;
                 return plan_;
@@ -148,7 +153,10 @@ public:
     const DeliveryPlan& current() const { return plan_; }
     // Segments instead of a whole GSO frame (a receiver without MRG_RXBUF
     // that posted a buffer too small for it).
-    void fall_back_to_segments() { plan_.how = Delivery::segments; }
+    void fall_back_to_segments() {
+        plan_.how = Delivery::segments;
+        plan_is_plain_ = false;
+    }
 
     // Bytes the receiver's buffer takes, its header included: the whole
     // packet, or segment `i`.
@@ -197,6 +205,9 @@ private:
     ReceiverOffloads receiver_;
     bool streaming_stores_ = true;
     DeliveryPlan plan_;
+    // plan_ is kPlainWholePlan but for its two lengths (plan's fast path
+    // wrote it, and nothing changed it since).
+    bool plan_is_plain_ = false;
     // The sender's frame headers, copied once per packet: parsed and used as
     // the template of every segment's headers.
     std::array<uint8_t, kMaxFrameHeaders> headers_{};

@@ -118,14 +118,17 @@ public:
     void cancel() { taken_ = 0; }
     // The packet written into the lent buffer is `len` bytes (never more
     // than was lent): marks the heads it filled and returns how many. With
-    // `write_num_buffers` that count goes into the header's num_buffers.
-    uint16_t commit(uint32_t len, bool mergeable, bool write_num_buffers) {
+    // `write_num_buffers` that count goes into the header's num_buffers,
+    // unless it is 1 and `header_says_one` (the writer's header already
+    // holds num_buffers = 1, as OffloadAdaptation's always do).
+    uint16_t commit(uint32_t len, bool mergeable, bool write_num_buffers,
+                    bool header_says_one = false) {
         // A buffer of one head (every packet without MRG_RXBUF, and every
         // small one with it) is filled by the packet alone: decided inline,
         // as it is once per packet on the VM -> VM path.
         if (taken_ == 1) [[likely]] {
             Head& h = heads_[pos_];
-            if (write_num_buffers) {
+            if (write_num_buffers && !header_says_one) {
                 write_num_buffers_of(h, 1);
             }
             h.filled = std::min(len, h.bytes);  // staged at flush (stage_used)

@@ -22,8 +22,8 @@ TEST(FrameParser, reads_addresses_and_tag_across_tiny_iovecs) {
     L2Frame parsed;
     L2Prefix prefix;
     ASSERT_TRUE(parse_l2_frame(iov, static_cast<uint32_t>(f.size()), kHeader, parsed, prefix));
-    EXPECT_EQ(parsed.destination, mac(2));
-    EXPECT_EQ(parsed.source, mac(1));
+    EXPECT_EQ(parsed.destination, mac_bits(mac(2)));
+    EXPECT_EQ(parsed.source, mac_bits(mac(1)));
     EXPECT_TRUE(parsed.tagged);
     EXPECT_EQ(parsed.tci, 0x2064);
     EXPECT_EQ(parsed.ethertype, 0x0800);

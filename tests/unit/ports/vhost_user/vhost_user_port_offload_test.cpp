@@ -70,6 +70,24 @@ TEST_F(VhostUserPortOffload, a_gso_frame_resumes_at_the_segment_the_ring_ran_out
     EXPECT_EQ(guest.port.tx_counters(0).total_drops(), 0u);
 }
 
+TEST_F(VhostUserPortOffload, a_plain_frame_leaves_its_whole_header_written_num_buffers_one) {
+    // The buffer holds what the guest left in it: every header byte the
+    // receiver reads, num_buffers too, must be ours (NetRxQueue leaves the
+    // one-buffer count to the header OffloadAdaptation writes).
+    std::memset(guest.mem.host + GuestRxHarness::kBuffersGpa, 0xff, GuestRxHarness::kBufferSize);
+    Frame f = make_frame({.payload = 100});
+    one_packet_burst(sender_packet({0, virtio::NetHeader::kGsoNone, 0, 0, 0, 0}, f));
+    guest.post_rx_buffers(1);
+    EXPECT_EQ(guest.port.transmit_burst(0, burst), 1);
+    const std::vector<uint8_t> p = rx_packet(0);
+    ASSERT_EQ(p.size(), 12 + f.bytes.size());
+    for (size_t i = 0; i < 10; ++i) {
+        EXPECT_EQ(p[i], 0) << i;
+    }
+    EXPECT_EQ(le16_at(p, 10), 1);  // num_buffers
+    EXPECT_TRUE(std::equal(f.bytes.begin(), f.bytes.end(), p.begin() + 12));
+}
+
 TEST_F(VhostUserPortOffload, a_hostile_header_is_taken_and_counted_as_a_drop_on_this_port) {
     Frame f = make_frame({.payload = 3000});
     one_packet_burst(sender_packet(
