@@ -26,7 +26,11 @@ void print_ports(const json& ports) {
         std::string where =
             text_of(p.contains("socket_path") ? p["socket_path"] : p.value("ifname", json()));
         if (p.value("type", "") == "vxlan") {
-            where = text_of(p["device"]) + " vni " + text_of(p["vni"]) + " to ";
+            // The socket datapath has no device: its UDP port stands for it.
+            const std::string device = p.value("datapath", "") == "socket"
+                                           ? "udp " + text_of(p["dstport"])
+                                           : text_of(p["device"]);
+            where = device + " vni " + text_of(p["vni"]) + " to ";
             const json& remotes = p["remotes"];
             for (size_t i = 0; i < remotes.size(); ++i) {
                 where += (i == 0 ? "" : ",") + text_of(remotes[i]);

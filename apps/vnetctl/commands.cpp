@@ -315,12 +315,13 @@ class UplinkAdd final : public Command {
         app.add_option("switch", switch_, "the switch")->required();
         app.add_option("kind", kind_, "vxlan")->required()->check(CLI::IsMember({"vxlan"}));
         app.add_option("--name", name_, "the port's name (default: uplink-SWITCH)");
-        for (const auto& [flag, key] :
-             std::initializer_list<std::pair<const char*, const char*>>{{"--vni", "vni"},
-                                                                        {"--local", "vxlan_local"},
-                                                                        {"--dstport", "vxlan_port"},
-                                                                        {"--dev", "vxlan_dev"},
-                                                                        {"--mtu", "mtu"}}) {
+        for (const auto& [flag, key] : std::initializer_list<std::pair<const char*, const char*>>{
+                 {"--vni", "vni"},
+                 {"--local", "vxlan_local"},
+                 {"--dstport", "vxlan_port"},
+                 {"--dev", "vxlan_dev"},
+                 {"--datapath", "vxlan_datapath"},
+                 {"--mtu", "mtu"}}) {
             // Copied: clang does not capture structured bindings.
             const char* const setting = key;
             auto* o = app.add_option_function<std::string>(

@@ -23,7 +23,12 @@
 #     there, peer add on a switch without uplink, a vxlan device of the
 #     uplink's name that vnetd did not make (left as it was);
 #   - `switch uplink del` removes the port and both kernel devices and
-#     their tc programs; both vnetd exit 0.
+#     their tc programs;
+#   - then the socket datapath (`--datapath socket`, vnetd's own UDP
+#     socket): no kernel device; port list, show and stats say socket;
+#     broadcast b -> a and unicast a -> b arrive, N each, verified byte for
+#     byte by the receiving vnet-pktgen; peer del stops the flow (nothing
+#     on the veth), peer add brings it back; both vnetd exit 0.
 # The hosts and their vnetd: lib/vxlan_hosts.sh; test_vxlan_qemu.sh runs a
 # QEMU guest and a CNI pod across the same tunnel.
 # Usage: test_vxlan_uplink.sh BUILD_DIR   (as root)
@@ -47,6 +52,7 @@ work_dir vnet-vxlan
 # shellcheck source=lib/vxlan_hosts.sh
 . "$HERE/lib/vxlan_hosts.sh"
 vxlan_hosts_start
+DATAPATH=splice  # until the socket datapath's section
 MAC_A=02:00:00:00:0a:0a
 MAC_B=02:00:00:00:0b:0b
 BROADCAST=ff:ff:ff:ff:ff:ff
@@ -108,7 +114,8 @@ counters() {
     echo "port_tx=$(vnetd_stats "$WORK/stats-$h.json" "$h.tx.packets")"
     echo "uplink_rx=$(vnetd_stats "$WORK/stats-$h.json" uplink-s0.rx.packets)"
     echo "uplink_tx=$(vnetd_stats "$WORK/stats-$h.json" uplink-s0.tx.packets)"
-    for dev in "$VT" "$VX" "$( [ "$h" = a ] && echo "$UA" || echo "$UB")"; do
+    # The socket datapath has no kernel devices: only the underlay then.
+    for dev in $([ "$DATAPATH" = splice ] && echo "$VT $VX") "$( [ "$h" = a ] && echo "$UA" || echo "$UB")"; do
         for f in rx_packets tx_packets tx_dropped; do
             echo "${dev%%[0-9]*}_$f=$(link_stat "$ns" "$dev" "$f")"
         done
@@ -192,6 +199,70 @@ ip -n "$HA" link show "$VX" >/dev/null 2>&1 && fail "$VX left in $HA"
 wait_for 5 "$VT left in $HA" vxlan_gone_in "$HA" "$VT"
 expect_refused ctl_a "switch 's0' has no uplink" switch uplink del s0
 ok "uplink del: port, $VX and $VT gone"
+ctl_b switch uplink del s0 >/dev/null || fail "uplink del on $HB"
+wait_for 5 "$VT left in $HB" vxlan_gone_in "$HB" "$VT"
+
+# ---- the socket datapath: vnetd's own UDP socket, no kernel device -----------------
+# The same guests, a new uplink on each host. The underlay's counters are
+# not per frame here (a UDP_SEGMENT send crosses the veth as one GSO
+# packet), so the guests' count and verify what arrives, byte for byte.
+DATAPATH=socket
+out=$(ctl_a switch uplink add s0 vxlan --vni "$VNI" --local "$IP_A" --remote "$IP_B" --datapath socket 2>&1) ||
+    fail "socket uplink add on $HA: $out"
+out=$(ctl_b switch uplink add s0 vxlan --vni "$VNI" --local "$IP_B" --remote "$IP_A" --datapath socket 2>&1) ||
+    fail "socket uplink add on $HB: $out"
+for h in "$HA" "$HB"; do
+    vxlan_gone_in "$h" "$VX" && vxlan_gone_in "$h" "$VT" || fail "the socket datapath made a device in $h"
+done
+ctl_a port list | grep -qE "^uplink-s0 +vxlan +udp 4789 vni $VNI to $IP_B " || fail "port list: $(ctl_a port list)"
+show_socket_uplink() {  # the uplink's show and stats say socket, with its one peer
+    ctl_a --json show uplink-s0 >"$WORK/show-socket.json" || fail "show uplink-s0"
+    ctl_a --json stats >"$WORK/stats-socket.json" || fail "stats"
+    python3 - "$WORK/show-socket.json" "$WORK/stats-socket.json" "$1" <<'PY' || fail "show/stats of the socket uplink"
+import json, sys
+show = json.load(open(sys.argv[1]))[0]
+vx = show["vxlan"]
+want = {"datapath": "socket", "vni": 4242, "local": "10.201.0.1", "dstport": 4789, "mtu": 1450,
+        "evpn": False, "peers": json.loads(sys.argv[3])}
+got = {k: vx.get(k) for k in want}
+assert got == want, f"show: {got} != {want}"
+stats = json.load(open(sys.argv[2]))
+ports = stats["ports"] if isinstance(stats, dict) and "ports" in stats else stats
+up = [p for p in ports if p.get("name") == "uplink-s0"]
+assert up and up[0]["kind"] == "vxlan" and "vxlan" in up[0], f"stats: {up}"
+PY
+}
+show_socket_uplink "[\"$IP_B\"]"
+ok "socket datapath: no $VX or $VT; port list, show and stats say so"
+
+send b "$BROADCAST" a
+check_equal "socket: broadcast b -> a" "N=$N" \
+    "b_pktgen_tx=$(pktgen_value "$WORK/tx.out" tx-packets)" \
+    "b_port_rx=$(delta b port_rx)" "b_uplink_tx=$(delta b uplink_tx)" \
+    "a_uplink_rx=$(delta a uplink_rx)" "a_port_tx=$(delta a port_tx)" \
+    "a_pktgen_rx=$(pktgen_value "$WORK/rx.out" rx-packets)" \
+    "a_pktgen_verified=$(pktgen_value "$WORK/rx.out" rx-verified)"
+ctl_a mac list --switch s0 | grep -qE "$MAC_B +uplink-s0" || fail "hA did not learn $MAC_B at the uplink: $(ctl_a mac list)"
+send a "$MAC_B" b
+check_equal "socket: unicast a -> b" "N=$N" "a_port_rx=$(delta a port_rx)" \
+    "a_uplink_tx=$(delta a uplink_tx)" "b_uplink_rx=$(delta b uplink_rx)" \
+    "b_port_tx=$(delta b port_tx)" "b_pktgen_rx=$(pktgen_value "$WORK/rx.out" rx-packets)" \
+    "b_pktgen_verified=$(pktgen_value "$WORK/rx.out" rx-verified)"
+ok "socket datapath: broadcast b -> a and unicast a -> b, $N each, verified byte for byte"
+
+out=$(ctl_a switch uplink peer del s0 "$IP_B") || fail "socket peer del: $out"
+show_socket_uplink "[]"
+send a "$MAC_B" b
+check_equal "socket: nothing crossed after peer del" "zero=0" \
+    "hA_veth_tx=$(delta a vxu_tx_packets)" "b_uplink_rx=$(delta b uplink_rx)" \
+    "b_pktgen_rx=$(pktgen_value "$WORK/rx.out" rx-packets)"
+ctl_a switch uplink peer add s0 "$IP_B" >/dev/null || fail "socket peer add again"
+show_socket_uplink "[\"$IP_B\"]"
+send a "$MAC_B" b
+check_equal "socket: after peer add" "N=$N" "b_uplink_rx=$(delta b uplink_rx)" \
+    "b_pktgen_rx=$(pktgen_value "$WORK/rx.out" rx-packets)" \
+    "b_pktgen_verified=$(pktgen_value "$WORK/rx.out" rx-verified)"
+ok "socket datapath: peer del stops the flow to $IP_B, peer add brings it back"
 
 vxlan_hosts_stop
-pass "vxlan uplink: two hosts, every hop counted, broadcast, unicast, peer del/add, errors"
+pass "vxlan uplink: two hosts, every hop counted, broadcast, unicast, peer del/add, errors; the same over the socket datapath"

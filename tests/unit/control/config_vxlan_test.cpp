@@ -82,5 +82,60 @@ TEST(ConfigVxlan, mistakes_are_refused_with_the_reason) {
               "port 't': vni is for vxlan ports");
 }
 
+TEST(ConfigVxlan, the_datapath_is_splice_unless_socket_is_asked_for) {
+    Config c;
+    ASSERT_EQ(config_file_error(kSwitches + uplink("up", "switch = \"s0\"\nvni = 7\n"), &c), "");
+    EXPECT_EQ(c.find_port("up")->get<VxlanSettings>()->vxlan_datapath, VxlanDatapath::splice);
+    ASSERT_EQ(config_file_error(kSwitches + uplink("up",
+                                                   "switch = \"s0\"\nvni = 7\n"
+                                                   "vxlan_datapath = \"socket\"\n"
+                                                   "vxlan_local = \"fd00::1\"\n"
+                                                   "vxlan_remote = [\"fd00::2\"]\n"),
+                                &c),
+              "");
+    EXPECT_EQ(c.find_port("up")->get<VxlanSettings>()->vxlan_datapath, VxlanDatapath::socket);
+    EXPECT_STREQ(to_string(VxlanDatapath::socket), "socket");
+    EXPECT_STREQ(to_string(VxlanDatapath::splice), "splice");
+}
+
+TEST(ConfigVxlan, what_the_socket_datapath_cannot_do_is_refused_with_the_reason) {
+    EXPECT_EQ(config_file_error(
+                  kSwitches + uplink("up", "switch = \"s0\"\nvni = 7\nvxlan_datapath = \"udp\"\n")),
+              "port 'up': vxlan_datapath must be splice or socket, not 'udp'");
+    EXPECT_EQ(config_file_error(kSwitches + uplink("up",
+                                                   "switch = \"s0\"\nvni = 7\nevpn = true\n"
+                                                   "vxlan_datapath = \"socket\"\n")),
+              "port 'up': evpn needs vxlan_datapath splice for now (FRR's zebra drives a kernel "
+              "vxlan device; EVPN on the socket datapath is the next step)");
+    EXPECT_EQ(config_file_error(kSwitches + uplink("up",
+                                                   "switch = \"s0\"\nvni = 7\n"
+                                                   "vxlan_dev = \"eth0\"\n"
+                                                   "vxlan_datapath = \"socket\"\n")),
+              "port 'up': vxlan_dev needs vxlan_datapath splice (the socket datapath sends by the "
+              "route to each peer; give vxlan_local to pick the underlay)");
+    EXPECT_EQ(config_file_error(kSwitches + uplink("up",
+                                                   "switch = \"s0\"\nvni = 7\n"
+                                                   "vxlan_remote = [\"10.0.0.2\", \"fd00::3\"]\n"
+                                                   "vxlan_datapath = \"socket\"\n")),
+              "port 'up': vxlan_remote fd00::3 is not of vxlan_local's address family (IPv4, or "
+              "none given): the socket datapath sends from one socket");
+    EXPECT_EQ(config_file_error(kSwitches + uplink("up",
+                                                   "switch = \"s0\"\nvni = 7\n"
+                                                   "vxlan_local = \"fd00::1\"\n"
+                                                   "vxlan_remote = [\"10.0.0.2\"]\n"
+                                                   "vxlan_datapath = \"socket\"\n")),
+              "port 'up': vxlan_remote 10.0.0.2 is not of vxlan_local's address family (IPv6): "
+              "the socket datapath sends from one socket");
+    // The splice's kernel device takes both, as before.
+    EXPECT_EQ(config_file_error(kSwitches + uplink("up",
+                                                   "switch = \"s0\"\nvni = 7\n"
+                                                   "vxlan_dev = \"eth0\"\n"
+                                                   "vxlan_datapath = \"splice\"\n")),
+              "");
+    EXPECT_EQ(
+        config_file_error("[[port]]\nname = \"t\"\ntype = \"tap\"\nvxlan_datapath = \"socket\"\n"),
+        "port 't': vxlan_datapath is for vxlan ports");
+}
+
 }  // namespace
 }  // namespace vnet::control

@@ -47,6 +47,9 @@
 #   BENCH_SECONDS (5) BENCH_REPEAT (3) BENCH_NDR_SECONDS (2) BENCH_NDR_STEPS (6) BENCH_NDR_LOSS (1)
 #   BENCH_VNETD_TOML: appended to both vnetds' config files (run.json keeps
 #   it), e.g. $'[datapath]\nmode = "event"' to try a worker mode
+#   BENCH_VXLAN_DATAPATH splice|socket (splice): the datapath of vnetd's
+#   uplinks (`--datapath`, docs/USAGE.md "VXLAN uplinks"): the kernel vxlan
+#   device spliced to a tap, or vnetd's own UDP socket (run.json keeps it)
 # Writes OUT_DIR/vxlan.csv (every sample), OUT_DIR/summary.csv and vxlan.md
 # (the medians and ratios), OUT_DIR/drops.txt, OUT_DIR/run.json (what ran:
 # ../lib.sh) and the logs.
@@ -55,6 +58,12 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib.sh
 . "$HERE/../lib.sh"
+# Exported before bench_init, so that run.json records the default too.
+export BENCH_VXLAN_DATAPATH=${BENCH_VXLAN_DATAPATH:-splice}
+case $BENCH_VXLAN_DATAPATH in
+    splice | socket) ;;
+    *) fail "BENCH_VXLAN_DATAPATH must be splice or socket, not '$BENCH_VXLAN_DATAPATH'" ;;
+esac
 bench_init vnet-vxlan-bench "$@"
 S=${BENCH_SECONDS:-5}
 REPEAT=${BENCH_REPEAT:-3}
@@ -95,7 +104,8 @@ for h in a b; do
     wait_for 10 "vnetd on $ns did not start" test -S "$WORK/$h.ctl"
     ctl=("$VNETCTL" --socket "$WORK/$h.ctl")
     "${ctl[@]}" switch uplink add s0 vxlan --vni 100 --local "$(local_ip $h)" \
-        --remote "$(remote_ip $h)" >/dev/null || fail "uplink on $h"
+        --remote "$(remote_ip $h)" --datapath "$BENCH_VXLAN_DATAPATH" >/dev/null ||
+        fail "uplink on $h"
     tap=$(link_name bxt $h)
     "${ctl[@]}" port add tap pv --tap "$tap" --switch s0 >/dev/null || fail "tap port on $h"
     pod=$(ns_name bxpv $h)

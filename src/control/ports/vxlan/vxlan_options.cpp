@@ -91,7 +91,23 @@ constexpr std::array kRows = {
                [](const Config&, const PortConfig* p) {
                    return text_or_none(settings_or_default<VxlanSettings>(p).vxlan_dev);
                }},
-
+    OptionSpec{"vxlan_datapath",
+               OptionScope::port,
+               port_type_of<VxlanSettings>(),
+               "splice|socket",
+               "`splice`: a kernel vxlan device spliced by tc to a tap vnetd serves (EVPN, "
+               "vxlan_dev); `socket`: vnetd encapsulates on its own UDP socket, a burst one "
+               "UDP_SEGMENT send (far less kernel CPU per frame; static peers only)",
+               {},
+               false,
+               [](Config&, PortConfig* p, std::string_view t) {
+                   settings_for<VxlanSettings>(p, "vxlan_datapath").vxlan_datapath =
+                       parse_vxlan_datapath(t);
+               },
+               [](const Config&, const PortConfig* p) {
+                   return std::string(
+                       to_string(settings_or_default<VxlanSettings>(p).vxlan_datapath));
+               }},
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "control/ports/vxlan/vxlan_port_builder.hpp"
 
+#include <exception>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -10,6 +11,7 @@ namespace vnet::control {
 void VxlanUplinkService::show(nlohmann::json& out) {
     const ports::VxlanLink& link = uplink_->link();
     out["vxlan"] = {
+        {"datapath", "splice"},
         {"device", link.name()},
         {"ifindex", link.ifindex()},
         {"vni", link.options().vni},
@@ -25,7 +27,73 @@ void VxlanUplinkService::show(nlohmann::json& out) {
     };
 }
 
-BuiltPort build_vxlan_port(const PortConfig& pc, const PortContext& context) {
+VxlanSocketService::VxlanSocketService(ports::VxlanSocketPort& port, RunOnOwner run_on_owner,
+                                       std::string local, unsigned mtu)
+    : port_(port),
+      run_on_owner_(std::move(run_on_owner)),
+      local_(std::move(local)),
+      mtu_(mtu),
+      peers_(port.peers()) {}
+
+void VxlanSocketService::show(nlohmann::json& out) {
+    out["vxlan"] = {
+        {"datapath", "socket"}, {"vni", port_.vni()},
+        {"local", local_},      {"dstport", port_.local_port()},
+        {"mtu", mtu_},          {"peers", peers_},
+        {"evpn", false},
+    };
+}
+
+void VxlanSocketService::add_peer(const std::string& address) {
+    change_on_owner([this, &address] { port_.add_peer(address); });
+}
+
+void VxlanSocketService::remove_peer(const std::string& address) {
+    change_on_owner([this, &address] { port_.remove_peer(address); });
+}
+
+void VxlanSocketService::change_on_owner(const std::function<void()>& change) {
+    std::exception_ptr error;
+    std::vector<std::string> peers;
+    run_on_owner_(0, [&] {
+        try {
+            change();
+            peers = port_.peers();
+        } catch (...) {
+            error = std::current_exception();
+        }
+    });
+    if (error) {
+        std::rethrow_exception(error);
+    }
+    peers_ = std::move(peers);
+}
+
+namespace {
+
+// The socket datapath: the port is vnetd's own UDP socket; no kernel
+// device, tap or tc program.
+BuiltPort build_socket_datapath(const PortConfig& pc, const PortContext& context) {
+    const VxlanSettings& vx = std::get<VxlanSettings>(pc.settings);
+    ports::VxlanSocketPortOptions so;
+    so.vni = vx.vni;
+    so.local = vx.vxlan_local;
+    so.dstport = vx.vxlan_port;
+    so.peers = vx.vxlan_remote;
+    auto port = std::make_unique<ports::VxlanSocketPort>(pc.name, so);
+    const unsigned mtu = pc.mtu.value_or(kDefaultVxlanMtu);  // what Config::uplink_mtu_of offers
+    auto service =
+        std::make_unique<VxlanSocketService>(*port, context.run_on_owner, vx.vxlan_local, mtu);
+    context.log->info(
+        "port {}: vxlan uplink, socket datapath: vni {}, udp socket on {} port {}, mtu {}, {} "
+        "peer(s)",
+        pc.name, vx.vni, vx.vxlan_local.empty() ? "any address" : vx.vxlan_local,
+        port->local_port(), mtu, service->peers().size());
+    return {std::move(port), std::move(service)};
+}
+
+// The splice datapath: a kernel vxlan device spliced by tc to a tap.
+BuiltPort build_splice_datapath(const PortConfig& pc, const PortContext& context) {
     const VxlanSettings& vx = std::get<VxlanSettings>(pc.settings);
     // EVPN mode: the bridge first, so that it exists for the devices to
     // join and goes last.
@@ -67,8 +135,8 @@ BuiltPort build_vxlan_port(const PortConfig& pc, const PortContext& context) {
     auto uplink = std::make_unique<ports::VxlanUplink>(std::move(link), tap->device().ifindex(),
                                                        std::move(bridge));
     context.log->info(
-        "port {}: vxlan uplink, vni {}, device {} (ifindex {}) spliced to tap {} (ifindex {}), "
-        "udp port {}, local {}, mtu {}, {}",
+        "port {}: vxlan uplink, splice datapath: vni {}, device {} (ifindex {}) spliced to tap {} "
+        "(ifindex {}), udp port {}, local {}, mtu {}, {}",
         pc.name, vx.vni, uplink->link().name(), uplink->link().ifindex(), tap->device().name(),
         tap->device().ifindex(), vx.vxlan_port,
         vx.vxlan_local.empty() ? "the route's" : vx.vxlan_local, mtu,
@@ -78,12 +146,25 @@ BuiltPort build_vxlan_port(const PortConfig& pc, const PortContext& context) {
     return {std::move(tap), std::make_unique<VxlanUplinkService>(std::move(uplink))};
 }
 
+}  // namespace
+
+BuiltPort build_vxlan_port(const PortConfig& pc, const PortContext& context) {
+    return std::get<VxlanSettings>(pc.settings).vxlan_datapath == VxlanDatapath::socket
+               ? build_socket_datapath(pc, context)
+               : build_splice_datapath(pc, context);
+}
+
 void vxlan_list_fields(const PortConfig& pc, nlohmann::json& out) {
     const VxlanSettings& vx = std::get<VxlanSettings>(pc.settings);
     out["switch"] = pc.switch_name;
     out["vni"] = vx.vni;
-    out["device"] = vxlan_device_name(vx);
-    out["ifname"] = vxlan_tap_name(vx);
+    out["datapath"] = to_string(vx.vxlan_datapath);
+    if (vx.vxlan_datapath == VxlanDatapath::socket) {  // no device: a UDP socket
+        out["dstport"] = vx.vxlan_port;
+    } else {
+        out["device"] = vxlan_device_name(vx);
+        out["ifname"] = vxlan_tap_name(vx);
+    }
     out["remotes"] = vx.vxlan_remote;
     out["evpn"] = vx.evpn;
     if (vx.evpn) {
@@ -98,14 +179,14 @@ size_t vxlan_change_peer(PortService& service, PortConfig& pc, const std::string
                                     "': its uplink is in EVPN mode: the remote VTEPs come from the "
                                     "control plane (FRR), not from uplink peer add/del");
     }
-    auto& uplink = dynamic_cast<VxlanUplinkService&>(service);  // what build_vxlan_port made
+    auto& uplink = dynamic_cast<VxlanService&>(service);  // what build_vxlan_port made
     if (add) {
         uplink.add_peer(address);
     } else {
         uplink.remove_peer(address);
     }
     std::vector<std::string>& remotes = std::get<VxlanSettings>(pc.settings).vxlan_remote;
-    remotes.assign(uplink.peers().begin(), uplink.peers().end());
+    remotes = uplink.peers();
     return remotes.size();
 }
 

@@ -17,7 +17,49 @@ bool is_ip_address(const std::string& text) {
            ::inet_pton(AF_INET6, text.c_str(), &a) == 1;
 }
 
+// The socket datapath is vnetd's own UDP socket: the kernel's VXLAN
+// features it has no counterpart for yet are refused rather than ignored.
+void validate_socket_datapath(const VxlanSettings& vx, const std::string& where) {
+    if (vx.evpn) {
+        throw std::invalid_argument(where +
+                                    "evpn needs vxlan_datapath splice for now (FRR's zebra "
+                                    "drives a kernel vxlan device; EVPN on the socket datapath "
+                                    "is the next step)");
+    }
+    if (!vx.vxlan_dev.empty()) {
+        throw std::invalid_argument(where +
+                                    "vxlan_dev needs vxlan_datapath splice (the socket datapath "
+                                    "sends by the route to each peer; give vxlan_local to pick "
+                                    "the underlay)");
+    }
+    // One socket, one address family: what it binds is what it sends to.
+    const bool local_v6 = vx.vxlan_local.find(':') != std::string::npos;
+    for (const std::string& r : vx.vxlan_remote) {
+        if ((r.find(':') != std::string::npos) != local_v6) {
+            throw std::invalid_argument(where + "vxlan_remote " + r +
+                                        " is not of vxlan_local's address family (" +
+                                        (local_v6 ? "IPv6" : "IPv4, or none given") +
+                                        "): the socket datapath sends from one socket");
+        }
+    }
+}
+
 }  // namespace
+
+const char* to_string(VxlanDatapath datapath) {
+    return datapath == VxlanDatapath::socket ? "socket" : "splice";
+}
+
+VxlanDatapath parse_vxlan_datapath(std::string_view text) {
+    if (text == "splice") {
+        return VxlanDatapath::splice;
+    }
+    if (text == "socket") {
+        return VxlanDatapath::socket;
+    }
+    throw std::invalid_argument("vxlan_datapath must be splice or socket, not '" +
+                                std::string(text) + "'");
+}
 
 void VxlanSettings::validate(const PortConfig& port, const Config& config) const {
     const std::string where = "port '" + port.name + "': ";
@@ -75,6 +117,9 @@ void VxlanSettings::validate(const PortConfig& port, const Config& config) const
         throw std::invalid_argument(where +
                                     "evpn carries one VLAN, the uplink's untagged one: give no "
                                     "trunk");
+    }
+    if (vxlan_datapath == VxlanDatapath::socket) {
+        validate_socket_datapath(*this, where);
     }
 }
 

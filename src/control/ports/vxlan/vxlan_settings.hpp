@@ -21,6 +21,17 @@ struct PortConfig;
 // bytes of outer Ethernet, IP, UDP and VXLAN headers (the kernel's default).
 inline constexpr uint16_t kDefaultVxlanMtu = 1450;
 
+// How an uplink's frames reach the underlay (docs/USAGE.md "VXLAN uplinks"):
+//  splice: a kernel vxlan device spliced by tc to a tap vnetd serves
+//          (ports/vxlan/vxlan_uplink.hpp); EVPN and an underlay device work;
+//  socket: vnetd encapsulates itself on one UDP socket, a burst to one VTEP
+//          one UDP_SEGMENT send (ports/vxlan/vxlan_socket_port.hpp): no
+//          kernel device, far less kernel CPU per frame; static peers only.
+enum class VxlanDatapath : uint8_t { splice, socket };
+const char* to_string(VxlanDatapath datapath);
+// "splice" or "socket"; throws std::invalid_argument naming the key.
+VxlanDatapath parse_vxlan_datapath(std::string_view text);
+
 struct VxlanSettings {
     static constexpr std::string_view kind = "vxlan";
     // The kind's rows of the option table (vxlan_options.cpp).
@@ -35,6 +46,7 @@ struct VxlanSettings {
     // FRR's zebra (a bridge `vxbr<VNI>` holding both) and the switch's MACs
     // are kept in step with the bridge's FDB (control/switches/evpn/).
     bool evpn = false;
+    VxlanDatapath vxlan_datapath = VxlanDatapath::splice;
 
     // A vxlan port is its switch's uplink: one per switch (vnetctl names an
     // uplink by its switch) and one per VNI (the kernel refuses a second
