@@ -100,6 +100,27 @@ std::vector<uint8_t> frame_between(const uint8_t* dst, const uint8_t* src, uint3
     return f;
 }
 
+// An IPv4 TCP frame of `payload` bytes with a partial checksum, as a TSO
+// guest hands it over, and that frame as a GSO packet of `mss`-byte segments.
+virtio::test::Frame tcp_frame(uint32_t payload) {
+    virtio::test::FrameSpec spec;
+    spec.payload = payload;
+    virtio::test::Frame f = virtio::test::make_frame(spec);
+    virtio::test::make_partial(f);
+    return f;
+}
+
+std::vector<uint8_t> tcp_gso_packet(const virtio::test::Frame& f, uint16_t mss) {
+    virtio::test::SenderHeader h;
+    h.flags = virtio::NetHeader::kFlagNeedsCsum;
+    h.gso_type = virtio::NetHeader::kGsoTcpV4;
+    h.hdr_len = static_cast<uint16_t>(f.payload_at);
+    h.gso_size = mss;
+    h.csum_start = static_cast<uint16_t>(f.l4);
+    h.csum_offset = 16;
+    return virtio::test::sender_packet(h, f);
+}
+
 constexpr uint8_t kMacA[6] = {0x02, 0, 0, 0, 0, 0x0a};
 constexpr uint8_t kMacB[6] = {0x02, 0, 0, 0, 0, 0x0b};
 constexpr uint8_t kBroadcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
@@ -169,19 +190,9 @@ TEST(VxlanSocketPort, a_stranger_is_delivered_but_not_learned) {
 TEST(VxlanSocketPort, a_tcp_gso_frame_leaves_as_checksummed_segments_in_one_message) {
     VxlanSocketPort a("a", options_for("127.0.0.1", {"127.0.0.2"}));
     VxlanSocketPort b("b", options_for("127.0.0.2", {"127.0.0.1"}));
-    virtio::test::FrameSpec spec;
-    spec.payload = 14000;
-    virtio::test::Frame f = virtio::test::make_frame(spec);
-    virtio::test::make_partial(f);
-    virtio::test::SenderHeader h;
-    h.flags = virtio::NetHeader::kFlagNeedsCsum;
-    h.gso_type = virtio::NetHeader::kGsoTcpV4;
-    h.hdr_len = static_cast<uint16_t>(f.payload_at);
-    h.gso_size = 1400;
-    h.csum_start = static_cast<uint16_t>(f.l4);
-    h.csum_offset = 16;
+    virtio::test::Frame f = tcp_frame(14000);
     Sent sent;
-    sent.add(virtio::test::sender_packet(h, f));
+    sent.add(tcp_gso_packet(f, 1400));
     ASSERT_EQ(a.transmit_burst(0, sent.make()), 1);
     EXPECT_EQ(fact(a, "vxlan_send", "frames_sent"), 10u);
     EXPECT_EQ(fact(a, "vxlan_send", "messages_sent"), 1u);
@@ -204,20 +215,10 @@ TEST(VxlanSocketPort, a_frame_of_more_segments_than_one_send_takes_is_sent_over_
     VxlanSocketPort a("a", options_for("127.0.0.1", {"127.0.0.2", "127.0.0.3"}));
     VxlanSocketPort b("b", options_for("127.0.0.2", {"127.0.0.1"}));
     VxlanSocketPort c("c", options_for("127.0.0.3", {"127.0.0.1"}));
-    virtio::test::FrameSpec spec;
-    spec.payload = 60000;
-    virtio::test::Frame f = virtio::test::make_frame(spec);
-    virtio::test::make_partial(f);
-    virtio::test::SenderHeader h;
-    h.flags = virtio::NetHeader::kFlagNeedsCsum;
-    h.gso_type = virtio::NetHeader::kGsoTcpV4;
-    h.hdr_len = static_cast<uint16_t>(f.payload_at);
-    h.gso_size = 500;
-    h.csum_start = static_cast<uint16_t>(f.l4);
-    h.csum_offset = 16;
+    virtio::test::Frame f = tcp_frame(60000);
     Sent sent;
     sent.add(frame_between(kBroadcast, kMacA, 1));
-    sent.add(virtio::test::sender_packet(h, f));  // to f's destination: unknown, flooded
+    sent.add(tcp_gso_packet(f, 500));  // to f's destination: unknown, flooded
     sent.add(frame_between(kBroadcast, kMacA, 2));
     ASSERT_EQ(a.transmit_burst(0, sent.make()), 3);
     EXPECT_EQ(fact(a, "vxlan_send", "frames_sent"), 2u * (1 + 120 + 1));
