@@ -103,6 +103,7 @@ uint16_t VxlanSocketPort::transmit_burst(uint16_t, const packet::PacketBurst& bu
     uint16_t sent = 0;
     uint64_t bytes = 0;
     cursor_ = {};
+    dropped_.fill(false);
     while (done < burst.count) {
         send_.begin(peers_);
         planned_frames_ = 0;
@@ -125,9 +126,11 @@ uint16_t VxlanSocketPort::transmit_burst(uint16_t, const packet::PacketBurst& bu
             cursor_ = {};
         }
         for (uint16_t p = done; p < finished; ++p) {
-            bytes += burst.packets[p].len - burst.header_size;
+            if (!dropped_[p]) {  // dropped ones are counted by reason, not as packets
+                bytes += burst.packets[p].len - burst.header_size;
+                ++sent;
+            }
         }
-        sent = static_cast<uint16_t>(sent + (finished - done));
         done = finished;
         if (!all_sent || (next == done && planned_frames_ == 0 && !cursor_.started)) {
             break;  // the socket is full, or (never expected) no progress
@@ -142,6 +145,7 @@ bool VxlanSocketPort::plan_packet(const packet::PacketBurst& burst, uint16_t i) 
         return false;
     }
     if (cursor_.frames == 0) {  // dropped at its start, counted
+        dropped_[i] = true;
         cursor_ = {};
         return true;
     }
@@ -162,6 +166,7 @@ bool VxlanSocketPort::plan_packet(const packet::PacketBurst& burst, uint16_t i) 
             }
             if (verdict == VxlanFrameVerdict::planned) {
                 frame_packet_[planned_frames_++] = i;
+                cursor_.planned_any = true;
             } else {
                 // Refused by the batch and counted there; needs_offload
                 // here means the guest rewrote its header since we read
@@ -172,6 +177,14 @@ bool VxlanSocketPort::plan_packet(const packet::PacketBurst& burst, uint16_t i) 
     }
     if (cursor_.dropped_frame) {
         tx_.count_drop(packet::DropReason::tx_error);
+    }
+    if (!cursor_.planned_any) {
+        // Nothing of it leaves: every frame refused (counted above), or no
+        // peer to flood to.
+        dropped_[i] = true;
+        if (!cursor_.dropped_frame) {
+            tx_.count_drop(packet::DropReason::no_destination);
+        }
     }
     cursor_ = {};
     return true;

@@ -127,6 +127,7 @@ private:
         bool started = false;
         bool offloaded = false;
         bool dropped_frame = false;  // the batch refused one of its frames
+        bool planned_any = false;    // some frame of it is in a send
         uint16_t target = 0;
         uint16_t frames = 1;
         uint16_t peer = 0;
@@ -168,6 +169,9 @@ private:
     // Per planned frame of the current send: which packet of the burst it
     // belongs to, so that frames sent become packets done.
     std::array<uint16_t, packet::kMaxBurstPackets> frame_packet_{};
+    // Packets of the current burst dropped whole (counted by reason): not
+    // counted as packets sent.
+    std::array<bool, packet::kMaxBurstPackets> dropped_{};
     uint16_t planned_frames_ = 0;
     packet::QueueCounters rx_;
     packet::QueueCounters tx_;

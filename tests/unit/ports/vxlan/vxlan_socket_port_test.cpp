@@ -271,8 +271,19 @@ TEST(VxlanSocketPort, a_packet_too_short_for_an_ethernet_header_is_dropped_and_c
     EXPECT_EQ(
         a.tx_counters(0).drops[static_cast<size_t>(packet::DropReason::packet_too_short)].get(),
         1u);
-    EXPECT_EQ(a.tx_counters(0).packets.get(), 2u);  // finished: one sent, one dropped
+    EXPECT_EQ(a.tx_counters(0).packets.get(), 1u);  // the dropped one is counted by reason only
     EXPECT_EQ(receive_all(b).size(), 1u);
+}
+
+TEST(VxlanSocketPort, with_no_peer_a_flooded_packet_is_dropped_as_no_destination) {
+    VxlanSocketPort a("a", options_for("127.0.0.1", {}));
+    Sent sent;
+    sent.add(frame_between(kBroadcast, kMacA, 1));
+    ASSERT_EQ(a.transmit_burst(0, sent.make()), 1);
+    EXPECT_EQ(a.tx_counters(0).drops[static_cast<size_t>(packet::DropReason::no_destination)].get(),
+              1u);
+    EXPECT_EQ(a.tx_counters(0).packets.get(), 0u);
+    EXPECT_EQ(fact(a, "vxlan_send", "sendmmsg_calls"), 0u);
 }
 
 TEST(VxlanSocketPort, peer_changes_are_checked) {
