@@ -47,6 +47,11 @@
 #   BENCH_SECONDS (5) BENCH_REPEAT (3) BENCH_NDR_SECONDS (2) BENCH_NDR_STEPS (6) BENCH_NDR_LOSS (1)
 #   BENCH_VNETD_TOML: appended to both vnetds' config files (run.json keeps
 #   it), e.g. $'[datapath]\nmode = "event"' to try a worker mode
+#   BENCH_VM_PORT_ARGS (--streaming_stores off): added to each `vnetctl port
+#   add vhost-user`. Off because nothing is pinned here: two hosts' workers
+#   and up to four guests share 2 CPUs, so a receiving guest runs beside a
+#   worker, where plain stores beat streaming ones (docs/BENCHMARKS.md, "GSO,
+#   whole frames"; USAGE.md's rule); run.json keeps it
 #   BENCH_VXLAN_DATAPATH splice|socket (splice): the datapath of vnetd's
 #   uplinks (`--datapath`, docs/USAGE.md "VXLAN uplinks"): the kernel vxlan
 #   device spliced to a tap, or vnetd's own UDP socket (run.json keeps it)
@@ -60,6 +65,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib.sh"
 # Exported before bench_init, so that run.json records the default too.
 export BENCH_VXLAN_DATAPATH=${BENCH_VXLAN_DATAPATH:-splice}
+export BENCH_VM_PORT_ARGS=${BENCH_VM_PORT_ARGS---streaming_stores off}
 case $BENCH_VXLAN_DATAPATH in
     splice | socket) ;;
     *) fail "BENCH_VXLAN_DATAPATH must be splice or socket, not '$BENCH_VXLAN_DATAPATH'" ;;
@@ -116,7 +122,7 @@ for h in a b; do
     vms=(vm)
     [ $h = a ] && vms+=(vm2)
     for p in "${vms[@]}"; do
-        "${ctl[@]}" port add vhost-user "$p" --socket-path "$WORK/$h-$p.sock" --switch s0 >/dev/null ||
+        "${ctl[@]}" port add vhost-user "$p" --socket-path "$WORK/$h-$p.sock" --switch s0 $BENCH_VM_PORT_ARGS >/dev/null ||
             fail "port $p on $h"
     done
     fail_log "$OUT/vnetd-$h.log" 20
