@@ -127,6 +127,11 @@ public:
     VxlanSendResult send(int fd);
 
     uint16_t frames_planned() const { return frames_planned_; }
+    // Frames one more add_frame may plan before the batch is full (iovecs
+    // allowing).
+    uint16_t frames_free() const {
+        return static_cast<uint16_t>(packet::kMaxBurstPackets - frames_planned_);
+    }
     uint16_t messages_planned() const { return messages_planned_; }
     // Whether every planned frame is done (sent or dropped).
     bool sent_all() const { return next_message_ == messages_planned_; }

@@ -18,9 +18,15 @@
 //    frame are of one length, so they too are one message.
 //  * burst source: one recvmmsg takes what the peers sent, a peer's burst
 //    one UDP_GRO message (VxlanReceiveBatch); the inner frames are handed
-//    out where they lie, behind a shared all-zero virtio-net header (no
-//    offload: the checksums were complete on the wire), and each frame's
-//    source MAC is learned behind the VTEP it came from, if that is a peer.
+//    out where they lie, behind a shared virtio-net header that asks for
+//    no offload (the checksums were complete on the wire), and each
+//    frame's source MAC is learned behind the VTEP it came from, if that
+//    is a peer. A TCP segment whose checksum verifies says so (DATA_VALID),
+//    and consecutive segments of one flow are merged into one GSO frame
+//    (gro::BurstCoalescer, zero copy: a header of the coalescer's and
+//    slices of the segments), so a TCP stream a sender's TSO cut into 45
+//    segments reaches a pod's tap as one write and a TSO guest as one
+//    frame, as it would through the kernel's vxlan device and its GRO.
 //
 // Learning: a fixed table (kVxlanMaxLearnedMacs) of MAC -> peer, refreshed
 // by every frame received, forgotten after kVxlanMacAgeNs without one (the
@@ -44,6 +50,7 @@
 #include <string>
 #include <vector>
 
+#include "gro/burst_coalescer.hpp"
 #include "packet/packet_burst.hpp"
 #include "packet/queue_counters.hpp"
 #include "ports/port.hpp"
@@ -65,6 +72,10 @@ inline constexpr uint16_t kVxlanReceiveBuffers = 16;
 // Where GSO frames are cut and partial checksums completed before they
 // are sent: at least one 64 KiB frame's segments with their headers.
 inline constexpr uint32_t kVxlanScratchBytes = 256 * 1024;
+// The pieces of one packet's segments sent by reference (a segment's
+// headers and its payload's slices): a 64 KiB frame of 45 segments in
+// guest buffers of any layout takes far fewer; more, and it is copied.
+inline constexpr uint32_t kVxlanSegmentIovecs = 4096;
 
 struct VxlanSocketPortOptions {
     uint32_t vni = 0;                // 1..16777215
@@ -141,11 +152,27 @@ private:
     // checksum its segments written into the scratch. False: no room left
     // in the scratch behind what the batch holds (send first).
     bool start_packet(const packet::PacketBurst& burst, uint16_t i);
+    // Scratch bytes the planned packet's `count` frames take, by
+    // reference (their headers) or copied (all of them).
+    uint32_t scratch_need(uint16_t count, bool by_reference) const;
+    // The planned split's segments as headers in the scratch and slices of
+    // `packet`; false (nothing kept) when the plan is not such a split or
+    // its pieces do not fit segment_iovecs_.
+    bool cut_by_reference(std::span<const iovec> packet, uint16_t count);
+    // The planned packet's frames (whole, or segments) copied into the scratch.
+    void copy_segments(std::span<const iovec> packet, uint16_t count);
     std::span<const iovec> frame_of(const packet::PacketBurst& burst, uint16_t i,
                                     uint16_t segment) const;
+    // Puts up to `max` ready frames in raw_, each behind its header, learning
+    // their source MACs.
+    void gather_ready(uint16_t max);
+    // Whether the ready frames of the message ready frame `first` starts
+    // are at most `room`.
+    bool fits_whole(uint32_t first, uint32_t room) const;
     uint16_t peer_of(uint64_t mac, uint64_t now_ns) const;
     void learn(uint64_t mac, uint16_t peer, uint64_t now_ns);
     uint16_t peer_index(const sockaddr_storage& address) const;
+    uint16_t peer_count() const;
     void forget_peer(uint16_t peer);
     sockaddr_storage parse_peer(const std::string& address) const;
 
@@ -163,8 +190,12 @@ private:
     virtio::OffloadAdaptation adaptation_;
     std::unique_ptr<uint8_t[]> scratch_;
     uint32_t scratch_used_ = 0;
-    // The current packet's segments in the scratch, when it is offloaded.
-    std::vector<iovec> segments_;
+    // The current packet's frames when it is offloaded: segment s is
+    // segment_iovecs_[segment_start_[s], segment_start_[s + 1]) (by
+    // reference: its headers in the scratch, then slices of the packet;
+    // copied: one piece of the scratch).
+    std::array<iovec, kVxlanSegmentIovecs> segment_iovecs_{};
+    std::vector<uint32_t> segment_start_;
     Cursor cursor_;
     // Per planned frame of the current send: which packet of the burst it
     // belongs to, so that frames sent become packets done.
@@ -173,6 +204,18 @@ private:
     // counted as packets sent.
     std::array<bool, packet::kMaxBurstPackets> dropped_{};
     uint16_t planned_frames_ = 0;
+
+    // Receiving: the ready frames as received (raw_), merged (merged_)
+    // when some are segments of one TCP flow, then appended to the
+    // caller's burst. handed_sources_ is a FIFO of how many received frames
+    // each frame handed out and not yet completed covers, so that frames
+    // completed become received frames done.
+    packet::PacketBurst raw_;
+    packet::PacketBurst merged_;
+    gro::BurstCoalescer coalescer_;
+    std::array<uint16_t, packet::kMaxBurstPackets> handed_sources_{};
+    uint16_t handed_head_ = 0;
+    uint16_t handed_count_ = 0;
     packet::QueueCounters rx_;
     packet::QueueCounters tx_;
 };

@@ -354,9 +354,6 @@ uint32_t OffloadAdaptation::write_segment(uint16_t i, std::span<const iovec> pac
     const uint32_t rx_header = receiver_.header_size;
     const uint32_t offset = uint32_t{i} * p.gso_size;
     const uint32_t n = len - rx_header - p.headers_len;
-    const bool last = i + 1 == p.segment_count;
-    const bool tcp = is_tcp(p.gso_type);
-    const bool ufo = p.gso_type == NetHeader::kGsoUdp;
 
     // The payload first, straight from the sender to the receiver.
     const int src =
@@ -368,8 +365,58 @@ uint32_t OffloadAdaptation::write_segment(uint16_t i, std::span<const iovec> pac
     copy_iovecs({buffer_slice_.data(), static_cast<size_t>(dst)},
                 {source_slice_.data(), static_cast<size_t>(src)}, n);
 
-    // Then the headers, from the sender's, as tcp_gso_segment,
-    // __udp_gso_segment and inet_gso_segment rewrite them.
+    if (p.gso_type == NetHeader::kGsoUdp && i == 0) {
+        // UFO: the UDP checksum covers the whole datagram, so it is computed
+        // over the sender's (udp4_ufo_fragment) and only the first fragment,
+        // which carries the UDP header in its payload, is patched.
+        uint8_t udp[kUdpHeaderLen];
+        const uint32_t udp_len = p.frame_len - p.l4_offset;
+        std::memcpy(udp, headers_.data() + p.l4_offset, sizeof udp);
+        store_be16(udp + kUdpLenOffset, static_cast<uint16_t>(udp_len));
+        store_be16(udp + kUdpCheckOffset, 0);
+        const int all = slice_iovecs(packet, p.sender_header_size + p.l4_offset + kUdpHeaderLen,
+                                     udp_len - kUdpHeaderLen, source_slice_);
+        if (all < 0) {
+            return 0;
+        }
+        uint32_t sum = pseudo_header_sum(headers_.data() + p.l3_offset, true, kIpProtoUdp, udp_len);
+        sum = checksum_add(sum, udp, sizeof udp);
+        sum = checksum_add_iovecs(sum, {source_slice_.data(), static_cast<size_t>(all)});
+        store_be16(udp + kUdpCheckOffset, stored_checksum(sum));
+        scatter_at({buffer_slice_.data(), static_cast<size_t>(dst)}, 0, udp, sizeof udp);
+    }
+    // The checksum is taken over the copy: what the receiver got.
+    build_segment_headers(i, n, {buffer_slice_.data(), static_cast<size_t>(dst)});
+    scatter_at(buffer, 0, segment_headers_.data(), rx_header + p.headers_len);
+    return len;
+}
+
+int OffloadAdaptation::segment_by_reference(uint16_t i, std::span<const iovec> packet,
+                                            std::span<iovec> payload) {
+    const DeliveryPlan& p = plan_;
+    if (p.how != Delivery::segments || p.gso_type == NetHeader::kGsoUdp || i >= p.segment_count) {
+        return -1;
+    }
+    const uint32_t offset = uint32_t{i} * p.gso_size;
+    const uint32_t n = std::min<uint32_t>(p.gso_size, p.payload_len - offset);
+    const int src = slice_iovecs(packet, p.sender_header_size + p.headers_len + offset, n, payload);
+    if (src < 0) {
+        return -1;
+    }
+    build_segment_headers(i, n, payload.first(static_cast<size_t>(src)));
+    return src;
+}
+
+void OffloadAdaptation::build_segment_headers(uint16_t i, uint32_t n,
+                                              std::span<const iovec> payload) {
+    // The headers, from the sender's, as tcp_gso_segment, __udp_gso_segment
+    // and inet_gso_segment rewrite them.
+    const DeliveryPlan& p = plan_;
+    const uint32_t rx_header = receiver_.header_size;
+    const uint32_t offset = uint32_t{i} * p.gso_size;
+    const bool last = i + 1 == p.segment_count;
+    const bool tcp = is_tcp(p.gso_type);
+    const bool ufo = p.gso_type == NetHeader::kGsoUdp;
     uint8_t* frame = segment_headers_.data() + rx_header;
     std::memcpy(frame, headers_.data(), p.headers_len);
     uint8_t* l3 = frame + p.l3_offset;
@@ -393,28 +440,8 @@ uint32_t OffloadAdaptation::write_segment(uint16_t i, std::span<const iovec> pac
     uint16_t csum_start = 0;
     uint16_t csum_offset = 0;
     if (ufo) {
-        // The UDP checksum covers the whole datagram, so it is computed over
-        // the sender's (udp4_ufo_fragment) and only the first fragment, which
-        // carries the UDP header, is patched; the kernel marks the fragments
-        // CHECKSUM_UNNECESSARY, which tun reports as DATA_VALID.
-        if (i == 0) {
-            uint8_t udp[kUdpHeaderLen];
-            const uint32_t udp_len = p.frame_len - p.l4_offset;
-            std::memcpy(udp, headers_.data() + p.l4_offset, sizeof udp);
-            store_be16(udp + kUdpLenOffset, static_cast<uint16_t>(udp_len));
-            store_be16(udp + kUdpCheckOffset, 0);
-            const int all = slice_iovecs(packet, p.sender_header_size + p.l4_offset + kUdpHeaderLen,
-                                         udp_len - kUdpHeaderLen, source_slice_);
-            if (all < 0) {
-                return 0;
-            }
-            uint32_t sum =
-                pseudo_header_sum(headers_.data() + p.l3_offset, true, kIpProtoUdp, udp_len);
-            sum = checksum_add(sum, udp, sizeof udp);
-            sum = checksum_add_iovecs(sum, {source_slice_.data(), static_cast<size_t>(all)});
-            store_be16(udp + kUdpCheckOffset, stored_checksum(sum));
-            scatter_at({buffer_slice_.data(), static_cast<size_t>(dst)}, 0, udp, sizeof udp);
-        }
+        // The kernel marks the fragments CHECKSUM_UNNECESSARY, which tun
+        // reports as DATA_VALID.
         flags = receiver_.csum ? NetHeader::kFlagDataValid : 0;
     } else {
         uint8_t* l4 = frame + p.l4_offset;
@@ -443,17 +470,13 @@ uint32_t OffloadAdaptation::write_segment(uint16_t i, std::span<const iovec> pac
         } else {
             store_be16(l4 + check_at, 0);
             const uint32_t header_sum = checksum_add(pseudo, l4, p.headers_len - p.l4_offset);
-            store_be16(l4 + check_at,
-                       stored_checksum(checksum_add_iovecs(
-                           header_sum, {buffer_slice_.data(), static_cast<size_t>(dst)})));
+            store_be16(l4 + check_at, stored_checksum(checksum_add_iovecs(header_sum, payload)));
         }
     }
     // The receiver's header size only: a 10-byte one has no num_buffers.
     uint8_t net_header[sizeof(NetHeader)];
     write_net_header(net_header, flags, NetHeader::kGsoNone, 0, 0, csum_start, csum_offset);
     std::memcpy(segment_headers_.data(), net_header, rx_header);
-    scatter_at(buffer, 0, segment_headers_.data(), rx_header + p.headers_len);
-    return len;
 }
 
 }  // namespace vnet::virtio

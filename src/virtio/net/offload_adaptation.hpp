@@ -191,6 +191,18 @@ public:
     }
     uint32_t write_segment(uint16_t i, std::span<const iovec> packet,
                            std::span<const iovec> buffer);
+    // Segment `i` of a planned TCP or UDP (USO) split without copying it,
+    // for a receiver that sends it on from the sender's memory (a VXLAN
+    // socket): its payload described as slices of the sender's `packet`
+    // in `payload`, its headers (the receiver's virtio-net header, then
+    // the frame's, segment_headers_len() bytes) in segment_headers() until
+    // the next call, with the checksum taken over those slices. Returns the
+    // slices used; -1 when the plan is no such split (UFO, whose first
+    // fragment carries the UDP header in its payload, takes write_segment)
+    // or the slices do not fit in `payload`.
+    int segment_by_reference(uint16_t i, std::span<const iovec> packet, std::span<iovec> payload);
+    uint32_t segment_headers_len() const { return receiver_.header_size + plan_.headers_len; }
+    const uint8_t* segment_headers() const { return segment_headers_.data(); }
 
 private:
     const DeliveryPlan& plan_any(std::span<const iovec> packet, uint32_t packet_len,
@@ -201,6 +213,10 @@ private:
     void drop(packet::DropReason reason) { plan_.how = Delivery::drop, plan_.drop_reason = reason; }
     uint16_t complete_checksum_in(std::span<const iovec> buffer, uint32_t from, uint32_t len,
                                   uint32_t sum);
+    // Segment i's headers (n payload bytes, the L4 checksum over `payload`)
+    // in segment_headers_, as tcp_gso_segment and inet_gso_segment write
+    // them; UFO's first fragment's UDP header is its caller's.
+    void build_segment_headers(uint16_t i, uint32_t n, std::span<const iovec> payload);
 
     ReceiverOffloads receiver_;
     bool streaming_stores_ = true;

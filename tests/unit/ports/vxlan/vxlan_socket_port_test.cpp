@@ -16,6 +16,8 @@
 
 #include "common/steady_clock.hpp"
 #include "packet/packet_burst.hpp"
+#include "unit/gro/gso_segmenter.hpp"
+#include "unit/gro/segment_factory.hpp"
 #include "unit/ports/vxlan/vxlan_frames.hpp"
 #include "unit/virtio/net/offload_frames.hpp"
 
@@ -45,20 +47,35 @@ struct Sent {
     std::vector<std::vector<uint8_t>> packets;
     packet::PacketBurst burst;
 
-    void add(std::vector<uint8_t> bytes) { packets.push_back(std::move(bytes)); }
+    // Packet k is split into pieces at splits[k] (sorted offsets), as a
+    // guest's descriptors may split it.
+    std::vector<std::vector<size_t>> splits;
+
+    void add(std::vector<uint8_t> bytes, std::vector<size_t> at = {}) {
+        packets.push_back(std::move(bytes));
+        splits.push_back(std::move(at));
+    }
     const packet::PacketBurst& make() {
         burst.clear();
-        for (auto& p : packets) {
-            burst.free_iovecs()[0] = iovec{p.data(), p.size()};
-            burst.push(1, static_cast<uint32_t>(p.size()), 0);
+        for (size_t k = 0; k < packets.size(); ++k) {
+            std::vector<uint8_t>& p = packets[k];
+            std::span<iovec> room = burst.free_iovecs();
+            size_t from = 0;
+            uint16_t n = 0;
+            for (size_t to : splits[k]) {
+                room[n++] = iovec{p.data() + from, to - from};
+                from = to;
+            }
+            room[n++] = iovec{p.data() + from, p.size() - from};
+            burst.push(n, static_cast<uint32_t>(p.size()), 0);
         }
         return burst;
     }
 };
 
-// Everything `port` receives now, each frame's bytes after the virtio-net
-// header (whose bytes must be all zero).
-std::vector<std::vector<uint8_t>> receive_all(VxlanSocketPort& port) {
+// Everything `port` receives now, each packet whole: its virtio-net
+// header, then its frame.
+std::vector<std::vector<uint8_t>> receive_packets(VxlanSocketPort& port) {
     std::vector<std::vector<uint8_t>> out;
     packet::PacketBurst burst;
     for (;;) {
@@ -67,16 +84,58 @@ std::vector<std::vector<uint8_t>> receive_all(VxlanSocketPort& port) {
         if (n == 0) {
             return out;
         }
+        EXPECT_EQ(burst.header_size, sizeof(virtio::NetHeader));
         for (uint16_t i = 0; i < n; ++i) {
-            std::vector<uint8_t> bytes =
-                test::gather(&burst.packet_iovecs(i)[0], burst.packet_iovecs(i).size());
-            EXPECT_EQ(bytes.size(), burst.packets[i].len);
-            EXPECT_TRUE(std::all_of(bytes.begin(), bytes.begin() + burst.header_size,
-                                    [](uint8_t b) { return b == 0; }));
-            out.emplace_back(bytes.begin() + burst.header_size, bytes.end());
+            out.push_back(test::gather(&burst.packet_iovecs(i)[0], burst.packet_iovecs(i).size()));
+            EXPECT_EQ(out.back().size(), burst.packets[i].len);
         }
         port.complete_burst(0, burst, n);
     }
+}
+
+// A received packet's header says no offload: all zero, or (a TCP segment
+// whose checksum was verified) DATA_VALID alone.
+bool plain_header(const std::vector<uint8_t>& packet, bool verified) {
+    std::vector<uint8_t> want(sizeof(virtio::NetHeader), 0);
+    want[virtio::kNetHeaderFlagsOffset] = verified ? virtio::NetHeader::kFlagDataValid : 0;
+    return packet.size() >= want.size() && std::equal(want.begin(), want.end(), packet.begin());
+}
+
+// Everything `port` receives now, each frame's bytes after the virtio-net
+// header, which must ask for no offload.
+std::vector<std::vector<uint8_t>> receive_all(VxlanSocketPort& port) {
+    std::vector<std::vector<uint8_t>> out;
+    for (const auto& p : receive_packets(port)) {
+        EXPECT_TRUE(plain_header(p, false) || plain_header(p, true));
+        out.emplace_back(p.begin() + sizeof(virtio::NetHeader), p.end());
+    }
+    return out;
+}
+
+// The frames the wire carried, from received packets: a merged GSO frame
+// split again the kernel's way (gro::testing::gso_segment), each segment's
+// checksum completed; a plain frame as it is. Each frame's bytes after the
+// virtio-net header.
+std::vector<std::vector<uint8_t>> segments_of(const std::vector<std::vector<uint8_t>>& packets) {
+    std::vector<std::vector<uint8_t>> out;
+    for (const auto& p : packets) {
+        if (p[virtio::kNetHeaderGsoTypeOffset] == virtio::NetHeader::kGsoNone) {
+            EXPECT_TRUE(plain_header(p, false) || plain_header(p, true));
+            out.emplace_back(p.begin() + sizeof(virtio::NetHeader), p.end());
+            continue;
+        }
+        const auto segments = gro::testing::gso_segment(p, sizeof(virtio::NetHeader));
+        EXPECT_FALSE(segments.empty());
+        for (const auto& s : segments) {
+            const auto whole = gro::testing::complete_checksum(s, sizeof(virtio::NetHeader));
+            out.emplace_back(whole.begin() + sizeof(virtio::NetHeader), whole.end());
+        }
+    }
+    return out;
+}
+
+std::vector<std::vector<uint8_t>> receive_segments(VxlanSocketPort& port) {
+    return segments_of(receive_packets(port));
 }
 
 uint64_t fact(const VxlanSocketPort& port, const std::string& section, const std::string& key) {
@@ -102,9 +161,11 @@ std::vector<uint8_t> frame_between(const uint8_t* dst, const uint8_t* src, uint3
 
 // An IPv4 TCP frame of `payload` bytes with a partial checksum, as a TSO
 // guest hands it over, and that frame as a GSO packet of `mss`-byte segments.
-virtio::test::Frame tcp_frame(uint32_t payload) {
+virtio::test::Frame tcp_frame(uint32_t payload,
+                              uint8_t tcp_flags = virtio::test::FrameSpec{}.tcp_flags) {
     virtio::test::FrameSpec spec;
     spec.payload = payload;
+    spec.tcp_flags = tcp_flags;
     virtio::test::Frame f = virtio::test::make_frame(spec);
     virtio::test::make_partial(f);
     return f;
@@ -187,31 +248,150 @@ TEST(VxlanSocketPort, a_stranger_is_delivered_but_not_learned) {
     EXPECT_EQ(b.learned_macs(steady_now_ns()), 0u);
 }
 
-TEST(VxlanSocketPort, a_tcp_gso_frame_leaves_as_checksummed_segments_in_one_message) {
+TEST(VxlanSocketPort, a_tcp_gso_frame_leaves_as_segments_in_one_message_and_arrives_merged) {
     VxlanSocketPort a("a", options_for("127.0.0.1", {"127.0.0.2"}));
     VxlanSocketPort b("b", options_for("127.0.0.2", {"127.0.0.1"}));
-    virtio::test::Frame f = tcp_frame(14000);
+    // PSH|ACK: a split puts PSH on the last segment, which a merge takes
+    // back (FIN and CWR, the default frame's, would end a run).
+    virtio::test::Frame f = tcp_frame(14000, packet::kTcpPsh | packet::kTcpAck);
     Sent sent;
     sent.add(tcp_gso_packet(f, 1400));
     ASSERT_EQ(a.transmit_burst(0, sent.make()), 1);
     EXPECT_EQ(fact(a, "vxlan_send", "frames_sent"), 10u);
     EXPECT_EQ(fact(a, "vxlan_send", "messages_sent"), 1u);
-    const auto got = receive_all(b);
-    ASSERT_EQ(got.size(), 10u);
-    std::vector<uint8_t> payload;
-    for (const auto& seg : got) {
-        ASSERT_EQ(seg.size(), f.payload_at + 1400);
-        EXPECT_TRUE(virtio::test::l4_checksum_valid(seg, f.l3, f.l4, false, false));
-        payload.insert(payload.end(), seg.begin() + static_cast<long>(f.payload_at), seg.end());
+
+    // The ten segments, each checksum verified, are one GSO frame again.
+    const auto got = receive_packets(b);
+    ASSERT_EQ(got.size(), 1u);
+    const std::vector<uint8_t>& merged = got[0];
+    EXPECT_EQ(merged[virtio::kNetHeaderFlagsOffset], virtio::NetHeader::kFlagNeedsCsum);
+    EXPECT_EQ(merged[virtio::kNetHeaderGsoTypeOffset], virtio::NetHeader::kGsoTcpV4);
+    EXPECT_EQ(packet::load_le16(merged.data() + virtio::kNetHeaderGsoSizeOffset), 1400);
+    EXPECT_EQ(merged.size(), sizeof(virtio::NetHeader) + f.bytes.size());
+    EXPECT_EQ(b.rx_counters(0).packets.get(), 10u);
+    EXPECT_EQ(b.rx_counters(0).gro_frames.get(), 1u);
+    EXPECT_EQ(b.rx_counters(0).gro_segments.get(), 10u);
+
+    // Split again the kernel's way, it gives back what the wire carried:
+    // the sender's frame cut into checksummed segments of 1400 bytes.
+    std::vector<std::vector<uint8_t>> wire;
+    for (const auto& s : gro::testing::gso_segment(sent.packets[0], sizeof(virtio::NetHeader))) {
+        const auto whole = gro::testing::complete_checksum(s, sizeof(virtio::NetHeader));
+        wire.emplace_back(whole.begin() + sizeof(virtio::NetHeader), whole.end());
     }
-    EXPECT_EQ(payload, std::vector<uint8_t>(f.bytes.begin() + static_cast<long>(f.payload_at),
-                                            f.bytes.end()));
+    ASSERT_EQ(wire.size(), 10u);
+    const auto again = segments_of({merged});
+    EXPECT_EQ(again, wire);
+    for (const auto& seg : wire) {
+        EXPECT_TRUE(virtio::test::l4_checksum_valid(seg, f.l3, f.l4, false, false));
+    }
+}
+
+TEST(VxlanSocketPort, a_gso_frame_in_many_pieces_is_cut_without_a_copy_and_arrives_the_same) {
+    // The segments leave as their headers (in the port's scratch) and
+    // slices of the sender's pieces, split mid-header, mid-segment and
+    // into a piece of one byte: what arrives is the frame cut the kernel's
+    // way, whatever the pieces.
+    VxlanSocketPort a("a", options_for("127.0.0.1", {"127.0.0.2"}));
+    VxlanSocketPort b("b", options_for("127.0.0.2", {"127.0.0.1"}));
+    virtio::test::Frame f = tcp_frame(20000, packet::kTcpPsh | packet::kTcpAck);
+    Sent sent;
+    sent.add(tcp_gso_packet(f, 1448), {7, 40, 1500, 1501, 2949, 9000, 15000});
+    ASSERT_EQ(a.transmit_burst(0, sent.make()), 1);
+    EXPECT_EQ(fact(a, "vxlan_send", "frames_sent"), 14u);
+    EXPECT_EQ(fact(a, "vxlan_send", "messages_sent"), 1u);
+    std::vector<std::vector<uint8_t>> wire;
+    for (const auto& s : gro::testing::gso_segment(sent.packets[0], sizeof(virtio::NetHeader))) {
+        const auto whole = gro::testing::complete_checksum(s, sizeof(virtio::NetHeader));
+        wire.emplace_back(whole.begin() + sizeof(virtio::NetHeader), whole.end());
+    }
+    ASSERT_EQ(wire.size(), 14u);
+    EXPECT_EQ(receive_segments(b), wire);
+}
+
+TEST(VxlanSocketPort, a_message_is_not_cut_between_two_receives_so_its_frame_merges_whole) {
+    // Two frames of 40 segments, two messages: a receive of up to 64
+    // frames takes the first message and leaves the second whole for the
+    // next, rather than merge 24 of its segments now and 16 later.
+    VxlanSocketPort a("a", options_for("127.0.0.1", {"127.0.0.2"}));
+    VxlanSocketPort b("b", options_for("127.0.0.2", {"127.0.0.1"}));
+    virtio::test::Frame f = tcp_frame(40 * 1000, packet::kTcpPsh | packet::kTcpAck);
+    Sent sent;
+    sent.add(tcp_gso_packet(f, 1000));
+    sent.add(tcp_gso_packet(f, 1000));
+    ASSERT_EQ(a.transmit_burst(0, sent.make()), 2);
+    EXPECT_EQ(fact(a, "vxlan_send", "messages_sent"), 2u);
+    const auto got = receive_packets(b);
+    ASSERT_EQ(got.size(), 2u);
+    for (const auto& p : got) {
+        EXPECT_EQ(p.size(), sizeof(virtio::NetHeader) + f.bytes.size());
+    }
+    EXPECT_EQ(b.rx_counters(0).gro_segments.get(), 80u);
+}
+
+TEST(VxlanSocketPort, max_bounds_the_frames_handed_out_not_the_segments_merged_into_one) {
+    // A switch asks for one frame after a hold ended in drops; it gets the
+    // whole GSO frame back, not one segment of it.
+    VxlanSocketPort a("a", options_for("127.0.0.1", {"127.0.0.2"}));
+    VxlanSocketPort b("b", options_for("127.0.0.2", {"127.0.0.1"}));
+    virtio::test::Frame f = tcp_frame(14000, packet::kTcpPsh | packet::kTcpAck);
+    Sent sent;
+    sent.add(tcp_gso_packet(f, 1400));
+    sent.add(frame_between(kBroadcast, kMacA, 1));
+    ASSERT_EQ(a.transmit_burst(0, sent.make()), 2);
+    packet::PacketBurst burst;
+    ASSERT_EQ(b.receive_burst(0, burst, 1), 1);
+    EXPECT_EQ(burst.packets[0].len, sizeof(virtio::NetHeader) + f.bytes.size());
+    EXPECT_EQ(b.rx_counters(0).packets.get(), 10u);  // taken: the ten segments
+    b.complete_burst(0, burst, 1);
+    burst.clear();
+    ASSERT_EQ(b.receive_burst(0, burst, 1), 1);  // then the broadcast, still ready
+    EXPECT_EQ(burst.packets[0].len, sizeof(virtio::NetHeader) + 64);
+    b.complete_burst(0, burst, 1);
+    EXPECT_EQ(b.rx_counters(0).packets.get(), 11u);
+    burst.clear();
+    EXPECT_EQ(b.receive_burst(0, burst, 1), 0);
+}
+
+TEST(VxlanSocketPort, a_segment_whose_tcp_checksum_is_wrong_is_neither_merged_nor_said_valid) {
+    VxlanSocketPort a("a", options_for("127.0.0.1", {"127.0.0.2"}));
+    VxlanSocketPort b("b", options_for("127.0.0.2", {"127.0.0.1"}));
+    // Four consecutive segments of one flow, complete checksums; the third
+    // one's payload changed after its checksum was computed.
+    Sent sent;
+    for (uint32_t i = 0; i < 4; ++i) {
+        gro::testing::SegmentSpec spec;
+        spec.data_valid = true;
+        spec.payload_len = 1000;
+        spec.seq = 1000 + i * 1000;
+        spec.ip_id = static_cast<uint16_t>(1 + i);
+        spec.payload_seed = i;
+        sent.add(gro::testing::build_segment(spec));
+    }
+    sent.packets[2].back() ^= 0x5a;
+    ASSERT_EQ(a.transmit_burst(0, sent.make()), 4);
+
+    const auto got = receive_packets(b);
+    ASSERT_EQ(got.size(), 3u);
+    EXPECT_EQ(got[0][virtio::kNetHeaderGsoTypeOffset], virtio::NetHeader::kGsoTcpV4);  // 1 and 2
+    EXPECT_EQ(got[0].size(), sent.packets[0].size() + 1000);
+    auto frame_of = [](const std::vector<uint8_t>& p) {
+        return std::vector<uint8_t>(p.begin() + sizeof(virtio::NetHeader), p.end());
+    };
+    // The bad one as it came, with no claim; the one after it alone, verified.
+    EXPECT_TRUE(plain_header(got[1], false));
+    EXPECT_EQ(frame_of(got[1]), frame_of(sent.packets[2]));
+    EXPECT_TRUE(plain_header(got[2], true));
+    EXPECT_EQ(frame_of(got[2]), frame_of(sent.packets[3]));
+    EXPECT_EQ(b.rx_counters(0).packets.get(), 4u);
+    EXPECT_EQ(b.rx_counters(0).gro_frames.get(), 1u);
+    EXPECT_EQ(b.rx_counters(0).gro_segments.get(), 2u);
 }
 
 TEST(VxlanSocketPort, a_frame_of_more_segments_than_one_send_takes_is_sent_over_several) {
     // 120 segments, flooded to two peers: 240 frames over four sends of at
     // most 64, each peer's in order, none twice, and the plain frames
-    // around it in their places.
+    // around it in their places (the segments arrive merged again).
     VxlanSocketPort a("a", options_for("127.0.0.1", {"127.0.0.2", "127.0.0.3"}));
     VxlanSocketPort b("b", options_for("127.0.0.2", {"127.0.0.1"}));
     VxlanSocketPort c("c", options_for("127.0.0.3", {"127.0.0.1"}));
@@ -224,7 +404,7 @@ TEST(VxlanSocketPort, a_frame_of_more_segments_than_one_send_takes_is_sent_over_
     EXPECT_EQ(fact(a, "vxlan_send", "frames_sent"), 2u * (1 + 120 + 1));
     EXPECT_EQ(fact(a, "vxlan_send", "sendmmsg_calls"), 4u);
     for (VxlanSocketPort* receiver : {&b, &c}) {
-        const auto got = receive_all(*receiver);
+        const auto got = receive_segments(*receiver);
         ASSERT_EQ(got.size(), 122u);
         EXPECT_EQ(got[0].size(), 64u);
         EXPECT_EQ(got[121].size(), 64u);
