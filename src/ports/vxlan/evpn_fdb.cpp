@@ -89,8 +89,17 @@ int on_entry(nl_msg* msg, void* arg) {
 
 void classify_fdb_entry(const FdbEntry& e, unsigned tap_ifindex, unsigned vxlan_ifindex,
                         EvpnFdbView& view) {
+    if (e.mac == packet::MacAddress{}) {
+        // Zebra's flood entries are the vxlan device's own (`self`), whatever
+        // their NUD state; the bridge's entry or one without a VTEP floods
+        // nowhere.
+        if (e.ifindex == vxlan_ifindex && e.master == 0 && !e.dst.empty()) {
+            view.flood.insert(e.dst);
+        }
+        return;
+    }
     if (!is_unicast(e.mac) || (e.state & NUD_PERMANENT) != 0) {
-        return;  // flood entries, group addresses, the ports' own addresses
+        return;  // group addresses, the ports' own addresses
     }
     if (e.ifindex == tap_ifindex) {
         if (e.master != 0 && (e.state & NUD_NOARP) != 0) {

@@ -9,9 +9,14 @@
 //    extern_learn` in the vxlan device's own table (what sends a frame to
 //    one VTEP) and, when zebra also adds it, the bridge's `master` entry on
 //    the vxlan port;
+//  - the flood list zebra installs from type-3 routes: one
+//    `00:00:00:00:00:00 dst VTEP self` entry per remote host of the VNI in
+//    the vxlan device's own table (head-end replication: where broadcast,
+//    multicast and unknown unicast go); the socket datapath needs it to
+//    flood like the kernel device does;
 //  - everything else is no one's business here: the ports' own addresses
-//    (permanent), the flood entries `00:00:00:00:00:00 dst VTEP`, group
-//    addresses, other ports.
+//    (permanent), group addresses, other ports, an all-zero entry that names
+//    no VTEP.
 #pragma once
 
 #include <cstdint>
@@ -34,13 +39,15 @@ struct FdbEntry {
     std::string dst;      // NDA_DST as text ("" if none)
 };
 
-// The two sets the sync compares with the switch.
+// What the sync reads: the two sets it compares with the switch, and the
+// flood list (which the planner does not look at).
 struct EvpnFdbView {
     std::set<packet::MacAddress> statics;               // vnetd's, on the tap
     std::map<packet::MacAddress, std::string> remotes;  // zebra's, on the vxlan device
+    std::set<std::string> flood;                        // zebra's VTEPs (NDA_DST text)
 };
 
-// Adds `entry` to `view` if it is one of the two kinds above.
+// Adds `entry` to `view` if it is one of the three kinds above.
 void classify_fdb_entry(const FdbEntry& entry, unsigned tap_ifindex, unsigned vxlan_ifindex,
                         EvpnFdbView& view);
 

@@ -4,7 +4,9 @@
 #include <sys/epoll.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 
 #include "common/steady_clock.hpp"
@@ -36,6 +38,13 @@ uint64_t mac_key(const uint8_t* mac) {
 bool is_group_mac(uint64_t key) {
     return (key & 1) != 0;
 }  // I/G bit of the first byte
+
+std::string mac_text(const packet::MacAddress& m) {
+    char text[18];
+    std::snprintf(text, sizeof text, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+                  m[5]);
+    return text;
+}
 
 // Fibonacci hashing of the 48-bit MAC into the table.
 uint32_t slot_of(uint64_t key) {
@@ -163,7 +172,8 @@ bool VxlanSocketPort::plan_packet(const packet::PacketBurst& burst, uint16_t i) 
         // one waits for the next: a GSO frame's segments stay one message,
         // which the receiver merges back whole.
         const uint32_t frames =
-            uint32_t{cursor_.frames} * (cursor_.target == kNoPeer ? peer_count() : 1);
+            uint32_t{cursor_.frames} *
+            (cursor_.target == kNoPeer ? flood_count_.load(std::memory_order_relaxed) : 1);
         if (frames <= packet::kMaxBurstPackets && frames > send_.frames_free()) {
             return false;
         }
@@ -171,10 +181,13 @@ bool VxlanSocketPort::plan_packet(const packet::PacketBurst& burst, uint16_t i) 
     const uint16_t header_size = cursor_.offloaded
                                      ? static_cast<uint16_t>(adaptation_.receiver().header_size)
                                      : burst.header_size;
-    // Peer by peer, so that one peer's frames are consecutive: one message.
-    for (; cursor_.peer < kVxlanMaxPeers; ++cursor_.peer, cursor_.segment = 0) {
+    // VTEP by VTEP, so that one VTEP's frames are consecutive: one message.
+    // A unicast packet's cursor starts at its target's slot.
+    const uint16_t end =
+        cursor_.target == kNoPeer ? flood_end_ : static_cast<uint16_t>(cursor_.target + 1);
+    for (; cursor_.peer < end; ++cursor_.peer, cursor_.segment = 0) {
         if (!present_[cursor_.peer] ||
-            (cursor_.target != kNoPeer && cursor_.peer != cursor_.target)) {
+            (cursor_.target == kNoPeer ? !floods_[cursor_.peer] : cursor_.peer != cursor_.target)) {
             continue;
         }
         for (; cursor_.segment < cursor_.frames; ++cursor_.segment) {
@@ -199,7 +212,7 @@ bool VxlanSocketPort::plan_packet(const packet::PacketBurst& burst, uint16_t i) 
     }
     if (!cursor_.planned_any) {
         // Nothing of it leaves: every frame refused (counted above), or no
-        // peer to flood to.
+        // VTEP to flood to.
         dropped_[i] = true;
         if (!cursor_.dropped_frame) {
             tx_.count_drop(packet::DropReason::no_destination);
@@ -225,6 +238,7 @@ bool VxlanSocketPort::start_packet(const packet::PacketBurst& burst, uint16_t i)
     const uint64_t destination = mac_key(head + header_size);
     Cursor c{.started = true,
              .target = is_group_mac(destination) ? kNoPeer : peer_of(destination, steady_now_ns())};
+    c.peer = c.target == kNoPeer ? 0 : c.target;
     const bool offload =
         (head[virtio::kNetHeaderFlagsOffset] & virtio::NetHeader::kFlagNeedsCsum) != 0 ||
         head[virtio::kNetHeaderGsoTypeOffset] != virtio::NetHeader::kGsoNone;
@@ -351,7 +365,8 @@ void VxlanSocketPort::gather_ready(uint16_t max) {
                 break;
             }
             buffer = frame.buffer;
-            peer = peer_index(receive_.source(frame));
+            // In control-plane mode nothing is learned: no lookup.
+            peer = control_plane() ? kNoPeer : peer_index(receive_.source(frame));
         }
         if (peer != kNoPeer) {
             learn(mac_key(frame.data + 6), peer, now);
@@ -439,7 +454,7 @@ uint16_t VxlanSocketPort::peer_of(uint64_t mac, uint64_t now_ns) const {
     for (uint32_t probe = 0; probe < 8; ++probe, slot = (slot + 1) % kVxlanMaxLearnedMacs) {
         const Learned& e = learned_[slot];
         if (e.mac == mac) {
-            return now_ns - e.seen_ns < kVxlanMacAgeNs ? e.peer : kNoPeer;
+            return e.pinned || now_ns - e.seen_ns < kVxlanMacAgeNs ? e.peer : kNoPeer;
         }
         if (e.mac == 0) {
             return kNoPeer;
@@ -457,11 +472,13 @@ void VxlanSocketPort::learn(uint64_t mac, uint16_t peer, uint64_t now_ns) {
     for (uint32_t probe = 0; probe < 8; ++probe, slot = (slot + 1) % kVxlanMaxLearnedMacs) {
         Learned& e = learned_[slot];
         if (e.mac == mac) {
-            e.peer = peer;
-            e.seen_ns = now_ns;
+            if (!e.pinned) {  // the control plane's place wins over a frame's
+                e.peer = peer;
+                e.seen_ns = now_ns;
+            }
             return;
         }
-        if (e.mac == 0 || now_ns - e.seen_ns >= kVxlanMacAgeNs) {
+        if (e.mac == 0 || (!e.pinned && now_ns - e.seen_ns >= kVxlanMacAgeNs)) {
             if (free_or_aged == nullptr) {
                 free_or_aged = &e;
             }
@@ -475,12 +492,8 @@ void VxlanSocketPort::learn(uint64_t mac, uint16_t peer, uint64_t now_ns) {
     }
 }
 
-uint16_t VxlanSocketPort::peer_count() const {
-    return static_cast<uint16_t>(std::count(present_.begin(), present_.end(), true));
-}
-
 uint16_t VxlanSocketPort::peer_index(const sockaddr_storage& address) const {
-    for (uint16_t p = 0; p < kVxlanMaxPeers; ++p) {
+    for (uint16_t p = 0; p < kVxlanMaxVteps; ++p) {
         if (present_[p] && same_address(peers_[p], address)) {
             return p;
         }
@@ -489,52 +502,156 @@ uint16_t VxlanSocketPort::peer_index(const sockaddr_storage& address) const {
 }
 
 uint32_t VxlanSocketPort::learned_macs(uint64_t now_ns) const {
-    return static_cast<uint32_t>(std::count_if(
-        learned_.begin(), learned_.end(),
-        [&](const Learned& e) { return e.mac != 0 && now_ns - e.seen_ns < kVxlanMacAgeNs; }));
+    return static_cast<uint32_t>(
+        std::count_if(learned_.begin(), learned_.end(), [&](const Learned& e) {
+            return e.mac != 0 && !e.pinned && now_ns - e.seen_ns < kVxlanMacAgeNs;
+        }));
 }
 
 // ---- peers (control thread, on the owning worker) ---------------------------
 
-sockaddr_storage VxlanSocketPort::parse_peer(const std::string& address) const {
+sockaddr_storage VxlanSocketPort::parse_peer(const std::string& address, const char* what) const {
     sockaddr_storage peer{};
     try {
         peer = make_vxlan_address(name_, address, options_.dstport);
     } catch (const std::exception&) {
-        throw std::invalid_argument(name_ + ": peer '" + address +
+        throw std::invalid_argument(name_ + ": " + what + " '" + address +
                                     "' is not an IPv4 or IPv6 address");
     }
     if (peer.ss_family != socket_.local().ss_family) {
-        throw std::invalid_argument(name_ + ": peer " + address +
+        throw std::invalid_argument(name_ + ": " + what + " " + address +
                                     " is not of the local address's family (one family per "
                                     "overlay)");
     }
     return peer;
 }
 
+void VxlanSocketPort::refuse_if_control_plane() const {
+    if (control_plane()) {
+        throw std::invalid_argument(name_ +
+                                    " is driven by EVPN: its VTEPs are the control plane's, "
+                                    "not static peers");
+    }
+}
+
 void VxlanSocketPort::add_peer(const std::string& address) {
+    refuse_if_control_plane();
     const sockaddr_storage peer = parse_peer(address);
     if (peer_index(peer) != kNoPeer) {
         throw std::invalid_argument(name_ + ": peer " + address + " is there already");
     }
     const auto slot = std::find(present_.begin(), present_.end(), false);
     if (slot == present_.end()) {
-        throw std::invalid_argument(name_ + ": " + std::to_string(kVxlanMaxPeers) +
+        throw std::invalid_argument(name_ + ": " + std::to_string(kVxlanMaxVteps) +
                                     " peers already, the most one uplink floods to");
     }
     const auto p = static_cast<size_t>(slot - present_.begin());
     peers_[p] = peer;
     present_[p] = true;
+    floods_[p] = true;  // a static peer is flooded to
+    floods_changed();
 }
 
 void VxlanSocketPort::remove_peer(const std::string& address) {
+    refuse_if_control_plane();
     const uint16_t p = peer_index(parse_peer(address));
     if (p == kNoPeer) {
         throw std::invalid_argument(name_ + ": peer " + address + " is not there");
     }
     present_[p] = false;
+    floods_[p] = false;
     peers_[p] = {};
+    floods_changed();
     forget_peer(p);
+}
+
+void VxlanSocketPort::set_forwarding(const VxlanForwardingEntries& entries) {
+    // Everything is checked, and the new slots worked out, before anything
+    // changes. Each distinct text is parsed once; texts that differ but
+    // name one address share a slot.
+    std::vector<sockaddr_storage> vteps;
+    std::map<std::string, uint16_t> slot_of_text;
+    auto slot_for = [&](const std::string& text) {
+        if (const auto known = slot_of_text.find(text); known != slot_of_text.end()) {
+            return known->second;
+        }
+        const sockaddr_storage address = parse_peer(text, "VTEP");
+        uint16_t slot = 0;
+        while (slot < vteps.size() && !same_address(vteps[slot], address)) {
+            ++slot;
+        }
+        if (slot == vteps.size()) {
+            if (vteps.size() == kVxlanMaxVteps) {
+                throw std::invalid_argument(name_ + ": more than " +
+                                            std::to_string(kVxlanMaxVteps) +
+                                            " VTEPs (flood list and remote MACs' together), the "
+                                            "most one uplink holds");
+            }
+            vteps.push_back(address);
+        }
+        slot_of_text.emplace(text, slot);
+        return slot;
+    };
+    std::vector<uint16_t> flood_slots;
+    flood_slots.reserve(entries.flood.size());
+    for (const std::string& vtep : entries.flood) {
+        flood_slots.push_back(slot_for(vtep));
+    }
+    std::vector<Learned> remotes;
+    remotes.reserve(entries.remotes.size());
+    for (const auto& remote : entries.remotes) {
+        const uint64_t mac = mac_key(remote.first.data());
+        if (mac == 0 || is_group_mac(mac)) {
+            throw std::invalid_argument(name_ + ": remote MAC " + mac_text(remote.first) +
+                                        " is not a unicast address");
+        }
+        remotes.push_back({.mac = mac, .peer = slot_for(remote.second), .pinned = true});
+    }
+
+    peers_.fill({});
+    present_.fill(false);
+    floods_.fill(false);
+    for (size_t p = 0; p < vteps.size(); ++p) {
+        peers_[p] = vteps[p];
+        present_[p] = true;
+    }
+    for (const uint16_t p : flood_slots) {
+        floods_[p] = true;
+    }
+    control_plane_.store(true, std::memory_order_relaxed);
+    floods_changed();
+    // The learned MACs (before the first call) and the previous remotes go.
+    std::fill(learned_.begin(), learned_.end(), Learned{});
+    uint32_t not_held = 0;
+    for (const Learned& remote : remotes) {
+        uint32_t slot = slot_of(remote.mac);
+        uint32_t probe = 0;
+        for (; probe < 8; ++probe, slot = (slot + 1) % kVxlanMaxLearnedMacs) {
+            if (learned_[slot].mac == 0 || learned_[slot].mac == remote.mac) {
+                learned_[slot] = remote;  // listed twice: the last one counts
+                break;
+            }
+        }
+        if (probe == 8) {
+            ++not_held;  // its probe run is full: it floods
+        }
+    }
+    remotes_not_held_.store(not_held, std::memory_order_relaxed);
+    remotes_held_.store(
+        static_cast<uint32_t>(std::count_if(learned_.begin(), learned_.end(),
+                                            [](const Learned& e) { return e.pinned; })),
+        std::memory_order_relaxed);
+}
+
+void VxlanSocketPort::floods_changed() {
+    flood_count_.store(static_cast<uint16_t>(std::count(floods_.begin(), floods_.end(), true)),
+                       std::memory_order_relaxed);
+    flood_end_ = 0;
+    for (uint16_t p = 0; p < kVxlanMaxVteps; ++p) {
+        if (floods_[p]) {
+            flood_end_ = static_cast<uint16_t>(p + 1);
+        }
+    }
 }
 
 void VxlanSocketPort::forget_peer(uint16_t peer) {
@@ -560,8 +677,8 @@ void VxlanSocketPort::forget_peer(uint16_t peer) {
 
 std::vector<std::string> VxlanSocketPort::peers() const {
     std::vector<std::string> out;
-    for (uint16_t p = 0; p < kVxlanMaxPeers; ++p) {
-        if (present_[p]) {
+    for (uint16_t p = 0; p < kVxlanMaxVteps; ++p) {
+        if (floods_[p]) {
             out.push_back(address_text(peers_[p]));
         }
     }
@@ -573,7 +690,11 @@ void VxlanSocketPort::describe(std::vector<Fact>& out) const {
     out.push_back({"vxlan", "datapath", std::string("socket")});
     out.push_back({"vxlan", "local", address_text(socket_.local())});
     out.push_back({"vxlan", "port", uint64_t{socket_.local_port()}});
+    out.push_back({"vxlan", "control_plane", std::string(control_plane() ? "evpn" : "learning")});
+    out.push_back({"vxlan", "flood_vteps", uint64_t{flood_count_.load(std::memory_order_relaxed)}});
     out.push_back({"vxlan", "learned_macs", uint64_t{learned_macs(steady_now_ns())}});
+    out.push_back({"vxlan", "remotes", uint64_t{remotes_held()}});
+    out.push_back({"vxlan", "remotes_not_held", uint64_t{remotes_not_held()}});
     for (const auto& field : kVxlanSendCounterFields) {
         out.push_back(
             {"vxlan_send", std::string(field.name), (send_.counters().*field.counter).get()});

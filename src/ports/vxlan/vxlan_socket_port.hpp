@@ -28,31 +28,53 @@
 //    segments reaches a pod's tap as one write and a TSO guest as one
 //    frame, as it would through the kernel's vxlan device and its GRO.
 //
-// Learning: a fixed table (kVxlanMaxLearnedMacs) of MAC -> peer, refreshed
-// by every frame received, forgotten after kVxlanMacAgeNs without one (the
-// kernel's default ageing, 300 s) or when its peer is removed; when full,
-// an unknown MAC floods. Only peers are learned behind: a datagram from
-// another address is delivered, but unicast back to its MAC floods to the
-// peers, so a stranger cannot pull traffic away from them.
+// Learning (the default): a fixed table (kVxlanMaxLearnedMacs) of MAC ->
+// peer, refreshed by every frame received, forgotten after kVxlanMacAgeNs
+// without one (the kernel's default ageing, 300 s) or when its peer is
+// removed; when full, an unknown MAC floods. Only peers are learned
+// behind: a datagram from another address is delivered, but unicast back
+// to its MAC floods to the peers, so a stranger cannot pull traffic away
+// from them.
+//
+// Control-plane mode (EVPN; not used by an uplink yet): from the first
+// set_forwarding on, the port forwards by what a control plane gave it,
+// as the kernel's vxlan device does by zebra's FDB entries: remote MACs
+// each behind one VTEP (type-2 routes) and a flood list (type-3 routes,
+// zebra's all-zero entries). It never learns again: EVPN's vxlan device is
+// `nolearning` because a MAC's place is what BGP says, not where a frame
+// last came from (a frame from a moved VM's old host would pull traffic
+// back). Broadcast, multicast and unknown unicast go to the flood list
+// only, a known MAC to its VTEP even when that VTEP is not on the flood
+// list (a type-2 route may come before the type-3). Its MACs live in the
+// learning table, pinned (never aged, never replaced); one the table has
+// no room for floods, and is counted. Static peers do not mix with it:
+// set_forwarding replaces them, add_peer/remove_peer are refused after it.
+//
+// VTEP slots: every VTEP the port sends to (a peer, a flood VTEP, a remote
+// MAC's VTEP) has a fixed slot, which the learning table and the send
+// batch name; a slot either floods or is a unicast target only.
 //
 // Threads: the datapath calls come from the worker that owns the queue
-// pair; add_peer/remove_peer from the control thread, on that worker
-// (PortContext::run_on_owner) once it runs the port. Nothing per packet
-// allocates, locks or logs.
+// pair; add_peer/remove_peer/set_forwarding from the control thread, on
+// that worker (PortContext::run_on_owner) once it runs the port. Nothing
+// per packet allocates, locks or logs.
 #pragma once
 
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gro/burst_coalescer.hpp"
 #include "packet/packet_burst.hpp"
 #include "packet/queue_counters.hpp"
+#include "packet/wire.hpp"
 #include "ports/port.hpp"
 #include "ports/vxlan/vxlan_receive_batch.hpp"
 #include "ports/vxlan/vxlan_send_batch.hpp"
@@ -61,8 +83,10 @@
 
 namespace vnet::ports {
 
-// The most remote VTEPs of one uplink (static peers).
-inline constexpr uint16_t kVxlanMaxPeers = 64;
+// The most remote VTEPs of one uplink: static peers, or in control-plane
+// mode the flood list and the remote MACs' VTEPs together (an EVPN VNI of a
+// few hundred hosts; 128 bytes of address each).
+inline constexpr uint16_t kVxlanMaxVteps = 256;
 // MACs learned behind peers; beyond it, unknown MACs flood.
 inline constexpr uint32_t kVxlanMaxLearnedMacs = 4096;
 // The kernel's default FDB ageing (br_fdb, vxlan: 300 s).
@@ -85,6 +109,14 @@ struct VxlanSocketPortOptions {
     int socket_buffer_bytes = 4 << 20;
 };
 
+// What a control plane (EVPN: zebra's FDB entries on the kernel's vxlan
+// device) says the port forwards by. VTEPs are IP literals of the socket's
+// family; a MAC is unicast.
+struct VxlanForwardingEntries {
+    std::vector<std::string> flood;  // where broadcast, multicast and unknown unicast go
+    std::vector<std::pair<packet::MacAddress, std::string>> remotes;  // MAC -> its VTEP
+};
+
 class VxlanSocketPort final : public Port, public BurstSource, public BurstSink {
 public:
     // Binds the socket and sets the peers. Throws PortSetupError (a bad
@@ -100,8 +132,8 @@ public:
     WaitSpec transmit_wait(uint16_t) const override;
     packet::QueueCounters& rx_counters(uint16_t) override { return rx_; }
     packet::QueueCounters& tx_counters(uint16_t) override { return tx_; }
-    // "vxlan": the socket, the peers, the MACs learned and the send and
-    // receive batches' counters.
+    // "vxlan": the socket, the mode, the flood VTEPs, the MACs learned or
+    // given, and the send and receive batches' counters.
     void describe(std::vector<Fact>& out) const override;
 
     uint16_t transmit_burst(uint16_t queue, const packet::PacketBurst& burst) override;
@@ -110,27 +142,42 @@ public:
 
     // Control thread, on the owning worker once one runs the port. A
     // remote VTEP (an IP literal of the socket's family); adding one that
-    // is there, removing one that is not, a bad address, a 65th peer:
-    // std::invalid_argument. Removing one forgets the MACs behind it.
+    // is there, removing one that is not, a bad address, one more than
+    // kVxlanMaxVteps, either after set_forwarding: std::invalid_argument.
+    // Removing one forgets the MACs behind it.
     void add_peer(const std::string& address);
     void remove_peer(const std::string& address);
+    // Control thread, on the owning worker: the whole forwarding table,
+    // replacing the previous one (static peers and learned MACs the first
+    // time); the port is in control-plane mode from then on. A bad VTEP, a
+    // MAC that is not unicast, more distinct VTEPs than kVxlanMaxVteps:
+    // std::invalid_argument and nothing changed. A MAC listed twice: the
+    // last one counts.
+    void set_forwarding(const VxlanForwardingEntries& entries);
+    bool control_plane() const { return control_plane_.load(std::memory_order_relaxed); }
+    // The VTEPs flooded to (static peers, or the control plane's flood list).
     std::vector<std::string> peers() const;
     uint32_t vni() const { return options_.vni; }
     const sockaddr_storage& local() const { return socket_.local(); }
     uint16_t local_port() const { return socket_.local_port(); }
     // MACs learned and not aged out at `now_ns` (steady clock).
     uint32_t learned_macs(uint64_t now_ns) const;
+    // The control plane's remote MACs held, and those the table had no
+    // room for (they flood), as of the last set_forwarding.
+    uint32_t remotes_held() const { return remotes_held_.load(std::memory_order_relaxed); }
+    uint32_t remotes_not_held() const { return remotes_not_held_.load(std::memory_order_relaxed); }
 
 private:
     struct Learned {
         uint64_t mac = 0;  // 48 bits; 0: a free slot
         uint64_t seen_ns = 0;
         uint16_t peer = 0;
+        bool pinned = false;  // the control plane's: never aged, never replaced by learning
     };
     static constexpr uint16_t kNoPeer = UINT16_MAX;
 
-    // Where planning packet `packet` got to: it goes to `target` (a peer,
-    // or kNoPeer: every peer), as `frames` frames (1, or its segments in
+    // Where planning packet `packet` got to: it goes to `target` (a VTEP's
+    // slot, or kNoPeer: every flood slot), as `frames` frames (1, or its segments in
     // the scratch), and the next frame to plan is segment `segment` to the
     // peer in slot `peer`. A packet bigger than one send (a GSO frame
     // flooded to many peers) is planned over several sends so.
@@ -172,18 +219,32 @@ private:
     uint16_t peer_of(uint64_t mac, uint64_t now_ns) const;
     void learn(uint64_t mac, uint16_t peer, uint64_t now_ns);
     uint16_t peer_index(const sockaddr_storage& address) const;
-    uint16_t peer_count() const;
     void forget_peer(uint16_t peer);
-    sockaddr_storage parse_peer(const std::string& address) const;
+    // Recounts flood_count_ and flood_end_ after the slots changed.
+    void floods_changed();
+    void refuse_if_control_plane() const;
+    // `address` as a VTEP of the socket's family; `what` names it in the
+    // message ("peer", "VTEP").
+    sockaddr_storage parse_peer(const std::string& address, const char* what = "peer") const;
 
     std::string name_;
     VxlanSocketPortOptions options_;
     VxlanSocket socket_;
-    // Peers in fixed slots (a learned MAC names its slot); present_[p] says
-    // whether slot p holds one. The send batch is given all slots and only
-    // ever targets present ones.
-    std::array<sockaddr_storage, kVxlanMaxPeers> peers_{};
-    std::array<bool, kVxlanMaxPeers> present_{};
+    // VTEPs in fixed slots (a learned or given MAC names its slot);
+    // present_[p] says whether slot p holds one, floods_[p] whether it is
+    // flooded to (every present one in learning mode). The send batch is
+    // given all slots and only ever targets present ones. flood_end_: one
+    // past the last flood slot, where a flood's walk stops. The atomics
+    // are written on the owning worker and also read by describe() on the
+    // control thread (relaxed: plain loads and stores on x86).
+    std::array<sockaddr_storage, kVxlanMaxVteps> peers_{};
+    std::array<bool, kVxlanMaxVteps> present_{};
+    std::array<bool, kVxlanMaxVteps> floods_{};
+    std::atomic<uint16_t> flood_count_{0};
+    uint16_t flood_end_ = 0;
+    std::atomic<bool> control_plane_{false};
+    std::atomic<uint32_t> remotes_held_{0};
+    std::atomic<uint32_t> remotes_not_held_{0};
     std::vector<Learned> learned_;
     VxlanSendBatch send_;
     VxlanReceiveBatch receive_;

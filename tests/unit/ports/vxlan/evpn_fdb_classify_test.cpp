@@ -1,6 +1,7 @@
 // Which entries of an EVPN uplink's bridge FDB the sync reads as vnetd's
-// static entries and which as zebra's remote MACs (ports/vxlan/evpn_fdb.hpp),
-// as the kernel reports them for `bridge fdb show br vxbr<VNI>`.
+// static entries, which as zebra's remote MACs and which as its flood list
+// (ports/vxlan/evpn_fdb.hpp), as the kernel reports them for
+// `bridge fdb show br vxbr<VNI>`.
 #include "ports/vxlan/evpn_fdb.hpp"
 
 #include <gtest/gtest.h>
@@ -44,6 +45,7 @@ TEST(EvpnFdbClassify, vnetds_static_entries_are_the_bridges_static_ones_on_the_t
     });
     EXPECT_EQ(v.statics, (std::set<packet::MacAddress>{kVm}));
     EXPECT_TRUE(v.remotes.empty());
+    EXPECT_TRUE(v.flood.empty());
 }
 
 TEST(EvpnFdbClassify, remote_macs_are_zebras_entries_on_the_vxlan_device_with_their_vtep) {
@@ -59,18 +61,34 @@ TEST(EvpnFdbClassify, remote_macs_are_zebras_entries_on_the_vxlan_device_with_th
     EXPECT_EQ(v.remotes, (std::map<packet::MacAddress, std::string>{
                              {kRemote, "10.0.0.2"}, {kVm, "fd00::3"}, {only_master, ""}}));
     EXPECT_TRUE(v.statics.empty());
+    EXPECT_TRUE(v.flood.empty());
 }
 
-TEST(EvpnFdbClassify, flood_entries_group_addresses_and_other_ports_are_left_out) {
+TEST(EvpnFdbClassify, the_flood_list_is_the_all_zero_entries_of_the_vxlan_device_with_a_vtep) {
     const EvpnFdbView v = classify({
-        entry({}, kVxlan, NUD_PERMANENT | NUD_NOARP, NTF_SELF, 0, "10.0.0.2"),  // head-end list
-        entry({}, kVxlan, NUD_REACHABLE, NTF_SELF, 0, "10.0.0.3"),
+        entry({}, kVxlan, NUD_PERMANENT | NUD_NOARP, NTF_SELF, 0, "10.0.0.2"),  // zebra's type-3
+        entry({}, kVxlan, NUD_REACHABLE, NTF_SELF, 0, "10.0.0.3"),              // any NUD state
+        entry({}, kVxlan, NUD_NOARP, NTF_SELF, 0, "fd00::4"),
+        entry({}, kVxlan, NUD_NOARP, NTF_SELF, 0, "10.0.0.2"),  // again: one VTEP once
+        entry({}, kVxlan, NUD_NOARP, NTF_SELF, 0),              // no VTEP: floods nowhere
+        entry({}, kVxlan, NUD_NOARP, 0, kBridge, "10.0.0.5"),   // the bridge's entry
+        entry({}, kTap, NUD_NOARP, NTF_SELF, 0, "10.0.0.6"),    // another device
+        entry({}, 42, NUD_NOARP, NTF_SELF, 0, "10.0.0.7"),
+    });
+    EXPECT_EQ(v.flood, (std::set<std::string>{"10.0.0.2", "10.0.0.3", "fd00::4"}));
+    EXPECT_TRUE(v.statics.empty());
+    EXPECT_TRUE(v.remotes.empty());
+}
+
+TEST(EvpnFdbClassify, group_addresses_own_addresses_and_other_ports_are_left_out) {
+    const EvpnFdbView v = classify({
         entry({0x01, 0x00, 0x5e, 0, 0, 1}, kVxlan, NUD_NOARP, NTF_SELF, 0, "10.0.0.2"),
         entry({0x02, 0, 0, 0, 0, 0x0f}, kVxlan, NUD_PERMANENT, 0, kBridge),  // its own address
         entry(kVm, 42, NUD_NOARP, 0, kBridge),                               // another port
     });
     EXPECT_TRUE(v.statics.empty());
     EXPECT_TRUE(v.remotes.empty());
+    EXPECT_TRUE(v.flood.empty());
 }
 
 }  // namespace

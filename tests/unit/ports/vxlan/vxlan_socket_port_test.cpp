@@ -2,7 +2,8 @@
 // .2 and .3 on one UDP port, each the others' peer, hand bursts to each
 // other as a switch would (transmit_burst on one, receive_burst and
 // complete_burst on the other): floods, learning, unicast to one peer, GSO
-// frames cut on the way, partial checksums completed, peers removed.
+// frames cut on the way, partial checksums completed, peers removed, and
+// forwarding by a control plane's table instead of learning.
 #include "ports/vxlan/vxlan_socket_port.hpp"
 
 #include <gtest/gtest.h>
@@ -138,16 +139,28 @@ std::vector<std::vector<uint8_t>> receive_segments(VxlanSocketPort& port) {
     return segments_of(receive_packets(port));
 }
 
-uint64_t fact(const VxlanSocketPort& port, const std::string& section, const std::string& key) {
+template <typename T = uint64_t>
+T fact(const VxlanSocketPort& port, const std::string& section, const std::string& key) {
     std::vector<Port::Fact> facts;
     port.describe(facts);
     for (const auto& f : facts) {
         if (f.section == section && f.key == key) {
-            return std::get<uint64_t>(f.value);
+            return std::get<T>(f.value);
         }
     }
     ADD_FAILURE() << "no fact " << section << "." << key;
-    return 0;
+    return T{};
+}
+
+// The exception text `change` throws, "" if none.
+template <typename F>
+std::string refused(F&& change) {
+    try {
+        change();
+    } catch (const std::invalid_argument& e) {
+        return e.what();
+    }
+    return "";
 }
 
 // An inner frame with the given destination and source MACs.
@@ -468,14 +481,6 @@ TEST(VxlanSocketPort, with_no_peer_a_flooded_packet_is_dropped_as_no_destination
 
 TEST(VxlanSocketPort, peer_changes_are_checked) {
     VxlanSocketPort a("up0", options_for("127.0.0.1", {"127.0.0.2"}));
-    auto refused = [&](auto&& change) {
-        try {
-            change();
-        } catch (const std::invalid_argument& e) {
-            return std::string(e.what());
-        }
-        return std::string();
-    };
     EXPECT_EQ(refused([&] { a.add_peer("127.0.0.2"); }),
               "vxlan uplink 'up0': peer 127.0.0.2 is there already");
     EXPECT_EQ(refused([&] { a.remove_peer("127.0.0.9"); }),
@@ -487,6 +492,200 @@ TEST(VxlanSocketPort, peer_changes_are_checked) {
               "overlay)");
     a.add_peer("127.0.0.3");
     EXPECT_EQ(a.peers(), (std::vector<std::string>{"127.0.0.2", "127.0.0.3"}));
+}
+
+// ---- control-plane mode (EVPN) ----------------------------------------------
+
+packet::MacAddress mac_of(const uint8_t* m) {
+    return {m[0], m[1], m[2], m[3], m[4], m[5]};
+}
+
+constexpr uint8_t kMacC[6] = {0x02, 0, 0, 0, 0, 0x0c};
+constexpr uint8_t kMacD[6] = {0x02, 0, 0, 0, 0, 0x0d};
+
+TEST(VxlanSocketPortControlPlane, a_remote_mac_goes_to_its_vtep_only_even_one_not_flooded_to) {
+    // a's static peer b is replaced by the table: flood to b and c, kMacB
+    // behind b, kMacD behind d (not on the flood list: its type-3 route is
+    // not there yet).
+    VxlanSocketPort a("a", options_for("127.0.0.1", {"127.0.0.2"}));
+    VxlanSocketPort b("b", options_for("127.0.0.2", {}));
+    VxlanSocketPort c("c", options_for("127.0.0.3", {}));
+    VxlanSocketPort d("d", options_for("127.0.0.4", {}));
+    EXPECT_FALSE(a.control_plane());
+    a.set_forwarding({.flood = {"127.0.0.2", "127.0.0.3"},
+                      .remotes = {{mac_of(kMacB), "127.0.0.2"}, {mac_of(kMacD), "127.0.0.4"}}});
+    EXPECT_TRUE(a.control_plane());
+    EXPECT_EQ(a.peers(), (std::vector<std::string>{"127.0.0.2", "127.0.0.3"}));
+    EXPECT_EQ(fact<std::string>(a, "vxlan", "control_plane"), "evpn");
+    EXPECT_EQ(fact(a, "vxlan", "flood_vteps"), 2u);
+    EXPECT_EQ(fact(a, "vxlan", "remotes"), 2u);
+    EXPECT_EQ(fact(a, "vxlan", "remotes_not_held"), 0u);
+
+    Sent sent;
+    sent.add(frame_between(kMacB, kMacA, 1));       // b only
+    sent.add(frame_between(kMacD, kMacA, 2));       // d only
+    sent.add(frame_between(kBroadcast, kMacA, 3));  // b and c
+    sent.add(frame_between(kMacC, kMacA, 4));       // unknown: b and c
+    ASSERT_EQ(a.transmit_burst(0, sent.make()), 4);
+    auto inner = [&](size_t k) {
+        return std::vector<uint8_t>(sent.packets[k].begin() + 12, sent.packets[k].end());
+    };
+    using Frames = std::vector<std::vector<uint8_t>>;
+    EXPECT_EQ(receive_all(b), (Frames{inner(0), inner(2), inner(3)}));
+    EXPECT_EQ(receive_all(c), (Frames{inner(2), inner(3)}));
+    EXPECT_EQ(receive_all(d), (Frames{inner(1)}));
+}
+
+TEST(VxlanSocketPortControlPlane, a_received_frame_is_not_learned) {
+    VxlanSocketPort a("a", options_for("127.0.0.1", {}));
+    VxlanSocketPort b("b", options_for("127.0.0.2", {}));
+    VxlanSocketPort c("c", options_for("127.0.0.3", {}));
+    a.set_forwarding({.flood = {"127.0.0.2", "127.0.0.3"}, .remotes = {}});
+    b.set_forwarding({.flood = {"127.0.0.1"}, .remotes = {}});
+    // b sends from kMacB: a, which learns nothing, still floods to kMacB.
+    Sent from_b;
+    from_b.add(frame_between(kBroadcast, kMacB, 1));
+    ASSERT_EQ(b.transmit_burst(0, from_b.make()), 1);
+    ASSERT_EQ(receive_all(a).size(), 1u);
+    EXPECT_EQ(a.learned_macs(steady_now_ns()), 0u);
+    Sent from_a;
+    from_a.add(frame_between(kMacB, kMacA, 2));
+    ASSERT_EQ(a.transmit_burst(0, from_a.make()), 1);
+    EXPECT_EQ(receive_all(b).size(), 1u);
+    EXPECT_EQ(receive_all(c).size(), 1u);
+}
+
+TEST(VxlanSocketPortControlPlane, the_control_planes_mac_is_not_moved_by_a_frame_from_elsewhere) {
+    // kMacB is behind b; c sends from kMacB (its old host, say): a still
+    // sends kMacB's frames to b alone.
+    VxlanSocketPort a("a", options_for("127.0.0.1", {}));
+    VxlanSocketPort b("b", options_for("127.0.0.2", {}));
+    VxlanSocketPort c("c", options_for("127.0.0.3", {"127.0.0.1"}));
+    a.set_forwarding(
+        {.flood = {"127.0.0.2", "127.0.0.3"}, .remotes = {{mac_of(kMacB), "127.0.0.2"}}});
+    Sent from_c;
+    from_c.add(frame_between(kBroadcast, kMacB, 1));
+    ASSERT_EQ(c.transmit_burst(0, from_c.make()), 1);
+    ASSERT_EQ(receive_all(a).size(), 1u);
+    Sent from_a;
+    from_a.add(frame_between(kMacB, kMacA, 2));
+    ASSERT_EQ(a.transmit_burst(0, from_a.make()), 1);
+    EXPECT_EQ(receive_all(b).size(), 1u);
+    EXPECT_EQ(receive_all(c).size(), 0u);
+}
+
+TEST(VxlanSocketPortControlPlane, a_second_table_replaces_the_first_whole) {
+    VxlanSocketPort a("a", options_for("127.0.0.1", {}));
+    VxlanSocketPort b("b", options_for("127.0.0.2", {}));
+    VxlanSocketPort c("c", options_for("127.0.0.3", {}));
+    VxlanSocketPort d("d", options_for("127.0.0.4", {}));
+    a.set_forwarding({.flood = {"127.0.0.2", "127.0.0.3"},
+                      .remotes = {{mac_of(kMacB), "127.0.0.2"}, {mac_of(kMacD), "127.0.0.4"}}});
+    // Now: c alone floods, kMacB moved behind c, kMacD withdrawn (and with
+    // it d, which nothing names any more).
+    a.set_forwarding({.flood = {"127.0.0.3"}, .remotes = {{mac_of(kMacB), "127.0.0.3"}}});
+    EXPECT_EQ(a.peers(), std::vector<std::string>{"127.0.0.3"});
+    EXPECT_EQ(fact(a, "vxlan", "flood_vteps"), 1u);
+    EXPECT_EQ(fact(a, "vxlan", "remotes"), 1u);
+    Sent sent;
+    sent.add(frame_between(kMacB, kMacA, 1));       // c (moved)
+    sent.add(frame_between(kMacD, kMacA, 2));       // unknown now: c
+    sent.add(frame_between(kBroadcast, kMacA, 3));  // c
+    ASSERT_EQ(a.transmit_burst(0, sent.make()), 3);
+    EXPECT_EQ(receive_all(b).size(), 0u);
+    EXPECT_EQ(receive_all(c).size(), 3u);
+    EXPECT_EQ(receive_all(d).size(), 0u);
+
+    // An empty table: nothing to flood to; a packet to flood is dropped.
+    a.set_forwarding({});
+    EXPECT_TRUE(a.peers().empty());
+    Sent more;
+    more.add(frame_between(kMacB, kMacA, 4));
+    ASSERT_EQ(a.transmit_burst(0, more.make()), 1);
+    EXPECT_EQ(a.tx_counters(0).drops[static_cast<size_t>(packet::DropReason::no_destination)].get(),
+              1u);
+    EXPECT_EQ(receive_all(c).size(), 0u);
+}
+
+TEST(VxlanSocketPortControlPlane, a_bad_table_is_refused_whole_and_nothing_changes) {
+    VxlanSocketPort a("up0", options_for("127.0.0.1", {}));
+    VxlanSocketPort b("b", options_for("127.0.0.2", {}));
+    const VxlanForwardingEntries good{.flood = {"127.0.0.2"},
+                                      .remotes = {{mac_of(kMacB), "127.0.0.2"}}};
+    a.set_forwarding(good);
+    EXPECT_EQ(refused([&] {
+                  a.set_forwarding(
+                      {.flood = {"127.0.0.3"},
+                       .remotes = {{mac_of(kMacC), "127.0.0.3"}, {mac_of(kMacD), "not-an-ip"}}});
+              }),
+              "vxlan uplink 'up0': VTEP 'not-an-ip' is not an IPv4 or IPv6 address");
+    EXPECT_EQ(refused([&] { a.set_forwarding({.flood = {"::1"}, .remotes = {}}); }),
+              "vxlan uplink 'up0': VTEP ::1 is not of the local address's family (one family per "
+              "overlay)");
+    EXPECT_EQ(refused([&] {
+                  a.set_forwarding({.flood = {}, .remotes = {{mac_of(kBroadcast), "127.0.0.2"}}});
+              }),
+              "vxlan uplink 'up0': remote MAC ff:ff:ff:ff:ff:ff is not a unicast address");
+    // One VTEP more than the slots, between the two lists.
+    VxlanForwardingEntries too_many;
+    for (uint32_t v = 0; v < kVxlanMaxVteps; ++v) {
+        too_many.flood.push_back("127.0.1." + std::to_string(v));  // .0 to .255
+    }
+    too_many.remotes.push_back({mac_of(kMacC), "127.0.2.1"});
+    EXPECT_EQ(refused([&] { a.set_forwarding(too_many); }),
+              "vxlan uplink 'up0': more than 256 VTEPs (flood list and remote MACs' together), "
+              "the most one uplink holds");
+
+    // After the refusals, the good table as it was: kMacB to b, flood to b.
+    EXPECT_EQ(a.peers(), std::vector<std::string>{"127.0.0.2"});
+    EXPECT_EQ(fact(a, "vxlan", "remotes"), 1u);
+    Sent sent;
+    sent.add(frame_between(kMacB, kMacA, 1));
+    sent.add(frame_between(kMacC, kMacA, 2));
+    ASSERT_EQ(a.transmit_burst(0, sent.make()), 2);
+    EXPECT_EQ(receive_all(b).size(), 2u);
+
+    // The most VTEPs there are slots for: taken.
+    too_many.remotes.back().second = "127.0.1.7";  // one of the flood list's
+    a.set_forwarding(too_many);
+    EXPECT_EQ(a.peers().size(), size_t{kVxlanMaxVteps});
+}
+
+TEST(VxlanSocketPortControlPlane, a_refused_first_table_leaves_the_port_learning) {
+    VxlanSocketPort a("up0", options_for("127.0.0.1", {"127.0.0.2"}));
+    EXPECT_FALSE(refused([&] { a.set_forwarding({.flood = {"bad"}, .remotes = {}}); }).empty());
+    EXPECT_FALSE(a.control_plane());
+    EXPECT_EQ(fact<std::string>(a, "vxlan", "control_plane"), "learning");
+    EXPECT_EQ(a.peers(), std::vector<std::string>{"127.0.0.2"});
+    a.add_peer("127.0.0.3");  // static peers still change
+}
+
+TEST(VxlanSocketPortControlPlane, static_peer_changes_are_refused_once_driven_by_evpn) {
+    VxlanSocketPort a("up0", options_for("127.0.0.1", {"127.0.0.2"}));
+    a.set_forwarding({.flood = {"127.0.0.3"}, .remotes = {}});
+    EXPECT_EQ(a.peers(), std::vector<std::string>{"127.0.0.3"});  // the static peer went
+    const std::string driven =
+        "vxlan uplink 'up0' is driven by EVPN: its VTEPs are the control plane's, not static peers";
+    EXPECT_EQ(refused([&] { a.add_peer("127.0.0.4"); }), driven);
+    EXPECT_EQ(refused([&] { a.remove_peer("127.0.0.3"); }), driven);
+    EXPECT_EQ(a.peers(), std::vector<std::string>{"127.0.0.3"});
+}
+
+TEST(VxlanSocketPortControlPlane, remote_macs_the_table_cannot_hold_flood_and_are_counted) {
+    // More remotes than the table's slots: some probe runs fill up; those
+    // MACs are counted, and every MAC given is either held or counted.
+    VxlanSocketPort a("a", options_for("127.0.0.1", {}));
+    VxlanForwardingEntries many{.flood = {"127.0.0.2"}, .remotes = {}};
+    for (uint32_t i = 0; i < kVxlanMaxLearnedMacs + 100; ++i) {
+        many.remotes.push_back({{0x02, 0, static_cast<uint8_t>(i >> 16),
+                                 static_cast<uint8_t>(i >> 8), static_cast<uint8_t>(i), 1},
+                                "127.0.0.3"});
+    }
+    a.set_forwarding(many);
+    const uint64_t held = fact(a, "vxlan", "remotes");
+    const uint64_t not_held = fact(a, "vxlan", "remotes_not_held");
+    EXPECT_GE(not_held, 100u);
+    EXPECT_EQ(held + not_held, kVxlanMaxLearnedMacs + 100u);
 }
 
 }  // namespace
