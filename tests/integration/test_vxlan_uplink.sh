@@ -28,7 +28,12 @@
 #     socket): no kernel device; port list, show and stats say socket;
 #     broadcast b -> a and unicast a -> b arrive, N each, verified byte for
 #     byte by the receiving vnet-pktgen; peer del stops the flow (nothing
-#     on the veth), peer add brings it back; both vnetd exit 0.
+#     on the veth), peer add brings it back; a TCP stream of 16 MiB
+#     between two pods (a tap on each switch, in a namespace of its own)
+#     arrives whole (length and sha256: the receiving stack trusts the
+#     merged frames' partial checksum), and the receiving uplink merged
+#     segments on the way (gro frames > 0, at least two segments each);
+#     both vnetd exit 0.
 # The hosts and their vnetd: lib/vxlan_hosts.sh; test_vxlan_qemu.sh runs a
 # QEMU guest and a CNI pod across the same tunnel.
 # Usage: test_vxlan_uplink.sh BUILD_DIR   (as root)
@@ -43,6 +48,8 @@ HOLD_US=200000  # a receiving vnet-pktgen on a busy machine may not run for a wh
 
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
+# shellcheck source=lib/tcp_stream.sh
+. "$HERE/lib/tcp_stream.sh"
 build_programs "${1:-}"
 [ "$(id -u)" = 0 ] || fail "needs root (like every integration test)"
 need_built "$VNETD" "$VNETCTL" "$PKTGEN"
@@ -263,6 +270,44 @@ check_equal "socket: after peer add" "N=$N" "b_uplink_rx=$(delta b uplink_rx)" \
     "b_pktgen_rx=$(pktgen_value "$WORK/rx.out" rx-packets)" \
     "b_pktgen_verified=$(pktgen_value "$WORK/rx.out" rx-verified)"
 ok "socket datapath: peer del stops the flow to $IP_B, peer add brings it back"
+
+# uplink_gro HOST: the uplink's received "FRAMES SEGMENTS" merged so far.
+uplink_gro() {
+    "ctl_$1" --json stats | python3 -c '
+import json, sys
+for p in json.load(sys.stdin)["ports"]:
+    if p["name"] == "uplink-s0":
+        g = p["queues"][0]["rx"]["gro"]
+        print(g["frames"], g["segments"])'
+}
+for h in a b; do
+    host=$HA
+    [ $h = b ] && host=$HB
+    tap=$(link_name vxp $h)
+    pod=$(ns_name vxpod $h)
+    "ctl_$h" port add tap pod --tap "$tap" --switch s0 >/dev/null || fail "pod tap on $h"
+    netns_new "$pod"
+    ip -n "$host" link set "$tap" netns "$pod" || fail "$tap into $pod"
+    ip -n "$pod" link set "$tap" name eth0 mtu 1450 up && ip -n "$pod" link set lo up &&
+        ip -n "$pod" addr add "10.212.0.$([ $h = a ] && echo 1 || echo 2)/24" dev eth0 ||
+        fail "pod link in $pod"
+done
+read -r gro_frames_before gro_segments_before <<<"$(uplink_gro b)"
+bg_start ip netns exec "$(ns_name vxpod b)" bash -c \
+    "$(declare -f stream_receiver); stream_receiver 5201 4 $WORK/stream-received"
+receiver=$BG_PID
+sent=$(ip netns exec "$(ns_name vxpod a)" bash -c \
+    "$(declare -f stream_sender); stream_sender 10.212.0.2 5201 16 $VT_ID") || fail "stream sender failed"
+wait "$receiver" || fail "stream receiver failed"
+forget "$receiver"
+check_equal "socket: pod a -> pod b TCP stream, length and sha256" "sent=$sent" \
+    "received=$(cat "$WORK/stream-received")"
+read -r gro_frames gro_segments <<<"$(uplink_gro b)"
+gro_frames=$((gro_frames - gro_frames_before))
+gro_segments=$((gro_segments - gro_segments_before))
+[ "$gro_frames" -gt 0 ] && [ "$gro_segments" -ge $((2 * gro_frames)) ] ||
+    fail "hB's uplink merged $gro_segments segments into $gro_frames frames"
+ok "socket datapath: a 16 MiB TCP stream pod a -> pod b arrives whole; hB's uplink merged $gro_segments segments into $gro_frames frames"
 
 vxlan_hosts_stop
 pass "vxlan uplink: two hosts, every hop counted, broadcast, unicast, peer del/add, errors; the same over the socket datapath"
