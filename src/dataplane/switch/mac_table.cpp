@@ -28,7 +28,7 @@ size_t MacTable::find(Key key) const {
     return i;
 }
 
-bool MacTable::learn(Key key, uint16_t member, uint64_t now) {
+bool MacTable::learn_any(Key key, uint16_t member, uint64_t now) {
     size_t i = find(key);
     if (slots_[i].key != kFree && expired(slots_[i], now)) {
         erase_at(i);
