@@ -91,6 +91,10 @@ run_format() {
         --socket-path "$SOCK0" "${RING_ARGS[@]}" --tx --reconnect --connect-timeout 20 --stats-interval 0 \
         --drain-timeout 1
     PKTGEN0_PID=$BG_PID
+    # A pktgen that does not come back says why on its stderr (a refused
+    # handshake, a reply timeout, the used-ring check): shown on failure.
+    fail_log "$WORK/$FMT-pktgen-vm0.err" 20
+    fail_log "$WORK/$FMT-pktgen-vm1.err" 20
     wait_for 10 "vm0's TX ring did not start with inflight tracking" \
         has_resumed_line "$WORK/$FMT-vnetd-0.log"
     check_equal "($FMT) first vnetd resumes nothing" expected=0 resumed="$(resumed_on "$WORK/$FMT-vnetd-0.log")"
