@@ -77,7 +77,8 @@ std::string address_text(const sockaddr_storage& a) {
 
 VxlanSocketOptions socket_options(const std::string& name, const VxlanSocketPortOptions& o) {
     VxlanSocketOptions so;
-    so.local = make_vxlan_address(name, o.local.empty() ? "0.0.0.0" : o.local, o.dstport);
+    so.local = make_vxlan_address(name, o.local.empty() ? "0.0.0.0" : o.local,
+                                  o.steer_dstport ? 0 : o.dstport);
     so.receive_buffer_bytes = o.socket_buffer_bytes;
     so.send_buffer_bytes = o.socket_buffer_bytes;
     return so;
@@ -90,6 +91,9 @@ VxlanSocketPort::VxlanSocketPort(std::string name, const VxlanSocketPortOptions&
       name_("vxlan uplink '" + name + "'"),
       options_(options),
       socket_(name_, socket_options(name_, options)),
+      steering_(options.steer_dstport ? std::make_unique<UdpPortSteering>(
+                                            name_, socket_.fd(), options.dstport, options.local)
+                                      : nullptr),
       learned_(kVxlanMaxLearnedMacs),
       send_(options.vni),
       receive_(options.vni, kVxlanReceiveBuffers),
@@ -690,6 +694,11 @@ void VxlanSocketPort::describe(std::vector<Fact>& out) const {
     out.push_back({"vxlan", "datapath", std::string("socket")});
     out.push_back({"vxlan", "local", address_text(socket_.local())});
     out.push_back({"vxlan", "port", uint64_t{socket_.local_port()}});
+    out.push_back({"vxlan", "dstport", uint64_t{options_.dstport}});
+    // The steering program's id (bpftool prog show id N), 0 when the socket
+    // is bound to dstport itself.
+    out.push_back(
+        {"vxlan", "steering_program", uint64_t{steering_ ? steering_->program_id() : 0u}});
     out.push_back({"vxlan", "control_plane", std::string(control_plane() ? "evpn" : "learning")});
     out.push_back({"vxlan", "flood_vteps", uint64_t{flood_count_.load(std::memory_order_relaxed)}});
     out.push_back({"vxlan", "learned_macs", uint64_t{learned_macs(steady_now_ns())}});

@@ -36,7 +36,7 @@
 // to its MAC floods to the peers, so a stranger cannot pull traffic away
 // from them.
 //
-// Control-plane mode (EVPN; not used by an uplink yet): from the first
+// Control-plane mode (EVPN: the sync's step 4, evpn_fdb_sync.hpp): from the first
 // set_forwarding on, the port forwards by what a control plane gave it,
 // as the kernel's vxlan device does by zebra's FDB entries: remote MACs
 // each behind one VTEP (type-2 routes) and a flood list (type-3 routes,
@@ -76,6 +76,7 @@
 #include "packet/queue_counters.hpp"
 #include "packet/wire.hpp"
 #include "ports/port.hpp"
+#include "ports/vxlan/udp_port_steering.hpp"
 #include "ports/vxlan/vxlan_receive_batch.hpp"
 #include "ports/vxlan/vxlan_send_batch.hpp"
 #include "ports/vxlan/vxlan_socket.hpp"
@@ -104,9 +105,14 @@ inline constexpr uint32_t kVxlanSegmentIovecs = 4096;
 struct VxlanSocketPortOptions {
     uint32_t vni = 0;                // 1..16777215
     std::string local;               // the address the socket binds; empty: IPv4 any
-    uint16_t dstport = 4789;         // bound, and sent to
+    uint16_t dstport = 4789;         // bound (unless steered), and sent to
     std::vector<std::string> peers;  // the remote VTEPs, of the local address's family
     int socket_buffer_bytes = 4 << 20;
+    // EVPN: a kernel vxlan device (zebra's table) holds dstport, so the
+    // socket binds a port the kernel picks and takes dstport's datagrams
+    // (to `local`, or any address) by UdpPortSteering. Nothing else in the
+    // network namespace receives on dstport while the port lives.
+    bool steer_dstport = false;
 };
 
 // What a control plane (EVPN: zebra's FDB entries on the kernel's vxlan
@@ -119,8 +125,9 @@ struct VxlanForwardingEntries {
 
 class VxlanSocketPort final : public Port, public BurstSource, public BurstSink {
 public:
-    // Binds the socket and sets the peers. Throws PortSetupError (a bad
-    // address, the port in use: a kernel vxlan device may hold it).
+    // Binds the socket (and steers dstport to it) and sets the peers.
+    // Throws PortSetupError (a bad address, the port in use: a kernel vxlan
+    // device may hold it unless steer_dstport, no BPF for the steering).
     VxlanSocketPort(std::string name, const VxlanSocketPortOptions& options);
     ~VxlanSocketPort() override;
 
@@ -159,7 +166,10 @@ public:
     std::vector<std::string> peers() const;
     uint32_t vni() const { return options_.vni; }
     const sockaddr_storage& local() const { return socket_.local(); }
+    // The port the socket is bound to: dstport, or the kernel's pick when steered.
     uint16_t local_port() const { return socket_.local_port(); }
+    // The port the tunnel runs on: received on, sent to.
+    uint16_t dstport() const { return options_.dstport; }
     // MACs learned and not aged out at `now_ns` (steady clock).
     uint32_t learned_macs(uint64_t now_ns) const;
     // The control plane's remote MACs held, and those the table had no
@@ -230,6 +240,7 @@ private:
     std::string name_;
     VxlanSocketPortOptions options_;
     VxlanSocket socket_;
+    std::unique_ptr<UdpPortSteering> steering_;  // null unless steer_dstport
     // VTEPs in fixed slots (a learned or given MAC names its slot);
     // present_[p] says whether slot p holds one, floods_[p] whether it is
     // flooded to (every present one in learning mode). The send batch is

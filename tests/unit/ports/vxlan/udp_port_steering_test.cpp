@@ -1,27 +1,22 @@
-// UdpPortSteering in a network namespace of the test's own (unshared by one
-// thread: a namespace is per thread, and it goes when the thread's sockets
-// and links do): a datagram for the steered port reaches the steering
-// socket, not the one bound there, until the steering is destroyed. Needs
-// root (CAP_NET_ADMIN, CAP_BPF), as the unit tests run in CI.
+// UdpPortSteering in a network namespace of the test's own (own_netns.hpp):
+// a datagram for the steered port reaches the steering socket, not the one
+// bound there, until the steering is destroyed. Needs root (CAP_NET_ADMIN,
+// CAP_BPF), as the unit tests run in CI.
 #include "ports/vxlan/udp_port_steering.hpp"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <net/if.h>
 #include <netinet/in.h>
-#include <sched.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <functional>
 #include <string>
-#include <thread>
 
 #include "common/unique_fd.hpp"
 #include "ports/setup_error.hpp"
+#include "unit/ports/vxlan/own_netns.hpp"
 
 namespace vnet::ports {
 namespace {
@@ -29,32 +24,7 @@ namespace {
 constexpr uint16_t kSteeredPort = 4789;  // the port the "kernel device" binds
 constexpr uint16_t kOwnPort = 4790;      // where vnetd's socket is bound
 
-// Runs `body` on a thread in a fresh network namespace whose loopback is
-// up; the namespace is gone when the thread ends.
-void in_own_netns(const std::function<void()>& body) {
-    std::string failure;
-    std::thread worker([&] {
-        if (::unshare(CLONE_NEWNET) != 0) {
-            failure = std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno);
-            return;
-        }
-        UniqueFd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-        ifreq ifr{};
-        std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
-        if (::ioctl(s.get(), SIOCGIFFLAGS, &ifr) != 0) {
-            failure = "SIOCGIFFLAGS lo";
-            return;
-        }
-        ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP);
-        if (::ioctl(s.get(), SIOCSIFFLAGS, &ifr) != 0) {
-            failure = "SIOCSIFFLAGS lo up";
-            return;
-        }
-        body();
-    });
-    worker.join();
-    ASSERT_EQ(failure, "");
-}
+using test::in_own_netns;
 
 UniqueFd bound_udp(const char* address, uint16_t port) {
     UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));

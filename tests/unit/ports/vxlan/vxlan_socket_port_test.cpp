@@ -7,18 +7,23 @@
 #include "ports/vxlan/vxlan_socket_port.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "common/steady_clock.hpp"
+#include "common/unique_fd.hpp"
 #include "packet/packet_burst.hpp"
+#include "ports/setup_error.hpp"
 #include "unit/gro/gso_segmenter.hpp"
 #include "unit/gro/segment_factory.hpp"
+#include "unit/ports/vxlan/own_netns.hpp"
 #include "unit/ports/vxlan/vxlan_frames.hpp"
 #include "unit/virtio/net/offload_frames.hpp"
 
@@ -494,6 +499,46 @@ packet::MacAddress mac_of(const uint8_t* m) {
 
 constexpr uint8_t kMacC[6] = {0x02, 0, 0, 0, 0, 0x0c};
 constexpr uint8_t kMacD[6] = {0x02, 0, 0, 0, 0, 0x0d};
+
+// EVPN keeps the kernel's vxlan device (zebra's table), which holds the
+// VXLAN port: a steered port binds a port of the kernel's choosing, takes
+// the VXLAN port's datagrams to its address away from the device, and
+// sends to the VXLAN port. In a namespace of the test's own: the steering is the
+// whole namespace's.
+TEST(VxlanSocketPort, a_steered_port_takes_the_vxlan_port_from_a_device_that_holds_it) {
+    vnet::test::in_own_netns([] {
+        VxlanSocketPortOptions oa = options_for("127.0.0.1", {"127.0.0.2"});
+        VxlanSocketPortOptions ob = options_for("127.0.0.2", {"127.0.0.1"});
+        oa.dstport = ob.dstport = 4789;
+        // As the kernel's vxlan device binds it: any address.
+        const sockaddr_storage any = make_vxlan_address("device", "0.0.0.0", 4789);
+        UniqueFd device(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+        ASSERT_EQ(
+            ::bind(device.get(), reinterpret_cast<const sockaddr*>(&any), sizeof(sockaddr_in)), 0);
+        // Unsteered, the port is taken.
+        EXPECT_THROW(VxlanSocketPort("a", oa), PortSetupError);
+        oa.steer_dstport = ob.steer_dstport = true;
+        VxlanSocketPort a("a", oa);
+        VxlanSocketPort b("b", ob);
+        EXPECT_NE(a.local_port(), 4789);
+        EXPECT_EQ(a.dstport(), 4789);
+        EXPECT_EQ(fact(a, "vxlan", "port"), a.local_port());
+        EXPECT_EQ(fact(a, "vxlan", "dstport"), 4789u);
+        EXPECT_NE(fact(a, "vxlan", "steering_program"), 0u);
+
+        Sent sent;
+        sent.add(frame_between(kBroadcast, kMacA, 1));
+        sent.add(frame_between(kMacB, kMacA, 2));
+        ASSERT_EQ(a.transmit_burst(0, sent.make()), 2);
+        const auto got = receive_all(b);
+        ASSERT_EQ(got.size(), 2u);
+        EXPECT_EQ(got[1],
+                  std::vector<uint8_t>(sent.packets[1].begin() + 12, sent.packets[1].end()));
+        char byte = 0;
+        EXPECT_EQ(::recv(device.get(), &byte, 1, MSG_DONTWAIT), -1);  // the device got nothing
+        EXPECT_EQ(errno, EAGAIN);
+    });
+}
 
 TEST(VxlanSocketPortControlPlane, a_remote_mac_goes_to_its_vtep_only_even_one_not_flooded_to) {
     // a's static peer b is replaced by the table: flood to b and c, kMacB
