@@ -37,8 +37,7 @@ void print_ports(const json& ports) {
             }
             where += remotes.empty() ? "no peer" : "";
             if (p.value("evpn", false)) {
-                where = text_of(p["device"]) + " vni " + text_of(p["vni"]) + " evpn in " +
-                        text_of(p["bridge"]);
+                where = device + " vni " + text_of(p["vni"]) + " evpn in " + text_of(p["bridge"]);
             }
         }
         t.add_row({text_of(p.value("name", json())), text_of(p.value("type", json())), where,

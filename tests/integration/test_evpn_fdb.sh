@@ -24,12 +24,18 @@
 #     away) puts it behind the uplink and takes the static entry away;
 #   - a's entry goes when its port is deleted, b's with `mac flush`;
 #   - `switch uplink del` removes the bridge and both devices; vnetd exits 0.
+# With VNET_TEST_VXLAN_DATAPATH=socket the same on the socket datapath:
+# the devices are only zebra's table there (no tc splice), vnetd's socket
+# takes the VXLAN port from the vxlan device (a socket lookup program) and
+# forwards by the entries read back: the same exact counts on the underlay.
 # Usage: test_evpn_fdb.sh BUILD_DIR   (as root)
 #   VNET_TEST_FRAMES N (default 500)
+#   VNET_TEST_VXLAN_DATAPATH splice|socket (default splice)
 set -u
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 N=${VNET_TEST_FRAMES:-500}
+DATAPATH=${VNET_TEST_VXLAN_DATAPATH:-splice}
 RATE=20000
 VNI=4343
 NET2=10.213.2
@@ -64,6 +70,10 @@ underlay_to() {
     ip link add "$link" netns "$HE" type veth peer name peer netns "$ns" || fail "veth to $ns"
     ip -n "$HE" addr add "$net.1/24" dev "$link" || fail "address of $link"
     ip -n "$ns" addr add "$net.2/24" dev peer || fail "address in $ns"
+    # A UDP_SEGMENT send (the socket datapath's) is cut before the veth, as
+    # for a NIC without USO, so that the counters count datagrams.
+    ip netns exec "$HE" ethtool -K "$link" tx-udp-segmentation off >/dev/null ||
+        fail "USO off on $link"
     ip -n "$HE" link set "$link" up || fail "$link up"
     ip -n "$ns" link set peer up || fail "peer up in $ns"
     mac_h=$(ip -n "$HE" -br link show "$link" | awk '{print $3}')
@@ -103,8 +113,9 @@ expect_refused() {  # EXPECTED-MESSAGE ARGS...
 
 # ---- the uplink and its kernel objects ---------------------------------------------
 expect_refused "port 'uplink-s0': evpn takes the remote VTEPs from the control plane (FRR): give no vxlan_remote (--remote)" \
-    switch uplink add s0 vxlan --vni "$VNI" --local "$NET2.1" --evpn --remote "$VTEP2"
-out=$(ctl switch uplink add s0 vxlan --vni "$VNI" --local "$NET2.1" --evpn 2>&1) || fail "uplink add: $out"
+    switch uplink add s0 vxlan --vni "$VNI" --local "$NET2.1" --evpn --remote "$VTEP2" --datapath "$DATAPATH"
+out=$(ctl switch uplink add s0 vxlan --vni "$VNI" --local "$NET2.1" --evpn --datapath "$DATAPATH" 2>&1) ||
+    fail "uplink add: $out"
 [ "$out" = "switch s0: vxlan uplink uplink-s0 added" ] || fail "uplink add said: $out"
 ip -n "$HE" -d link show "$BR" | grep -q "bridge " || fail "no bridge $BR: $(ip -n "$HE" -d link show "$BR" 2>&1)"
 ip -n "$HE" -d link show "$BR" | grep -q "mcast_snooping 0 " || fail "$BR snoops multicast"
@@ -120,17 +131,37 @@ for dev in "$VX" "$VT"; do
 done
 ! bridge -n "$HE" fdb show dev "$VX" | grep -q " dst " ||
     fail "$VX has remotes: $(bridge -n "$HE" fdb show dev "$VX")"
-tc -n "$HE" filter show dev "$VT" ingress | grep -q "tc_redirect" || fail "no tc splice on $VT"
-ctl port list | grep -qE "^uplink-s0 +vxlan +$VX vni $VNI evpn in $BR " || fail "port list: $(ctl port list)"
+if [ "$DATAPATH" = splice ]; then
+    tc -n "$HE" filter show dev "$VT" ingress | grep -q "tc_redirect" || fail "no tc splice on $VT"
+    ctl port list | grep -qE "^uplink-s0 +vxlan +$VX vni $VNI evpn in $BR " || fail "port list: $(ctl port list)"
+else
+    # No splice: the devices carry no frame. The socket is on a port of
+    # the kernel's choosing, and the VXLAN port's datagrams are steered to it.
+    tc -n "$HE" filter show dev "$VT" ingress | grep -q . && fail "a tc program on $VT"
+    ctl port list | grep -qE "^uplink-s0 +vxlan +udp 4789 vni $VNI evpn in $BR " || fail "port list: $(ctl port list)"
+    ctl --json show uplink-s0 >"$WORK/show.json" || fail "show uplink-s0"
+    jq -e '.[0].vxlan | .datapath == "socket" and .evpn and .dstport == 4789 and .socket_port != 4789
+           and .bridge == "'"$BR"'" and .device == "'"$VX"'"' "$WORK/show.json" >/dev/null ||
+        fail "show uplink-s0: $(jq -c '.[0].vxlan' "$WORK/show.json")"
+fi
 expect_refused "switch 's0': its uplink is in EVPN mode: the remote VTEPs come from the control plane (FRR), not from uplink peer add/del" \
     switch uplink peer add s0 "$VTEP2"
-ok "uplink: $BR (no IPv6, no snooping) holds $VX (nolearning, no remote) and $VT, learning off on both; --remote and peer add refused"
+ok "uplink ($DATAPATH): $BR (no IPv6, no snooping) holds $VX (nolearning, no remote) and $VT, learning off on both; --remote and peer add refused"
 
 # What zebra installs for the two other hosts of the VNI (type-3 routes).
 for vtep in "$VTEP2" "$VTEP3"; do
     bridge -n "$HE" fdb append 00:00:00:00:00:00 dev "$VX" dst "$vtep" self permanent ||
         fail "flood entry $vtep"
 done
+
+# The socket datapath takes them from the next sync round (the kernel's
+# device uses them at once).
+floods_to() {
+    [ "$DATAPATH" = splice ] ||
+        [ "$(ctl --json stats | jq '.ports[] | select(.name == "uplink-s0") | .vxlan.flood_vteps')" = "$1" ]
+}
+wait_for 3 "uplink-s0 does not flood to the 2 VTEPs: $(ctl --json stats | jq -c '.ports[] | select(.name == "uplink-s0") | .vxlan')" \
+    floods_to 2
 
 # ---- the guests --------------------------------------------------------------------
 ctl port add vhost-user a --socket-path "$WORK/a.sock" --switch s0 >/dev/null || fail "port a"
@@ -220,4 +251,4 @@ for dev in "$BR" "$VX"; do
     ip -n "$HE" link show "$dev" >/dev/null 2>&1 && fail "$dev left after uplink del"
 done
 stop_pid "$VNETD_PID" || fail "vnetd exit status $?"
-pass "evpn uplink: kernel objects, static entries for local MACs, remote MACs read back, unicast to one VTEP"
+pass "evpn uplink ($DATAPATH datapath): kernel objects, static entries for local MACs, remote MACs read back, unicast to one VTEP"

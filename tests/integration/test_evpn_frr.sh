@@ -25,6 +25,10 @@
 #     within 3 s; started again on its state file (the uplink and ports
 #     re-created), its VMs' MACs come back with their next frame and
 #     unicast to them resumes.
+# The hosts mix the two VXLAN datapaths, which interoperate on the wire:
+# hosts 1 and 3 run the socket datapath (zebra's table in the kernel
+# devices, the tunnel on vnetd's own steered socket), hosts 2 and 4 the
+# splice (the kernel's vxlan device), so every case above crosses both.
 # test_evpn_frr_standin.sh checks the FRR half alone with a hand-built host.
 # Usage: test_evpn_frr.sh BUILD_DIR   (as root)
 #   VNET_TEST_FRAMES N (default 1000)
@@ -78,6 +82,7 @@ TOML
     VNETD_OF[$n]=$BG_PID
     wait_for 10 "vnetd on host $n did not open its control socket" test -S "$dir/vnetd.ctl"
 }
+datapath_of() { if (($1 % 2)); then echo socket; else echo splice; fi; }
 # host_up N VM...: host N in the underlay with FRR, its vnetd, the EVPN
 # uplink and a vhost-user port per VM (vm1, vm2 ...).
 host_up() {
@@ -85,8 +90,8 @@ host_up() {
     shift
     evpn_host_add "$n"
     vnetd_start "$n"
-    out=$(hctl "$n" switch uplink add s0 vxlan --vni $VNI --local "$EVPN_HOST_IP" --evpn 2>&1) ||
-        fail "EVPN uplink on host $n: $out"
+    out=$(hctl "$n" switch uplink add s0 vxlan --vni $VNI --local "$EVPN_HOST_IP" --evpn \
+        --datapath "$(datapath_of "$n")" 2>&1) || fail "EVPN uplink on host $n: $out"
     for vm in "$@"; do
         vm_port_add "$n" "$vm"
     done

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "control/switches/evpn/evpn_fdb_sync.hpp"
+#include "ports/vxlan/vxlan_socket_port.hpp"
 
 namespace vnet::control {
 
@@ -176,8 +177,7 @@ SwitchId SwitchTable::attach_to_switch(const PortConfig& config, ports::Port& po
 // The EVPN uplink's sync runs while the uplink is on the switch. If it
 // cannot start (a device gone), the uplink leaves again: no half uplink.
 void SwitchTable::start_evpn_sync(SwitchEntry& s, const PortConfig& config,
-                                  const VxlanSettings& vxlan, const ports::Port& port,
-                                  uint16_t member) {
+                                  const VxlanSettings& vxlan, ports::Port& port, uint16_t member) {
     try {
         evpn_syncs_.emplace(
             &port, std::make_unique<evpn::EvpnFdbSync>(
@@ -189,6 +189,7 @@ void SwitchTable::start_evpn_sync(SwitchEntry& s, const PortConfig& config,
                            .vxlan = vxlan_device_name(vxlan),
                            .member = member,
                            .vlan = config.vlan.value_or(dataplane::switching::kDefaultVlan),
+                           .socket = dynamic_cast<ports::VxlanSocketPort*>(&port),
                        }));
     } catch (...) {
         s.worker->run_sync([&] { s.datapath->detach(port); });

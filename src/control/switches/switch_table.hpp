@@ -105,7 +105,7 @@ private:
     // An EVPN uplink joined switch `s` as `member`: its MACs sync from now
     // on (control/switches/evpn/), until it leaves.
     void start_evpn_sync(SwitchEntry& s, const PortConfig& config, const VxlanSettings& vxlan,
-                         const ports::Port& port, uint16_t member);
+                         ports::Port& port, uint16_t member);
     // The switch named `only`, or every switch; RpcError if none is so named.
     std::vector<SwitchEntry*> selected(const std::optional<std::string>& only);
 

@@ -94,6 +94,13 @@ TEST(ConfigVxlan, the_datapath_is_splice_unless_socket_is_asked_for) {
                                 &c),
               "");
     EXPECT_EQ(c.find_port("up")->get<VxlanSettings>()->vxlan_datapath, VxlanDatapath::socket);
+    // EVPN on either datapath.
+    ASSERT_EQ(config_file_error(kSwitches + uplink("up",
+                                                   "switch = \"s0\"\nvni = 7\nevpn = true\n"
+                                                   "vxlan_datapath = \"socket\"\n"),
+                                &c),
+              "");
+    EXPECT_TRUE(c.find_port("up")->get<VxlanSettings>()->evpn);
     EXPECT_STREQ(to_string(VxlanDatapath::socket), "socket");
     EXPECT_STREQ(to_string(VxlanDatapath::splice), "splice");
 }
@@ -102,11 +109,6 @@ TEST(ConfigVxlan, what_the_socket_datapath_cannot_do_is_refused_with_the_reason)
     EXPECT_EQ(config_file_error(
                   kSwitches + uplink("up", "switch = \"s0\"\nvni = 7\nvxlan_datapath = \"udp\"\n")),
               "port 'up': vxlan_datapath must be splice or socket, not 'udp'");
-    EXPECT_EQ(config_file_error(kSwitches + uplink("up",
-                                                   "switch = \"s0\"\nvni = 7\nevpn = true\n"
-                                                   "vxlan_datapath = \"socket\"\n")),
-              "port 'up': evpn needs vxlan_datapath splice for now (FRR's zebra drives a kernel "
-              "vxlan device; EVPN on the socket datapath is the next step)");
     EXPECT_EQ(config_file_error(kSwitches + uplink("up",
                                                    "switch = \"s0\"\nvni = 7\n"
                                                    "vxlan_dev = \"eth0\"\n"

@@ -95,9 +95,9 @@ constexpr std::array kRows = {
                OptionScope::port,
                port_type_of<VxlanSettings>(),
                "splice|socket",
-               "`splice`: a kernel vxlan device spliced by tc to a tap vnetd serves (EVPN, "
-               "vxlan_dev); `socket`: vnetd encapsulates on its own UDP socket, a burst one "
-               "UDP_SEGMENT send (far less kernel CPU per frame; static peers only)",
+               "`splice`: a kernel vxlan device spliced by tc to a tap vnetd serves "
+               "(vxlan_dev); `socket`: vnetd encapsulates on its own UDP socket, a burst one "
+               "UDP_SEGMENT send (far less kernel CPU per frame); both take static peers or EVPN",
                {},
                false,
                [](Config&, PortConfig* p, std::string_view t) {

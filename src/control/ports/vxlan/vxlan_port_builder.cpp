@@ -28,20 +28,27 @@ void VxlanUplinkService::show(nlohmann::json& out) {
 }
 
 VxlanSocketService::VxlanSocketService(ports::VxlanSocketPort& port, RunOnOwner run_on_owner,
-                                       std::string local, unsigned mtu)
+                                       std::string local, unsigned mtu,
+                                       std::unique_ptr<ports::EvpnTable> evpn)
     : port_(port),
       run_on_owner_(std::move(run_on_owner)),
       local_(std::move(local)),
       mtu_(mtu),
+      evpn_(std::move(evpn)),
       peers_(port.peers()) {}
 
 void VxlanSocketService::show(nlohmann::json& out) {
     out["vxlan"] = {
-        {"datapath", "socket"}, {"vni", port_.vni()},
-        {"local", local_},      {"dstport", port_.local_port()},
-        {"mtu", mtu_},          {"peers", peers_},
-        {"evpn", false},
+        {"datapath", "socket"},       {"vni", port_.vni()}, {"local", local_},
+        {"dstport", port_.dstport()}, {"mtu", mtu_},        {"peers", peers_},
+        {"evpn", evpn_ != nullptr},
     };
+    if (evpn_) {
+        nlohmann::json& vx = out["vxlan"];
+        vx["bridge"] = evpn_->bridge->name();
+        vx["device"] = evpn_->link->name();
+        vx["socket_port"] = port_.local_port();  // dstport's datagrams are steered to it
+    }
 }
 
 void VxlanSocketService::add_peer(const std::string& address) {
@@ -71,40 +78,20 @@ void VxlanSocketService::change_on_owner(const std::function<void()>& change) {
 
 namespace {
 
-// The socket datapath: the port is vnetd's own UDP socket; no kernel
-// device, tap or tc program.
-BuiltPort build_socket_datapath(const PortConfig& pc, const PortContext& context) {
-    const VxlanSettings& vx = std::get<VxlanSettings>(pc.settings);
-    ports::VxlanSocketPortOptions so;
-    so.vni = vx.vni;
-    so.local = vx.vxlan_local;
-    so.dstport = vx.vxlan_port;
-    so.peers = vx.vxlan_remote;
-    auto port = std::make_unique<ports::VxlanSocketPort>(pc.name, so);
-    const unsigned mtu = pc.mtu.value_or(kDefaultVxlanMtu);  // what Config::uplink_mtu_of offers
-    auto service =
-        std::make_unique<VxlanSocketService>(*port, context.run_on_owner, vx.vxlan_local, mtu);
-    context.log->info(
-        "port {}: vxlan uplink, socket datapath: vni {}, udp socket on {} port {}, mtu {}, {} "
-        "peer(s)",
-        pc.name, vx.vni, vx.vxlan_local.empty() ? "any address" : vx.vxlan_local,
-        port->local_port(), mtu, service->peers().size());
-    return {std::move(port), std::move(service)};
+// EVPN mode, either datapath: the bridge comes first, so that it exists
+// for the devices to join and goes last.
+std::unique_ptr<ports::EvpnBridge> make_evpn_bridge(const PortConfig& pc, const VxlanSettings& vx,
+                                                    const PortContext& context) {
+    auto bridge = std::make_unique<ports::EvpnBridge>(vxlan_bridge_name(vx));
+    if (bridge->replaced_leftover()) {
+        context.log->warn("port {}: {} was left by a vnetd that died: deleted and made again",
+                          pc.name, bridge->name());
+    }
+    return bridge;
 }
 
-// The splice datapath: a kernel vxlan device spliced by tc to a tap.
-BuiltPort build_splice_datapath(const PortConfig& pc, const PortContext& context) {
-    const VxlanSettings& vx = std::get<VxlanSettings>(pc.settings);
-    // EVPN mode: the bridge first, so that it exists for the devices to
-    // join and goes last.
-    std::unique_ptr<ports::EvpnBridge> bridge;
-    if (vx.evpn) {
-        bridge = std::make_unique<ports::EvpnBridge>(vxlan_bridge_name(vx));
-        if (bridge->replaced_leftover()) {
-            context.log->warn("port {}: {} was left by a vnetd that died: deleted and made again",
-                              pc.name, bridge->name());
-        }
-    }
+std::unique_ptr<ports::VxlanLink> make_vxlan_link(const PortConfig& pc, const VxlanSettings& vx,
+                                                  const PortContext& context) {
     ports::VxlanLinkOptions lo;
     lo.name = vxlan_device_name(vx);
     lo.vni = vx.vni;
@@ -118,6 +105,65 @@ BuiltPort build_splice_datapath(const PortConfig& pc, const PortContext& context
         context.log->warn("port {}: {} was left by a vnetd that died: deleted and made again",
                           pc.name, lo.name);
     }
+    return link;
+}
+
+// The socket datapath in EVPN mode: the kernel devices zebra reads and
+// writes, carrying no frame (ports/vxlan/evpn_table.hpp).
+std::unique_ptr<ports::EvpnTable> make_evpn_table(const PortConfig& pc, const VxlanSettings& vx,
+                                                  const PortContext& context) {
+    auto table = std::make_unique<ports::EvpnTable>();
+    table->bridge = make_evpn_bridge(pc, vx, context);
+    table->link = make_vxlan_link(pc, vx, context);
+    ports::TapOptions to;
+    to.name = vxlan_tap_name(vx);
+    to.mtu = table->link->mtu();
+    table->tap = std::make_unique<ports::TapDevice>(to);
+    table->bridge->add_port(table->link->ifindex(), table->link->name());
+    table->bridge->add_port(table->tap->ifindex(), table->tap->name());
+    return table;
+}
+
+// The socket datapath: the port is vnetd's own UDP socket; no kernel
+// device, tap or tc program unless in EVPN mode, where they are zebra's
+// table and the socket takes their UDP port.
+BuiltPort build_socket_datapath(const PortConfig& pc, const PortContext& context) {
+    const VxlanSettings& vx = std::get<VxlanSettings>(pc.settings);
+    std::unique_ptr<ports::EvpnTable> evpn;
+    if (vx.evpn) {
+        evpn = make_evpn_table(pc, vx, context);
+    }
+    ports::VxlanSocketPortOptions so;
+    so.vni = vx.vni;
+    so.local = vx.vxlan_local;
+    so.dstport = vx.vxlan_port;
+    so.peers = vx.vxlan_remote;
+    so.steer_dstport = vx.evpn;  // the vxlan device holds the port
+    auto port = std::make_unique<ports::VxlanSocketPort>(pc.name, so);
+    const unsigned mtu = pc.mtu.value_or(kDefaultVxlanMtu);  // what Config::uplink_mtu_of offers
+    auto service = std::make_unique<VxlanSocketService>(*port, context.run_on_owner, vx.vxlan_local,
+                                                        mtu, std::move(evpn));
+    context.log->info(
+        "port {}: vxlan uplink, socket datapath: vni {}, udp socket on {} port {}, mtu {}, {}",
+        pc.name, vx.vni, vx.vxlan_local.empty() ? "any address" : vx.vxlan_local,
+        vx.evpn ? std::to_string(port->local_port()) + " (port " + std::to_string(vx.vxlan_port) +
+                      " steered to it)"
+                : std::to_string(port->local_port()),
+        mtu,
+        vx.evpn ? "evpn: " + vxlan_device_name(vx) + " and " + vxlan_tap_name(vx) + " in bridge " +
+                      vxlan_bridge_name(vx) + " as zebra's table, no learning"
+                : std::to_string(service->peers().size()) + " peer(s)");
+    return {std::move(port), std::move(service)};
+}
+
+// The splice datapath: a kernel vxlan device spliced by tc to a tap.
+BuiltPort build_splice_datapath(const PortConfig& pc, const PortContext& context) {
+    const VxlanSettings& vx = std::get<VxlanSettings>(pc.settings);
+    std::unique_ptr<ports::EvpnBridge> bridge;
+    if (vx.evpn) {
+        bridge = make_evpn_bridge(pc, vx, context);
+    }
+    auto link = make_vxlan_link(pc, vx, context);
     for (const std::string& peer : vx.vxlan_remote) {
         link->add_peer(peer);
     }

@@ -7,7 +7,8 @@
 //  * socket (ports/vxlan/vxlan_socket_port.hpp): the port is a
 //    VxlanSocketPort, vnetd's own UDP socket; VxlanSocketService tells
 //    `vnetctl show` about it and changes its peers on the worker that runs
-//    it.
+//    it. In EVPN mode it also owns the kernel devices zebra's table lives
+//    in (ports/vxlan/evpn_table.hpp).
 #pragma once
 
 #include <functional>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "control/ports/port_factory.hpp"
+#include "ports/vxlan/evpn_table.hpp"
 #include "ports/vxlan/vxlan_socket_port.hpp"
 #include "ports/vxlan/vxlan_uplink.hpp"
 
@@ -58,9 +60,10 @@ public:
     using RunOnOwner = std::function<void(uint16_t queue, const std::function<void()>& work)>;
 
     // `port` is the entry's port, which outlives the service; `mtu` is the
-    // tunnel's, what the switch's VMs are offered.
+    // tunnel's, what the switch's VMs are offered; `evpn`, null unless in
+    // EVPN mode, the devices zebra reads and writes.
     VxlanSocketService(ports::VxlanSocketPort& port, RunOnOwner run_on_owner, std::string local,
-                       unsigned mtu);
+                       unsigned mtu, std::unique_ptr<ports::EvpnTable> evpn);
 
     void show(nlohmann::json& out) override;
     void add_peer(const std::string& address) override;
@@ -78,6 +81,7 @@ private:
     RunOnOwner run_on_owner_;
     std::string local_;
     unsigned mtu_;
+    std::unique_ptr<ports::EvpnTable> evpn_;
     std::vector<std::string> peers_;
 };
 

@@ -20,12 +20,6 @@ bool is_ip_address(const std::string& text) {
 // The socket datapath is vnetd's own UDP socket: the kernel's VXLAN
 // features it has no counterpart for yet are refused rather than ignored.
 void validate_socket_datapath(const VxlanSettings& vx, const std::string& where) {
-    if (vx.evpn) {
-        throw std::invalid_argument(where +
-                                    "evpn needs vxlan_datapath splice for now (FRR's zebra "
-                                    "drives a kernel vxlan device; EVPN on the socket datapath "
-                                    "is the next step)");
-    }
     if (!vx.vxlan_dev.empty()) {
         throw std::invalid_argument(where +
                                     "vxlan_dev needs vxlan_datapath splice (the socket datapath "

@@ -26,7 +26,8 @@ inline constexpr uint16_t kDefaultVxlanMtu = 1450;
 //          (ports/vxlan/vxlan_uplink.hpp); EVPN and an underlay device work;
 //  socket: vnetd encapsulates itself on one UDP socket, a burst to one VTEP
 //          one UDP_SEGMENT send (ports/vxlan/vxlan_socket_port.hpp): no
-//          kernel device, far less kernel CPU per frame; static peers only.
+//          kernel device carries frames, far less kernel CPU per frame;
+//          with EVPN the devices stay as zebra's table (evpn_table.hpp).
 enum class VxlanDatapath : uint8_t { splice, socket };
 const char* to_string(VxlanDatapath datapath);
 // "splice" or "socket"; throws std::invalid_argument naming the key.

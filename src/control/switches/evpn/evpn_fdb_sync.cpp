@@ -3,6 +3,7 @@
 #include <net/if.h>
 
 #include <chrono>
+#include <stdexcept>
 
 #include "common/steady_clock.hpp"
 #include "dataplane/switch/mac_address.hpp"
@@ -89,6 +90,9 @@ void EvpnFdbSync::run_round() {
         failed(e.what());
         return;
     }
+    if (uplink_.socket != nullptr) {
+        forward_on_socket(kernel);
+    }
     const EvpnFdbPlan plan = planner_.plan(macs_, kernel, since_last);
     if (plan.empty()) {
         last_failure_.clear();
@@ -151,6 +155,44 @@ void EvpnFdbSync::apply_to_switch(const EvpnFdbPlan& plan) {
     for (const MacAddress& mac : plan.unpin) {
         log_->debug("port {}: evpn: {} withdrawn by the control plane", uplink_.port,
                     to_string(mac));
+    }
+}
+
+void EvpnFdbSync::forward_on_socket(const ports::EvpnFdbView& kernel) {
+    std::map<MacAddress, std::string> remotes;
+    for (const auto& [mac, vtep] : kernel.remotes) {
+        if (!vtep.empty()) {  // the bridge's entry alone names no VTEP
+            remotes.emplace(mac, vtep);
+        }
+    }
+    if (socket_forwarding_ && socket_forwarding_->first == kernel.flood &&
+        socket_forwarding_->second == remotes) {
+        return;
+    }
+    ports::VxlanForwardingEntries entries;
+    entries.flood.assign(kernel.flood.begin(), kernel.flood.end());
+    entries.remotes.assign(remotes.begin(), remotes.end());
+    std::string refused;
+    worker_.run_sync([this, &entries, &refused] {
+        try {
+            uplink_.socket->set_forwarding(entries);
+        } catch (const std::invalid_argument& e) {
+            refused = e.what();
+        }
+    });
+    // A refused table is not offered again until zebra's entries change:
+    // the same table would be refused the same way.
+    const bool flood_changed = !socket_forwarding_ || socket_forwarding_->first != kernel.flood;
+    socket_forwarding_.emplace(kernel.flood, std::move(remotes));
+    if (!refused.empty()) {
+        log_->warn("port {}: evpn: zebra's table not taken, the port keeps the one before: {}",
+                   uplink_.port, refused);
+    } else if (flood_changed) {
+        log_->info("port {}: evpn: floods to {} VTEP(s), {} remote MAC(s) each at its VTEP",
+                   uplink_.port, entries.flood.size(), entries.remotes.size());
+    } else {
+        log_->debug("port {}: evpn: {} remote MAC(s) each at its VTEP", uplink_.port,
+                    entries.remotes.size());
     }
 }
 

@@ -8,7 +8,10 @@
 //  2. the bridge's FDB over rtnetlink (ports/vxlan/evpn_fdb.hpp);
 //  3. the plan; the static entries added and removed in the kernel; the
 //     remote MACs put behind the uplink (or forgotten) in the switch, again
-//     on its worker.
+//     on its worker;
+//  4. on the socket datapath, where no kernel device carries the tunnel,
+//     zebra's remote MACs and flood list handed to the uplink's port
+//     (VxlanSocketPort::set_forwarding, on the worker) when they changed.
 // A round costs a walk of the MAC table's slots on the worker and one FDB
 // dump; at 5 rounds a second a MAC is in the bridge (and with zebra) at
 // most ~200 ms after the switch learned it. A failed netlink call is
@@ -16,7 +19,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,6 +32,7 @@
 #include "dataplane/worker.hpp"
 #include "io/reactor.hpp"
 #include "ports/vxlan/evpn_fdb.hpp"
+#include "ports/vxlan/vxlan_socket_port.hpp"
 
 namespace vnet::control::evpn {
 
@@ -38,6 +45,9 @@ struct EvpnUplink {
     std::string vxlan;   // vxlan<VNI>
     uint16_t member;     // the uplink's member id on the switch
     uint16_t vlan;       // the VLAN the uplink carries untagged: the VNI's
+    // The socket datapath's port, which forwards by zebra's entries itself
+    // (null on the splice, whose kernel device does).
+    ports::VxlanSocketPort* socket = nullptr;
 };
 
 class EvpnFdbSync {
@@ -59,6 +69,9 @@ private:
     void read_switch(uint64_t& now);
     void apply_to_kernel(const EvpnFdbPlan& plan);
     void apply_to_switch(const EvpnFdbPlan& plan);
+    // Step 4: the kernel view's remotes (those with a VTEP) and flood list
+    // to the socket port, if they differ from what it was last given.
+    void forward_on_socket(const ports::EvpnFdbView& kernel);
     // Logs a round's failure once until a round works again.
     void failed(const std::string& what);
 
@@ -74,6 +87,10 @@ private:
     io::Reactor::TimerId timer_ = 0;
     bool timer_armed_ = false;
     std::string last_failure_;
+    // What the socket port was last given (none yet: the first round gives
+    // it the table, empty or not, and so makes it stop learning).
+    std::optional<std::pair<std::set<std::string>, std::map<MacAddress, std::string>>>
+        socket_forwarding_;
 };
 
 }  // namespace vnet::control::evpn
