@@ -91,6 +91,26 @@ TEST(PlanReload, a_port_whose_keys_changed_is_refused_naming_the_keys) {
               "add it back");
 }
 
+// A VXLAN uplink's datapath is one of its keys: moving an uplink between
+// the splice and the socket is a remove and an add, not a reload.
+TEST(PlanReload, a_vxlan_uplinks_datapath_changed_is_refused_naming_the_key) {
+    PortConfig up;
+    up.name = "uplink-s0";
+    up.switch_name = "s0";
+    up.settings = VxlanSettings{};
+    up.get<VxlanSettings>()->vni = 100;
+    up.get<VxlanSettings>()->evpn = true;
+    Config before;
+    before.ports = {up};
+    Config after = before;
+    after.ports[0].get<VxlanSettings>()->vxlan_datapath = VxlanDatapath::socket;
+    const ConfigPlan plan = plan_reload(before, after);
+    ASSERT_EQ(plan.refusals.size(), 1u);
+    EXPECT_EQ(plan.refusals[0],
+              "port 'uplink-s0' changed (vxlan_datapath): remove it from the file and reload, "
+              "then add it back");
+}
+
 TEST(PlanReload, rewiring_ports_that_stay_is_refused) {
     Config before = boot();
     before.ports.push_back(tap("t1"));
