@@ -66,6 +66,31 @@ TEST(ConfigVxlan, mistakes_are_refused_with_the_reason) {
     EXPECT_EQ(config_file_error(kSwitches + uplink("a", "switch = \"s0\"\nvni = 7\n") +
                                 uplink("b", "switch = \"s1\"\nvni = 7\n")),
               "port 'b': vni 7 is another vxlan port's");
+    // An EVPN uplink on the socket datapath takes its port's datagrams
+    // from the namespace: no other uplink on that port and address.
+    const std::string evpn_socket = "evpn = true\nvxlan_datapath = \"socket\"\n";
+    EXPECT_EQ(config_file_error(kSwitches + uplink("a", "switch = \"s0\"\nvni = 7\n") +
+                                uplink("b", "switch = \"s1\"\nvni = 8\n" + evpn_socket)),
+              "port 'b': udp port 4789 is vxlan port 'a''s too, and an EVPN uplink on the socket "
+              "datapath takes its port's datagrams from the whole network namespace: give each "
+              "uplink its own vxlan_port or vxlan_local");
+    EXPECT_EQ(
+        config_file_error(kSwitches + uplink("a", "switch = \"s0\"\nvni = 7\n" + evpn_socket) +
+                          uplink("b", "switch = \"s1\"\nvni = 8\nvxlan_local = \"10.0.0.2\"\n")),
+        "port 'b': udp port 4789 is vxlan port 'a''s too, and an EVPN uplink on the socket "
+        "datapath takes its port's datagrams from the whole network namespace: give each "
+        "uplink its own vxlan_port or vxlan_local");
+    // Another port, or two local addresses, do not meet.
+    EXPECT_EQ(config_file_error(
+                  kSwitches + uplink("a", "switch = \"s0\"\nvni = 7\n") +
+                  uplink("b", "switch = \"s1\"\nvni = 8\nvxlan_port = 4790\n" + evpn_socket)),
+              "");
+    EXPECT_EQ(
+        config_file_error(
+            kSwitches +
+            uplink("a", "switch = \"s0\"\nvni = 7\nvxlan_local = \"10.0.0.1\"\n" + evpn_socket) +
+            uplink("b", "switch = \"s1\"\nvni = 8\nvxlan_local = \"10.0.0.2\"\n" + evpn_socket)),
+        "");
     EXPECT_EQ(config_file_error(
                   kSwitches + uplink("up", "switch = \"s0\"\nvni = 7\nvxlan_local = \"10.0.0\"\n")),
               "port 'up': vxlan_local '10.0.0' is not an IPv4 or IPv6 address");

@@ -38,6 +38,15 @@ void validate_socket_datapath(const VxlanSettings& vx, const std::string& where)
     }
 }
 
+// An EVPN uplink on the socket datapath steers every datagram to its UDP
+// port (on its local address, or any) to its own socket, whatever VNI it
+// carries (UdpPortSteering): another uplink on that port would receive
+// nothing, silently. The kernel's vxlan devices share a port by VNI;
+// static socket uplinks cannot bind a port already bound, and say so.
+bool steals_its_port(const VxlanSettings& vx) {
+    return vx.evpn && vx.vxlan_datapath == VxlanDatapath::socket;
+}
+
 }  // namespace
 
 const char* to_string(VxlanDatapath datapath) {
@@ -79,6 +88,16 @@ void VxlanSettings::validate(const PortConfig& port, const Config& config) const
         if (v->vni == vni) {
             throw std::invalid_argument(where + "vni " + std::to_string(vni) +
                                         " is another vxlan port's");
+        }
+        if (steals_its_port(*v) || steals_its_port(*this)) {
+            if (v->vxlan_port == vxlan_port &&
+                (v->vxlan_local.empty() || vxlan_local.empty() || v->vxlan_local == vxlan_local)) {
+                throw std::invalid_argument(
+                    where + "udp port " + std::to_string(vxlan_port) + " is vxlan port '" +
+                    other.name + "''s too, and an EVPN uplink on the socket datapath takes its " +
+                    "port's datagrams from the whole network namespace: give each uplink its own " +
+                    "vxlan_port or vxlan_local");
+            }
         }
     }
     if (!vxlan_local.empty() && !is_ip_address(vxlan_local)) {
