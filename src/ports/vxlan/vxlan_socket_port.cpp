@@ -492,6 +492,10 @@ void VxlanSocketPort::learn(uint64_t mac, uint16_t peer, uint64_t now_ns) {
         }
     }
     if (free_or_aged != nullptr) {
+        if (free_or_aged->mac == 0) {  // an aged entry was counted already
+            learned_held_.store(learned_held_.load(std::memory_order_relaxed) + 1,
+                                std::memory_order_relaxed);
+        }
         *free_or_aged = {.mac = mac, .seen_ns = now_ns, .peer = peer};
     }
 }
@@ -626,6 +630,7 @@ void VxlanSocketPort::set_forwarding(const VxlanForwardingEntries& entries) {
     floods_changed();
     // The learned MACs (before the first call) and the previous remotes go.
     std::fill(learned_.begin(), learned_.end(), Learned{});
+    learned_held_.store(0, std::memory_order_relaxed);
     uint32_t not_held = 0;
     for (const Learned& remote : remotes) {
         uint32_t slot = slot_of(remote.mac);
@@ -668,15 +673,18 @@ void VxlanSocketPort::forget_peer(uint16_t peer) {
         }
     }
     std::fill(learned_.begin(), learned_.end(), Learned{});
+    uint32_t held = 0;
     for (const Learned& e : kept) {
         uint32_t slot = slot_of(e.mac);
         for (uint32_t probe = 0; probe < 8; ++probe, slot = (slot + 1) % kVxlanMaxLearnedMacs) {
             if (learned_[slot].mac == 0) {
                 learned_[slot] = e;
+                ++held;
                 break;
             }
         }
     }
+    learned_held_.store(held, std::memory_order_relaxed);
 }
 
 std::vector<std::string> VxlanSocketPort::peers() const {
@@ -701,7 +709,7 @@ void VxlanSocketPort::describe(std::vector<Fact>& out) const {
         {"vxlan", "steering_program", uint64_t{steering_ ? steering_->program_id() : 0u}});
     out.push_back({"vxlan", "control_plane", std::string(control_plane() ? "evpn" : "learning")});
     out.push_back({"vxlan", "flood_vteps", uint64_t{flood_count_.load(std::memory_order_relaxed)}});
-    out.push_back({"vxlan", "learned_macs", uint64_t{learned_macs(steady_now_ns())}});
+    out.push_back({"vxlan", "learned_macs", uint64_t{learned_held()}});
     out.push_back({"vxlan", "remotes", uint64_t{remotes_held()}});
     out.push_back({"vxlan", "remotes_not_held", uint64_t{remotes_not_held()}});
     for (const auto& field : kVxlanSendCounterFields) {

@@ -170,8 +170,12 @@ public:
     uint16_t local_port() const { return socket_.local_port(); }
     // The port the tunnel runs on: received on, sent to.
     uint16_t dstport() const { return options_.dstport; }
-    // MACs learned and not aged out at `now_ns` (steady clock).
+    // MACs learned and not aged out at `now_ns` (steady clock); on the
+    // owning worker (it walks the worker's table).
     uint32_t learned_macs(uint64_t now_ns) const;
+    // MACs learned and held in the table, an aged one until its slot is
+    // reused; any thread (describe() shows it).
+    uint32_t learned_held() const { return learned_held_.load(std::memory_order_relaxed); }
     // The control plane's remote MACs held, and those the table had no
     // room for (they flood), as of the last set_forwarding.
     uint32_t remotes_held() const { return remotes_held_.load(std::memory_order_relaxed); }
@@ -257,6 +261,10 @@ private:
     std::atomic<uint32_t> remotes_held_{0};
     std::atomic<uint32_t> remotes_not_held_{0};
     std::vector<Learned> learned_;
+    // Learned (not pinned) entries of learned_, counted by the worker as it
+    // fills and empties slots, so that describe() on the control thread
+    // never walks the worker's table.
+    std::atomic<uint32_t> learned_held_{0};
     VxlanSendBatch send_;
     VxlanReceiveBatch receive_;
     virtio::OffloadAdaptation adaptation_;

@@ -222,7 +222,10 @@ TEST(VxlanSocketPort, a_burst_to_an_unknown_mac_floods_in_one_send_and_arrives_i
             << "frame " << i;
     }
     EXPECT_EQ(b.rx_counters(0).packets.get(), 64u);
-    EXPECT_EQ(b.learned_macs(steady_now_ns()), 1u);  // kMacA, behind 127.0.0.1
+    EXPECT_EQ(b.learned_macs(steady_now_ns()), 1u);   // kMacA, behind 127.0.0.1
+    EXPECT_EQ(fact(b, "vxlan", "learned_macs"), 1u);  // the worker's count, for the control thread
+    b.remove_peer("127.0.0.1");
+    EXPECT_EQ(fact(b, "vxlan", "learned_macs"), 0u);
 }
 
 TEST(VxlanSocketPort, a_learned_mac_goes_to_its_peer_only_and_broadcast_to_every_peer) {
