@@ -46,7 +46,11 @@
 # each, a route reflector), each with its own vnetd, switch s0 and an EVPN
 # uplink (`evpn = true` in its config file): src on host A, dst on host B,
 # the tap on host C (moved from C's namespace into one of its own; the
-# guest gets the tunnel's MTU, host_mtu=1450). The guest moves from A to B;
+# guest gets the tunnel's MTU, host_mtu=1450). Host B's uplink runs the
+# socket datapath (`vxlan_datapath = "socket"`: zebra's table in kernel
+# devices, the tunnel on vnetd's steered socket), A's and C's the splice,
+# so the guest's streams cross both and move from one to the other with
+# it. The guest moves from A to B;
 # QEMU and the migration stream stay in the root namespace (the ports'
 # sockets are files). The RARP that QEMU asks B's vnetd for is learned on
 # B's dst port, B's zebra advertises the MAC with a higher MAC-mobility
@@ -175,6 +179,7 @@ switch = "s0"
 vni = $VNI
 vxlan_local = "$EVPN_HOST_IP"
 evpn = true
+vxlan_datapath = "$([ "$role" = dst ] && echo socket || echo splice)"
 $(port_toml "$role")
 TOML
         start_vnetd "${LOG_OF[$role]}" --netns "${EVPN_NS[$n]}" --config "$d/vnetd.toml" --log-level debug

@@ -176,9 +176,13 @@ _evpn_link() {
     ip link add eth0 netns "$ns" type veth peer name "p$n" netns "$UL" || fail "veth of $ns"
     ip -n "$UL" link set "p$n" master br0 up || fail "p$n into br0"
     ip -n "$ns" addr add "$EVPN_NET.$n/24" dev eth0 || fail "address of $ns"
-    # A UDP_SEGMENT send (vnetd's socket datapath) is cut before the veth,
-    # as for a NIC without USO, so that the underlay counts datagrams.
-    ip netns exec "$ns" ethtool -K eth0 tx-udp-segmentation off >/dev/null || fail "USO off in $ns"
+    # The underlay carries what a NIC would put on a wire: checksums done
+    # and datagrams cut before the veth, which would otherwise hand its
+    # peer namespace the kernel's unfinished work (a CHECKSUM_PARTIAL inner
+    # frame, a 64 KB tunnel GSO packet) that only a kernel vxlan device
+    # can take, not the socket datapath's UDP socket (docs/USAGE.md); and
+    # so that the underlay's counters count datagrams.
+    ip netns exec "$ns" ethtool -K eth0 tx off >/dev/null || fail "tx offloads off in $ns"
     ip -n "$ns" link set eth0 up && ip -n "$ns" link set lo up || fail "links up in $ns"
 }
 
