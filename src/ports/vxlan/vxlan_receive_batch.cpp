@@ -8,6 +8,9 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "packet/byte_order.hpp"
+#include "packet/wire.hpp"
+
 namespace vnet::ports {
 
 VxlanReceiveBatch::VxlanReceiveBatch(uint32_t vni, uint16_t buffer_count) : vni_(vni) {
@@ -120,6 +123,10 @@ uint32_t VxlanReceiveBatch::accept_message(uint16_t buffer, uint32_t length, int
         counters_.dropped_too_many_segments.add(1);
         return 0;
     }
+    if (datagrams > 1 && first_frame_overruns(buffers_[buffer].data, segment)) {
+        counters_.dropped_tunnel_gso.add(1);
+        return 0;
+    }
     uint32_t accepted = 0;
     for (uint32_t i = 0; i < datagrams; ++i) {
         const uint32_t offset = i * segment;
@@ -128,6 +135,27 @@ uint32_t VxlanReceiveBatch::accept_message(uint16_t buffer, uint32_t length, int
     }
     counters_.frames_received.add(accepted);
     return accepted;
+}
+
+// A datagram of a UDP_GRO train holds its whole frame; an IP packet that
+// says it is longer than the datagram is the head of one GSO packet cut at
+// its inner MSS (the kernel gives a tunnel GSO packet's gso_size). Plain
+// IPv4 and IPv6 are read; anything else is taken as a train.
+bool VxlanReceiveBatch::first_frame_overruns(const uint8_t* datagram, uint32_t segment) {
+    constexpr uint32_t kL3 = kVxlanHeaderSize + packet::kEthHeaderLen;
+    if (segment < kL3 + packet::kIpv6HeaderLen) {
+        return false;
+    }
+    const uint8_t* frame = datagram + kVxlanHeaderSize;
+    const uint8_t* ip = datagram + kL3;
+    const uint16_t ethertype = packet::load_be16(frame + packet::kEthTypeOffset);
+    uint32_t l3_len = 0;
+    if (ethertype == packet::kEtherTypeIpv4 && (ip[0] >> 4) == 4) {
+        l3_len = packet::load_be16(ip + packet::kIpv4TotalLenOffset);
+    } else if (ethertype == packet::kEtherTypeIpv6 && (ip[0] >> 4) == 6) {
+        l3_len = packet::kIpv6HeaderLen + packet::load_be16(ip + packet::kIpv6PayloadLenOffset);
+    }
+    return kL3 + l3_len > segment;
 }
 
 bool VxlanReceiveBatch::accept_datagram(uint16_t buffer, uint32_t offset, uint32_t length) {

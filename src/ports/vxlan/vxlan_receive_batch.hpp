@@ -10,7 +10,8 @@
 // Every datagram is hostile input from the network: one shorter than a
 // VXLAN header and an Ethernet header, without the I flag, or of another
 // VNI is dropped and counted by reason; a message whose gso_size does not
-// fit it is dropped whole. Nothing is logged per packet.
+// fit it, or whose first frame says it is longer than gso_size (one GSO
+// packet, not a train), is dropped whole. Nothing is logged per packet.
 //
 // Frames move through three states, in order:
 //   ready     received, not yet handed out     ready(), ready_frame(i)
@@ -64,14 +65,18 @@ struct VxlanReceiveCounters {
     packet::Counter dropped_bad_gso_size;       // UDP_GRO gso_size 0 or over the message
     packet::Counter dropped_too_many_segments;  // more than kVxlanMaxDatagramsPerMessage
     packet::Counter dropped_truncated;          // MSG_TRUNC: larger than a buffer
-    packet::Counter receive_errors;             // recvmmsg failed (not EAGAIN)
+    // One packet bigger than its gso_size: a kernel sender's tunnel GSO
+    // packet that a veth handed on whole (docs/USAGE.md), not a train of
+    // datagrams; its first frame's IP length gives it away.
+    packet::Counter dropped_tunnel_gso;
+    packet::Counter receive_errors;  // recvmmsg failed (not EAGAIN)
 };
 
 struct VxlanReceiveCounterField {
     std::string_view name;
     packet::Counter VxlanReceiveCounters::*counter;
 };
-inline constexpr std::array<VxlanReceiveCounterField, 10> kVxlanReceiveCounterFields = {{
+inline constexpr std::array<VxlanReceiveCounterField, 11> kVxlanReceiveCounterFields = {{
     {"frames_received", &VxlanReceiveCounters::frames_received},
     {"messages_received", &VxlanReceiveCounters::messages_received},
     {"recvmmsg_calls", &VxlanReceiveCounters::recvmmsg_calls},
@@ -81,6 +86,7 @@ inline constexpr std::array<VxlanReceiveCounterField, 10> kVxlanReceiveCounterFi
     {"dropped_bad_gso_size", &VxlanReceiveCounters::dropped_bad_gso_size},
     {"dropped_too_many_segments", &VxlanReceiveCounters::dropped_too_many_segments},
     {"dropped_truncated", &VxlanReceiveCounters::dropped_truncated},
+    {"dropped_tunnel_gso", &VxlanReceiveCounters::dropped_tunnel_gso},
     {"receive_errors", &VxlanReceiveCounters::receive_errors},
 }};
 
@@ -140,6 +146,9 @@ private:
     };
 
     bool accept_datagram(uint16_t buffer, uint32_t offset, uint32_t length);
+    // Whether the first frame of a message cut at `segment` says it is
+    // longer than its datagram (a GSO packet, not a train).
+    static bool first_frame_overruns(const uint8_t* datagram, uint32_t segment);
 
     const uint32_t vni_;
     std::unique_ptr<uint8_t[]> memory_;

@@ -94,6 +94,43 @@ TEST(VxlanReceiveBatch, drops_a_whole_message_whose_gso_size_does_not_fit_it) {
     EXPECT_EQ(batch.free_buffers(), 1);
 }
 
+// What a veth hands a namespace's UDP socket from a kernel vxlan sender
+// there: one 64 KB tunnel GSO packet, its gso_size the inner MSS. Cut at
+// that size it would be a train of garbage; its first frame's IP length
+// says it is one packet, and it is dropped whole. A train of whole
+// IPv4 and IPv6 frames is kept.
+TEST(VxlanReceiveBatch, one_gso_packet_is_not_taken_for_a_train_of_datagrams) {
+    VxlanReceiveBatch batch(kVni, 1);
+    auto put_ip = [&](uint32_t offset, uint32_t inner_len, bool ipv6, uint32_t l3_len) {
+        const uint32_t n = put_datagram(batch, 0, offset, offset, inner_len);
+        uint8_t* frame = batch.buffer_data(0) + offset + kVxlanHeaderSize;
+        frame[12] = ipv6 ? 0x86 : 0x08;
+        frame[13] = ipv6 ? 0xdd : 0x00;
+        frame[14] = ipv6 ? 0x60 : 0x45;
+        const uint32_t field = ipv6 ? l3_len - 40 : l3_len;
+        frame[14 + (ipv6 ? 4 : 2)] = static_cast<uint8_t>(field >> 8);
+        frame[14 + (ipv6 ? 5 : 3)] = static_cast<uint8_t>(field);
+        return n;
+    };
+    for (const bool ipv6 : {false, true}) {
+        // 30,000 bytes of one packet, cut at 1,398.
+        const uint32_t len = put_ip(0, 30000 - kVxlanHeaderSize, ipv6, 30000 - 22);
+        EXPECT_EQ(batch.accept_message(0, len, 0, 1398), 0u) << ipv6;
+    }
+    EXPECT_EQ(batch.counters().dropped_tunnel_gso.get(), 2u);
+    EXPECT_EQ(batch.ready(), 0u);
+    // A train: each datagram 1,472 bytes, its frame's IP length 1,450.
+    for (const bool ipv6 : {false, true}) {
+        uint32_t len = 0;
+        len += put_ip(len, 1464, ipv6, 1450);
+        len += put_ip(len, 1464, ipv6, 1450);
+        EXPECT_EQ(batch.accept_message(0, len, 0, 1472), 2u) << ipv6;
+        batch.take(2);
+        batch.complete(2);
+    }
+    EXPECT_EQ(batch.counters().dropped_tunnel_gso.get(), 2u);
+}
+
 TEST(VxlanReceiveBatch, a_buffer_is_free_again_once_all_its_frames_are_done) {
     VxlanReceiveBatch batch(kVni, 2);
     uint32_t len = 0;
