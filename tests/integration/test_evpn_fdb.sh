@@ -162,6 +162,10 @@ floods_to() {
 }
 wait_for 3 "uplink-s0 does not flood to the 2 VTEPs: $(ctl --json stats | jq -c '.ports[] | select(.name == "uplink-s0") | .vxlan')" \
     floods_to 2
+if [ "$DATAPATH" = socket ]; then  # show's peers are the flood list there
+    peers=$(ctl --json show uplink-s0 | jq -c '.[0].vxlan.peers')
+    [ "$peers" = "[\"$VTEP2\",\"$VTEP3\"]" ] || fail "show uplink-s0: peers $peers"
+fi
 
 # ---- the guests --------------------------------------------------------------------
 ctl port add vhost-user a --socket-path "$WORK/a.sock" --switch s0 >/dev/null || fail "port a"

@@ -38,9 +38,15 @@ VxlanSocketService::VxlanSocketService(ports::VxlanSocketPort& port, RunOnOwner 
       peers_(port.peers()) {}
 
 void VxlanSocketService::show(nlohmann::json& out) {
+    // In EVPN mode the peers are zebra's flood list, which the sync gives
+    // the port on its worker: read there.
+    std::vector<std::string> peers = peers_;
+    if (evpn_) {
+        run_on_owner_(0, [this, &peers] { peers = port_.peers(); });
+    }
     out["vxlan"] = {
         {"datapath", "socket"},       {"vni", port_.vni()}, {"local", local_},
-        {"dstport", port_.dstport()}, {"mtu", mtu_},        {"peers", peers_},
+        {"dstport", port_.dstport()}, {"mtu", mtu_},        {"peers", peers},
         {"evpn", evpn_ != nullptr},
     };
     if (evpn_) {
