@@ -117,6 +117,9 @@ private:
     std::array<PoppedChain, packet::kMaxBurstPackets> popped_{};
     uint16_t in_flight_first_ = 0;
     uint16_t in_flight_count_ = 0;
+    // Of those, the ones completed unsent: with none (the common burst),
+    // completing `sent` chains is completing the `sent` oldest.
+    uint16_t in_flight_unsent_ = 0;
 };
 
 }  // namespace vnet::virtio
