@@ -63,8 +63,22 @@ NetTxQueue::Received NetTxQueue::receive_burst_on(R& ring, packet::PacketBurst& 
         const std::span<iovec> out = burst.free_iovecs();
         const BurstPop popped =
             ring.pop_burst(out, std::span<PoppedChain>(chains.data(), max - looked_at), {});
-        size_t next_iov = 0;  // the chain's iovecs in `out`
+        const size_t out_at = burst.iovecs_used;  // where `out` starts in the burst
+        size_t next_iov = 0;                      // the chain's iovecs in `out`
         for (uint16_t i = 0; i < popped.count; ++i) {
+            if (burst.iovecs_used == out_at + next_iov) {
+                // No chain of this pop completed unsent yet: the common
+                // ones go in a run, their iovecs where the pop put them.
+                const uint16_t run = take_packet_run(
+                    std::span<const PoppedChain>(chains.data() + i, popped.count - i), burst);
+                i = static_cast<uint16_t>(i + run);
+                looked_at = static_cast<uint16_t>(looked_at + run);
+                result.taken = static_cast<uint16_t>(result.taken + run);
+                next_iov = burst.iovecs_used - out_at;
+                if (i == popped.count) {
+                    break;
+                }
+            }
             const PoppedChain& chain = chains[i];
             const size_t first_iov = next_iov;
             next_iov += chain.segment_count();
@@ -135,6 +149,31 @@ NetTxQueue::Received NetTxQueue::receive_burst_on(R& ring, packet::PacketBurst& 
         result.notify = publish(ring);
     }
     return result;
+}
+
+uint16_t NetTxQueue::take_packet_run(std::span<const PoppedChain> chains,
+                                     packet::PacketBurst& burst) {
+    // The counts in locals: the stores into the burst and in_flight_ could
+    // alias them, and the compiler would reload them for every chain.
+    const uint32_t header = config_.header_size;
+    const auto flying = static_cast<uint16_t>(in_flight_first_ + in_flight_count_);
+    uint16_t count = burst.count;
+    uint16_t used = burst.iovecs_used;
+    uint16_t n = 0;
+    for (; n < chains.size(); ++n) {
+        const PoppedChain& chain = chains[n];
+        if (chain.writable_segments != 0 || chain.readable_bytes <= header) {
+            break;  // receive_burst decides it
+        }
+        burst.packets[count++] = packet::BurstPacket{used, chain.readable_segments,
+                                                     chain.readable_bytes, make_token(chain)};
+        used = static_cast<uint16_t>(used + chain.readable_segments);
+        in_flight_[(flying + n) % packet::kMaxBurstPackets] = InFlight{chain.id, chain.slots, true};
+    }
+    burst.count = count;
+    burst.iovecs_used = used;
+    in_flight_count_ = static_cast<uint16_t>(in_flight_count_ + n);
+    return n;
 }
 
 bool NetTxQueue::complete_burst(const packet::PacketBurst& burst, uint16_t done) {
