@@ -78,7 +78,7 @@ void SwitchCore::parse_burst(uint16_t ingress, const packet::PacketBurst& burst,
     }
 }
 
-bool SwitchCore::admit(uint16_t ingress, const ParsedFrame& p, uint64_t now, bool* learned) {
+inline bool SwitchCore::admit(uint16_t ingress, const ParsedFrame& p, uint64_t now, bool* learned) {
     const MemberConfig& config = members_[ingress].config;
     const uint64_t source = p.frame.source;
     if (p.vlan == VlanMembership::kNotCarried) {

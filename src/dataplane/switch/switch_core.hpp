@@ -156,7 +156,11 @@ private:
     }
     // Steps 2-5 for one frame: its source learned (*learned: it is in the
     // table now); false when it is dropped (counted).
-    bool admit(uint16_t ingress, const ParsedFrame& p, uint64_t now, bool* learned);
+    // Inline: once per frame whose source the burst has not seen yet (every
+    // frame, from a switch's thousands of sources), where the call and
+    // `learned` through memory cost ~15 of its ~70 instructions.
+    [[gnu::always_inline]] bool admit(uint16_t ingress, const ParsedFrame& p, uint64_t now,
+                                      bool* learned);
     Route route(uint16_t ingress, const ParsedFrame& p, uint64_t now);
     Route lookup_route(uint16_t ingress, const ParsedFrame& p, uint64_t now);
     // Inline: once per copy of a frame (out of line, the call was a third of it).
