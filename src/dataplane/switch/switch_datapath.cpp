@@ -152,7 +152,13 @@ TurnResult SwitchDatapath::run_turn(uint64_t now) {
         if (in->empty_polls >= kEmptyPollsBeforeIdle && now < in->next_poll_ns) {
             continue;  // an idle source; its last_wait (source) stands
         }
-        TurnResult t = ingress_turn(*in, now);
+        // A source whose queue does not run (a guest that never enabled
+        // its TX ring: a silent receiver) is told apart here, without the
+        // call: a switch of many such ports looks at each of them often.
+        TurnResult t{0, 0, PathWait::not_ready};
+        if (in->port->source_ready(in->queue)) {
+            t = ingress_turn(*in, now);
+        }
         in->last_wait = t.wait;
         if (t.packets == 0 && (t.wait == PathWait::source || t.wait == PathWait::not_ready)) {
             in->empty_polls = static_cast<uint16_t>(
@@ -196,10 +202,6 @@ void SwitchDatapath::make_deferred_calls(bool all, uint64_t now) {
 
 TurnResult SwitchDatapath::ingress_turn(Ingress& in, uint64_t now) {
     TurnResult turn;
-    if (!in.port->source_ready(in.queue)) {
-        turn.wait = PathWait::not_ready;
-        return turn;
-    }
     const uint32_t generation = in.port->queue_generation(in.queue);
     if (generation != in.generation) {
         // The source restarted (a guest reconnected): what was held points

@@ -154,6 +154,7 @@ private:
         // hold that ran out let through, doubled after a burst taken whole.
         uint16_t burst_limit = packet::kMaxBurstPackets;
     };
+    // The turn of a source whose queue runs (run_turn checked it).
     TurnResult ingress_turn(Ingress& in, uint64_t now);
     // Hands every group of `in`'s plan to its destination; true when all
     // were taken (or dropped), false when some destination was full.
