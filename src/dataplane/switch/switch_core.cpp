@@ -78,7 +78,7 @@ void SwitchCore::parse_burst(uint16_t ingress, const packet::PacketBurst& burst,
     }
 }
 
-bool SwitchCore::admit(uint16_t ingress, const ParsedFrame& p, uint64_t now, bool* learned) {
+inline bool SwitchCore::admit(uint16_t ingress, const ParsedFrame& p, uint64_t now, bool* learned) {
     const MemberConfig& config = members_[ingress].config;
     const uint64_t source = p.frame.source;
     if (p.vlan == VlanMembership::kNotCarried) {
@@ -169,43 +169,35 @@ void SwitchCore::flood(BurstPlan& plan, uint16_t ingress, uint8_t packet) {
     }
 }
 
-void SwitchCore::classify(uint16_t ingress, const packet::PacketBurst& burst, uint64_t now_ns,
-                          BurstPlan& plan) {
-    for (uint16_t g = 0; g < plan.group_count; ++g) {
-        plan.group_of[plan.groups[g].member] = 0;
-    }
-    plan.group_count = 0;
-    if (now_ns >= next_sweep_ns_) {
-        table_.age(now_ns);
-        next_sweep_ns_ = now_ns + kSweepIntervalNs;
-    }
-    if (!has_member(ingress)) {
-        counters_.count_drop(packet::DropReason::no_destination, burst.count);
-        return;
-    }
-    // A run of frames with the same Ethernet header (one flow's burst) is
-    // decided once. Admission depends only on the ingress, the source and
-    // the tag; learning the same source again at the same time changes
-    // nothing; so the lookup, which only learning could change, gives the
-    // same answer. A source a full table refused is decided again each time,
-    // so table_full still counts every frame.
-    parse_burst(ingress, burst, plan);
-    reset_burst_memo();
-    Route last;
-    bool have_last = false;
-    for (uint16_t i = 0; i < burst.count; ++i) {
+uint16_t SwitchCore::classify_frames(uint16_t ingress, uint16_t count, uint64_t now_ns,
+                                     uint16_t from, BurstPlan& plan, Decided& decided) {
+    Route last = decided.route;
+    bool have_last = decided.valid;
+    // The frame before was decided without a look at the table (the memo,
+    // or a repeat): the next may be too, and then a run takes over. Not
+    // after one that admit learned: a burst of many sources (a switch that
+    // learned thousands of MACs) would pay the run's checks every frame.
+    bool try_run = false;
+    uint16_t i = from;
+    for (; i < count; ++i) {
+        if (try_run && known_frame(parsed_[i], routed_key_, routed_)) {
+            break;
+        }
         PacketVerdict& verdict = plan.packets[i];
         const ParsedFrame& p = parsed_[i];
         if (!p.parsed) {
             verdict = PacketVerdict{};
             counters_.count_drop(packet::DropReason::packet_too_short);
             have_last = false;
+            try_run = false;
             continue;
         }
+        try_run = true;
         if (!have_last || !p.repeat) {
             // A source admitted and learned earlier in the burst (with its
             // VLAN: the key holds both) is admitted again without a look.
             bool learned = admitted_this_burst(p);
+            try_run = learned;
             if (!learned && !admit(ingress, p, now_ns, &learned)) {
                 verdict = PacketVerdict{};
                 have_last = false;
@@ -235,6 +227,71 @@ void SwitchCore::classify(uint16_t ingress, const packet::PacketBurst& burst, ui
         }
         if (verdict.copies == 0) {
             counters_.count_drop(packet::DropReason::no_destination);
+        }
+    }
+    decided = Decided{last, have_last};
+    return i;
+}
+
+bool SwitchCore::known_frame(const ParsedFrame& p, MacTable::Key routed_key, Route routed) const {
+    // The destination first: it is the cached one far more often than the
+    // source is in the memo (a switch that learned thousands of MACs).
+    return p.parsed && p.destination_key == routed_key && routed.kind == Route::Kind::unicast &&
+           !is_group_address(p.frame.destination) && admitted_this_burst(p);
+}
+
+uint16_t SwitchCore::classify_known_run(uint16_t from, uint16_t count, BurstPlan& plan) {
+    // The cached route in locals: the stores into `plan` could alias it.
+    const MacTable::Key routed_key = routed_key_;
+    const Route routed = routed_;
+    uint16_t i = from;
+    for (; i < count && known_frame(parsed_[i], routed_key, routed); ++i) {
+        const ParsedFrame& p = parsed_[i];
+        PacketVerdict& verdict = plan.packets[i];
+        verdict.vlan = p.vlan;
+        verdict.tci = p.frame.tci;
+        verdict.tagged = p.frame.tagged;
+        verdict.copies = 0;
+        verdict.copies_to_ports_down = 0;
+        send(plan, routed.to, static_cast<uint8_t>(i), routed.tagged);
+    }
+    return i;
+}
+
+void SwitchCore::classify(uint16_t ingress, const packet::PacketBurst& burst, uint64_t now_ns,
+                          BurstPlan& plan) {
+    for (uint16_t g = 0; g < plan.group_count; ++g) {
+        plan.group_of[plan.groups[g].member] = 0;
+    }
+    plan.group_count = 0;
+    if (now_ns >= next_sweep_ns_) {
+        table_.age(now_ns);
+        next_sweep_ns_ = now_ns + kSweepIntervalNs;
+    }
+    if (!has_member(ingress)) {
+        counters_.count_drop(packet::DropReason::no_destination, burst.count);
+        return;
+    }
+    // A run of frames with the same Ethernet header (one flow's burst) is
+    // decided once. Admission depends only on the ingress, the source and
+    // the tag; learning the same source again at the same time changes
+    // nothing; so the lookup, which only learning could change, gives the
+    // same answer. A source a full table refused is decided again each time,
+    // so table_full still counts every frame.
+    parse_burst(ingress, burst, plan);
+    reset_burst_memo();
+    // Frames one at a time until one the burst decided already (the
+    // memo, the cached route) follows one decided so; from there a run of
+    // such frames with nothing else in its loop; and so on.
+    Decided last;
+    uint16_t i = 0;
+    while (i < burst.count) {
+        i = classify_frames(ingress, burst.count, now_ns, i, plan, last);
+        if (i < burst.count) {
+            i = classify_known_run(i, burst.count, plan);
+            // Its last frame's source was learned (the memo) and its route
+            // is the cached one: what the frame after it may repeat.
+            last = Decided{routed_, true};
         }
     }
 }

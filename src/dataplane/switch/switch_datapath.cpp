@@ -36,6 +36,12 @@ void shift_header_offsets(uint8_t* header, uint16_t header_size, int delta) {
     }
 }
 
+// The frame leaves with the tag it came with, or with none as it came:
+// its line is the verdict's prefix as it is.
+bool leaves_as_it_came(EgressEntry entry, const PacketVerdict& v) {
+    return entry.tagged ? v.tagged && (v.tci & kVlanIdMask) == v.vlan : !v.tagged;
+}
+
 }  // namespace
 
 SwitchDatapath::SwitchDatapath(std::string name, const SwitchDatapathOptions& options)
@@ -146,7 +152,13 @@ TurnResult SwitchDatapath::run_turn(uint64_t now) {
         if (in->empty_polls >= kEmptyPollsBeforeIdle && now < in->next_poll_ns) {
             continue;  // an idle source; its last_wait (source) stands
         }
-        TurnResult t = ingress_turn(*in, now);
+        // A source whose queue does not run (a guest that never enabled
+        // its TX ring: a silent receiver) is told apart here, without the
+        // call: a switch of many such ports looks at each of them often.
+        TurnResult t{0, 0, PathWait::not_ready};
+        if (in->port->source_ready(in->queue)) {
+            t = ingress_turn(*in, now);
+        }
         in->last_wait = t.wait;
         if (t.packets == 0 && (t.wait == PathWait::source || t.wait == PathWait::not_ready)) {
             in->empty_polls = static_cast<uint16_t>(
@@ -190,10 +202,6 @@ void SwitchDatapath::make_deferred_calls(bool all, uint64_t now) {
 
 TurnResult SwitchDatapath::ingress_turn(Ingress& in, uint64_t now) {
     TurnResult turn;
-    if (!in.port->source_ready(in.queue)) {
-        turn.wait = PathWait::not_ready;
-        return turn;
-    }
     const uint32_t generation = in.port->queue_generation(in.queue);
     if (generation != in.generation) {
         // The source restarted (a guest reconnected): what was held points
@@ -348,47 +356,95 @@ uint8_t* SwitchDatapath::retag_line(const PacketVerdict& v, uint16_t header, boo
 
 uint16_t SwitchDatapath::build_group(Ingress& in, const EgressGroup& group, uint16_t limit) {
     out_.clear();
-    const uint16_t header = in.burst.header_size;
-    out_.header_size = header;
+    out_.header_size = in.burst.header_size;
     const uint16_t end = std::min(group.count, limit);
     uint16_t e = 0;
-    for (; e < end; ++e) {
-        const EgressEntry entry = group.entries[e];
-        const packet::BurstPacket& p = in.burst.packets[entry.packet];
-        const PacketVerdict& v = in.plan.packets[entry.packet];
-        const std::span<const iovec> iov = in.burst.packet_iovecs(entry.packet);
-        std::span<iovec> room = out_.free_iovecs();
-        if (room.size() < 2) {
-            break;  // the rest goes in the next burst
+    while (true) {
+        e = build_plain_run(in, group, e, end);
+        if (e == end || !build_entry(in, group.entries[e], e)) {
+            return e;
         }
-        // One line per frame: its virtio-net header and Ethernet header as
-        // classified (the parser's copy), tagged as this destination takes
-        // it; the payload stays where it is.
-        const uint32_t in_tag = v.tagged ? packet::kVlanTagLen : 0;
-        const uint32_t out_tag = entry.tagged ? packet::kVlanTagLen : 0;
-        const uint32_t cut =
-            header + packet::kEthHeaderLen + in_tag;  // classify checked p.len >= cut
-        // A frame that leaves with the tag it came with (or none, as it
-        // came) is sent from its verdict as it is: no line to write.
-        const bool same_tag =
-            entry.tagged ? v.tagged && (v.tci & kVlanIdMask) == v.vlan : !v.tagged;
-        uint8_t* line = same_tag ? in.plan.packets[entry.packet].prefix.data()
-                                 : retag_line(v, header, entry.tagged, scratch_[out_.count]);
-        room[0] = iovec{line, header + packet::kEthHeaderLen + out_tag};
-        const int rest = packet::slice_iovecs(iov, cut, p.len - cut, room.subspan(1));
-        if (rest < 0) {
-            if (packet::total_length(iov) < p.len) {
-                // A chain shorter than its length (the source should not
-                // hand one out): counted, never sent.
-                core_.counters().count_drop(packet::DropReason::packet_too_short);
-                continue;
-            }
-            break;  // out of iovecs: the rest goes in the next burst
-        }
-        out_entry_[out_.count] = e;
-        out_.push(static_cast<uint16_t>(1 + rest), p.len - in_tag + out_tag, p.token);
+        ++e;
     }
+}
+
+uint16_t SwitchDatapath::build_plain_run(Ingress& in, const EgressGroup& group, uint16_t from,
+                                         uint16_t end) {
+    // Everything the loop reads and counts, in locals: its stores into out_
+    // could alias them, and with a call in the loop (build_entry's cases)
+    // the compiler kept them on the stack, reloaded for every frame.
+    const uint16_t header = in.burst.header_size;
+    const EgressEntry* entries = group.entries.data();
+    const packet::BurstPacket* packets = in.burst.packets.data();
+    const iovec* iovecs = in.burst.iovecs.data();
+    PacketVerdict* verdicts = in.plan.packets.data();
+    iovec* out_iovecs = out_.iovecs.data();
+    uint16_t count = out_.count;
+    uint16_t used = out_.iovecs_used;
+    uint16_t e = from;
+    for (; e < end; ++e) {
+        const EgressEntry entry = entries[e];
+        const packet::BurstPacket& p = packets[entry.packet];
+        PacketVerdict& v = verdicts[entry.packet];
+        // The verdict's prefix is its line, the same length as it came.
+        if (!leaves_as_it_came(entry, v) || p.iov_count == 0 ||
+            used > packet::kMaxBurstIovecs - 2) {
+            break;
+        }
+        // classify checked p.len >= line; the payload after the line must
+        // lie in the first piece, non-empty (slice_iovecs' inline case).
+        const iovec& first = iovecs[p.first_iov];
+        const uint32_t line = header + packet::kEthHeaderLen + (v.tagged ? packet::kVlanTagLen : 0);
+        const uint32_t rest = p.len - line;
+        if (rest == 0 || rest > first.iov_len || line > first.iov_len - rest) {
+            break;
+        }
+        out_iovecs[used] = iovec{v.prefix.data(), line};
+        out_iovecs[used + 1] = iovec{static_cast<uint8_t*>(first.iov_base) + line, rest};
+        out_entry_[count] = e;
+        out_.packets[count] = packet::BurstPacket{used, 2, p.len, p.token};
+        ++count;
+        used = static_cast<uint16_t>(used + 2);
+    }
+    out_.count = count;
+    out_.iovecs_used = used;
     return e;
+}
+
+bool SwitchDatapath::build_entry(Ingress& in, EgressEntry entry, uint16_t e) {
+    const uint16_t header = in.burst.header_size;
+    const packet::BurstPacket& p = in.burst.packets[entry.packet];
+    const PacketVerdict& v = in.plan.packets[entry.packet];
+    const std::span<const iovec> iov = in.burst.packet_iovecs(entry.packet);
+    std::span<iovec> room = out_.free_iovecs();
+    if (room.size() < 2) {
+        return false;  // the rest goes in the next burst
+    }
+    // One line per frame: its virtio-net header and Ethernet header as
+    // classified (the parser's copy), tagged as this destination takes
+    // it; the payload stays where it is.
+    const uint32_t in_tag = v.tagged ? packet::kVlanTagLen : 0;
+    const uint32_t out_tag = entry.tagged ? packet::kVlanTagLen : 0;
+    const uint32_t cut = header + packet::kEthHeaderLen + in_tag;  // classify checked p.len >= cut
+    // A frame that leaves as it came is sent from its verdict as it is:
+    // no line to write.
+    uint8_t* line = leaves_as_it_came(entry, v)
+                        ? in.plan.packets[entry.packet].prefix.data()
+                        : retag_line(v, header, entry.tagged, scratch_[out_.count]);
+    room[0] = iovec{line, header + packet::kEthHeaderLen + out_tag};
+    const int rest = packet::slice_iovecs(iov, cut, p.len - cut, room.subspan(1));
+    if (rest < 0) {
+        if (packet::total_length(iov) < p.len) {
+            // A chain shorter than its length (the source should not
+            // hand one out): counted, never sent.
+            core_.counters().count_drop(packet::DropReason::packet_too_short);
+            return true;
+        }
+        return false;  // out of iovecs: the rest goes in the next burst
+    }
+    out_entry_[out_.count] = e;
+    out_.push(static_cast<uint16_t>(1 + rest), p.len - in_tag + out_tag, p.token);
+    return true;
 }
 
 void SwitchDatapath::drop_group(EgressGroup& group, packet::DropReason reason) {

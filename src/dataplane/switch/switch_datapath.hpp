@@ -154,6 +154,7 @@ private:
         // hold that ran out let through, doubled after a burst taken whole.
         uint16_t burst_limit = packet::kMaxBurstPackets;
     };
+    // The turn of a source whose queue runs (run_turn checked it).
     TurnResult ingress_turn(Ingress& in, uint64_t now);
     // Hands every group of `in`'s plan to its destination; true when all
     // were taken (or dropped), false when some destination was full.
@@ -163,6 +164,17 @@ private:
     // many as its iovecs hold); returns the entry index where it stopped.
     // (Not const: a frame sent as it came points out_ at its verdict's prefix.)
     uint16_t build_group(Ingress& in, const EgressGroup& group, uint16_t limit);
+    // build_group's common frames, from entry `from` until `end`: each one
+    // leaving tagged as it came, its payload in its first piece, sent as
+    // its verdict's prefix and one slice. Returns the entry it stopped at
+    // (`end`, or one that build_entry decides). A loop with nothing else
+    // in it, so that its values stay in registers.
+    [[gnu::noinline]] uint16_t build_plain_run(Ingress& in, const EgressGroup& group, uint16_t from,
+                                               uint16_t end);
+    // Any one entry `e` of a group into out_: a line rewritten for its tag,
+    // a payload over several pieces. False: no room left (the rest goes in
+    // the next burst); true: built, or dropped and counted.
+    bool build_entry(Ingress& in, EgressEntry entry, uint16_t e);
     // A frame whose tag changes: its line (virtio-net header with offsets
     // moved, the classified Ethernet header, tagged when `tagged`) written
     // into `line`, which it returns.

@@ -474,7 +474,8 @@ uint16_t NetRxQueue::deliver_burst(const packet::PacketBurst& burst,
         // next_buffer lent a buffer on a running ring just before; the
         // adaptation wrote the header, num_buffers = 1 in it (NetRxQueue
         // writes the real count only when the packet spans more heads).
-        void commit_buffer(uint32_t len) { queue.commit_lent(len, true); }
+        // Inline (GCC kept it a call of its own, ~10 instructions a frame).
+        [[gnu::always_inline]] void commit_buffer(uint32_t len) { queue.commit_lent(len, true); }
     } lender{*this};
     uint16_t sent = 0;
     while (sent < burst.count) {

@@ -36,8 +36,12 @@ public:
     // worker round that delivered them (any clock value is past it).
     static constexpr uint64_t kHeldUntilRoundEnd = 1;
     // Chains popped per window refill: one visit of the ring for up to this
-    // many packets (non-mergeable) or buffers (mergeable).
-    static constexpr uint16_t kRefillChains = 32;
+    // many packets (non-mergeable) or buffers (mergeable). A switch's burst
+    // (kMaxBurstPackets) in one visit, not two: each visit costs ~450
+    // instructions besides its chains (the pop's set-up, the avail index,
+    // the positions), ~7 a 64 B frame at 32. Chains popped ahead of need
+    // stay in the window for the next burst (keep_unlent).
+    static constexpr uint16_t kRefillChains = 64;
     // adaptive_rx: the longest a call is deferred. A stream keeps the guest
     // asleep at most this long beyond its first frame (a NIC's adaptive
     // interrupt moderation stays in the same tens of microseconds).

@@ -92,6 +92,13 @@ private:
     // held. Returns how many sent ones it completed.
     template <typename R>
     uint16_t complete_oldest(R& ring, uint16_t sent);
+    // receive_burst's common chains, from the first of `chains` on: readable
+    // only, more than a header, their iovecs where the pop put them (none
+    // before them completed unsent). Each goes into the burst and in
+    // flight; returns how many, stopping at any other. A loop with nothing
+    // else in it, so that its values stay in registers.
+    [[gnu::noinline]] uint16_t take_packet_run(std::span<const PoppedChain> chains,
+                                               packet::PacketBurst& burst);
     // Chains handed out and not yet completed (cold: it walks the list).
     uint16_t sent_in_flight() const;
     template <typename R>
@@ -117,6 +124,9 @@ private:
     std::array<PoppedChain, packet::kMaxBurstPackets> popped_{};
     uint16_t in_flight_first_ = 0;
     uint16_t in_flight_count_ = 0;
+    // Of those, the ones completed unsent: with none (the common burst),
+    // completing `sent` chains is completing the `sent` oldest.
+    uint16_t in_flight_unsent_ = 0;
 };
 
 }  // namespace vnet::virtio

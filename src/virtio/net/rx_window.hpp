@@ -143,13 +143,17 @@ public:
     // marking what was written into them while the front end logs.
     template <DeviceRing R>
     void stage_used(R& ring, QueueLog& log) {
-        for (uint16_t i = staged_; i < pos_; ++i) {
-            const Head& h = heads_[i];
-            if (log.active()) [[unlikely]] {
+        const uint16_t from = staged_;
+        if (log.active()) [[unlikely]] {
+            for (uint16_t i = from; i < pos_; ++i) {
+                const Head& h = heads_[i];
                 log.mark_buffer({iovecs_.data() + h.first_iov, h.iov_count}, h.filled);
             }
-            ring.add_used(h.id, h.slots, h.filled);
         }
+        ring.add_used_n(static_cast<uint16_t>(pos_ - from), [&](uint16_t i) {
+            const Head& h = heads_[from + i];
+            return UsedEntry{h.id, h.slots, h.filled};
+        });
         staged_ = pos_;
     }
     // End of a burst: stages what was filled and keeps the unlent heads,

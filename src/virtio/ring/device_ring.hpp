@@ -114,6 +114,18 @@ struct PoppedChain {
     uint32_t segment_count() const { return uint32_t{readable_segments} + writable_segments; }
 };
 
+// One completion as add_used takes it: add_used_n's entries.
+struct UsedEntry {
+    uint16_t id = 0;
+    uint16_t slots = 0;
+    uint32_t len = 0;
+};
+
+// Any source of add_used_n's entries, as the concept below checks it.
+struct UsedEntrySource {
+    UsedEntry operator()(uint16_t) const { return {}; }
+};
+
 // What pop_burst did: `count` chains popped (ok), then `status`: empty,
 // too_many_segments (that chain stays in the ring, as after pop) or the rule
 // the guest broke; ok when the chains span was filled.
@@ -160,6 +172,7 @@ concept DeviceRing = std::default_initializable<R> && std::movable<R> &&
     { cr.position() } -> std::same_as<RingPosition>;
     { r.rewind(pos) } -> std::same_as<void>;
     { r.add_used(id, slots, len) } -> std::same_as<void>;
+    { r.add_used_n(slots, UsedEntrySource{}) } -> std::same_as<void>;
     { r.publish_used() } -> std::same_as<void>;
     { r.should_notify() } -> std::same_as<bool>;
     { cr.wants_call(slots) } -> std::same_as<bool>;

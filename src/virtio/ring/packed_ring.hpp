@@ -135,6 +135,15 @@ public:
 
     // `slots` is the popped chain's PoppedChain::slots (clamped to 1..size).
     void add_used(uint16_t id, uint16_t slots, uint32_t len);
+    // add_used for `count` entries, `entry(i)` giving the i-th (a UsedEntry):
+    // entry by entry (the split model's batch is what its loop saves).
+    template <typename Entry>
+    void add_used_n(uint16_t count, Entry entry) {
+        for (uint16_t i = 0; i < count; ++i) {
+            const UsedEntry e = entry(i);
+            add_used(e.id, e.slots, e.len);
+        }
+    }
     void publish_used();
 
     // Cold, at start after restore_vring_base: from here on every chain is

@@ -71,6 +71,23 @@ public:
             close_resume_window_once_used();
         }
     }
+    // add_used for `count` entries, `entry(i)` giving the i-th (a UsedEntry):
+    // one pass with the ring's fields in registers (SplitRing::add_used_n),
+    // entry by entry only while inflight tracking marks each one.
+    template <typename Entry>
+    void add_used_n(uint16_t count, Entry entry) {
+        if (inflight_.active()) [[unlikely]] {
+            for (uint16_t i = 0; i < count; ++i) {
+                const UsedEntry e = entry(i);
+                add_used(e.id, e.slots, e.len);
+            }
+            return;
+        }
+        ring_.add_used_n(count, [&](uint16_t i) {
+            const UsedEntry e = entry(i);
+            return SplitUsedEntry{e.id, e.len};
+        });
+    }
     void publish_used() {
         ring_.publish_used();
         if (inflight_.active()) [[unlikely]] {

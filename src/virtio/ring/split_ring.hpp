@@ -19,6 +19,12 @@
 
 namespace vnet::virtio {
 
+// One used entry as add_used_n takes it.
+struct SplitUsedEntry {
+    uint16_t head;
+    uint32_t len;
+};
+
 // Host pointers to the three ring areas; the caller has already checked that
 // each lies wholly inside guest memory and is aligned (virtio 1.2 §2.7).
 struct SplitRingLayout {
@@ -78,6 +84,28 @@ public:
         // kernel vhost_add_used_n: once the used index passes the last signalled value, 16-bit
         // wrap makes the old value ambiguous, so the next should_notify must signal.
         if (used_idx_shadow_ == signalled_used_) [[unlikely]] {
+            signalled_used_valid_ = false;
+        }
+    }
+    // add_used for `count` entries, `entry(i)` giving the i-th's head and
+    // length (as a SplitUsedEntry). The ring's fields are read once: each
+    // entry's store into guest memory could alias them, so a loop of
+    // add_used reloads and stores them per entry (a burst's completions).
+    template <typename Entry>
+    void add_used_n(uint16_t count, Entry entry) {
+        VirtqUsedElem* ring = layout_.used->ring;
+        const uint32_t mask = layout_.size - 1u;
+        const uint16_t from = used_idx_shadow_;
+        for (uint16_t i = 0; i < count; ++i) {
+            const SplitUsedEntry e = entry(i);
+            VirtqUsedElem& slot = ring[(from + i) & mask];
+            shared::store_relaxed(slot.id, uint32_t{e.head});  // relaxed: as add_used
+            shared::store_relaxed(slot.len, e.len);
+        }
+        used_idx_shadow_ = static_cast<uint16_t>(from + count);
+        // As add_used: the index passed the last signalled value (it is one
+        // of from + 1 .. from + count).
+        if (static_cast<uint16_t>(signalled_used_ - from - 1u) < count) [[unlikely]] {
             signalled_used_valid_ = false;
         }
     }
