@@ -151,6 +151,8 @@ public:
         return plan_any(packet, packet_len, sender_header_size);
     }
     const DeliveryPlan& current() const { return plan_; }
+    // The last plan was plan()'s inline one: a plain frame delivered whole.
+    bool planned_plain() const { return plan_is_plain_; }
     // Segments instead of a whole GSO frame (a receiver without MRG_RXBUF
     // that posted a buffer too small for it).
     void fall_back_to_segments() {
