@@ -573,29 +573,43 @@ void VxlanSocketPort::remove_peer(const std::string& address) {
     forget_peer(p);
 }
 
-void VxlanSocketPort::set_forwarding(const VxlanForwardingEntries& entries) {
-    // Everything is checked, and the new slots worked out, before anything
-    // changes. Each distinct text is parsed once; texts that differ but
-    // name one address share a slot.
+VxlanForwardingSkipped VxlanSocketPort::set_forwarding(const VxlanForwardingEntries& entries) {
+    // Everything is worked out before anything changes. Each distinct text
+    // is parsed once; texts that differ but name one address share a slot.
+    VxlanForwardingSkipped skipped;
+    auto skip = [&skipped](const std::string& reason) {
+        if (skipped.reasons.size() < VxlanForwardingSkipped::kMaxReasons) {
+            skipped.reasons.push_back(reason);
+        } else {
+            ++skipped.reasons_not_kept;
+        }
+    };
+    constexpr int kLeftOut = -1;
     std::vector<sockaddr_storage> vteps;
-    std::map<std::string, uint16_t> slot_of_text;
+    std::map<std::string, int> slot_of_text;
     auto slot_for = [&](const std::string& text) {
         if (const auto known = slot_of_text.find(text); known != slot_of_text.end()) {
             return known->second;
         }
-        const sockaddr_storage address = parse_peer(text, "VTEP");
-        uint16_t slot = 0;
-        while (slot < vteps.size() && !same_address(vteps[slot], address)) {
-            ++slot;
-        }
-        if (slot == vteps.size()) {
-            if (vteps.size() == kVxlanMaxVteps) {
-                throw std::invalid_argument(name_ + ": more than " +
-                                            std::to_string(kVxlanMaxVteps) +
-                                            " VTEPs (flood list and remote MACs' together), the "
-                                            "most one uplink holds");
+        int slot = kLeftOut;
+        try {
+            const sockaddr_storage address = parse_peer(text, "VTEP");
+            size_t s = 0;
+            while (s < vteps.size() && !same_address(vteps[s], address)) {
+                ++s;
             }
-            vteps.push_back(address);
+            if (s == vteps.size()) {
+                if (vteps.size() == kVxlanMaxVteps) {
+                    throw std::invalid_argument(name_ + ": VTEP " + text + " left out: more than " +
+                                                std::to_string(kVxlanMaxVteps) +
+                                                " VTEPs (flood list and remote MACs' together), "
+                                                "the most one uplink holds");
+                }
+                vteps.push_back(address);
+            }
+            slot = static_cast<int>(s);
+        } catch (const std::invalid_argument& e) {
+            skip(e.what());
         }
         slot_of_text.emplace(text, slot);
         return slot;
@@ -603,17 +617,28 @@ void VxlanSocketPort::set_forwarding(const VxlanForwardingEntries& entries) {
     std::vector<uint16_t> flood_slots;
     flood_slots.reserve(entries.flood.size());
     for (const std::string& vtep : entries.flood) {
-        flood_slots.push_back(slot_for(vtep));
+        const int slot = slot_for(vtep);
+        if (slot == kLeftOut) {
+            ++skipped.flood;
+            continue;
+        }
+        flood_slots.push_back(static_cast<uint16_t>(slot));
     }
     std::vector<Learned> remotes;
     remotes.reserve(entries.remotes.size());
     for (const auto& remote : entries.remotes) {
         const uint64_t mac = mac_key(remote.first.data());
         if (mac == 0 || is_group_mac(mac)) {
-            throw std::invalid_argument(name_ + ": remote MAC " + mac_text(remote.first) +
-                                        " is not a unicast address");
+            skip(name_ + ": remote MAC " + mac_text(remote.first) + " is not a unicast address");
+            ++skipped.remotes;
+            continue;
         }
-        remotes.push_back({.mac = mac, .peer = slot_for(remote.second), .pinned = true});
+        const int slot = slot_for(remote.second);
+        if (slot == kLeftOut) {
+            ++skipped.remotes;
+            continue;
+        }
+        remotes.push_back({.mac = mac, .peer = static_cast<uint16_t>(slot), .pinned = true});
     }
 
     peers_.fill({});
@@ -650,6 +675,7 @@ void VxlanSocketPort::set_forwarding(const VxlanForwardingEntries& entries) {
         static_cast<uint32_t>(std::count_if(learned_.begin(), learned_.end(),
                                             [](const Learned& e) { return e.pinned; })),
         std::memory_order_relaxed);
+    return skipped;
 }
 
 void VxlanSocketPort::floods_changed() {

@@ -85,9 +85,10 @@
 namespace vnet::ports {
 
 // The most remote VTEPs of one uplink: static peers, or in control-plane
-// mode the flood list and the remote MACs' VTEPs together (an EVPN VNI of a
-// few hundred hosts; 128 bytes of address each).
-inline constexpr uint16_t kVxlanMaxVteps = 256;
+// mode the flood list and the remote MACs' VTEPs together. An EVPN VNI
+// spans every host that has a port in it, a few hundred in the fabrics
+// EVPN serves, so room for a thousand (128 bytes of address each).
+inline constexpr uint16_t kVxlanMaxVteps = 1024;
 // MACs learned behind peers; beyond it, unknown MACs flood.
 inline constexpr uint32_t kVxlanMaxLearnedMacs = 4096;
 // The kernel's default FDB ageing (br_fdb, vxlan: 300 s).
@@ -123,6 +124,17 @@ struct VxlanForwardingEntries {
     std::vector<std::pair<packet::MacAddress, std::string>> remotes;  // MAC -> its VTEP
 };
 
+// What set_forwarding left out of a table, and why; the rest was taken.
+struct VxlanForwardingSkipped {
+    // At most this many reasons are kept; the counts cover every entry.
+    static constexpr size_t kMaxReasons = 4;
+    uint32_t flood = 0;                // flood-list entries left out
+    uint32_t remotes = 0;              // remote MACs left out (their own, or their VTEP's fault)
+    std::vector<std::string> reasons;  // one per VTEP or MAC refused
+    uint32_t reasons_not_kept = 0;     // beyond kMaxReasons
+    bool empty() const { return flood == 0 && remotes == 0; }
+};
+
 class VxlanSocketPort final : public Port, public BurstSource, public BurstSink {
 public:
     // Binds the socket (and steers dstport to it) and sets the peers.
@@ -156,11 +168,14 @@ public:
     void remove_peer(const std::string& address);
     // Control thread, on the owning worker: the whole forwarding table,
     // replacing the previous one (static peers and learned MACs the first
-    // time); the port is in control-plane mode from then on. A bad VTEP, a
-    // MAC that is not unicast, more distinct VTEPs than kVxlanMaxVteps:
-    // std::invalid_argument and nothing changed. A MAC listed twice: the
-    // last one counts.
-    void set_forwarding(const VxlanForwardingEntries& entries);
+    // time); the port is in control-plane mode from then on. An entry the
+    // port cannot take is left out and the rest taken, so one bad entry
+    // does not cut the host off from every change after it: a VTEP that
+    // is no IP literal of the socket's family or finds no slot (beyond
+    // kVxlanMaxVteps, flood list first) goes with its remote MACs, a MAC
+    // that is not unicast alone. Returns what was left out. A MAC listed
+    // twice: the last one counts.
+    VxlanForwardingSkipped set_forwarding(const VxlanForwardingEntries& entries);
     bool control_plane() const { return control_plane_.load(std::memory_order_relaxed); }
     // The VTEPs flooded to (static peers, or the control plane's flood list).
     std::vector<std::string> peers() const;

@@ -172,27 +172,33 @@ void EvpnFdbSync::forward_on_socket(const ports::EvpnFdbView& kernel) {
     ports::VxlanForwardingEntries entries;
     entries.flood.assign(kernel.flood.begin(), kernel.flood.end());
     entries.remotes.assign(remotes.begin(), remotes.end());
-    std::string refused;
-    worker_.run_sync([this, &entries, &refused] {
-        try {
-            uplink_.socket->set_forwarding(entries);
-        } catch (const std::invalid_argument& e) {
-            refused = e.what();
-        }
-    });
-    // A refused table is not offered again until zebra's entries change:
-    // the same table would be refused the same way.
+    ports::VxlanForwardingSkipped skipped;
+    worker_.run_sync(
+        [this, &entries, &skipped] { skipped = uplink_.socket->set_forwarding(entries); });
+    // Logged once per table: the next round offers the port a table only
+    // when zebra's entries changed.
     const bool flood_changed = !socket_forwarding_ || socket_forwarding_->first != kernel.flood;
     socket_forwarding_.emplace(kernel.flood, std::move(remotes));
-    if (!refused.empty()) {
-        log_->warn("port {}: evpn: zebra's table not taken, the port keeps the one before: {}",
-                   uplink_.port, refused);
-    } else if (flood_changed) {
+    if (!skipped.empty()) {
+        std::string why;
+        for (const std::string& reason : skipped.reasons) {
+            why += (why.empty() ? "" : "; ") + reason;
+        }
+        if (skipped.reasons_not_kept != 0) {
+            why += "; and " + std::to_string(skipped.reasons_not_kept) + " more";
+        }
+        log_->warn(
+            "port {}: evpn: {} flood VTEP(s) and {} remote MAC(s) of zebra's table left out, the "
+            "rest taken: {}",
+            uplink_.port, skipped.flood, skipped.remotes, why);
+    }
+    if (flood_changed) {
         log_->info("port {}: evpn: floods to {} VTEP(s), {} remote MAC(s) each at its VTEP",
-                   uplink_.port, entries.flood.size(), entries.remotes.size());
+                   uplink_.port, entries.flood.size() - skipped.flood,
+                   entries.remotes.size() - skipped.remotes);
     } else {
         log_->debug("port {}: evpn: {} remote MAC(s) each at its VTEP", uplink_.port,
-                    entries.remotes.size());
+                    entries.remotes.size() - skipped.remotes);
     }
 }
 

@@ -502,6 +502,7 @@ packet::MacAddress mac_of(const uint8_t* m) {
 
 constexpr uint8_t kMacC[6] = {0x02, 0, 0, 0, 0, 0x0c};
 constexpr uint8_t kMacD[6] = {0x02, 0, 0, 0, 0, 0x0d};
+constexpr uint8_t kMacE[6] = {0x02, 0, 0, 0, 0, 0x0e};
 
 // EVPN keeps the kernel's vxlan device (zebra's table), which holds the
 // VXLAN port: a steered port binds a port of the kernel's choosing, takes
@@ -647,57 +648,89 @@ TEST(VxlanSocketPortControlPlane, a_second_table_replaces_the_first_whole) {
     EXPECT_EQ(receive_all(c).size(), 0u);
 }
 
-TEST(VxlanSocketPortControlPlane, a_bad_table_is_refused_whole_and_nothing_changes) {
+TEST(VxlanSocketPortControlPlane, bad_entries_are_left_out_and_the_rest_taken) {
     VxlanSocketPort a("up0", options_for("127.0.0.1", {}));
     VxlanSocketPort b("b", options_for("127.0.0.2", {}));
-    const VxlanForwardingEntries good{.flood = {"127.0.0.2"},
-                                      .remotes = {{mac_of(kMacB), "127.0.0.2"}}};
-    a.set_forwarding(good);
-    EXPECT_EQ(refused([&] {
-                  a.set_forwarding(
-                      {.flood = {"127.0.0.3"},
-                       .remotes = {{mac_of(kMacC), "127.0.0.3"}, {mac_of(kMacD), "not-an-ip"}}});
-              }),
-              "vxlan uplink 'up0': VTEP 'not-an-ip' is not an IPv4 or IPv6 address");
-    EXPECT_EQ(refused([&] { a.set_forwarding({.flood = {"::1"}, .remotes = {}}); }),
-              "vxlan uplink 'up0': VTEP ::1 is not of the local address's family (one family per "
-              "overlay)");
-    EXPECT_EQ(refused([&] {
-                  a.set_forwarding({.flood = {}, .remotes = {{mac_of(kBroadcast), "127.0.0.2"}}});
-              }),
-              "vxlan uplink 'up0': remote MAC ff:ff:ff:ff:ff:ff is not a unicast address");
-    // One VTEP more than the slots, between the two lists.
-    VxlanForwardingEntries too_many;
-    for (uint32_t v = 0; v < kVxlanMaxVteps; ++v) {
-        too_many.flood.push_back("127.0.1." + std::to_string(v));  // .0 to .255
-    }
-    too_many.remotes.push_back({mac_of(kMacC), "127.0.2.1"});
-    EXPECT_EQ(refused([&] { a.set_forwarding(too_many); }),
-              "vxlan uplink 'up0': more than 256 VTEPs (flood list and remote MACs' together), "
-              "the most one uplink holds");
+    VxlanSocketPort c("c", options_for("127.0.0.3", {}));
+    // Each kind of bad entry beside good ones: a VTEP that is no address
+    // (with the MAC behind it), one of the other family (in the flood list
+    // and behind a MAC), a MAC that is not unicast.
+    const VxlanForwardingSkipped skipped =
+        a.set_forwarding({.flood = {"127.0.0.2", "::1"},
+                          .remotes = {{mac_of(kMacB), "127.0.0.2"},
+                                      {mac_of(kMacC), "127.0.0.3"},
+                                      {mac_of(kMacD), "not-an-ip"},
+                                      {mac_of(kMacE), "::1"},
+                                      {mac_of(kBroadcast), "127.0.0.2"}}});
+    EXPECT_EQ(skipped.flood, 1u);
+    EXPECT_EQ(skipped.remotes, 3u);
+    EXPECT_EQ(skipped.reasons,
+              (std::vector<std::string>{
+                  "vxlan uplink 'up0': VTEP ::1 is not of the local address's family (one family "
+                  "per overlay)",
+                  "vxlan uplink 'up0': VTEP 'not-an-ip' is not an IPv4 or IPv6 address",
+                  "vxlan uplink 'up0': remote MAC ff:ff:ff:ff:ff:ff is not a unicast address"}));
+    EXPECT_EQ(skipped.reasons_not_kept, 0u);
 
-    // After the refusals, the good table as it was: kMacB to b, flood to b.
+    // What was good is in force: flood to b only, kMacB at b, kMacC at c.
+    EXPECT_TRUE(a.control_plane());
     EXPECT_EQ(a.peers(), std::vector<std::string>{"127.0.0.2"});
-    EXPECT_EQ(fact(a, "vxlan", "remotes"), 1u);
+    EXPECT_EQ(fact(a, "vxlan", "remotes"), 2u);
     Sent sent;
     sent.add(frame_between(kMacB, kMacA, 1));
     sent.add(frame_between(kMacC, kMacA, 2));
-    ASSERT_EQ(a.transmit_burst(0, sent.make()), 2);
+    sent.add(frame_between(kMacD, kMacA, 3));  // its VTEP was left out: flooded
+    ASSERT_EQ(a.transmit_burst(0, sent.make()), 3);
     EXPECT_EQ(receive_all(b).size(), 2u);
-
-    // The most VTEPs there are slots for: taken.
-    too_many.remotes.back().second = "127.0.1.7";  // one of the flood list's
-    a.set_forwarding(too_many);
-    EXPECT_EQ(a.peers().size(), size_t{kVxlanMaxVteps});
+    EXPECT_EQ(receive_all(c).size(), 1u);
 }
 
-TEST(VxlanSocketPortControlPlane, a_refused_first_table_leaves_the_port_learning) {
+TEST(VxlanSocketPortControlPlane, vteps_beyond_the_slots_are_left_out_flood_list_first) {
+    VxlanSocketPort a("up0", options_for("127.0.0.1", {}));
+    // One VTEP more than the slots, between the two lists: the remote's
+    // VTEP, the last one met, is the one left out, with its MAC.
+    VxlanForwardingEntries too_many;
+    for (uint32_t v = 0; v < kVxlanMaxVteps; ++v) {
+        too_many.flood.push_back("127.0." + std::to_string(1 + v / 256) + "." +
+                                 std::to_string(v % 256));
+    }
+    too_many.remotes.push_back({mac_of(kMacC), "127.0.9.1"});
+    VxlanForwardingSkipped skipped = a.set_forwarding(too_many);
+    EXPECT_EQ(skipped.flood, 0u);
+    EXPECT_EQ(skipped.remotes, 1u);
+    EXPECT_EQ(skipped.reasons,
+              std::vector<std::string>{
+                  "vxlan uplink 'up0': VTEP 127.0.9.1 left out: more than 1024 VTEPs (flood list "
+                  "and remote MACs' together), the most one uplink holds"});
+    EXPECT_EQ(a.peers().size(), size_t{kVxlanMaxVteps});
+    EXPECT_EQ(fact(a, "vxlan", "remotes"), 0u);
+
+    // The most VTEPs there are slots for: all taken.
+    too_many.remotes.back().second = "127.0.1.7";  // one of the flood list's
+    skipped = a.set_forwarding(too_many);
+    EXPECT_TRUE(skipped.empty());
+    EXPECT_EQ(fact(a, "vxlan", "remotes"), 1u);
+
+    // Many bad entries: every one counted, the first kMaxReasons said.
+    VxlanForwardingEntries bad;
+    for (int i = 0; i < 10; ++i) {
+        bad.flood.push_back("bad" + std::to_string(i));
+    }
+    skipped = a.set_forwarding(bad);
+    EXPECT_EQ(skipped.flood, 10u);
+    EXPECT_EQ(skipped.reasons.size(), VxlanForwardingSkipped::kMaxReasons);
+    EXPECT_EQ(skipped.reasons_not_kept, 10u - VxlanForwardingSkipped::kMaxReasons);
+    EXPECT_TRUE(a.peers().empty());
+}
+
+TEST(VxlanSocketPortControlPlane, a_first_table_of_bad_entries_still_takes_the_port_over) {
+    // The control plane is in charge from its first table on, even one
+    // with nothing good in it: the static peers and learning are gone.
     VxlanSocketPort a("up0", options_for("127.0.0.1", {"127.0.0.2"}));
-    EXPECT_FALSE(refused([&] { a.set_forwarding({.flood = {"bad"}, .remotes = {}}); }).empty());
-    EXPECT_FALSE(a.control_plane());
-    EXPECT_EQ(fact<std::string>(a, "vxlan", "control_plane"), "learning");
-    EXPECT_EQ(a.peers(), std::vector<std::string>{"127.0.0.2"});
-    a.add_peer("127.0.0.3");  // static peers still change
+    EXPECT_EQ(a.set_forwarding({.flood = {"bad"}, .remotes = {}}).flood, 1u);
+    EXPECT_TRUE(a.control_plane());
+    EXPECT_TRUE(a.peers().empty());
+    EXPECT_FALSE(refused([&] { a.add_peer("127.0.0.3"); }).empty());
 }
 
 TEST(VxlanSocketPortControlPlane, static_peer_changes_are_refused_once_driven_by_evpn) {
