@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <stdexcept>
+#include <utility>
 
 #include "common/steady_clock.hpp"
 #include "packet/iovec.hpp"
@@ -129,7 +130,9 @@ uint16_t VxlanSocketPort::transmit_burst(uint16_t, const packet::PacketBurst& bu
     while (done < burst.count) {
         send_.begin(peers_);
         planned_frames_ = 0;
-        if (!cursor_.started) {
+        // The packet this send starts with had frames in the last one.
+        const bool continued = cursor_.started;
+        if (!continued) {
             scratch_used_ = 0;  // nothing planned refers to it any more
         }
         uint16_t next = done;  // the first packet not wholly planned
@@ -141,10 +144,16 @@ uint16_t VxlanSocketPort::transmit_burst(uint16_t, const packet::PacketBurst& bu
         const bool all_sent = result.frames_done == planned_frames_;
         if (!all_sent) {
             // The socket is full: the packet of the first frame not sent
-            // waits, whole, for EPOLLOUT (a packet flooded or segmented
-            // whose first frames went is sent again whole: a duplicate to
-            // some peers rather than a loss; TCP and ARP take both).
-            finished = frame_packet_[result.frames_done];
+            // waits for EPOLLOUT, and if some of its frames went (to some
+            // of the VTEPs it floods to, or some of its segments), the
+            // next burst resumes it after them.
+            const uint16_t first_unsent = result.frames_done;
+            finished = frame_packet_[first_unsent];
+            const bool some_went =
+                first_unsent > 0 ? frame_packet_[first_unsent - 1] == finished : continued;
+            if (some_went) {
+                remember_cut_off(burst, finished, first_unsent);
+            }
             cursor_ = {};
         }
         for (uint16_t p = done; p < finished; ++p) {
@@ -163,8 +172,13 @@ uint16_t VxlanSocketPort::transmit_burst(uint16_t, const packet::PacketBurst& bu
 }
 
 bool VxlanSocketPort::plan_packet(const packet::PacketBurst& burst, uint16_t i) {
-    if (!cursor_.started && !start_packet(burst, i)) {
-        return false;
+    if (!cursor_.started) {
+        if (!start_packet(burst, i)) {
+            return false;
+        }
+        packet_target_[i] = cursor_.target;
+        packet_frames_[i] = cursor_.frames;
+        resume_cut_off(burst, i);
     }
     if (cursor_.frames == 0) {  // dropped at its start, counted
         dropped_[i] = true;
@@ -201,7 +215,10 @@ bool VxlanSocketPort::plan_packet(const packet::PacketBurst& burst, uint16_t i) 
                 return false;
             }
             if (verdict == VxlanFrameVerdict::planned) {
-                frame_packet_[planned_frames_++] = i;
+                frame_packet_[planned_frames_] = i;
+                frame_peer_[planned_frames_] = cursor_.peer;
+                frame_segment_[planned_frames_] = cursor_.segment;
+                ++planned_frames_;
                 cursor_.planned_any = true;
             } else {
                 // Refused by the batch and counted there; needs_offload
@@ -224,6 +241,33 @@ bool VxlanSocketPort::plan_packet(const packet::PacketBurst& burst, uint16_t i) 
     }
     cursor_ = {};
     return true;
+}
+
+void VxlanSocketPort::remember_cut_off(const packet::PacketBurst& burst, uint16_t i,
+                                       uint16_t frame) {
+    const packet::BurstPacket& p = burst.packets[i];
+    cut_off_ = CutOff{.first_base = burst.iovecs[p.first_iov].iov_base,
+                      .len = p.len,
+                      .token = p.token,
+                      .slots_generation = slots_generation_,
+                      .target = packet_target_[i],
+                      .frames = packet_frames_[i],
+                      .peer = frame_peer_[frame],
+                      .segment = frame_segment_[frame],
+                      .active = true};
+}
+
+void VxlanSocketPort::resume_cut_off(const packet::PacketBurst& burst, uint16_t i) {
+    const CutOff c = std::exchange(cut_off_, CutOff{});
+    const packet::BurstPacket& p = burst.packets[i];
+    if (!c.active || cursor_.frames == 0 || c.slots_generation != slots_generation_ ||
+        c.target != cursor_.target || c.frames != cursor_.frames || c.len != p.len ||
+        c.token != p.token || burst.iovecs[p.first_iov].iov_base != c.first_base) {
+        return;  // another packet, or planned otherwise now: from its start
+    }
+    cursor_.peer = c.peer;
+    cursor_.segment = c.segment;
+    cursor_.planned_any = true;  // frames of it went
 }
 
 bool VxlanSocketPort::start_packet(const packet::PacketBurst& burst, uint16_t i) {
@@ -679,6 +723,7 @@ VxlanForwardingSkipped VxlanSocketPort::set_forwarding(const VxlanForwardingEntr
 }
 
 void VxlanSocketPort::floods_changed() {
+    ++slots_generation_;
     flood_count_.store(static_cast<uint16_t>(std::count(floods_.begin(), floods_.end(), true)),
                        std::memory_order_relaxed);
     flood_end_ = 0;

@@ -224,6 +224,13 @@ private:
     // Plans what is left of packet `i` of `burst`; true once all of it is
     // planned (or it was dropped), false when the send must go first.
     bool plan_packet(const packet::PacketBurst& burst, uint16_t i);
+    // After start_packet of the burst's first packet: continue where the
+    // last burst's cut-off packet stopped if this is that packet. Forgets
+    // the cut-off either way.
+    void resume_cut_off(const packet::PacketBurst& burst, uint16_t i);
+    // Remembers packet `i`, whose frames before the planned frame `frame`
+    // went, as cut off there.
+    void remember_cut_off(const packet::PacketBurst& burst, uint16_t i, uint16_t frame);
     // Starts packet `i`: its destination, and for a GSO frame or a partial
     // checksum its segments written into the scratch. False: no room left
     // in the scratch behind what the batch holds (send first).
@@ -293,8 +300,37 @@ private:
     std::vector<uint32_t> segment_start_;
     Cursor cursor_;
     // Per planned frame of the current send: which packet of the burst it
-    // belongs to, so that frames sent become packets done.
+    // belongs to, so that frames sent become packets done, and where in
+    // that packet it is (its VTEP's slot, its segment), so that a packet
+    // the socket cut off resumes after the last frame that went.
     std::array<uint16_t, packet::kMaxBurstPackets> frame_packet_{};
+    std::array<uint16_t, packet::kMaxBurstPackets> frame_peer_{};
+    std::array<uint16_t, packet::kMaxBurstPackets> frame_segment_{};
+    // Per packet of the burst once started: its cursor's target and frame
+    // count, which a resumed packet must be planned with again.
+    std::array<uint16_t, packet::kMaxBurstPackets> packet_target_{};
+    std::array<uint16_t, packet::kMaxBurstPackets> packet_frames_{};
+    // A packet the socket filled up in the middle of (some VTEPs or
+    // segments sent): the next burst's first packet resumes at the first
+    // frame not sent, if it is the same packet (as NetRxQueue tells a
+    // partial delivery: the address of its first byte, its length, its
+    // token) going to the same place as planned from the same VTEP slots.
+    // Sent again whole, the VTEPs that had it would get it twice.
+    struct CutOff {
+        const void* first_base = nullptr;
+        uint32_t len = 0;
+        uint32_t token = 0;
+        uint32_t slots_generation = 0;
+        uint16_t target = 0;
+        uint16_t frames = 0;
+        uint16_t peer = 0;
+        uint16_t segment = 0;
+        bool active = false;
+    };
+    CutOff cut_off_;
+    // Bumped whenever the VTEP slots or the flood list change: a cut-off
+    // packet's position names slots.
+    uint32_t slots_generation_ = 0;
     // Packets of the current burst dropped whole (counted by reason): not
     // counted as packets sent.
     std::array<bool, packet::kMaxBurstPackets> dropped_{};
