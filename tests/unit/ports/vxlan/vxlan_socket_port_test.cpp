@@ -582,7 +582,7 @@ int send_until_taken(VxlanSocketPort& port, const packet::PacketBurst& burst) {
 // the next send finds the socket full.
 TEST(VxlanSocketPort, a_packet_the_socket_cut_off_resumes_after_what_went) {
     vnet::test::in_own_netns([] {
-        ASSERT_EQ(std::system("tc qdisc add dev lo root tbf rate 1mbit burst 5000 limit 1000000"),
+        ASSERT_EQ(std::system("tc qdisc add dev lo root tbf rate 10mbit burst 5000 limit 1000000"),
                   0);
         VxlanSocketPortOptions oa =
             options_for("127.0.0.1", {"127.0.0.2", "127.0.0.3", "127.0.0.4"});
@@ -607,6 +607,26 @@ TEST(VxlanSocketPort, a_packet_the_socket_cut_off_resumes_after_what_went) {
                     << "frame " << i << " at " << port->name();
             }
         }
+
+        // A GSO frame of 45 segments is two messages (65,000 bytes the
+        // most in one): the second finds the socket full, and resumes at
+        // its first segment. Each segment reaches b once, in order.
+        VxlanSocketPortOptions ob = options_for("127.0.0.1", {"127.0.0.2"});
+        ob.socket_buffer_bytes = 1;
+        ob.dstport = static_cast<uint16_t>(oa.dstport + 1);
+        VxlanSocketPort a2("a2", ob);
+        VxlanSocketPortOptions o2 = options_for("127.0.0.2", {});
+        o2.dstport = ob.dstport;
+        VxlanSocketPort b2("b2", o2);
+        virtio::test::Frame f = tcp_frame(45 * 1448, packet::kTcpPsh | packet::kTcpAck);
+        Sent gso;
+        gso.add(tcp_gso_packet(f, 1448));
+        EXPECT_GE(send_until_taken(a2, gso.make()), 2);
+        EXPECT_EQ(fact(a2, "vxlan_send", "frames_sent"), 45u);
+        ::usleep(300 * 1000);
+        const auto wire = segments_of({gso.packets[0]});
+        ASSERT_EQ(wire.size(), 45u);
+        EXPECT_EQ(receive_segments(b2), wire);
     });
 }
 
