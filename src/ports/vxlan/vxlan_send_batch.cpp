@@ -26,7 +26,7 @@ VxlanFrameVerdict VxlanSendBatch::drop_frame(packet::Counter& reason, VxlanFrame
     return verdict;
 }
 
-bool VxlanSendBatch::joins_last_message(uint16_t vtep, uint32_t segment_size) const {
+bool VxlanSendBatch::joins_last_message(uint16_t vtep, uint16_t lane, uint32_t segment_size) const {
     if (messages_planned_ == next_message_) {
         return false;  // none, or all already handed to the kernel
     }
@@ -34,13 +34,13 @@ bool VxlanSendBatch::joins_last_message(uint16_t vtep, uint32_t segment_size) co
     // UDP GSO: every segment gso_size bytes but the last, which may be
     // shorter; so a shorter frame ends the message and a longer one cannot
     // join it.
-    return last.vtep == vtep && !last.closed && last.frames < kVxlanMaxSegmentsPerMessage &&
-           segment_size <= last.segment_size &&
+    return last.vtep == vtep && last.lane == lane && !last.closed &&
+           last.frames < kVxlanMaxSegmentsPerMessage && segment_size <= last.segment_size &&
            last.payload + segment_size <= kVxlanMaxMessagePayload;
 }
 
 VxlanFrameVerdict VxlanSendBatch::add_frame(std::span<const iovec> frame, uint16_t header_size,
-                                            uint16_t vtep) {
+                                            uint16_t vtep, uint16_t lane) {
     if (vtep >= vteps_.size() ||
         (vteps_[vtep].ss_family != AF_INET && vteps_[vtep].ss_family != AF_INET6)) {
         return drop_frame(counters_.dropped_no_vtep, VxlanFrameVerdict::dropped_no_vtep);
@@ -83,9 +83,9 @@ VxlanFrameVerdict VxlanSendBatch::add_frame(std::span<const iovec> frame, uint16
     }
 
     const auto segment_size = static_cast<uint32_t>(kVxlanHeaderSize + inner);
-    if (!joins_last_message(vtep, segment_size)) {
+    if (!joins_last_message(vtep, lane, segment_size)) {
         MessagePlan& plan = plans_[messages_planned_];
-        plan = MessagePlan{vtep, 0, static_cast<uint16_t>(segment_size), 0, false};
+        plan = MessagePlan{vtep, lane, 0, static_cast<uint16_t>(segment_size), 0, false};
         msghdr& m = messages_[messages_planned_].msg_hdr;
         m = msghdr{};
         m.msg_iov = out;
@@ -145,35 +145,55 @@ void VxlanSendBatch::drop_message(uint16_t i, int error_number) {
     }
 }
 
-VxlanSendResult VxlanSendBatch::send(int fd) {
+uint16_t VxlanSendBatch::run_length() const {
+    const uint16_t lane = plans_[next_message_].lane;
+    auto end = static_cast<uint16_t>(next_message_ + 1);
+    while (end < messages_planned_ && plans_[end].lane == lane) {
+        ++end;
+    }
+    return static_cast<uint16_t>(end - next_message_);
+}
+
+void VxlanSendBatch::count_sent(uint16_t messages, VxlanSendResult& result) {
+    for (uint16_t k = 0; k < messages; ++k) {
+        const MessagePlan& plan = plans_[next_message_ + k];
+        result.frames_done = static_cast<uint16_t>(result.frames_done + plan.frames);
+        result.frames_sent = static_cast<uint16_t>(result.frames_sent + plan.frames);
+        counters_.frames_sent.add(plan.frames);
+        counters_.gso_messages_sent.add(plan.frames > 1 ? 1 : 0);
+    }
+    counters_.messages_sent.add(messages);
+    next_message_ = static_cast<uint16_t>(next_message_ + messages);
+}
+
+VxlanSendResult VxlanSendBatch::send(std::span<const int> lane_fds) {
     VxlanSendResult result;
     for (uint16_t i = next_message_; i < messages_planned_; ++i) {
         finish_message(i);
     }
     while (next_message_ < messages_planned_) {
-        counters_.sendmmsg_calls.add(1);
-        const int sent = ::sendmmsg(fd, messages_.data() + next_message_,
-                                    messages_planned_ - next_message_, MSG_DONTWAIT);
-        if (sent > 0) {
-            // Whole messages: a partial count means the kernel stopped at
-            // the next one (full, or an error it reports on the next call).
-            for (int k = 0; k < sent; ++k) {
-                const MessagePlan& plan = plans_[next_message_ + k];
-                result.frames_done = static_cast<uint16_t>(result.frames_done + plan.frames);
-                result.frames_sent = static_cast<uint16_t>(result.frames_sent + plan.frames);
-                counters_.frames_sent.add(plan.frames);
-                counters_.gso_messages_sent.add(plan.frames > 1 ? 1 : 0);
+        const uint16_t lane = plans_[next_message_].lane;
+        int error_number = EBADF;  // a lane with no socket: its messages are dropped
+        if (lane < lane_fds.size()) {
+            const uint16_t run = run_length();
+            counters_.sendmmsg_calls.add(1);
+            const int sent =
+                ::sendmmsg(lane_fds[lane], messages_.data() + next_message_, run, MSG_DONTWAIT);
+            if (sent > 0) {
+                // Whole messages: a partial count means the kernel stopped
+                // at the next one (full, or an error it reports on the next
+                // call).
+                count_sent(static_cast<uint16_t>(sent), result);
+                continue;
             }
-            counters_.messages_sent.add(static_cast<uint64_t>(sent));
-            next_message_ = static_cast<uint16_t>(next_message_ + sent);
-            continue;
+            error_number = sent == 0 ? EAGAIN : errno;
         }
-        const int error_number = sent == 0 ? EAGAIN : errno;
         if (error_number == EINTR) {
             continue;
         }
         if (error_number == EAGAIN || error_number == EWOULDBLOCK || error_number == ENOBUFS) {
             result.would_block = true;
+            result.blocked_lane = lane;
             break;
         }
         drop_message(next_message_, error_number);

@@ -16,10 +16,19 @@
 // of gso_size bytes but the last, which may be shorter. A message of one
 // frame has no cmsg: an ordinary datagram.
 //
+// Lanes: a frame goes out on one of the caller's UDP sockets, its lane
+// (the port picks it by the inner flow's hash, so that each flow has a
+// source port of its own: vxlan_flow_hash.hpp). A message holds frames of
+// one VTEP and one lane; send() hands each run of consecutive messages of
+// one lane to that lane's socket in one sendmmsg, so a burst of one flow to
+// one VTEP is still one call. Frames of different lanes never share a
+// message: a burst interleaving flows of different lanes costs a message,
+// and a call, per change of lane.
+//
 // Use, per burst (one worker; nothing allocates):
 //   batch.begin(vteps);                      // the caller's VTEP table
-//   for each frame: batch.add_frame(iovecs, header_size, vtep_index)
-//   batch.send(fd)                           // again later if not all done
+//   for each frame: batch.add_frame(iovecs, header_size, vtep_index, lane)
+//   batch.send(lane_fds)                     // again later if not all done
 // A frame whose virtio-net header asks for GSO or a checksum (NEEDS_CSUM)
 // is not planned: add_frame says so, and the caller segments it or
 // completes its checksum first, then adds the result as plain frames.
@@ -45,6 +54,8 @@ inline constexpr uint16_t kVxlanMaxSegmentsPerMessage = 64;
 inline constexpr uint32_t kVxlanMaxMessagePayload = 65000;
 // The largest inner frame (virtio-net header excluded) one datagram carries.
 inline constexpr uint32_t kVxlanMaxInnerFrame = kVxlanMaxMessagePayload - kVxlanHeaderSize;
+// The most sockets (source ports) one batch sends on.
+inline constexpr uint16_t kVxlanMaxSendLanes = 64;
 
 enum class VxlanFrameVerdict : uint8_t {
     planned,        // part of a message; send() sends or drops it
@@ -73,7 +84,7 @@ struct VxlanSendCounters {
     // at set-up, so EINVAL here means the MTU)
     packet::Counter dropped_message_too_big;
     packet::Counter dropped_unreachable;  // ENETUNREACH, EHOSTUNREACH, ECONNREFUSED...
-    packet::Counter dropped_send_error;   // any other errno
+    packet::Counter dropped_send_error;   // any other errno, or a lane with no socket
 };
 
 struct VxlanSendCounterField {
@@ -100,7 +111,8 @@ inline constexpr std::array<VxlanSendCounterField, 11> kVxlanSendCounterFields =
 struct VxlanSendResult {
     uint16_t frames_done = 0;
     uint16_t frames_sent = 0;
-    bool would_block = false;  // EAGAIN/ENOBUFS: wait for POLLOUT, then send() again
+    bool would_block = false;   // EAGAIN/ENOBUFS: wait for POLLOUT, then send() again
+    uint16_t blocked_lane = 0;  // with would_block: the lane whose socket is full
 };
 
 class VxlanSendBatch {
@@ -116,15 +128,22 @@ public:
     void begin(std::span<const sockaddr_storage> vteps);
 
     // Plans the frame `frame` (virtio-net header of `header_size` bytes
-    // first, in any number of pieces) toward vteps[vtep]. Reads the
-    // virtio-net header's flags and GSO type, never trusts the lengths.
-    VxlanFrameVerdict add_frame(std::span<const iovec> frame, uint16_t header_size, uint16_t vtep);
+    // first, in any number of pieces) toward vteps[vtep], on socket
+    // `lane` of those send() is given. Reads the virtio-net header's flags
+    // and GSO type, never trusts the lengths.
+    VxlanFrameVerdict add_frame(std::span<const iovec> frame, uint16_t header_size, uint16_t vtep,
+                                uint16_t lane = 0);
 
-    // Sends the planned messages not yet sent: one sendmmsg when the
-    // socket takes them all. A message the kernel refuses for good (an
-    // errno other than EAGAIN/ENOBUFS/EINTR) has its frames dropped and
-    // counted, and the next one is tried.
-    VxlanSendResult send(int fd);
+    // Sends the planned messages not yet sent, in order, message i on
+    // lane_fds[its lane]: one sendmmsg per run of consecutive messages of
+    // one lane that the socket takes whole. A message the kernel refuses
+    // for good (an errno other than EAGAIN/ENOBUFS/EINTR), or of a lane
+    // past lane_fds, has its frames dropped and counted, and the next one
+    // is tried. A full socket stops the send there, whichever lane the
+    // messages after it are on: frames are done from the front.
+    VxlanSendResult send(std::span<const int> lane_fds);
+    // One socket, lane 0.
+    VxlanSendResult send(int fd) { return send(std::span<const int>(&fd, 1)); }
 
     uint16_t frames_planned() const { return frames_planned_; }
     // Frames one more add_frame may plan before the batch is full (iovecs
@@ -141,12 +160,14 @@ public:
     const msghdr& message(uint16_t i) const { return messages_[i].msg_hdr; }
     uint16_t message_frames(uint16_t i) const { return plans_[i].frames; }
     uint16_t message_segment_size(uint16_t i) const { return plans_[i].segment_size; }
+    uint16_t message_lane(uint16_t i) const { return plans_[i].lane; }
 
     const VxlanSendCounters& counters() const { return counters_; }
 
 private:
     struct MessagePlan {
         uint16_t vtep = 0;
+        uint16_t lane = 0;
         uint16_t frames = 0;
         uint16_t segment_size = 0;  // VXLAN header + the first frame
         uint32_t payload = 0;       // bytes, every segment
@@ -158,7 +179,10 @@ private:
         std::array<uint8_t, kControlSize> bytes;
     };
 
-    bool joins_last_message(uint16_t vtep, uint32_t segment_size) const;
+    bool joins_last_message(uint16_t vtep, uint16_t lane, uint32_t segment_size) const;
+    // The messages from next_message_ on that are of its lane: one sendmmsg.
+    uint16_t run_length() const;
+    void count_sent(uint16_t messages, VxlanSendResult& result);
     void finish_message(uint16_t i);
     void drop_message(uint16_t i, int error_number);
     static VxlanFrameVerdict drop_frame(packet::Counter& reason, VxlanFrameVerdict verdict);

@@ -136,6 +136,25 @@ TEST_F(VxlanSendBatchTest, another_vtep_splits_the_run) {
     EXPECT_EQ(batch_.message(2).msg_name, &vteps_[0]);
 }
 
+// A message is of one lane (one socket, one UDP source port): frames of
+// one VTEP and one length on another lane start a message of their own.
+TEST_F(VxlanSendBatchTest, another_lane_splits_the_run) {
+    storage_.reserve(8);
+    uint32_t id = 0;
+    for (uint16_t lane : {0, 0, 5, 5, 0}) {
+        storage_.push_back(guest_frame(id++, 60));
+        iovec iov = whole(storage_.back());
+        ASSERT_EQ(batch_.add_frame({&iov, 1}, 12, 0, lane), VxlanFrameVerdict::planned);
+    }
+    ASSERT_EQ(batch_.messages_planned(), 3);
+    EXPECT_EQ(batch_.message_frames(0), 2);
+    EXPECT_EQ(batch_.message_lane(0), 0);
+    EXPECT_EQ(batch_.message_frames(1), 2);
+    EXPECT_EQ(batch_.message_lane(1), 5);
+    EXPECT_EQ(batch_.message_frames(2), 1);
+    EXPECT_EQ(batch_.message_lane(2), 0);
+}
+
 TEST_F(VxlanSendBatchTest, a_full_burst_of_equal_frames_is_one_message_of_64_segments) {
     storage_.reserve(packet::kMaxBurstPackets + 1);
     for (uint32_t id = 0; id < packet::kMaxBurstPackets; ++id) {
