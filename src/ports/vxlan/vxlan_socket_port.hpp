@@ -58,8 +58,10 @@
 // once per packet, so every segment and every flood copy of it leaves from
 // one source port and a flow is never reordered; an underlay that spreads
 // by 5-tuple (ECMP, a receiving NIC's RSS) then spreads the flows, as it
-// does the kernel vxlan device's. A full socket blocks only its own lane's
-// messages, and transmit_wait() names that socket.
+// does the kernel vxlan device's. A full lane socket stops the send at
+// its first message still to go (frames are done from the front, so the
+// messages after it wait whatever their lane), and transmit_wait() names
+// that socket.
 //
 // VTEP slots: every VTEP the port sends to (a peer, a flood VTEP, a remote
 // MAC's VTEP) has a fixed slot, which the learning table and the send
