@@ -16,14 +16,21 @@
 // of gso_size bytes but the last, which may be shorter. A message of one
 // frame has no cmsg: an ordinary datagram.
 //
+// A frame joins the latest message of its VTEP and lane when it may (not
+// only the last message): a burst that interleaves flows, or a flood that
+// goes packet by packet to every VTEP, still makes one message per VTEP
+// and lane. A flow's frames are one VTEP's and one lane's, so they keep
+// their order; frames of different messages are not ordered, which is no
+// reordering of any flow. The iovecs are laid out message by message when
+// send() starts.
+//
 // Lanes: a frame goes out on one of the caller's UDP sockets, its lane
 // (the port picks it by the inner flow's hash, so that each flow has a
 // source port of its own: vxlan_flow_hash.hpp). A message holds frames of
 // one VTEP and one lane; send() hands each run of consecutive messages of
 // one lane to that lane's socket in one sendmmsg, so a burst of one flow to
-// one VTEP is still one call. Frames of different lanes never share a
-// message: a burst interleaving flows of different lanes costs a message,
-// and a call, per change of lane.
+// one VTEP is still one call, and a burst of flows of several lanes one
+// call per run of a lane's messages.
 //
 // Use, per burst (one worker; nothing allocates):
 //   batch.begin(vteps);                      // the caller's VTEP table
@@ -106,8 +113,12 @@ inline constexpr std::array<VxlanSendCounterField, 11> kVxlanSendCounterFields =
 }};
 
 // What one send() did. The frames are those planned, in the order they
-// were added: the first `frames_done` are finished (sent, or dropped and
-// counted), the rest wait for the next send().
+// were added: the first `frames_done` (after those of earlier send()s) are
+// finished (sent, or dropped and counted), the rest wait for the next
+// send(). Messages go whole and in the order they were started, so when
+// the send stops early some frames after the first unfinished one may have
+// gone already (in a message started before it): frames_sent counts them,
+// frames_done does not, and a caller that adds them again sends them twice.
 struct VxlanSendResult {
     uint16_t frames_done = 0;
     uint16_t frames_sent = 0;
@@ -156,7 +167,9 @@ public:
     bool sent_all() const { return next_message_ == messages_planned_; }
 
     // The plan, for tests and the port's traces: message i's header as
-    // sendmmsg sees it, its frame count and its segment size.
+    // sendmmsg sees it (its iovecs laid out by send(); before, they are
+    // where add_frame put them, right while its frames were consecutive),
+    // its frame count and its segment size.
     const msghdr& message(uint16_t i) const { return messages_[i].msg_hdr; }
     uint16_t message_frames(uint16_t i) const { return plans_[i].frames; }
     uint16_t message_segment_size(uint16_t i) const { return plans_[i].segment_size; }
@@ -171,7 +184,15 @@ private:
         uint16_t frames = 0;
         uint16_t segment_size = 0;  // VXLAN header + the first frame
         uint32_t payload = 0;       // bytes, every segment
+        uint16_t iovecs = 0;        // of all its frames
         bool closed = false;        // a shorter segment ended it
+    };
+    // Where frame f's iovecs are (in iovecs_, in the order added) and the
+    // message it joined.
+    struct FramePlan {
+        uint16_t message = 0;
+        uint16_t first_iovec = 0;
+        uint16_t iovecs = 0;
     };
     // The cmsg of one message: a UDP_SEGMENT gso_size (u16).
     static constexpr size_t kControlSize = CMSG_SPACE(sizeof(uint16_t));
@@ -179,7 +200,15 @@ private:
         std::array<uint8_t, kControlSize> bytes;
     };
 
-    bool joins_last_message(uint16_t vtep, uint16_t lane, uint32_t segment_size) const;
+    // The message a frame of `segment_size` to `vtep` on `lane` joins:
+    // that VTEP's and lane's latest not yet handed to the kernel, if the
+    // UDP GSO rules let it; else messages_planned_ (a new one).
+    uint16_t message_to_join(uint16_t vtep, uint16_t lane, uint32_t segment_size) const;
+    // Each message not yet sent gets its frames' iovecs in one piece of
+    // laid_out_, in the order the frames were added.
+    void lay_out();
+    // The frames, from the front, whose messages are all done.
+    uint16_t frames_finished() const;
     // The messages from next_message_ on that are of its lane: one sendmmsg.
     uint16_t run_length() const;
     void count_sent(uint16_t messages, VxlanSendResult& result);
@@ -192,11 +221,14 @@ private:
     uint16_t frames_planned_ = 0;
     uint16_t messages_planned_ = 0;
     uint16_t iovecs_used_ = 0;
-    uint16_t next_message_ = 0;  // the first not yet sent or dropped
+    uint16_t next_message_ = 0;     // the first not yet sent or dropped
+    uint16_t frames_reported_ = 0;  // frames_done of the send()s so far
     std::array<MessagePlan, packet::kMaxBurstPackets> plans_{};
+    std::array<FramePlan, packet::kMaxBurstPackets> frames_{};
     std::array<mmsghdr, packet::kMaxBurstPackets> messages_{};
     std::array<Control, packet::kMaxBurstPackets> controls_{};
     std::array<iovec, packet::kMaxBurstIovecs> iovecs_{};
+    std::array<iovec, packet::kMaxBurstIovecs> laid_out_{};
     VxlanSendCounters counters_;
 };
 

@@ -187,8 +187,10 @@ uint16_t VxlanSocketPort::transmit_burst(uint16_t, const packet::PacketBurst& bu
         if (!all_sent) {
             // The socket is full: the packet of the first frame not sent
             // waits, whole, for EPOLLOUT (a packet flooded or segmented
-            // whose first frames went is sent again whole: a duplicate to
-            // some peers rather than a loss; TCP and ARP take both).
+            // whose first frames went is sent again whole, and so is one
+            // after it whose frames went in a message started earlier,
+            // another VTEP's or lane's: a duplicate rather than a loss;
+            // TCP and ARP take both).
             finished = frame_packet_[result.frames_done];
             cursor_ = {};
         }

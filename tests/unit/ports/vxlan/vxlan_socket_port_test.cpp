@@ -735,7 +735,6 @@ TEST(VxlanSocketPortControlPlane, remote_macs_the_table_cannot_hold_flood_and_ar
     EXPECT_EQ(held + not_held, kVxlanMaxLearnedMacs + 100u);
 }
 
-
 // ---- send lanes: a UDP source port per inner flow ---------------------------
 
 // An IPv4 UDP frame from kMacA to kMacB of flow `flow` (its UDP source
@@ -828,6 +827,10 @@ TEST(VxlanSocketPortLanes, each_flow_leaves_from_one_source_port_and_flows_sprea
         EXPECT_NE(std::find(lanes.begin(), lanes.end(), p), lanes.end()) << p;
     }
     EXPECT_EQ(a.tx_counters(0).packets.get(), 3u * 64);
+    // A burst of 64 interleaved flows to one VTEP: a message per lane used,
+    // and a call per lane's run of messages.
+    EXPECT_LE(fact(a, "vxlan_send", "messages_sent"), 3u * 4);
+    EXPECT_LE(fact(a, "vxlan_send", "sendmmsg_calls"), 3u * 4);
 }
 
 TEST(VxlanSocketPortLanes, one_source_port_sends_everything_from_the_receiving_socket) {
