@@ -1,14 +1,14 @@
 // VxlanSendBatch: the send half of the user-space VXLAN datapath. It turns
-// a burst of inner frames into the messages of ONE sendmmsg on a UDP socket
-// (vxlan_socket.hpp), each frame behind a VXLAN header, with no copy: a
+// a burst of inner frames into the messages of one sendmmsg per UDP socket
+// (lane, below; vxlan_socket.hpp), each frame behind a VXLAN header, with no copy: a
 // message's iovecs are [VXLAN header][frame's bytes after its virtio-net
 // header][VXLAN header][next frame's bytes]..., pointing into the source's
 // memory, and the kernel copies each byte once.
 //
 // Why messages of many frames: a datagram costs the kernel ~3 us on its own
 // but ~90 ns as one segment of a UDP_SEGMENT (GSO) send, which builds the
-// datagrams once and segments them late. So consecutive frames to the same
-// VTEP and of the same length share one message whose UDP_SEGMENT cmsg
+// datagrams once and segments them late. So frames to the same VTEP (and
+// lane) of the same length share one message whose UDP_SEGMENT cmsg
 // gives the segment size (VXLAN header + frame), within the kernel's rules
 // for UDP GSO (net/ipv4/udp.c, udp_send_skb): at most 64 segments
 // (UDP_MAX_SEGMENTS on older kernels), at most 65,000 payload bytes here
