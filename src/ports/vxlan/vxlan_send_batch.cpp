@@ -20,9 +20,13 @@ void VxlanSendBatch::begin(std::span<const sockaddr_storage> vteps) {
     iovecs_used_ = 0;
     next_message_ = 0;
     frames_reported_ = 0;
+    interleaved_ = false;
 }
 
 void VxlanSendBatch::lay_out() {
+    if (!interleaved_) {
+        return;  // each message's frames came one after another: in one piece
+    }
     // Message m's iovecs start at start[m]: the messages in order, each
     // its frames' iovecs in the order added. Messages before next_message_
     // were copied by the kernel already and take no room.
@@ -134,6 +138,8 @@ VxlanFrameVerdict VxlanSendBatch::add_frame(std::span<const iovec> frame, uint16
         m = msghdr{};
         m.msg_iov = out;
         ++messages_planned_;
+    } else if (joined != messages_planned_ - 1) {
+        interleaved_ = true;
     }
     MessagePlan& plan = plans_[joined];
     ++plan.frames;

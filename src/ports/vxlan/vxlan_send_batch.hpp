@@ -223,6 +223,9 @@ private:
     uint16_t iovecs_used_ = 0;
     uint16_t next_message_ = 0;     // the first not yet sent or dropped
     uint16_t frames_reported_ = 0;  // frames_done of the send()s so far
+    // Some frame joined a message other than the last: the iovecs need
+    // laying out (otherwise each message's are in one piece already).
+    bool interleaved_ = false;
     std::array<MessagePlan, packet::kMaxBurstPackets> plans_{};
     std::array<FramePlan, packet::kMaxBurstPackets> frames_{};
     std::array<mmsghdr, packet::kMaxBurstPackets> messages_{};
