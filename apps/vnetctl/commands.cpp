@@ -321,6 +321,7 @@ class UplinkAdd final : public Command {
                  {"--dstport", "vxlan_port"},
                  {"--dev", "vxlan_dev"},
                  {"--datapath", "vxlan_datapath"},
+                 {"--source-ports", "vxlan_source_ports"},
                  {"--mtu", "mtu"}}) {
             // Copied: clang does not capture structured bindings.
             const char* const setting = key;

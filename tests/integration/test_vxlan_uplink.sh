@@ -233,6 +233,11 @@ want = {"datapath": "socket", "vni": 4242, "local": "10.201.0.1", "dstport": 478
         "evpn": False, "peers": json.loads(sys.argv[3])}
 got = {k: vx.get(k) for k in want}
 assert got == want, f"show: {got} != {want}"
+# The inner flows' source ports (vxlan_source_ports, 8 unless told): the
+# receiving socket's first, the others distinct.
+source = vx.get("source_ports")
+assert isinstance(source, list) and len(source) == 8 and source[0] == 4789 and len(set(source)) == 8, \
+    f"show: source_ports {source}"
 stats = json.load(open(sys.argv[2]))
 ports = stats["ports"] if isinstance(stats, dict) and "ports" in stats else stats
 up = [p for p in ports if p.get("name") == "uplink-s0"]

@@ -19,6 +19,43 @@ void VxlanSendBatch::begin(std::span<const sockaddr_storage> vteps) {
     messages_planned_ = 0;
     iovecs_used_ = 0;
     next_message_ = 0;
+    frames_reported_ = 0;
+    interleaved_ = false;
+}
+
+void VxlanSendBatch::lay_out() {
+    if (!interleaved_) {
+        return;  // each message's frames came one after another: in one piece
+    }
+    // Message m's iovecs start at start[m]: the messages in order, each
+    // its frames' iovecs in the order added. Messages before next_message_
+    // were copied by the kernel already and take no room.
+    std::array<uint16_t, packet::kMaxBurstPackets> next{};
+    uint16_t at = 0;
+    for (uint16_t m = next_message_; m < messages_planned_; ++m) {
+        next[m] = at;
+        msghdr& h = messages_[m].msg_hdr;
+        h.msg_iov = laid_out_.data() + at;
+        h.msg_iovlen = plans_[m].iovecs;
+        at = static_cast<uint16_t>(at + plans_[m].iovecs);
+    }
+    for (uint16_t f = 0; f < frames_planned_; ++f) {
+        const FramePlan& frame = frames_[f];
+        if (frame.message < next_message_) {
+            continue;
+        }
+        std::copy_n(iovecs_.data() + frame.first_iovec, frame.iovecs,
+                    laid_out_.data() + next[frame.message]);
+        next[frame.message] = static_cast<uint16_t>(next[frame.message] + frame.iovecs);
+    }
+}
+
+uint16_t VxlanSendBatch::frames_finished() const {
+    uint16_t f = frames_reported_;
+    while (f < frames_planned_ && frames_[f].message < next_message_) {
+        ++f;
+    }
+    return f;
 }
 
 VxlanFrameVerdict VxlanSendBatch::drop_frame(packet::Counter& reason, VxlanFrameVerdict verdict) {
@@ -26,21 +63,30 @@ VxlanFrameVerdict VxlanSendBatch::drop_frame(packet::Counter& reason, VxlanFrame
     return verdict;
 }
 
-bool VxlanSendBatch::joins_last_message(uint16_t vtep, uint32_t segment_size) const {
-    if (messages_planned_ == next_message_) {
-        return false;  // none, or all already handed to the kernel
+uint16_t VxlanSendBatch::message_to_join(uint16_t vtep, uint16_t lane,
+                                         uint32_t segment_size) const {
+    // Back from the last message to the first not handed to the kernel:
+    // the latest of this VTEP and lane is the only one a frame may join
+    // (an earlier one would put it before frames of its flow).
+    for (uint16_t m = messages_planned_; m > next_message_;) {
+        --m;
+        const MessagePlan& plan = plans_[m];
+        if (plan.vtep != vtep || plan.lane != lane) {
+            continue;
+        }
+        // UDP GSO: every segment gso_size bytes but the last, which may be
+        // shorter; so a shorter frame ends the message and a longer one
+        // cannot join it.
+        const bool fits = !plan.closed && plan.frames < kVxlanMaxSegmentsPerMessage &&
+                          segment_size <= plan.segment_size &&
+                          plan.payload + segment_size <= kVxlanMaxMessagePayload;
+        return fits ? m : messages_planned_;
     }
-    const MessagePlan& last = plans_[messages_planned_ - 1];
-    // UDP GSO: every segment gso_size bytes but the last, which may be
-    // shorter; so a shorter frame ends the message and a longer one cannot
-    // join it.
-    return last.vtep == vtep && !last.closed && last.frames < kVxlanMaxSegmentsPerMessage &&
-           segment_size <= last.segment_size &&
-           last.payload + segment_size <= kVxlanMaxMessagePayload;
+    return messages_planned_;
 }
 
 VxlanFrameVerdict VxlanSendBatch::add_frame(std::span<const iovec> frame, uint16_t header_size,
-                                            uint16_t vtep) {
+                                            uint16_t vtep, uint16_t lane) {
     if (vtep >= vteps_.size() ||
         (vteps_[vtep].ss_family != AF_INET && vteps_[vtep].ss_family != AF_INET6)) {
         return drop_frame(counters_.dropped_no_vtep, VxlanFrameVerdict::dropped_no_vtep);
@@ -83,20 +129,26 @@ VxlanFrameVerdict VxlanSendBatch::add_frame(std::span<const iovec> frame, uint16
     }
 
     const auto segment_size = static_cast<uint32_t>(kVxlanHeaderSize + inner);
-    if (!joins_last_message(vtep, segment_size)) {
-        MessagePlan& plan = plans_[messages_planned_];
-        plan = MessagePlan{vtep, 0, static_cast<uint16_t>(segment_size), 0, false};
-        msghdr& m = messages_[messages_planned_].msg_hdr;
+    const auto iovecs = static_cast<uint16_t>(pieces + 1);
+    const uint16_t joined = message_to_join(vtep, lane, segment_size);
+    if (joined == messages_planned_) {
+        plans_[joined] = MessagePlan{
+            .vtep = vtep, .lane = lane, .segment_size = static_cast<uint16_t>(segment_size)};
+        msghdr& m = messages_[joined].msg_hdr;
         m = msghdr{};
         m.msg_iov = out;
         ++messages_planned_;
+    } else if (joined != messages_planned_ - 1) {
+        interleaved_ = true;
     }
-    MessagePlan& plan = plans_[messages_planned_ - 1];
+    MessagePlan& plan = plans_[joined];
     ++plan.frames;
     plan.payload += segment_size;
+    plan.iovecs = static_cast<uint16_t>(plan.iovecs + iovecs);
     plan.closed = segment_size < plan.segment_size;
-    messages_[messages_planned_ - 1].msg_hdr.msg_iovlen += static_cast<size_t>(pieces) + 1;
-    iovecs_used_ = static_cast<uint16_t>(iovecs_used_ + pieces + 1);
+    messages_[joined].msg_hdr.msg_iovlen = plan.iovecs;  // right while its frames are consecutive
+    frames_[frames_planned_] = FramePlan{joined, iovecs_used_, iovecs};
+    iovecs_used_ = static_cast<uint16_t>(iovecs_used_ + iovecs);
     ++frames_planned_;
     return VxlanFrameVerdict::planned;
 }
@@ -145,42 +197,63 @@ void VxlanSendBatch::drop_message(uint16_t i, int error_number) {
     }
 }
 
-VxlanSendResult VxlanSendBatch::send(int fd) {
+uint16_t VxlanSendBatch::run_length() const {
+    const uint16_t lane = plans_[next_message_].lane;
+    auto end = static_cast<uint16_t>(next_message_ + 1);
+    while (end < messages_planned_ && plans_[end].lane == lane) {
+        ++end;
+    }
+    return static_cast<uint16_t>(end - next_message_);
+}
+
+void VxlanSendBatch::count_sent(uint16_t messages, VxlanSendResult& result) {
+    for (uint16_t k = 0; k < messages; ++k) {
+        const MessagePlan& plan = plans_[next_message_ + k];
+        result.frames_sent = static_cast<uint16_t>(result.frames_sent + plan.frames);
+        counters_.frames_sent.add(plan.frames);
+        counters_.gso_messages_sent.add(plan.frames > 1 ? 1 : 0);
+    }
+    counters_.messages_sent.add(messages);
+    next_message_ = static_cast<uint16_t>(next_message_ + messages);
+}
+
+VxlanSendResult VxlanSendBatch::send(std::span<const int> lane_fds) {
     VxlanSendResult result;
+    lay_out();
     for (uint16_t i = next_message_; i < messages_planned_; ++i) {
         finish_message(i);
     }
     while (next_message_ < messages_planned_) {
-        counters_.sendmmsg_calls.add(1);
-        const int sent = ::sendmmsg(fd, messages_.data() + next_message_,
-                                    messages_planned_ - next_message_, MSG_DONTWAIT);
-        if (sent > 0) {
-            // Whole messages: a partial count means the kernel stopped at
-            // the next one (full, or an error it reports on the next call).
-            for (int k = 0; k < sent; ++k) {
-                const MessagePlan& plan = plans_[next_message_ + k];
-                result.frames_done = static_cast<uint16_t>(result.frames_done + plan.frames);
-                result.frames_sent = static_cast<uint16_t>(result.frames_sent + plan.frames);
-                counters_.frames_sent.add(plan.frames);
-                counters_.gso_messages_sent.add(plan.frames > 1 ? 1 : 0);
+        const uint16_t lane = plans_[next_message_].lane;
+        int error_number = EBADF;  // a lane with no socket: its messages are dropped
+        if (lane < lane_fds.size()) {
+            const uint16_t run = run_length();
+            counters_.sendmmsg_calls.add(1);
+            const int sent =
+                ::sendmmsg(lane_fds[lane], messages_.data() + next_message_, run, MSG_DONTWAIT);
+            if (sent > 0) {
+                // Whole messages: a partial count means the kernel stopped
+                // at the next one (full, or an error it reports on the next
+                // call).
+                count_sent(static_cast<uint16_t>(sent), result);
+                continue;
             }
-            counters_.messages_sent.add(static_cast<uint64_t>(sent));
-            next_message_ = static_cast<uint16_t>(next_message_ + sent);
-            continue;
+            error_number = sent == 0 ? EAGAIN : errno;
         }
-        const int error_number = sent == 0 ? EAGAIN : errno;
         if (error_number == EINTR) {
             continue;
         }
         if (error_number == EAGAIN || error_number == EWOULDBLOCK || error_number == ENOBUFS) {
             result.would_block = true;
+            result.blocked_lane = lane;
             break;
         }
         drop_message(next_message_, error_number);
-        result.frames_done =
-            static_cast<uint16_t>(result.frames_done + plans_[next_message_].frames);
         ++next_message_;
     }
+    const uint16_t finished = frames_finished();
+    result.frames_done = static_cast<uint16_t>(finished - frames_reported_);
+    frames_reported_ = finished;
     return result;
 }
 

@@ -1,6 +1,7 @@
 #include "ports/vxlan/vxlan_socket.hpp"
 
 #include <arpa/inet.h>
+#include <linux/filter.h>
 #include <netinet/udp.h>
 
 #include <cerrno>
@@ -35,6 +36,19 @@ void size_buffer(int fd, int force_name, int name, int bytes, std::string_view d
     set_option(fd, SOL_SOCKET, name, bytes, device, step);
 }
 
+// A send lane's receive side: a classic BPF program that keeps no byte of
+// any datagram (the kernel runs it before queueing one), locked so it
+// stays; and the smallest buffer the kernel allows (it rounds 1 up).
+void refuse_every_datagram(int fd, std::string_view device) {
+    sock_filter drop_all = BPF_STMT(BPF_RET | BPF_K, 0);
+    const sock_fprog program{1, &drop_all};
+    if (::setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof(program)) != 0) {
+        throw_setup_error(device, "setsockopt(SO_ATTACH_FILTER)", errno);
+    }
+    set_option(fd, SOL_SOCKET, SO_LOCK_FILTER, 1, device, "setsockopt(SO_LOCK_FILTER)");
+    set_option(fd, SOL_SOCKET, SO_RCVBUF, 1, device, "setsockopt(SO_RCVBUF)");
+}
+
 }  // namespace
 
 VxlanSocket::VxlanSocket(std::string_view device, const VxlanSocketOptions& options) {
@@ -49,12 +63,16 @@ VxlanSocket::VxlanSocket(std::string_view device, const VxlanSocketOptions& opti
     if (family == AF_INET6) {
         set_option(fd_.get(), IPPROTO_IPV6, IPV6_V6ONLY, 1, device, "setsockopt(IPV6_V6ONLY)");
     }
-    size_buffer(fd_.get(), SO_RCVBUFFORCE, SO_RCVBUF, options.receive_buffer_bytes, device,
-                "setsockopt(SO_RCVBUF)");
     size_buffer(fd_.get(), SO_SNDBUFFORCE, SO_SNDBUF, options.send_buffer_bytes, device,
                 "setsockopt(SO_SNDBUF)");
-    set_option(fd_.get(), SOL_UDP, UDP_GRO, 1, device, "setsockopt(UDP_GRO)",
-               "the kernel needs UDP GRO on sockets (Linux 5.0 or later)");
+    if (options.send_only) {
+        refuse_every_datagram(fd_.get(), device);
+    } else {
+        size_buffer(fd_.get(), SO_RCVBUFFORCE, SO_RCVBUF, options.receive_buffer_bytes, device,
+                    "setsockopt(SO_RCVBUF)");
+        set_option(fd_.get(), SOL_UDP, UDP_GRO, 1, device, "setsockopt(UDP_GRO)",
+                   "the kernel needs UDP GRO on sockets (Linux 5.0 or later)");
+    }
     if (::bind(fd_.get(), reinterpret_cast<const sockaddr*>(&options.local),
                address_length(options.local)) != 0) {
         const int e = errno;

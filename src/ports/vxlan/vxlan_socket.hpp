@@ -7,6 +7,11 @@
 //    passes net.core.rmem_max/wmem_max with CAP_NET_ADMIN);
 //  * IPV6_V6ONLY on an IPv6 address, so a v6 VTEP never sees v4-mapped
 //    peers (one address family per overlay).
+// A send-only socket (a send lane: one more UDP source port for the
+// inner flows' spread, vxlan_socket_port.hpp) is never read: nothing is
+// addressed to its port, and a stray datagram is dropped by a socket
+// filter before it takes any buffer; it has no UDP_GRO, and the smallest
+// receive buffer.
 // Errors are PortSetupError naming the device and the step.
 #pragma once
 
@@ -27,6 +32,7 @@ struct VxlanSocketOptions {
     sockaddr_storage local{};
     int receive_buffer_bytes = 4 << 20;
     int send_buffer_bytes = 4 << 20;
+    bool send_only = false;  // never read: receive_buffer_bytes is ignored
 };
 
 class VxlanSocket {

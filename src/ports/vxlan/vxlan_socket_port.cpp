@@ -14,6 +14,8 @@
 #include "common/steady_clock.hpp"
 #include "packet/iovec.hpp"
 #include "packet/tcp_checksum_check.hpp"
+#include "ports/setup_error.hpp"
+#include "ports/vxlan/vxlan_flow_hash.hpp"
 #include "virtio/net_header.hpp"
 
 namespace vnet::ports {
@@ -99,6 +101,21 @@ VxlanSocketOptions socket_options(const std::string& name, const VxlanSocketPort
     return so;
 }
 
+// A send lane: the receiving socket's address with a port of the kernel's
+// choosing (bind never gives two sockets one port), its send buffer.
+VxlanSocketOptions lane_options(const VxlanSocket& receiving, int send_buffer_bytes) {
+    VxlanSocketOptions so;
+    so.local = receiving.local();
+    if (so.local.ss_family == AF_INET6) {
+        reinterpret_cast<sockaddr_in6&>(so.local).sin6_port = 0;
+    } else {
+        reinterpret_cast<sockaddr_in&>(so.local).sin_port = 0;
+    }
+    so.send_buffer_bytes = send_buffer_bytes;
+    so.send_only = true;
+    return so;
+}
+
 }  // namespace
 
 VxlanSocketPort::VxlanSocketPort(std::string name, const VxlanSocketPortOptions& options)
@@ -118,6 +135,7 @@ VxlanSocketPort::VxlanSocketPort(std::string name, const VxlanSocketPortOptions&
     adaptation_.set_receiver(virtio::ReceiverOffloads{});
     adaptation_.set_streaming_stores(false);  // the scratch is read back at once by the send
     segment_start_.reserve(size_t{virtio::kMaxTcpSegments} + 1);
+    open_lanes();
     for (const std::string& peer : options.peers) {
         add_peer(peer);
     }
@@ -125,12 +143,36 @@ VxlanSocketPort::VxlanSocketPort(std::string name, const VxlanSocketPortOptions&
 
 VxlanSocketPort::~VxlanSocketPort() = default;
 
+void VxlanSocketPort::open_lanes() {
+    if (options_.source_ports < 1 || options_.source_ports > kVxlanMaxSendLanes) {
+        throw_option_error(name_, "source_ports must be 1.." + std::to_string(kVxlanMaxSendLanes) +
+                                      ", not " + std::to_string(options_.source_ports));
+    }
+    lanes_ = options_.source_ports;
+    lane_fds_[0] = socket_.fd();
+    lane_sockets_.reserve(lanes_ - 1u);
+    for (uint16_t lane = 1; lane < lanes_; ++lane) {
+        lane_sockets_.emplace_back(name_, lane_options(socket_, options_.socket_buffer_bytes));
+        lane_fds_[lane] = lane_sockets_.back().fd();
+    }
+}
+
+std::vector<uint16_t> VxlanSocketPort::source_ports() const {
+    std::vector<uint16_t> out{socket_.local_port()};
+    for (const VxlanSocket& lane : lane_sockets_) {
+        out.push_back(lane.local_port());
+    }
+    return out;
+}
+
 WaitSpec VxlanSocketPort::receive_wait(uint16_t) const {
     return {.fd = socket_.fd(), .events = EPOLLIN};
 }
 
+// The worker asks again before each sleep (Worker::sleep_until_ready), so
+// the socket named may change from one wait to the next.
 WaitSpec VxlanSocketPort::transmit_wait(uint16_t) const {
-    return {.fd = socket_.fd(), .events = EPOLLOUT};
+    return {.fd = lane_fds_[blocked_lane_], .events = EPOLLOUT};
 }
 
 // ---- sending ----------------------------------------------------------------
@@ -153,14 +195,20 @@ uint16_t VxlanSocketPort::transmit_burst(uint16_t, const packet::PacketBurst& bu
         while (next < burst.count && plan_packet(burst, next)) {
             ++next;
         }
-        const VxlanSendResult result = send_.send(socket_.fd());
+        const VxlanSendResult result = send_.send(std::span<const int>(lane_fds_.data(), lanes_));
         uint16_t finished = next;
         const bool all_sent = result.frames_done == planned_frames_;
+        if (result.would_block) {
+            blocked_lane_ = result.blocked_lane;
+        }
         if (!all_sent) {
             // The socket is full: the packet of the first frame not sent
             // waits for EPOLLOUT, and if some of its frames went (to some
             // of the VTEPs it floods to, or some of its segments), the
-            // next burst resumes it after them.
+            // next burst resumes it after them. A frame after it that went
+            // in a message started earlier (its VTEP's and lane's) is sent
+            // again with its packet: a duplicate rather than a loss, and
+            // only when the socket filled up.
             const uint16_t first_unsent = result.frames_done;
             finished = frame_packet_[first_unsent];
             const bool some_went =
@@ -223,8 +271,8 @@ bool VxlanSocketPort::plan_packet(const packet::PacketBurst& burst, uint16_t i) 
             continue;
         }
         for (; cursor_.segment < cursor_.frames; ++cursor_.segment) {
-            const VxlanFrameVerdict verdict =
-                send_.add_frame(frame_of(burst, i, cursor_.segment), header_size, cursor_.peer);
+            const VxlanFrameVerdict verdict = send_.add_frame(
+                frame_of(burst, i, cursor_.segment), header_size, cursor_.peer, cursor_.lane);
             if (verdict == VxlanFrameVerdict::batch_full) {
                 return false;
             }
@@ -288,18 +336,28 @@ bool VxlanSocketPort::start_packet(const packet::PacketBurst& burst, uint16_t i)
     const std::span<const iovec> packet = burst.packet_iovecs(i);
     const uint32_t len = burst.packets[i].len;
     const uint16_t header_size = burst.header_size;
-    // A private copy of what decides the route: the guest may rewrite its
-    // memory meanwhile, and the batch reads the header again itself.
-    uint8_t head[sizeof(virtio::NetHeader) + 6] = {};
-    if (header_size > sizeof(virtio::NetHeader) || len < header_size + 14u ||
-        packet::gather_prefix(packet, head, header_size + 6u) != header_size + 6u) {
+    // A private copy of what decides the route and the lane: the guest may
+    // rewrite its memory meanwhile, and the batch reads the header again
+    // itself. With one lane, only the destination MAC is wanted.
+    uint8_t head[sizeof(virtio::NetHeader) + kVxlanFlowHashBytes];
+    const size_t wanted =
+        lanes_ > 1 ? std::min<size_t>(len, header_size + kVxlanFlowHashBytes) : header_size + 6u;
+    const bool whole_header = header_size <= sizeof(virtio::NetHeader) && len >= header_size + 14u;
+    const size_t copied = whole_header ? packet::gather_prefix(packet, head, wanted) : 0;
+    if (copied < header_size + 6u) {
         tx_.count_drop(packet::DropReason::packet_too_short);
         cursor_ = {.started = true, .frames = 0};
         return true;
     }
     const uint64_t destination = mac_key(head + header_size);
+    // Once per packet: its segments and flood copies all take this lane.
+    const uint16_t lane =
+        lanes_ > 1
+            ? vxlan_lane_of(vxlan_inner_flow_hash(head + header_size, copied - header_size), lanes_)
+            : 0;
     Cursor c{.started = true,
-             .target = is_group_mac(destination) ? kNoPeer : peer_of(destination, steady_now_ns())};
+             .target = is_group_mac(destination) ? kNoPeer : peer_of(destination, steady_now_ns()),
+             .lane = lane};
     c.peer = c.target == kNoPeer ? 0 : c.target;
     const bool offload =
         (head[virtio::kNetHeaderFlagsOffset] & virtio::NetHeader::kFlagNeedsCsum) != 0 ||
@@ -790,6 +848,12 @@ void VxlanSocketPort::describe(std::vector<Fact>& out) const {
     out.push_back({"vxlan", "local", address_text(socket_.local())});
     out.push_back({"vxlan", "port", uint64_t{socket_.local_port()}});
     out.push_back({"vxlan", "dstport", uint64_t{options_.dstport}});
+    // The UDP source ports the inner flows are spread over, lane 0 first.
+    std::string ports;
+    for (const uint16_t p : source_ports()) {
+        ports += (ports.empty() ? "" : ",") + std::to_string(p);
+    }
+    out.push_back({"vxlan", "source_ports", ports});
     // The steering program's id (bpftool prog show id N), 0 when the socket
     // is bound to dstport itself.
     out.push_back(

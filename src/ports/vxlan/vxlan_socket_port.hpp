@@ -50,6 +50,19 @@
 // no room for floods, and is counted. Static peers do not mix with it:
 // set_forwarding replaces them, add_peer/remove_peer are refused after it.
 //
+// Send lanes (RFC 7348 §5's source port entropy): the port sends from
+// `source_ports` UDP sockets, lane 0 the socket it receives on and the
+// others send-only sockets bound to the local address and a port the
+// kernel picks (vxlan_socket.hpp: nothing is addressed to them). Each
+// packet's lane is a hash of its inner flow (vxlan_flow_hash.hpp), taken
+// once per packet, so every segment and every flood copy of it leaves from
+// one source port and a flow is never reordered; an underlay that spreads
+// by 5-tuple (ECMP, a receiving NIC's RSS) then spreads the flows, as it
+// does the kernel vxlan device's. A full lane socket stops the send at
+// its first message still to go (frames are done from the front, so the
+// messages after it wait whatever their lane), and transmit_wait() names
+// that socket.
+//
 // VTEP slots: every VTEP the port sends to (a peer, a flood VTEP, a remote
 // MAC's VTEP) has a fixed slot, which the learning table and the send
 // batch name; a slot either floods or is a unicast target only.
@@ -102,6 +115,9 @@ inline constexpr uint32_t kVxlanScratchBytes = 256 * 1024;
 // headers and its payload's slices): a 64 KiB frame of 45 segments in
 // guest buffers of any layout takes far fewer; more, and it is copied.
 inline constexpr uint32_t kVxlanSegmentIovecs = 4096;
+// UDP source ports (send lanes) unless told: enough for an underlay's
+// ECMP ways or a NIC's RSS queues to see several, few sockets.
+inline constexpr uint16_t kVxlanDefaultSourcePorts = 8;
 
 struct VxlanSocketPortOptions {
     uint32_t vni = 0;                // 1..16777215
@@ -114,6 +130,9 @@ struct VxlanSocketPortOptions {
     // (to `local`, or any address) by UdpPortSteering. Nothing else in the
     // network namespace receives on dstport while the port lives.
     bool steer_dstport = false;
+    // The UDP source ports (send lanes) inner flows are spread over,
+    // 1..kVxlanMaxSendLanes; 1: every datagram from the receiving socket.
+    uint16_t source_ports = kVxlanDefaultSourcePorts;
 };
 
 // What a control plane (EVPN: zebra's FDB entries on the kernel's vxlan
@@ -185,6 +204,9 @@ public:
     uint16_t local_port() const { return socket_.local_port(); }
     // The port the tunnel runs on: received on, sent to.
     uint16_t dstport() const { return options_.dstport; }
+    // The UDP source ports datagrams leave from, by lane (lane 0:
+    // local_port()).
+    std::vector<uint16_t> source_ports() const;
     // MACs learned and not aged out at `now_ns` (steady clock); on the
     // owning worker (it walks the worker's table).
     uint32_t learned_macs(uint64_t now_ns) const;
@@ -216,6 +238,7 @@ private:
         bool dropped_frame = false;  // the batch refused one of its frames
         bool planned_any = false;    // some frame of it is in a send
         uint16_t target = 0;
+        uint16_t lane = 0;  // the send socket: the inner flow's
         uint16_t frames = 1;
         uint16_t peer = 0;
         uint16_t segment = 0;
@@ -259,6 +282,8 @@ private:
     // Recounts flood_count_ and flood_end_ after the slots changed.
     void floods_changed();
     void refuse_if_control_plane() const;
+    // Opens lanes 1.. (options_.source_ports); throws PortSetupError.
+    void open_lanes();
     // `address` as a VTEP of the socket's family; `what` names it in the
     // message ("peer", "VTEP").
     sockaddr_storage parse_peer(const std::string& address, const char* what = "peer") const;
@@ -267,6 +292,13 @@ private:
     VxlanSocketPortOptions options_;
     VxlanSocket socket_;
     std::unique_ptr<UdpPortSteering> steering_;  // null unless steer_dstport
+    // Lanes 1.. (lane 0 is socket_), and every lane's fd for the send
+    // batch; blocked_lane_: the lane whose full socket stopped the last
+    // send, which transmit_wait() names.
+    std::vector<VxlanSocket> lane_sockets_;
+    std::array<int, kVxlanMaxSendLanes> lane_fds_{};
+    uint16_t lanes_ = 1;
+    uint16_t blocked_lane_ = 0;
     // VTEPs in fixed slots (a learned or given MAC names its slot);
     // present_[p] says whether slot p holds one, floods_[p] whether it is
     // flooded to (every present one in learning mode). The send batch is

@@ -111,6 +111,28 @@ TEST(PlanReload, a_vxlan_uplinks_datapath_changed_is_refused_naming_the_key) {
               "then add it back");
 }
 
+// The socket datapath's source ports are sockets the port opened at its
+// start: a change is a remove and an add, as the datapath's is.
+TEST(PlanReload, a_vxlan_uplinks_source_ports_changed_is_refused_naming_the_key) {
+    PortConfig up;
+    up.name = "uplink-s0";
+    up.switch_name = "s0";
+    up.settings = VxlanSettings{};
+    up.get<VxlanSettings>()->vni = 100;
+    up.get<VxlanSettings>()->vxlan_datapath = VxlanDatapath::socket;
+    Config before;
+    before.ports = {up};
+    Config after = before;
+    after.ports[0].get<VxlanSettings>()->vxlan_source_ports = kDefaultVxlanSourcePorts;
+    EXPECT_TRUE(plan_reload(before, after).refusals.empty());  // the default, said
+    after.ports[0].get<VxlanSettings>()->vxlan_source_ports = 16;
+    const ConfigPlan plan = plan_reload(before, after);
+    ASSERT_EQ(plan.refusals.size(), 1u);
+    EXPECT_EQ(plan.refusals[0],
+              "port 'uplink-s0' changed (vxlan_source_ports): remove it from the file and reload, "
+              "then add it back");
+}
+
 TEST(PlanReload, rewiring_ports_that_stay_is_refused) {
     Config before = boot();
     before.ports.push_back(tap("t1"));

@@ -164,5 +164,27 @@ TEST(ConfigVxlan, what_the_socket_datapath_cannot_do_is_refused_with_the_reason)
         "port 't': vxlan_datapath is for vxlan ports");
 }
 
+TEST(ConfigVxlan, the_socket_datapath_spreads_flows_over_8_source_ports_unless_told) {
+    Config c;
+    const std::string socket = "switch = \"s0\"\nvni = 7\nvxlan_datapath = \"socket\"\n";
+    ASSERT_EQ(config_file_error(kSwitches + uplink("up", socket), &c), "");
+    EXPECT_EQ(c.find_port("up")->get<VxlanSettings>()->source_ports(), 8);
+    ASSERT_EQ(config_file_error(kSwitches + uplink("up", socket + "vxlan_source_ports = 1\n"), &c),
+              "");
+    EXPECT_EQ(c.find_port("up")->get<VxlanSettings>()->source_ports(), 1);
+    ASSERT_EQ(config_file_error(kSwitches + uplink("up", socket + "vxlan_source_ports = 64\n"), &c),
+              "");
+    EXPECT_EQ(c.find_port("up")->get<VxlanSettings>()->source_ports(), 64);
+    EXPECT_EQ(config_file_error(kSwitches + uplink("up", socket + "vxlan_source_ports = 0\n")),
+              "port 'up': vxlan_source_ports must be 1..64, not '0'");
+    EXPECT_EQ(config_file_error(kSwitches + uplink("up", socket + "vxlan_source_ports = 65\n")),
+              "port 'up': vxlan_source_ports must be 1..64, not '65'");
+    // The splice's kernel device picks its own source ports.
+    EXPECT_EQ(config_file_error(kSwitches +
+                                uplink("up", "switch = \"s0\"\nvni = 7\nvxlan_source_ports = 4\n")),
+              "port 'up': vxlan_source_ports needs vxlan_datapath socket (the splice's kernel "
+              "vxlan device picks a source port per flow itself)");
+}
+
 }  // namespace
 }  // namespace vnet::control

@@ -108,6 +108,23 @@ constexpr std::array kRows = {
                    return std::string(
                        to_string(settings_or_default<VxlanSettings>(p).vxlan_datapath));
                }},
+    OptionSpec{"vxlan_source_ports",
+               OptionScope::port,
+               port_type_of<VxlanSettings>(),
+               "1..64",
+               "the socket datapath: the UDP source ports datagrams leave from, each inner flow "
+               "from one picked by its hash (RFC 7348 entropy, so that ECMP and RSS spread the "
+               "flows); 1: one port, dstport's",
+               {},
+               false,
+               [](Config&, PortConfig* p, std::string_view t) {
+                   settings_for<VxlanSettings>(p, "vxlan_source_ports").vxlan_source_ports =
+                       static_cast<uint16_t>(
+                           parse_uint("vxlan_source_ports", t, 1, kMaxVxlanSourcePorts));
+               },
+               [](const Config&, const PortConfig* p) {
+                   return number(settings_or_default<VxlanSettings>(p).source_ports());
+               }},
 };
 
 }  // namespace

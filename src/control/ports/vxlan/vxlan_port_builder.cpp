@@ -45,9 +45,14 @@ void VxlanSocketService::show(nlohmann::json& out) {
         run_on_owner_(0, [this, &peers] { peers = port_.peers(); });
     }
     out["vxlan"] = {
-        {"datapath", "socket"},       {"vni", port_.vni()}, {"local", local_},
-        {"dstport", port_.dstport()}, {"mtu", mtu_},        {"peers", peers},
+        {"datapath", "socket"},
+        {"vni", port_.vni()},
+        {"local", local_},
+        {"dstport", port_.dstport()},
+        {"mtu", mtu_},
+        {"peers", peers},
         {"evpn", evpn_ != nullptr},
+        {"source_ports", port_.source_ports()},
     };
     if (evpn_) {
         nlohmann::json& vx = out["vxlan"];
@@ -130,6 +135,11 @@ std::unique_ptr<ports::EvpnTable> make_evpn_table(const PortConfig& pc, const Vx
     return table;
 }
 
+// The config's default and range are the port's (the config header stays
+// free of the datapath's).
+static_assert(kDefaultVxlanSourcePorts == ports::kVxlanDefaultSourcePorts);
+static_assert(kMaxVxlanSourcePorts == ports::kVxlanMaxSendLanes);
+
 // The socket datapath: the port is vnetd's own UDP socket; no kernel
 // device, tap or tc program unless in EVPN mode, where they are zebra's
 // table and the socket takes their UDP port.
@@ -145,17 +155,19 @@ BuiltPort build_socket_datapath(const PortConfig& pc, const PortContext& context
     so.dstport = vx.vxlan_port;
     so.peers = vx.vxlan_remote;
     so.steer_dstport = vx.evpn;  // the vxlan device holds the port
+    so.source_ports = vx.source_ports();
     auto port = std::make_unique<ports::VxlanSocketPort>(pc.name, so);
     const unsigned mtu = pc.mtu.value_or(kDefaultVxlanMtu);  // what Config::uplink_mtu_of offers
     auto service = std::make_unique<VxlanSocketService>(*port, context.run_on_owner, vx.vxlan_local,
                                                         mtu, std::move(evpn));
     context.log->info(
-        "port {}: vxlan uplink, socket datapath: vni {}, udp socket on {} port {}, mtu {}, {}",
+        "port {}: vxlan uplink, socket datapath: vni {}, udp socket on {} port {}, {} source "
+        "port(s), mtu {}, {}",
         pc.name, vx.vni, vx.vxlan_local.empty() ? "any address" : vx.vxlan_local,
         vx.evpn ? std::to_string(port->local_port()) + " (port " + std::to_string(vx.vxlan_port) +
                       " steered to it)"
                 : std::to_string(port->local_port()),
-        mtu,
+        so.source_ports, mtu,
         vx.evpn ? "evpn: " + vxlan_device_name(vx) + " and " + vxlan_tap_name(vx) + " in bridge " +
                       vxlan_bridge_name(vx) + " as zebra's table, no learning"
                 : std::to_string(service->peers().size()) + " peer(s)");

@@ -133,6 +133,10 @@ void VxlanSettings::validate(const PortConfig& port, const Config& config) const
     }
     if (vxlan_datapath == VxlanDatapath::socket) {
         validate_socket_datapath(*this, where);
+    } else if (vxlan_source_ports) {
+        throw std::invalid_argument(where +
+                                    "vxlan_source_ports needs vxlan_datapath socket (the splice's "
+                                    "kernel vxlan device picks a source port per flow itself)");
     }
 }
 

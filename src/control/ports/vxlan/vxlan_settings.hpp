@@ -20,6 +20,10 @@ struct PortConfig;
 // A VXLAN uplink's MTU unless told: a 1500-byte IPv4 underlay less the 50
 // bytes of outer Ethernet, IP, UDP and VXLAN headers (the kernel's default).
 inline constexpr uint16_t kDefaultVxlanMtu = 1450;
+// The socket datapath's UDP source ports unless told (vxlan_source_ports;
+// ports::kVxlanDefaultSourcePorts), and the most.
+inline constexpr uint16_t kDefaultVxlanSourcePorts = 8;
+inline constexpr uint16_t kMaxVxlanSourcePorts = 64;
 
 // How an uplink's frames reach the underlay (docs/USAGE.md "VXLAN uplinks"):
 //  splice: a kernel vxlan device spliced by tc to a tap vnetd serves
@@ -48,6 +52,12 @@ struct VxlanSettings {
     // are kept in step with the bridge's FDB (control/switches/evpn/).
     bool evpn = false;
     VxlanDatapath vxlan_datapath = VxlanDatapath::splice;
+    // The socket datapath: how many UDP source ports the inner flows are
+    // spread over (RFC 7348 §5's entropy), 1..64; unset:
+    // kDefaultVxlanSourcePorts. The splice's kernel device picks its own
+    // (from the ephemeral range), so it refuses the key.
+    std::optional<uint16_t> vxlan_source_ports;
+    uint16_t source_ports() const { return vxlan_source_ports.value_or(kDefaultVxlanSourcePorts); }
 
     // A vxlan port is its switch's uplink: one per switch (vnetctl names an
     // uplink by its switch) and one per VNI (the kernel refuses a second

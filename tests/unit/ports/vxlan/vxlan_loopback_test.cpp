@@ -1,13 +1,18 @@
 // The user-space VXLAN datapath end to end over loopback sockets: a burst
 // planned by VxlanSendBatch, sent with UDP_SEGMENT, received with UDP_GRO by
 // VxlanReceiveBatch (ports/vxlan/), and hostile datagrams sent raw.
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstring>
 #include <vector>
 
+#include "common/unique_fd.hpp"
 #include "ports/vxlan/vxlan_receive_batch.hpp"
 #include "ports/vxlan/vxlan_send_batch.hpp"
 #include "ports/vxlan/vxlan_socket.hpp"
@@ -167,8 +172,8 @@ TEST(VxlanLoopback, hostile_datagrams_are_dropped_with_exact_reasons) {
 
 TEST(VxlanLoopback, a_refused_message_is_dropped_and_the_ones_after_it_still_go) {
     // A v6-only socket refuses the IPv4 VTEP (ENETUNREACH): sendmmsg sends
-    // message 0 and stops at 1, the retry fails on 1 alone (dropped), the
-    // next call sends 2.
+    // message 0 (frames 0, 1 and 3: the VTEP's) and stops at 1, the retry
+    // fails on 1 alone (dropped).
     VxlanSocket from = open_socket(test::ipv6_loopback(0));
     VxlanSocket to = open_socket(test::ipv6_loopback(0));
     const std::array<sockaddr_storage, 2> vteps{to.local(), test::ipv4_loopback(4789)};
@@ -181,14 +186,14 @@ TEST(VxlanLoopback, a_refused_message_is_dropped_and_the_ones_after_it_still_go)
         iovec iov = test::whole(frames.back());
         ASSERT_EQ(send.add_frame({&iov, 1}, 12, vtep), VxlanFrameVerdict::planned);
     }
-    ASSERT_EQ(send.messages_planned(), 3);
+    ASSERT_EQ(send.messages_planned(), 2);
     const VxlanSendResult r = send.send(from.fd());
     EXPECT_EQ(r.frames_done, 4);
     EXPECT_EQ(r.frames_sent, 3);
     EXPECT_FALSE(r.would_block);
-    EXPECT_EQ(send.counters().sendmmsg_calls.get(), 3u);
+    EXPECT_EQ(send.counters().sendmmsg_calls.get(), 2u);
     EXPECT_EQ(send.counters().dropped_unreachable.get(), 1u);
-    EXPECT_EQ(send.counters().messages_sent.get(), 2u);
+    EXPECT_EQ(send.counters().messages_sent.get(), 1u);
 
     VxlanReceiveBatch receive(kVni, 4);
     receive_frames(receive, to.fd(), 3);
@@ -222,6 +227,178 @@ TEST(VxlanLoopback, a_full_receiver_reads_nothing_until_frames_are_done) {
     receive.complete(1);
     EXPECT_EQ(receive.receive(to.fd()), 1u);
     EXPECT_EQ(receive.ready(), 2u);
+}
+
+// ---- lanes: one socket (source port) per lane ------------------------------
+
+uint16_t port_of(const sockaddr_storage& a) {
+    return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
+}
+
+// Plans frame `id` (100 inner bytes) toward `vtep` on `lane`.
+void add_on_lane(VxlanSendBatch& send, std::vector<std::vector<uint8_t>>& frames, uint16_t vtep,
+                 uint16_t lane) {
+    frames.push_back(test::guest_frame(static_cast<uint32_t>(frames.size()), 100));
+    iovec iov = test::whole(frames.back());
+    ASSERT_EQ(send.add_frame({&iov, 1}, 12, vtep, lane), VxlanFrameVerdict::planned);
+}
+
+TEST(VxlanLoopbackLanes, two_lanes_to_one_vtep_are_two_messages_sent_on_their_own_sockets) {
+    VxlanSocket lane0 = open_socket(test::ipv4_loopback(0));
+    VxlanSocket lane1 = open_socket(test::ipv4_loopback(0));
+    VxlanSocket to = open_socket(test::ipv4_loopback(0));
+    const std::array<sockaddr_storage, 1> vteps{to.local()};
+    const std::array<int, 2> fds{lane0.fd(), lane1.fd()};
+    VxlanSendBatch send(kVni);
+    send.begin(vteps);
+    std::vector<std::vector<uint8_t>> frames;
+    frames.reserve(8);
+    for (uint16_t lane : {0, 0, 0, 1, 1}) {
+        add_on_lane(send, frames, 0, lane);
+    }
+    ASSERT_EQ(send.messages_planned(), 2);
+    EXPECT_EQ(send.message_lane(0), 0);
+    EXPECT_EQ(send.message_frames(0), 3);
+    EXPECT_EQ(send.message_lane(1), 1);
+    EXPECT_EQ(send.message_frames(1), 2);
+    const VxlanSendResult r = send.send(fds);
+    EXPECT_EQ(r.frames_done, 5);
+    EXPECT_EQ(r.frames_sent, 5);
+    EXPECT_FALSE(r.would_block);
+    EXPECT_EQ(send.counters().sendmmsg_calls.get(), 2u);  // one per lane's run
+
+    VxlanReceiveBatch receive(kVni, 4);
+    receive_frames(receive, to.fd(), 5);
+    ASSERT_EQ(receive.ready(), 5u);
+    for (uint32_t i = 0; i < 5; ++i) {
+        const VxlanReceivedFrame& f = receive.ready_frame(i);
+        EXPECT_EQ(std::vector<uint8_t>(f.data, f.data + f.len), test::inner_frame(i, 100));
+        EXPECT_EQ(port_of(receive.source(f)), i < 3 ? lane0.local_port() : lane1.local_port())
+            << "frame " << i;
+    }
+}
+
+TEST(VxlanLoopbackLanes, a_run_of_one_lane_to_two_vteps_is_one_call) {
+    VxlanSocket lane0 = open_socket(test::ipv4_loopback(0));
+    VxlanSocket lane1 = open_socket(test::ipv4_loopback(0));
+    VxlanSocket to0 = open_socket(test::ipv4_loopback(0));
+    VxlanSocket to1 = open_socket(test::ipv4_loopback(0));
+    const std::array<sockaddr_storage, 2> vteps{to0.local(), to1.local()};
+    const std::array<int, 2> fds{lane0.fd(), lane1.fd()};
+    VxlanSendBatch send(kVni);
+    send.begin(vteps);
+    std::vector<std::vector<uint8_t>> frames;
+    frames.reserve(4);
+    add_on_lane(send, frames, 0, 1);
+    add_on_lane(send, frames, 1, 1);
+    add_on_lane(send, frames, 1, 1);
+    ASSERT_EQ(send.messages_planned(), 2);
+    const VxlanSendResult r = send.send(fds);
+    EXPECT_EQ(r.frames_sent, 3);
+    EXPECT_EQ(send.counters().sendmmsg_calls.get(), 1u);
+    EXPECT_EQ(send.counters().messages_sent.get(), 2u);
+    VxlanReceiveBatch receive(kVni, 4);
+    receive_frames(receive, to1.fd(), 2);
+    ASSERT_EQ(receive.ready(), 2u);
+    EXPECT_EQ(port_of(receive.source(receive.ready_frame(0))), lane1.local_port());
+}
+
+// A socket that refuses every send with EAGAIN and ignores destinations
+// and cmsgs: a nonblocking TCP connection whose peer reads nothing, its
+// buffers filled (a UDP socket on loopback never stays full long enough
+// to test with: the kernel frees its buffer as the datagram is delivered).
+struct FullSocket {
+    UniqueFd listener;
+    UniqueFd client;
+    UniqueFd server;
+
+    FullSocket() {
+        listener.reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        const sockaddr_storage any = test::ipv4_loopback(0);
+        EXPECT_EQ(
+            ::bind(listener.get(), reinterpret_cast<const sockaddr*>(&any), sizeof(sockaddr_in)),
+            0);
+        EXPECT_EQ(::listen(listener.get(), 1), 0);
+        sockaddr_storage at{};
+        socklen_t len = sizeof(at);
+        ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&at), &len);
+        client.reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        const int small = 4096;
+        ::setsockopt(client.get(), SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+        EXPECT_EQ(::connect(client.get(), reinterpret_cast<const sockaddr*>(&at), len), 0);
+        server.reset(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+        ::setsockopt(server.get(), SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+        ::fcntl(client.get(), F_SETFL, O_NONBLOCK);
+        std::vector<uint8_t> chunk(65536, 0);
+        for (int i = 0; i < 100000; ++i) {
+            if (::send(client.get(), chunk.data(), chunk.size(), MSG_DONTWAIT) < 0) {
+                EXPECT_EQ(errno, EAGAIN);
+                break;
+            }
+        }
+    }
+};
+
+// Messages go whole, in the order they were started: when lane 1's socket
+// is full, lane 0's message, started first, has gone with frames that came
+// after lane 1's; frames_done stops at lane 1's frame all the same.
+TEST(VxlanLoopbackLanes, a_full_socket_on_one_lane_leaves_frames_done_at_its_first_frame) {
+    VxlanSocket lane0 = open_socket(test::ipv4_loopback(0));
+    VxlanSocket spare = open_socket(test::ipv4_loopback(0));
+    VxlanSocket to = open_socket(test::ipv4_loopback(0));
+    FullSocket full;
+    const std::array<sockaddr_storage, 1> vteps{to.local()};
+    std::array<int, 2> fds{lane0.fd(), full.client.get()};
+    VxlanSendBatch send(kVni);
+    send.begin(vteps);
+    std::vector<std::vector<uint8_t>> frames;
+    frames.reserve(8);
+    // Messages: {0, 1, 3, 4} on lane 0, {2} on lane 1.
+    for (uint16_t lane : {0, 0, 1, 0, 0}) {
+        add_on_lane(send, frames, 0, lane);
+    }
+    ASSERT_EQ(send.messages_planned(), 2);
+    VxlanSendResult r = send.send(fds);
+    EXPECT_TRUE(r.would_block);
+    EXPECT_EQ(r.blocked_lane, 1);
+    EXPECT_EQ(r.frames_done, 2);  // frames 0 and 1: frame 2 waits
+    EXPECT_EQ(r.frames_sent, 4);  // frames 3 and 4 went, in lane 0's message
+    EXPECT_FALSE(send.sent_all());
+    EXPECT_EQ(send.counters().sendmmsg_calls.get(), 2u);
+    EXPECT_EQ(send.counters().dropped_send_error.get(), 0u);
+
+    fds[1] = spare.fd();  // the lane has room again
+    r = send.send(fds);
+    EXPECT_FALSE(r.would_block);
+    EXPECT_EQ(r.frames_done, 3);  // 2, and 3 and 4 sent before
+    EXPECT_EQ(r.frames_sent, 1);
+    EXPECT_TRUE(send.sent_all());
+    EXPECT_EQ(send.counters().sendmmsg_calls.get(), 3u);
+    VxlanReceiveBatch receive(kVni, 4);
+    receive_frames(receive, to.fd(), 5);
+    ASSERT_EQ(receive.ready(), 5u);
+    const std::array<uint32_t, 5> order{0, 1, 3, 4, 2};  // each once
+    for (uint32_t i = 0; i < 5; ++i) {
+        const VxlanReceivedFrame& f = receive.ready_frame(i);
+        EXPECT_EQ(std::vector<uint8_t>(f.data, f.data + f.len), test::inner_frame(order[i], 100))
+            << "frame " << i;
+    }
+}
+
+TEST(VxlanLoopbackLanes, a_lane_with_no_socket_has_its_frames_dropped_and_counted) {
+    VxlanSocket lane0 = open_socket(test::ipv4_loopback(0));
+    VxlanSocket to = open_socket(test::ipv4_loopback(0));
+    const std::array<sockaddr_storage, 1> vteps{to.local()};
+    VxlanSendBatch send(kVni);
+    send.begin(vteps);
+    std::vector<std::vector<uint8_t>> frames;
+    frames.reserve(4);
+    add_on_lane(send, frames, 0, 3);
+    add_on_lane(send, frames, 0, 0);
+    const VxlanSendResult r = send.send(lane0.fd());
+    EXPECT_EQ(r.frames_done, 2);
+    EXPECT_EQ(r.frames_sent, 1);
+    EXPECT_EQ(send.counters().dropped_send_error.get(), 1u);
 }
 
 }  // namespace

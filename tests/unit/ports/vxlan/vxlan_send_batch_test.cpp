@@ -122,18 +122,50 @@ TEST_F(VxlanSendBatchTest, a_longer_frame_starts_a_new_message) {
     EXPECT_EQ(batch_.message_segment_size(1), 108);
 }
 
-TEST_F(VxlanSendBatchTest, another_vtep_splits_the_run) {
+// A flood goes packet by packet to every VTEP, a burst of flows
+// interleaves them: a frame joins its VTEP's latest message, not only the
+// last one, and send() lays each message's iovecs out in one piece, its
+// frames in the order they came.
+TEST_F(VxlanSendBatchTest, frames_to_another_vtep_in_between_join_their_vteps_message) {
     storage_.reserve(8);
     for (uint16_t vtep : {0, 0, 1, 0}) {
-        ASSERT_EQ(add(vtep, 60, vtep), VxlanFrameVerdict::planned);
+        ASSERT_EQ(add(storage_.size(), 60, vtep), VxlanFrameVerdict::planned);
     }
-    ASSERT_EQ(batch_.messages_planned(), 3);
-    EXPECT_EQ(batch_.message_frames(0), 2);
+    ASSERT_EQ(batch_.messages_planned(), 2);
+    EXPECT_EQ(batch_.message_frames(0), 3);
     EXPECT_EQ(batch_.message_frames(1), 1);
-    EXPECT_EQ(batch_.message_frames(2), 1);
     finish_plan();
+    EXPECT_EQ(batch_.message(0).msg_name, &vteps_[0]);
     EXPECT_EQ(batch_.message(1).msg_name, &vteps_[1]);
-    EXPECT_EQ(batch_.message(2).msg_name, &vteps_[0]);
+    EXPECT_EQ(gso_size_of(0), 68);
+    std::vector<uint8_t> expected;
+    for (uint32_t id : {0u, 1u, 3u}) {
+        const VxlanHeader h = make_vxlan_header(kVni);
+        expected.insert(expected.end(), h.begin(), h.end());
+        const std::vector<uint8_t> f = inner_frame(id, 60);
+        expected.insert(expected.end(), f.begin(), f.end());
+    }
+    const msghdr& m = batch_.message(0);
+    ASSERT_EQ(m.msg_iovlen, 6u);
+    EXPECT_EQ(test::gather(m.msg_iov, m.msg_iovlen), expected);
+    EXPECT_EQ(test::gather(batch_.message(1).msg_iov, batch_.message(1).msg_iovlen).size(),
+              8u + 60u);
+}
+
+// Joining an earlier message of the VTEP would put the frame before
+// frames of its flow in a later one: only the latest is joined.
+TEST_F(VxlanSendBatchTest, only_the_vteps_latest_message_is_joined) {
+    storage_.reserve(8);
+    ASSERT_EQ(add(0, 100, 0), VxlanFrameVerdict::planned);  // message 0
+    ASSERT_EQ(add(1, 100, 1), VxlanFrameVerdict::planned);  // message 1
+    ASSERT_EQ(add(2, 200, 0), VxlanFrameVerdict::planned);  // longer: message 2
+    ASSERT_EQ(add(3, 100, 0), VxlanFrameVerdict::planned);  // message 2's last segment
+    ASSERT_EQ(add(4, 100, 0), VxlanFrameVerdict::planned);  // 2 is closed: message 3
+    ASSERT_EQ(batch_.messages_planned(), 4);
+    EXPECT_EQ(batch_.message_frames(0), 1);
+    EXPECT_EQ(batch_.message_frames(1), 1);
+    EXPECT_EQ(batch_.message_frames(2), 2);
+    EXPECT_EQ(batch_.message_frames(3), 1);
 }
 
 TEST_F(VxlanSendBatchTest, a_full_burst_of_equal_frames_is_one_message_of_64_segments) {

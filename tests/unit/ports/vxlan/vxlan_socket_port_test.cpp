@@ -6,6 +6,7 @@
 // forwarding by a control plane's table instead of learning.
 #include "ports/vxlan/vxlan_socket_port.hpp"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -15,6 +16,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,6 +49,10 @@ VxlanSocketPortOptions options_for(const std::string& local, std::vector<std::st
     o.dstport = test_port();
     o.peers = std::move(peers);
     o.socket_buffer_bytes = 1 << 20;
+    // One source port: these tests count the sends and messages of a burst
+    // whose frames are of many flows (vxlan_frames.hpp), which lanes would
+    // part (VxlanSocketPortLanes below).
+    o.source_ports = 1;
     return o;
 }
 
@@ -579,34 +586,31 @@ int send_until_taken(VxlanSocketPort& port, const packet::PacketBurst& burst) {
 // the third on the next call, and none of them twice. In a namespace of
 // the test's own whose loopback a token bucket slows (tc tbf): a datagram
 // waiting in it holds the socket's send buffer, the smallest there is, so
-// the next send finds the socket full.
+// the next send finds the socket full. (Frames of later packets that went
+// ahead in an earlier message of their VTEP are sent again: see
+// transmit_burst.)
 TEST(VxlanSocketPort, a_packet_the_socket_cut_off_resumes_after_what_went) {
     vnet::test::in_own_netns([] {
-        ASSERT_EQ(std::system("tc qdisc add dev lo root tbf rate 10mbit burst 5000 limit 1000000"),
+        ASSERT_EQ(std::system("tc qdisc add dev lo root tbf rate 10mbit burst 7000 limit 1000000"),
                   0);
         VxlanSocketPortOptions oa =
             options_for("127.0.0.1", {"127.0.0.2", "127.0.0.3", "127.0.0.4"});
-        oa.socket_buffer_bytes = 1;  // the kernel's least: one 3 KB datagram fills it
+        oa.socket_buffer_bytes = 1;  // the kernel's least: one 6 KB datagram fills it
         VxlanSocketPort a("a", oa);
         VxlanSocketPort b("b", options_for("127.0.0.2", {}));
         VxlanSocketPort c("c", options_for("127.0.0.3", {}));
         VxlanSocketPort d("d", options_for("127.0.0.4", {}));
         Sent sent;
-        for (uint32_t i = 0; i < 4; ++i) {
-            sent.add(frame_between(kBroadcast, kMacA, i, 3000));
-        }
+        sent.add(frame_between(kBroadcast, kMacA, 1, 6000));
         const int calls = send_until_taken(a, sent.make());
         EXPECT_GE(calls, 2);   // the socket was full at least once: else nothing was tested
         ::usleep(300 * 1000);  // the bucket lets the last datagrams through
+        const std::vector<uint8_t> frame(sent.packets[0].begin() + 12, sent.packets[0].end());
         for (VxlanSocketPort* port : {&b, &c, &d}) {
-            const auto got = receive_all(*port);
-            ASSERT_EQ(got.size(), 4u) << "at " << port->name();
-            for (uint32_t i = 0; i < 4; ++i) {
-                EXPECT_EQ(got[i],
-                          std::vector<uint8_t>(sent.packets[i].begin() + 12, sent.packets[i].end()))
-                    << "frame " << i << " at " << port->name();
-            }
+            EXPECT_EQ(receive_all(*port), std::vector<std::vector<uint8_t>>{frame})
+                << "at " << port->name();
         }
+        EXPECT_EQ(fact(a, "vxlan_send", "frames_sent"), 3u);
 
         // A GSO frame of 45 segments is two messages (65,000 bytes the
         // most in one): the second finds the socket full, and resumes at
@@ -845,6 +849,140 @@ TEST(VxlanSocketPortControlPlane, remote_macs_the_table_cannot_hold_flood_and_ar
     const uint64_t not_held = fact(a, "vxlan", "remotes_not_held");
     EXPECT_GE(not_held, 100u);
     EXPECT_EQ(held + not_held, kVxlanMaxLearnedMacs + 100u);
+}
+
+// ---- send lanes: a UDP source port per inner flow ---------------------------
+
+// An IPv4 UDP frame from kMacA to kMacB of flow `flow` (its UDP source
+// port) behind a 12-byte virtio-net header, `id` in its payload.
+std::vector<uint8_t> udp_flow_frame(uint16_t flow, uint8_t id) {
+    std::vector<uint8_t> f(12, 0);
+    f.insert(f.end(), kMacB, kMacB + 6);
+    f.insert(f.end(), kMacA, kMacA + 6);
+    f.insert(f.end(),
+             {0x08, 0x00, 0x45, 0, 0, 32, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2});
+    f.insert(f.end(), {static_cast<uint8_t>(flow >> 8), static_cast<uint8_t>(flow), 0x14, 0x51, 0,
+                       12, 0, 0, id, id, id, id});
+    return f;
+}
+
+// What a plain UDP socket bound to 127.0.0.2 and the port's dstport
+// received: per inner flow (the inner UDP source port), the outer source
+// ports it came from.
+std::map<uint16_t, std::set<uint16_t>> outer_ports_by_flow(int fd, size_t* datagrams) {
+    std::map<uint16_t, std::set<uint16_t>> out;
+    uint8_t buffer[2048];
+    for (;;) {
+        sockaddr_in from{};
+        socklen_t from_len = sizeof(from);
+        const ssize_t n = ::recvfrom(fd, buffer, sizeof(buffer), MSG_DONTWAIT,
+                                     reinterpret_cast<sockaddr*>(&from), &from_len);
+        if (n < 0) {
+            return out;
+        }
+        ++*datagrams;
+        // VXLAN header (8), Ethernet (14), IPv4 (20), then the UDP source port.
+        EXPECT_GE(n, 8 + 14 + 20 + 2);
+        const auto flow = static_cast<uint16_t>(buffer[42] << 8 | buffer[43]);
+        out[flow].insert(ntohs(from.sin_port));
+    }
+}
+
+struct LaneRun {
+    std::map<uint16_t, std::set<uint16_t>> by_flow;
+    std::set<uint16_t> outer_ports;
+    size_t datagrams = 0;
+};
+
+// 64 flows, each in 3 bursts of a packet per flow (so each burst
+// interleaves them), from a port of `lanes` source ports.
+LaneRun send_flows(VxlanSocketPort& port) {
+    const sockaddr_storage at = make_vxlan_address("test", "127.0.0.2", test_port());
+    UniqueFd receiver(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    int big = 4 << 20;
+    ::setsockopt(receiver.get(), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+    EXPECT_EQ(::bind(receiver.get(), reinterpret_cast<const sockaddr*>(&at), sizeof(sockaddr_in)),
+              0);
+    for (uint8_t round = 0; round < 3; ++round) {
+        Sent sent;
+        for (uint16_t flow = 0; flow < 64; ++flow) {
+            sent.add(udp_flow_frame(static_cast<uint16_t>(30000 + flow), round));
+        }
+        EXPECT_EQ(port.transmit_burst(0, sent.make()), 64);
+    }
+    LaneRun run;
+    run.by_flow = outer_ports_by_flow(receiver.get(), &run.datagrams);
+    for (const auto& [flow, ports] : run.by_flow) {
+        run.outer_ports.insert(ports.begin(), ports.end());
+    }
+    return run;
+}
+
+TEST(VxlanSocketPortLanes, each_flow_leaves_from_one_source_port_and_flows_spread_over_several) {
+    VxlanSocketPortOptions o = options_for("127.0.0.1", {"127.0.0.2"});
+    o.source_ports = 4;
+    VxlanSocketPort a("a", o);
+    const std::vector<uint16_t> lanes = a.source_ports();
+    ASSERT_EQ(lanes.size(), 4u);
+    EXPECT_EQ(lanes[0], a.local_port());  // lane 0: the receiving socket
+    EXPECT_EQ(std::set<uint16_t>(lanes.begin(), lanes.end()).size(), 4u);
+    std::string listed;
+    for (const uint16_t p : lanes) {
+        listed += (listed.empty() ? "" : ",") + std::to_string(p);
+    }
+    EXPECT_EQ(fact<std::string>(a, "vxlan", "source_ports"), listed);
+
+    const LaneRun run = send_flows(a);
+    EXPECT_EQ(run.datagrams, 3u * 64);
+    ASSERT_EQ(run.by_flow.size(), 64u);
+    for (const auto& [flow, ports] : run.by_flow) {
+        EXPECT_EQ(ports.size(), 1u) << "flow " << flow;
+    }
+    EXPECT_GT(run.outer_ports.size(), 1u);
+    for (const uint16_t p : run.outer_ports) {
+        EXPECT_NE(std::find(lanes.begin(), lanes.end(), p), lanes.end()) << p;
+    }
+    EXPECT_EQ(a.tx_counters(0).packets.get(), 3u * 64);
+    // A burst of 64 interleaved flows to one VTEP: a message per lane used,
+    // and a call per lane's run of messages.
+    EXPECT_LE(fact(a, "vxlan_send", "messages_sent"), 3u * 4);
+    EXPECT_LE(fact(a, "vxlan_send", "sendmmsg_calls"), 3u * 4);
+}
+
+TEST(VxlanSocketPortLanes, one_source_port_sends_everything_from_the_receiving_socket) {
+    VxlanSocketPort a("a", options_for("127.0.0.1", {"127.0.0.2"}));  // source_ports = 1
+    ASSERT_EQ(a.source_ports(), std::vector<uint16_t>{a.local_port()});
+    const LaneRun run = send_flows(a);
+    EXPECT_EQ(run.datagrams, 3u * 64);
+    EXPECT_EQ(run.outer_ports, std::set<uint16_t>{a.local_port()});
+    // One lane, one VTEP, one length: a burst is one message, one call.
+    EXPECT_EQ(fact(a, "vxlan_send", "sendmmsg_calls"), 3u);
+}
+
+TEST(VxlanSocketPortLanes, a_lane_socket_takes_no_datagram) {
+    VxlanSocketPortOptions o = options_for("127.0.0.1", {"127.0.0.2"});
+    o.source_ports = 2;
+    VxlanSocketPort a("a", o);
+    const uint16_t lane_port = a.source_ports()[1];
+    const sockaddr_storage to = make_vxlan_address("test", "127.0.0.1", lane_port);
+    UniqueFd sender(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    const char stray[] = "stray";
+    EXPECT_EQ(::sendto(sender.get(), stray, sizeof(stray), 0,
+                       reinterpret_cast<const sockaddr*>(&to), sizeof(sockaddr_in)),
+              static_cast<ssize_t>(sizeof(stray)));
+    // Delivered to no one: the lane's filter drops it, and the receiving
+    // socket never sees it.
+    EXPECT_TRUE(receive_all(a).empty());
+}
+
+TEST(VxlanSocketPortLanes, source_ports_out_of_range_are_refused) {
+    VxlanSocketPortOptions o = options_for("127.0.0.1", {});
+    o.source_ports = 0;
+    EXPECT_THROW(VxlanSocketPort("a", o), PortSetupError);
+    o.source_ports = kVxlanMaxSendLanes + 1;
+    EXPECT_THROW(VxlanSocketPort("a", o), PortSetupError);
+    o.source_ports = kVxlanMaxSendLanes;
+    EXPECT_EQ(VxlanSocketPort("a", o).source_ports().size(), kVxlanMaxSendLanes);
 }
 
 }  // namespace

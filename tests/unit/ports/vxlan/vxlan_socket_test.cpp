@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <netinet/udp.h>
 
+#include <cerrno>
 #include <string>
 
 #include "ports/setup_error.hpp"
@@ -47,6 +48,33 @@ TEST(VxlanSocket, ipv6_is_v6_only) {
     EXPECT_EQ(s.local().ss_family, AF_INET6);
     EXPECT_NE(s.local_port(), 0);
     EXPECT_EQ(int_option(s.fd(), IPPROTO_IPV6, IPV6_V6ONLY), 1);
+}
+
+// A send lane: sends like the others, takes no datagram (its filter drops
+// each before it is queued), has no UDP_GRO and the smallest receive buffer.
+TEST(VxlanSocket, a_send_only_socket_sends_and_keeps_nothing_it_is_sent) {
+    for (const sockaddr_storage& at : {test::ipv4_loopback(0), test::ipv6_loopback(0)}) {
+        VxlanSocketOptions o = options_for(at);
+        o.send_only = true;
+        const VxlanSocket lane("vxlan 'vx1'", o);
+        const VxlanSocket other("vxlan 'vx1'", options_for(at));
+        EXPECT_EQ(int_option(lane.fd(), SOL_UDP, UDP_GRO), 0);
+        EXPECT_LT(int_option(lane.fd(), SOL_SOCKET, SO_RCVBUF), 1 << 13);
+        const socklen_t len = at.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+        const char bytes[] = "datagram";
+        // lane -> other arrives; other -> lane is dropped.
+        ASSERT_EQ(::sendto(lane.fd(), bytes, sizeof(bytes), 0,
+                           reinterpret_cast<const sockaddr*>(&other.local()), len),
+                  static_cast<ssize_t>(sizeof(bytes)));
+        ASSERT_EQ(::sendto(other.fd(), bytes, sizeof(bytes), 0,
+                           reinterpret_cast<const sockaddr*>(&lane.local()), len),
+                  static_cast<ssize_t>(sizeof(bytes)));
+        char got[16];
+        EXPECT_EQ(::recv(other.fd(), got, sizeof(got), MSG_DONTWAIT),
+                  static_cast<ssize_t>(sizeof(bytes)));
+        EXPECT_EQ(::recv(lane.fd(), got, sizeof(got), MSG_DONTWAIT), -1);
+        EXPECT_EQ(errno, EAGAIN);
+    }
 }
 
 TEST(VxlanSocket, an_address_of_no_family_is_an_option_error) {
