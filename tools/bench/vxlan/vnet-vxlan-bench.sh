@@ -55,6 +55,8 @@
 #   BENCH_VXLAN_DATAPATH splice|socket (splice): the datapath of vnetd's
 #   uplinks (`--datapath`, docs/USAGE.md "VXLAN uplinks"): the kernel vxlan
 #   device spliced to a tap, or vnetd's own UDP socket (run.json keeps it)
+#   BENCH_UPLINK_ARGS (none): added to each `vnetctl switch uplink add`,
+#   e.g. `--source-ports 1` for the socket datapath's one source port
 # Writes OUT_DIR/vxlan.csv (every sample), OUT_DIR/summary.csv and vxlan.md
 # (the medians and ratios), OUT_DIR/drops.txt, OUT_DIR/run.json (what ran:
 # ../lib.sh) and the logs.
@@ -66,6 +68,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # Exported before bench_init, so that run.json records the default too.
 export BENCH_VXLAN_DATAPATH=${BENCH_VXLAN_DATAPATH:-splice}
 export BENCH_VM_PORT_ARGS=${BENCH_VM_PORT_ARGS---streaming_stores off}
+export BENCH_UPLINK_ARGS=${BENCH_UPLINK_ARGS:-}
 case $BENCH_VXLAN_DATAPATH in
     splice | socket) ;;
     *) fail "BENCH_VXLAN_DATAPATH must be splice or socket, not '$BENCH_VXLAN_DATAPATH'" ;;
@@ -110,7 +113,7 @@ for h in a b; do
     wait_for 10 "vnetd on $ns did not start" test -S "$WORK/$h.ctl"
     ctl=("$VNETCTL" --socket "$WORK/$h.ctl")
     "${ctl[@]}" switch uplink add s0 vxlan --vni 100 --local "$(local_ip $h)" \
-        --remote "$(remote_ip $h)" --datapath "$BENCH_VXLAN_DATAPATH" >/dev/null ||
+        --remote "$(remote_ip $h)" --datapath "$BENCH_VXLAN_DATAPATH" $BENCH_UPLINK_ARGS >/dev/null ||
         fail "uplink on $h"
     tap=$(link_name bxt $h)
     "${ctl[@]}" port add tap pv --tap "$tap" --switch s0 >/dev/null || fail "tap port on $h"
