@@ -27,7 +27,9 @@
 # With VNET_TEST_VXLAN_DATAPATH=socket the same on the socket datapath:
 # the devices are only zebra's table there (no tc splice), vnetd's socket
 # takes the VXLAN port from the vxlan device (a socket lookup program) and
-# forwards by the entries read back: the same exact counts on the underlay.
+# forwards by the entries read back: the same exact counts on the underlay;
+# and a flood list of 1,025 VTEPs, one more than the port holds, is taken
+# less the one it names in a warning.
 # Usage: test_evpn_fdb.sh BUILD_DIR   (as root)
 #   VNET_TEST_FRAMES N (default 500)
 #   VNET_TEST_VXLAN_DATAPATH splice|socket (default splice)
@@ -248,6 +250,26 @@ ctl mac flush --switch s0 >/dev/null || fail "mac flush"
 wait_for 3 "$MAC_B's static entry outlived the flush: $(bridge -n "$HE" fdb show br "$BR")" \
     no_static_on_tap "$MAC_B"
 ok "static entries removed with their port (a) and by mac flush (b, back behind the uplink)"
+
+# ---- more VTEPs than the socket port holds ---------------------------------------
+# A flood list of 1,025 (a fabric bigger than the port's 1,024 slots): the
+# port takes 1,024 and says which one it left out, rather than keep the
+# table before it. The splice's kernel device takes them all.
+if [ "$DATAPATH" = socket ]; then
+    for i in $(seq 0 1022); do
+        echo "fdb append 00:00:00:00:00:00 dev $VX dst 10.99.$((i / 256)).$((i % 256)) self permanent"
+    done >"$WORK/many.batch"
+    bridge -n "$HE" -batch "$WORK/many.batch" || fail "1,023 more flood entries"
+    wait_for 3 "uplink-s0 does not flood to 1,024 VTEPs: $(ctl --json stats | jq -c '.ports[] | select(.name == "uplink-s0") | .vxlan.flood_vteps')" \
+        floods_to 1024
+    # The last of zebra's entries in the sync's (sorted) order is left out.
+    want="port uplink-s0: evpn: 1 flood VTEP(s) and 0 remote MAC(s) of zebra's table left out, the rest taken: vxlan uplink 'uplink-s0': VTEP 10.99.3.99 left out: more than 1024 VTEPs (flood list and remote MACs' together), the most one uplink holds"
+    grep -qF "$want" "$WORK/vnetd.log" || fail "no warning naming the VTEP left out: $(grep 'left out' "$WORK/vnetd.log" | tail -2)"
+    sed -i 's/fdb append/fdb del/' "$WORK/many.batch"
+    bridge -n "$HE" -batch "$WORK/many.batch" || fail "removing the 1,023 flood entries"
+    wait_for 3 "uplink-s0 does not flood to its 2 VTEPs again" floods_to 2
+    ok "1,025 VTEPs in zebra's flood list: the port took 1,024 and named the one left out; back to 2"
+fi
 
 # ---- the uplink goes ------------------------------------------------------------
 out=$(ctl switch uplink del s0) || fail "uplink del: $out"
