@@ -183,6 +183,7 @@ uint16_t VxlanSocketPort::transmit_burst(uint16_t, const packet::PacketBurst& bu
     uint64_t bytes = 0;
     cursor_ = {};
     dropped_.fill(false);
+    resumed_packet_ = kNoPacket;
     while (done < burst.count) {
         send_.begin(peers_);
         planned_frames_ = 0;
@@ -211,8 +212,10 @@ uint16_t VxlanSocketPort::transmit_burst(uint16_t, const packet::PacketBurst& bu
             // only when the socket filled up.
             const uint16_t first_unsent = result.frames_done;
             finished = frame_packet_[first_unsent];
-            const bool some_went =
-                first_unsent > 0 ? frame_packet_[first_unsent - 1] == finished : continued;
+            // Frames of it went before this send: in the last one (it
+            // continued), or in an earlier call (it resumed there).
+            const bool some_went = first_unsent > 0 ? frame_packet_[first_unsent - 1] == finished
+                                                    : continued || finished == resumed_packet_;
             if (some_went) {
                 remember_cut_off(burst, finished, first_unsent);
             }
@@ -305,12 +308,23 @@ bool VxlanSocketPort::plan_packet(const packet::PacketBurst& burst, uint16_t i) 
     return true;
 }
 
+uint64_t VxlanSocketPort::fingerprint_of(const packet::PacketBurst& burst, uint16_t i) {
+    uint8_t head[kCutOffFingerprintBytes];
+    const size_t n = packet::gather_prefix(burst.packet_iovecs(i), head, sizeof head);
+    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a: only at a cut-off and its resume
+    for (size_t k = 0; k < n; ++k) {
+        h = (h ^ head[k]) * 0x100000001b3ull;
+    }
+    return h;
+}
+
 void VxlanSocketPort::remember_cut_off(const packet::PacketBurst& burst, uint16_t i,
                                        uint16_t frame) {
     const packet::BurstPacket& p = burst.packets[i];
     cut_off_ = CutOff{.first_base = burst.iovecs[p.first_iov].iov_base,
                       .len = p.len,
                       .token = p.token,
+                      .fingerprint = fingerprint_of(burst, i),
                       .slots_generation = slots_generation_,
                       .target = packet_target_[i],
                       .frames = packet_frames_[i],
@@ -324,12 +338,14 @@ void VxlanSocketPort::resume_cut_off(const packet::PacketBurst& burst, uint16_t 
     const packet::BurstPacket& p = burst.packets[i];
     if (!c.active || cursor_.frames == 0 || c.slots_generation != slots_generation_ ||
         c.target != cursor_.target || c.frames != cursor_.frames || c.len != p.len ||
-        c.token != p.token || burst.iovecs[p.first_iov].iov_base != c.first_base) {
+        c.token != p.token || burst.iovecs[p.first_iov].iov_base != c.first_base ||
+        fingerprint_of(burst, i) != c.fingerprint) {
         return;  // another packet, or planned otherwise now: from its start
     }
     cursor_.peer = c.peer;
     cursor_.segment = c.segment;
     cursor_.planned_any = true;  // frames of it went
+    resumed_packet_ = i;
 }
 
 bool VxlanSocketPort::start_packet(const packet::PacketBurst& burst, uint16_t i) {

@@ -602,8 +602,14 @@ TEST(VxlanSocketPort, a_packet_the_socket_cut_off_resumes_after_what_went) {
         VxlanSocketPort d("d", options_for("127.0.0.4", {}));
         Sent sent;
         sent.add(frame_between(kBroadcast, kMacA, 1, 6000));
-        const int calls = send_until_taken(a, sent.make());
-        EXPECT_GE(calls, 2);   // the socket was full at least once: else nothing was tested
+        // b's datagram passed the bucket, c's waits in it: d's finds the
+        // socket full. At once again, still full: nothing goes, and the
+        // packet still resumes at d, not at b.
+        ASSERT_EQ(a.transmit_burst(0, sent.make()), 0);
+        ASSERT_EQ(fact(a, "vxlan_send", "frames_sent"), 2u);
+        ASSERT_EQ(a.transmit_burst(0, sent.burst), 0);
+        ASSERT_EQ(fact(a, "vxlan_send", "frames_sent"), 2u);
+        send_until_taken(a, sent.burst);
         ::usleep(300 * 1000);  // the bucket lets the last datagrams through
         const std::vector<uint8_t> frame(sent.packets[0].begin() + 12, sent.packets[0].end());
         for (VxlanSocketPort* port : {&b, &c, &d}) {
@@ -631,6 +637,38 @@ TEST(VxlanSocketPort, a_packet_the_socket_cut_off_resumes_after_what_went) {
         const auto wire = segments_of({gso.packets[0]});
         ASSERT_EQ(wire.size(), 45u);
         EXPECT_EQ(receive_segments(b2), wire);
+    });
+}
+
+// The source dropped the cut-off packet (a switch's hold ended) and a new
+// one came in the same buffer, under the same token and of the same
+// length: it is sent from its start, to every VTEP.
+TEST(VxlanSocketPort, a_new_packet_in_a_cut_off_packets_buffer_is_sent_whole) {
+    vnet::test::in_own_netns([] {
+        ASSERT_EQ(std::system("tc qdisc add dev lo root tbf rate 10mbit burst 7000 limit 1000000"),
+                  0);
+        VxlanSocketPortOptions oa =
+            options_for("127.0.0.1", {"127.0.0.2", "127.0.0.3", "127.0.0.4"});
+        oa.socket_buffer_bytes = 1;
+        VxlanSocketPort a("a", oa);
+        VxlanSocketPort b("b", options_for("127.0.0.2", {}));
+        VxlanSocketPort c("c", options_for("127.0.0.3", {}));
+        VxlanSocketPort d("d", options_for("127.0.0.4", {}));
+        Sent sent;
+        sent.add(frame_between(kBroadcast, kMacA, 1, 6000));
+        const std::vector<uint8_t> first(sent.packets[0].begin() + 12, sent.packets[0].end());
+        ASSERT_EQ(a.transmit_burst(0, sent.make()), 0);  // two VTEPs had it, the third did not
+        ASSERT_EQ(fact(a, "vxlan_send", "frames_sent"), 2u);
+        // The new packet, written over the old one in place.
+        const std::vector<uint8_t> next = frame_between(kBroadcast, kMacA, 2, 6000);
+        std::copy(next.begin(), next.end(), sent.packets[0].begin());
+        ASSERT_NE(std::vector<uint8_t>(next.begin() + 12, next.end()), first);
+        send_until_taken(a, sent.burst);
+        ::usleep(300 * 1000);
+        const std::vector<uint8_t> second(next.begin() + 12, next.end());
+        EXPECT_EQ(receive_all(b), (std::vector<std::vector<uint8_t>>{first, second}));
+        EXPECT_EQ(receive_all(c), (std::vector<std::vector<uint8_t>>{first, second}));
+        EXPECT_EQ(receive_all(d), std::vector<std::vector<uint8_t>>{second});
     });
 }
 
