@@ -581,25 +581,35 @@ int send_until_taken(VxlanSocketPort& port, const packet::PacketBurst& burst) {
     return calls;
 }
 
+// The cut-off tests' bed, in a namespace of the test's own: its loopback
+// slowed by a token bucket (tc tbf), so that a datagram waiting in it holds
+// the sender's send buffer, the kernel's least (one 6 KB datagram fills
+// it), and the next send finds the socket full; a sends to b, c and d.
+int slow_loopback() {
+    return std::system("tc qdisc add dev lo root tbf rate 10mbit burst 7000 limit 1000000");
+}
+VxlanSocketPortOptions smallest_buffer(VxlanSocketPortOptions o) {
+    o.socket_buffer_bytes = 1;
+    return o;
+}
+struct SlowFlood {
+    VxlanSocketPort a{
+        "a", smallest_buffer(options_for("127.0.0.1", {"127.0.0.2", "127.0.0.3", "127.0.0.4"}))};
+    VxlanSocketPort b{"b", options_for("127.0.0.2", {})};
+    VxlanSocketPort c{"c", options_for("127.0.0.3", {})};
+    VxlanSocketPort d{"d", options_for("127.0.0.4", {})};
+};
+
 // A packet the socket fills up in the middle of resumes after what went:
 // a broadcast flooded to three VTEPs of which the socket took two reaches
-// the third on the next call, and none of them twice. In a namespace of
-// the test's own whose loopback a token bucket slows (tc tbf): a datagram
-// waiting in it holds the socket's send buffer, the smallest there is, so
-// the next send finds the socket full. (Frames of later packets that went
-// ahead in an earlier message of their VTEP are sent again: see
-// transmit_burst.)
+// the third on the next call, and none of them twice. (Frames of later
+// packets that went ahead in an earlier message of their VTEP are sent
+// again: see transmit_burst.)
 TEST(VxlanSocketPort, a_packet_the_socket_cut_off_resumes_after_what_went) {
     vnet::test::in_own_netns([] {
-        ASSERT_EQ(std::system("tc qdisc add dev lo root tbf rate 10mbit burst 7000 limit 1000000"),
-                  0);
-        VxlanSocketPortOptions oa =
-            options_for("127.0.0.1", {"127.0.0.2", "127.0.0.3", "127.0.0.4"});
-        oa.socket_buffer_bytes = 1;  // the kernel's least: one 6 KB datagram fills it
-        VxlanSocketPort a("a", oa);
-        VxlanSocketPort b("b", options_for("127.0.0.2", {}));
-        VxlanSocketPort c("c", options_for("127.0.0.3", {}));
-        VxlanSocketPort d("d", options_for("127.0.0.4", {}));
+        ASSERT_EQ(slow_loopback(), 0);
+        SlowFlood bed;
+        auto& [a, b, c, d] = bed;
         Sent sent;
         sent.add(frame_between(kBroadcast, kMacA, 1, 6000));
         // b's datagram passed the bucket, c's waits in it: d's finds the
@@ -621,9 +631,8 @@ TEST(VxlanSocketPort, a_packet_the_socket_cut_off_resumes_after_what_went) {
         // A GSO frame of 45 segments is two messages (65,000 bytes the
         // most in one): the second finds the socket full, and resumes at
         // its first segment. Each segment reaches b once, in order.
-        VxlanSocketPortOptions ob = options_for("127.0.0.1", {"127.0.0.2"});
-        ob.socket_buffer_bytes = 1;
-        ob.dstport = static_cast<uint16_t>(oa.dstport + 1);
+        VxlanSocketPortOptions ob = smallest_buffer(options_for("127.0.0.1", {"127.0.0.2"}));
+        ob.dstport = static_cast<uint16_t>(a.dstport() + 1);
         VxlanSocketPort a2("a2", ob);
         VxlanSocketPortOptions o2 = options_for("127.0.0.2", {});
         o2.dstport = ob.dstport;
@@ -645,15 +654,9 @@ TEST(VxlanSocketPort, a_packet_the_socket_cut_off_resumes_after_what_went) {
 // length: it is sent from its start, to every VTEP.
 TEST(VxlanSocketPort, a_new_packet_in_a_cut_off_packets_buffer_is_sent_whole) {
     vnet::test::in_own_netns([] {
-        ASSERT_EQ(std::system("tc qdisc add dev lo root tbf rate 10mbit burst 7000 limit 1000000"),
-                  0);
-        VxlanSocketPortOptions oa =
-            options_for("127.0.0.1", {"127.0.0.2", "127.0.0.3", "127.0.0.4"});
-        oa.socket_buffer_bytes = 1;
-        VxlanSocketPort a("a", oa);
-        VxlanSocketPort b("b", options_for("127.0.0.2", {}));
-        VxlanSocketPort c("c", options_for("127.0.0.3", {}));
-        VxlanSocketPort d("d", options_for("127.0.0.4", {}));
+        ASSERT_EQ(slow_loopback(), 0);
+        SlowFlood bed;
+        auto& [a, b, c, d] = bed;
         Sent sent;
         sent.add(frame_between(kBroadcast, kMacA, 1, 6000));
         const std::vector<uint8_t> first(sent.packets[0].begin() + 12, sent.packets[0].end());
