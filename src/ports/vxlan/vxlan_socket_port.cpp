@@ -13,6 +13,7 @@
 
 #include "common/steady_clock.hpp"
 #include "packet/iovec.hpp"
+#include "packet/packet_fingerprint.hpp"
 #include "packet/tcp_checksum_check.hpp"
 #include "ports/setup_error.hpp"
 #include "ports/vxlan/vxlan_flow_hash.hpp"
@@ -308,23 +309,13 @@ bool VxlanSocketPort::plan_packet(const packet::PacketBurst& burst, uint16_t i) 
     return true;
 }
 
-uint64_t VxlanSocketPort::fingerprint_of(const packet::PacketBurst& burst, uint16_t i) {
-    uint8_t head[kCutOffFingerprintBytes];
-    const size_t n = packet::gather_prefix(burst.packet_iovecs(i), head, sizeof head);
-    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a: only at a cut-off and its resume
-    for (size_t k = 0; k < n; ++k) {
-        h = (h ^ head[k]) * 0x100000001b3ull;
-    }
-    return h;
-}
-
 void VxlanSocketPort::remember_cut_off(const packet::PacketBurst& burst, uint16_t i,
                                        uint16_t frame) {
     const packet::BurstPacket& p = burst.packets[i];
     cut_off_ = CutOff{.first_base = burst.iovecs[p.first_iov].iov_base,
                       .len = p.len,
                       .token = p.token,
-                      .fingerprint = fingerprint_of(burst, i),
+                      .fingerprint = packet::packet_fingerprint(burst.packet_iovecs(i)),
                       .slots_generation = slots_generation_,
                       .target = packet_target_[i],
                       .frames = packet_frames_[i],
@@ -339,7 +330,7 @@ void VxlanSocketPort::resume_cut_off(const packet::PacketBurst& burst, uint16_t 
     if (!c.active || cursor_.frames == 0 || c.slots_generation != slots_generation_ ||
         c.target != cursor_.target || c.frames != cursor_.frames || c.len != p.len ||
         c.token != p.token || burst.iovecs[p.first_iov].iov_base != c.first_base ||
-        fingerprint_of(burst, i) != c.fingerprint) {
+        packet::packet_fingerprint(burst.packet_iovecs(i)) != c.fingerprint) {
         return;  // another packet, or planned otherwise now: from its start
     }
     cursor_.peer = c.peer;

@@ -347,17 +347,14 @@ private:
     // frame not sent, if it is the same packet (as NetRxQueue tells a
     // partial delivery: the address of its first byte, its length, its
     // token) going to the same place as planned from the same VTEP slots.
-    // Sent again whole, the VTEPs that had it would get it twice. The
-    // source may instead have dropped it (a switch's hold that ended) and
-    // put a new packet in the same buffer, under the same descriptor and
-    // of the same length (a pool's buffer reused at once): its first bytes
-    // (the headers: addresses, IP ID, TCP sequence) tell the two apart, or
-    // it is the same frame again and skipping what went is harmless.
+    // Sent again whole, the VTEPs that had it would get it twice. A new
+    // packet in a dropped one's buffer is told apart by its first bytes
+    // (packet/packet_fingerprint.hpp).
     struct CutOff {
         const void* first_base = nullptr;
         uint32_t len = 0;
         uint32_t token = 0;
-        uint64_t fingerprint = 0;  // of the first kCutOffFingerprintBytes
+        uint64_t fingerprint = 0;  // packet_fingerprint
         uint32_t slots_generation = 0;
         uint16_t target = 0;
         uint16_t frames = 0;
@@ -368,8 +365,6 @@ private:
     // The packet of this burst that resumed a cut-off (kNoPacket: none).
     static constexpr uint16_t kNoPacket = UINT16_MAX;
     uint16_t resumed_packet_ = kNoPacket;
-    static constexpr size_t kCutOffFingerprintBytes = 128;
-    static uint64_t fingerprint_of(const packet::PacketBurst& burst, uint16_t i);
     CutOff cut_off_;
     // Bumped whenever the VTEP slots or the flood list change: a cut-off
     // packet's position names slots.

@@ -501,7 +501,8 @@ uint16_t NetRxQueue::deliver_burst(const packet::PacketBurst& burst,
             // Out of buffers (or the ring broke): the caller retries from here.
             partial_ = d.next_segment == 0
                            ? PartialDelivery{}
-                           : PartialDelivery{packet[0].iov_base, p.len, p.token, d.next_segment};
+                           : PartialDelivery{packet[0].iov_base, p.len, p.token,
+                                             packet::packet_fingerprint(packet), d.next_segment};
             break;
         }
         partial_ = PartialDelivery{};

@@ -70,6 +70,33 @@ TEST_F(VhostUserPortOffload, a_gso_frame_resumes_at_the_segment_the_ring_ran_out
     EXPECT_EQ(guest.port.tx_counters(0).total_drops(), 0u);
 }
 
+// The sender dropped the frame the ring ran out in (a switch's hold that
+// ended) and put the next one in the same buffer, of the same length under
+// the same token: that one is delivered whole, from its first segment.
+TEST_F(VhostUserPortOffload, a_new_frame_in_a_cut_off_frames_buffer_is_delivered_whole) {
+    const SenderHeader tso{
+        virtio::NetHeader::kFlagNeedsCsum, virtio::NetHeader::kGsoTcpV4, 54, 1448, 34, 16};
+    Frame f = make_frame({.payload = 3000});
+    make_partial(f);
+    one_packet_burst(sender_packet(tso, f));
+    guest.post_rx_buffers(2);
+    EXPECT_EQ(guest.port.transmit_burst(0, burst), 0);
+    EXPECT_EQ(guest.used_idx(), 2);
+    Frame next = make_frame({.payload = 3000, .seq = 0x20000000});
+    make_partial(next);
+    const std::vector<uint8_t> packet = sender_packet(tso, next);
+    ASSERT_EQ(packet.size(), bytes.size());
+    std::memcpy(bytes.data(), packet.data(), packet.size());  // in place: same address
+    guest.post_rx_buffers(3);
+    EXPECT_EQ(guest.port.transmit_burst(0, burst), 1);
+    ASSERT_EQ(guest.used_idx(), 5);  // all three of its segments
+    for (uint16_t i = 0; i < 3; ++i) {
+        const std::vector<uint8_t> p = rx_packet(static_cast<uint16_t>(2 + i));
+        const std::vector<uint8_t> seg(p.begin() + 12, p.end());
+        EXPECT_EQ(be32_at(seg, 34 + 4), 0x20000000u + i * 1448u) << i;
+    }
+}
+
 TEST_F(VhostUserPortOffload, a_plain_frame_leaves_its_whole_header_written_num_buffers_one) {
     // The buffer holds what the guest left in it: every header byte the
     // receiver reads, num_buffers too, must be ours (NetRxQueue leaves the
