@@ -22,6 +22,16 @@
 // tap <-> tap ping-pong ~1 us at p50). The same trade as the kernel's
 // dynamic interrupt moderation (lib/dim): moderate while the rate is high,
 // answer at once while it is low.
+//
+// The spin also gives its CPU away: at its first empty poll after work and
+// then every kYieldIntervalNs (sched_yield; on a CPU of its own that
+// returns at once). The adaptive and event modes sleep often, so the
+// scheduler counts the worker as owed CPU time and does not let a task
+// that wakes beside it preempt its spin: the sockperf end that vnetd's tap
+// write has just woken on the same CPU waited out the whole spin budget,
+// ~100 us at p99 of a one-CPU ping-pong (docs/BENCHMARKS.md, latency).
+// The first yield lets the task a burst woke run at once; the next ones
+// bound how long the spin keeps any other task waiting.
 #pragma once
 
 #include <algorithm>
@@ -56,11 +66,32 @@ public:
         pauses_ = std::min(pauses_ * 2, kMaxPauses);
         return now;
     }
-    // A poll found work: the next idle stretch starts short again.
-    void on_work() { pauses_ = kMinPauses; }
+    // Yield this often while spinning: ~10 round trips of a one-CPU
+    // ping-pong's wait at most, against one system call (a few hundred ns
+    // in a VM) per 2 us of a spin that has nothing else to do.
+    static constexpr uint64_t kYieldIntervalNs = 2'000;
+
+    // After an empty poll at `now_ns`: whether to give the CPU away now.
+    bool yield_due(uint64_t now_ns) {
+        if (yielded_since_work_ && now_ns - last_yield_ns_ < kYieldIntervalNs) {
+            return false;
+        }
+        yielded_since_work_ = true;
+        last_yield_ns_ = now_ns;
+        return true;
+    }
+
+    // A poll found work: the next idle stretch starts short again, and
+    // yields at its first empty poll.
+    void on_work() {
+        pauses_ = kMinPauses;
+        yielded_since_work_ = false;
+    }
 
 private:
     uint32_t pauses_ = kMinPauses;
+    bool yielded_since_work_ = false;
+    uint64_t last_yield_ns_ = 0;
 };
 
 }  // namespace vnet::dataplane

@@ -224,6 +224,11 @@ void Worker::run() {
             for (uint32_t i = backoff_.next_pauses(streaming); i != 0; --i) {
                 cpu_relax();
             }
+            // And gives the CPU away now and then (SpinBackoff), unless it
+            // just did for a held burst.
+            if (backoff_.yield_due(clock_ns_) && !holding_) {
+                sched_yield();
+            }
             continue;
         }
         sleep_until_ready();

@@ -1,6 +1,7 @@
 // The adaptive spin's pause schedule between empty polls: it doubles up to
 // its bound while traffic streams, starts over when a poll finds work, and
-// stays short for sparse traffic, where a late poll is added latency.
+// stays short for sparse traffic, where a late poll is added latency; and
+// the spin's yields.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -54,6 +55,30 @@ TEST(SpinBackoff, a_stream_is_a_learned_gap_under_the_threshold) {
     // The adaptive spin's starting average (a 200 us ceiling / 4) is not a
     // stream: a worker answers fast until it has seen the traffic.
     EXPECT_FALSE(SpinBackoff::streaming(50'000));
+}
+
+// The spin gives its CPU away at its first empty poll after work (the task
+// a burst woke runs at once), then once per interval, whatever the polls
+// in between.
+TEST(SpinBackoff, yields_at_the_first_empty_poll_then_once_an_interval) {
+    SpinBackoff backoff;
+    constexpr uint64_t kInterval = SpinBackoff::kYieldIntervalNs;
+    const uint64_t start = 5'000'000;
+    EXPECT_TRUE(backoff.yield_due(start));
+    EXPECT_FALSE(backoff.yield_due(start + 1));
+    EXPECT_FALSE(backoff.yield_due(start + kInterval - 1));
+    EXPECT_TRUE(backoff.yield_due(start + kInterval));
+    EXPECT_FALSE(backoff.yield_due(start + kInterval + kInterval / 2));
+    EXPECT_TRUE(backoff.yield_due(start + 3 * kInterval));
+}
+
+TEST(SpinBackoff, work_makes_the_next_empty_poll_yield_at_once) {
+    SpinBackoff backoff;
+    const uint64_t start = 1'000;  // a clock near zero is a clock too
+    EXPECT_TRUE(backoff.yield_due(start));
+    backoff.on_work();
+    EXPECT_TRUE(backoff.yield_due(start + 1));
+    EXPECT_FALSE(backoff.yield_due(start + 2));
 }
 
 }  // namespace
