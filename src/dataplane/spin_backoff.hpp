@@ -23,11 +23,11 @@
 // dynamic interrupt moderation (lib/dim): moderate while the rate is high,
 // answer at once while it is low.
 //
-// The spin also gives its CPU away: at its first empty poll after work and
-// then every kYieldIntervalNs (sched_yield; on a CPU of its own that
-// returns at once). The adaptive and event modes sleep often, so the
-// scheduler counts the worker as owed CPU time and does not let a task
-// that wakes beside it preempt its spin: the sockperf end that vnetd's tap
+// The spin also gives its CPU away: at its first empty poll after work
+// (unless traffic streams) and then every kYieldIntervalNs (sched_yield;
+// on a CPU of its own that returns at once). The adaptive and event modes
+// sleep often, so the scheduler counts the worker as owed CPU time and
+// does not let a task that wakes beside it preempt its spin: the sockperf end that vnetd's tap
 // write has just woken on the same CPU waited out the whole spin budget,
 // ~100 us at p99 of a one-CPU ping-pong (docs/BENCHMARKS.md, latency).
 // The first yield lets the task a burst woke run at once; the next ones
@@ -66,17 +66,25 @@ public:
         pauses_ = std::min(pauses_ * 2, kMaxPauses);
         return now;
     }
-    // Yield this often while spinning: ~10 round trips of a one-CPU
-    // ping-pong's wait at most, against one system call (a few hundred ns
-    // in a VM) per 2 us of a spin that has nothing else to do.
-    static constexpr uint64_t kYieldIntervalNs = 2'000;
+    // Yield this often while spinning: any other task on the worker's CPU
+    // waits at most about this long, against one system call (a few
+    // hundred ns in a VM) per 10 us of a spin that has nothing else to do.
+    static constexpr uint64_t kYieldIntervalNs = 10'000;
 
     // After an empty poll at `now_ns`: whether to give the CPU away now.
-    bool yield_due(uint64_t now_ns) {
-        if (yielded_since_work_ && now_ns - last_yield_ns_ < kYieldIntervalNs) {
+    // The first empty poll after work yields at once unless traffic
+    // streams: a sparse exchange's next packet comes from the task the
+    // burst just woke, a stream's next burst is due within microseconds
+    // and a yield per burst would cost the worker a system call each.
+    bool yield_due(uint64_t now_ns, bool streaming) {
+        if (!idle_since_work_) {
+            idle_since_work_ = true;
+            last_yield_ns_ = now_ns;
+            return !streaming;
+        }
+        if (now_ns - last_yield_ns_ < kYieldIntervalNs) {
             return false;
         }
-        yielded_since_work_ = true;
         last_yield_ns_ = now_ns;
         return true;
     }
@@ -85,12 +93,12 @@ public:
     // yields at its first empty poll.
     void on_work() {
         pauses_ = kMinPauses;
-        yielded_since_work_ = false;
+        idle_since_work_ = false;
     }
 
 private:
     uint32_t pauses_ = kMinPauses;
-    bool yielded_since_work_ = false;
+    bool idle_since_work_ = false;
     uint64_t last_yield_ns_ = 0;
 };
 

@@ -225,8 +225,11 @@ void Worker::run() {
                 cpu_relax();
             }
             // And gives the CPU away now and then (SpinBackoff), unless it
-            // just did for a held burst.
-            if (backoff_.yield_due(clock_ns_) && !holding_) {
+            // just did for a held burst. Poll mode, made for a CPU of its
+            // own and preempted like any busy task, yields only by the
+            // interval.
+            const bool yield_per_interval = streaming || options_.mode == WorkerMode::poll;
+            if (backoff_.yield_due(clock_ns_, yield_per_interval) && !holding_) {
                 sched_yield();
             }
             continue;

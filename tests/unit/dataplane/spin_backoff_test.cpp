@@ -64,21 +64,35 @@ TEST(SpinBackoff, yields_at_the_first_empty_poll_then_once_an_interval) {
     SpinBackoff backoff;
     constexpr uint64_t kInterval = SpinBackoff::kYieldIntervalNs;
     const uint64_t start = 5'000'000;
-    EXPECT_TRUE(backoff.yield_due(start));
-    EXPECT_FALSE(backoff.yield_due(start + 1));
-    EXPECT_FALSE(backoff.yield_due(start + kInterval - 1));
-    EXPECT_TRUE(backoff.yield_due(start + kInterval));
-    EXPECT_FALSE(backoff.yield_due(start + kInterval + kInterval / 2));
-    EXPECT_TRUE(backoff.yield_due(start + 3 * kInterval));
+    EXPECT_TRUE(backoff.yield_due(start, false));
+    EXPECT_FALSE(backoff.yield_due(start + 1, false));
+    EXPECT_FALSE(backoff.yield_due(start + kInterval - 1, false));
+    EXPECT_TRUE(backoff.yield_due(start + kInterval, false));
+    EXPECT_FALSE(backoff.yield_due(start + kInterval + kInterval / 2, false));
+    EXPECT_TRUE(backoff.yield_due(start + 3 * kInterval, false));
 }
 
 TEST(SpinBackoff, work_makes_the_next_empty_poll_yield_at_once) {
     SpinBackoff backoff;
     const uint64_t start = 1'000;  // a clock near zero is a clock too
-    EXPECT_TRUE(backoff.yield_due(start));
+    EXPECT_TRUE(backoff.yield_due(start, false));
     backoff.on_work();
-    EXPECT_TRUE(backoff.yield_due(start + 1));
-    EXPECT_FALSE(backoff.yield_due(start + 2));
+    EXPECT_TRUE(backoff.yield_due(start + 1, false));
+    EXPECT_FALSE(backoff.yield_due(start + 2, false));
+}
+
+// While traffic streams the next burst is microseconds away: no yield per
+// burst, only once an interval of spinning has passed without work.
+TEST(SpinBackoff, a_stream_yields_only_after_an_interval_without_work) {
+    SpinBackoff backoff;
+    constexpr uint64_t kInterval = SpinBackoff::kYieldIntervalNs;
+    const uint64_t start = 7'000'000;
+    EXPECT_FALSE(backoff.yield_due(start, true));
+    EXPECT_FALSE(backoff.yield_due(start + kInterval - 1, true));
+    backoff.on_work();  // the next burst came in time: the count starts over
+    EXPECT_FALSE(backoff.yield_due(start + kInterval, true));
+    EXPECT_FALSE(backoff.yield_due(start + 2 * kInterval - 1, true));
+    EXPECT_TRUE(backoff.yield_due(start + 2 * kInterval, true));
 }
 
 }  // namespace
