@@ -25,13 +25,13 @@
 //
 // The spin also gives its CPU away: at its first empty poll after work
 // (unless traffic streams) and then every kYieldIntervalNs (sched_yield;
-// on a CPU of its own that returns at once). The adaptive and event modes
-// sleep often, so the scheduler counts the worker as owed CPU time and
-// does not let a task that wakes beside it preempt its spin: the sockperf end that vnetd's tap
-// write has just woken on the same CPU waited out the whole spin budget,
-// ~100 us at p99 of a one-CPU ping-pong (docs/BENCHMARKS.md, latency).
-// The first yield lets the task a burst woke run at once; the next ones
-// bound how long the spin keeps any other task waiting.
+// on a CPU of its own that returns at once). A worker in adaptive or event
+// mode sleeps often, so the scheduler counts it as owed CPU time and does
+// not let a task that wakes beside it preempt its spin: on a one-CPU
+// ping-pong, the sockperf end that vnetd's tap write had just woken on
+// the same CPU waited out the spin, 108 us at p99 (docs/BENCHMARKS.md,
+// latency). The first yield lets the task a burst woke run at once; the
+// next ones bound how long the spin keeps any other task waiting.
 #pragma once
 
 #include <algorithm>
