@@ -13,7 +13,6 @@
 
 #include "common/steady_clock.hpp"
 #include "packet/iovec.hpp"
-#include "packet/packet_fingerprint.hpp"
 #include "packet/tcp_checksum_check.hpp"
 #include "ports/setup_error.hpp"
 #include "ports/vxlan/vxlan_flow_hash.hpp"
@@ -182,46 +181,38 @@ uint16_t VxlanSocketPort::transmit_burst(uint16_t, const packet::PacketBurst& bu
     uint16_t done = 0;  // packets finished: sent to every VTEP, or dropped
     uint16_t sent = 0;
     uint64_t bytes = 0;
-    cursor_ = {};
-    dropped_.fill(false);
-    resumed_packet_ = kNoPacket;
+    // The send the last call left unfinished goes on first if this burst
+    // offers its packets again; if not, they were dropped, and its plan too.
+    bool resuming = pending_.active && offers_pending(burst);
+    pending_.active = false;
+    if (!resuming) {
+        cursor_ = {};
+        dropped_.fill(false);
+    }
     while (done < burst.count) {
-        send_.begin(peers_);
-        planned_frames_ = 0;
-        // The packet this send starts with had frames in the last one.
-        const bool continued = cursor_.started;
-        if (!continued) {
-            scratch_used_ = 0;  // nothing planned refers to it any more
-        }
         uint16_t next = done;  // the first packet not wholly planned
-        while (next < burst.count && plan_packet(burst, next)) {
-            ++next;
+        if (resuming) {
+            resuming = false;
+            next = pending_.next;
+        } else {
+            send_.begin(peers_);
+            planned_frames_ = 0;
+            frames_finished_ = 0;
+            // A packet planned in part (cursor_) may have its segments in
+            // the scratch; otherwise nothing planned refers to it any more.
+            if (!cursor_.started) {
+                scratch_used_ = 0;
+            }
+            while (next < burst.count && plan_packet(burst, next)) {
+                ++next;
+            }
         }
         const VxlanSendResult result = send_.send(std::span<const int>(lane_fds_.data(), lanes_));
-        uint16_t finished = next;
-        const bool all_sent = result.frames_done == planned_frames_;
-        if (result.would_block) {
-            blocked_lane_ = result.blocked_lane;
-        }
-        if (!all_sent) {
-            // The socket is full: the packet of the first frame not sent
-            // waits for EPOLLOUT, and if some of its frames went (to some
-            // of the VTEPs it floods to, or some of its segments), the
-            // next burst resumes it after them. A frame after it that went
-            // in a message started earlier (its VTEP's and lane's) is sent
-            // again with its packet: a duplicate rather than a loss, and
-            // only when the socket filled up.
-            const uint16_t first_unsent = result.frames_done;
-            finished = frame_packet_[first_unsent];
-            // Frames of it went before this send: in the last one (it
-            // continued), or in an earlier call (it resumed there).
-            const bool some_went = first_unsent > 0 ? frame_packet_[first_unsent - 1] == finished
-                                                    : continued || finished == resumed_packet_;
-            if (some_went) {
-                remember_cut_off(burst, finished, first_unsent);
-            }
-            cursor_ = {};
-        }
+        frames_finished_ = static_cast<uint16_t>(frames_finished_ + result.frames_done);
+        const bool all_sent = frames_finished_ == planned_frames_;
+        // The socket is full: the packet of the first frame not sent waits
+        // for EPOLLOUT, and the packets after it with it.
+        const uint16_t finished = all_sent ? next : frame_packet_[frames_finished_];
         for (uint16_t p = done; p < finished; ++p) {
             if (!dropped_[p]) {  // dropped ones are counted by reason, not as packets
                 bytes += burst.packets[p].len - burst.header_size;
@@ -229,12 +220,47 @@ uint16_t VxlanSocketPort::transmit_burst(uint16_t, const packet::PacketBurst& bu
             }
         }
         done = finished;
-        if (!all_sent || (next == done && planned_frames_ == 0 && !cursor_.started)) {
-            break;  // the socket is full, or (never expected) no progress
+        if (!all_sent) {
+            blocked_lane_ = result.blocked_lane;
+            keep_pending(burst, finished, next);
+            break;
+        }
+        if (next == done && planned_frames_ == 0 && !cursor_.started) {
+            break;  // (never expected) no progress
         }
     }
     tx_.count_burst(sent, bytes);
     return done;
+}
+
+void VxlanSocketPort::keep_pending(const packet::PacketBurst& burst, uint16_t finished,
+                                   uint16_t next) {
+    const uint16_t end = cursor_.started ? static_cast<uint16_t>(next + 1) : next;
+    pending_.active = true;
+    pending_.packets = static_cast<uint16_t>(end - finished);
+    pending_.next = static_cast<uint16_t>(next - finished);
+    pending_.slots_generation = slots_generation_;
+    // Numbered from the first packet not finished: the next burst's first.
+    for (uint16_t p = finished; p < end; ++p) {
+        pending_.identity[p - finished] = packet::PacketIdentity::of(burst, p);
+        dropped_[p - finished] = dropped_[p];
+    }
+    std::fill(dropped_.begin() + pending_.packets, dropped_.end(), false);
+    for (uint16_t f = frames_finished_; f < planned_frames_; ++f) {
+        frame_packet_[f] = static_cast<uint16_t>(frame_packet_[f] - finished);
+    }
+}
+
+bool VxlanSocketPort::offers_pending(const packet::PacketBurst& burst) const {
+    if (pending_.slots_generation != slots_generation_ || burst.count < pending_.packets) {
+        return false;
+    }
+    for (uint16_t p = 0; p < pending_.packets; ++p) {
+        if (!pending_.identity[p].is(burst, p)) {
+            return false;
+        }
+    }
+    return true;
 }
 
 bool VxlanSocketPort::plan_packet(const packet::PacketBurst& burst, uint16_t i) {
@@ -242,9 +268,6 @@ bool VxlanSocketPort::plan_packet(const packet::PacketBurst& burst, uint16_t i) 
         if (!start_packet(burst, i)) {
             return false;
         }
-        packet_target_[i] = cursor_.target;
-        packet_frames_[i] = cursor_.frames;
-        resume_cut_off(burst, i);
     }
     if (cursor_.frames == 0) {  // dropped at its start, counted
         dropped_[i] = true;
@@ -282,8 +305,6 @@ bool VxlanSocketPort::plan_packet(const packet::PacketBurst& burst, uint16_t i) 
             }
             if (verdict == VxlanFrameVerdict::planned) {
                 frame_packet_[planned_frames_] = i;
-                frame_peer_[planned_frames_] = cursor_.peer;
-                frame_segment_[planned_frames_] = cursor_.segment;
                 ++planned_frames_;
                 cursor_.planned_any = true;
             } else {
@@ -307,36 +328,6 @@ bool VxlanSocketPort::plan_packet(const packet::PacketBurst& burst, uint16_t i) 
     }
     cursor_ = {};
     return true;
-}
-
-void VxlanSocketPort::remember_cut_off(const packet::PacketBurst& burst, uint16_t i,
-                                       uint16_t frame) {
-    const packet::BurstPacket& p = burst.packets[i];
-    cut_off_ = CutOff{.first_base = burst.iovecs[p.first_iov].iov_base,
-                      .len = p.len,
-                      .token = p.token,
-                      .fingerprint = packet::packet_fingerprint(burst.packet_iovecs(i)),
-                      .slots_generation = slots_generation_,
-                      .target = packet_target_[i],
-                      .frames = packet_frames_[i],
-                      .peer = frame_peer_[frame],
-                      .segment = frame_segment_[frame],
-                      .active = true};
-}
-
-void VxlanSocketPort::resume_cut_off(const packet::PacketBurst& burst, uint16_t i) {
-    const CutOff c = std::exchange(cut_off_, CutOff{});
-    const packet::BurstPacket& p = burst.packets[i];
-    if (!c.active || cursor_.frames == 0 || c.slots_generation != slots_generation_ ||
-        c.target != cursor_.target || c.frames != cursor_.frames || c.len != p.len ||
-        c.token != p.token || burst.iovecs[p.first_iov].iov_base != c.first_base ||
-        packet::packet_fingerprint(burst.packet_iovecs(i)) != c.fingerprint) {
-        return;  // another packet, or planned otherwise now: from its start
-    }
-    cursor_.peer = c.peer;
-    cursor_.segment = c.segment;
-    cursor_.planned_any = true;  // frames of it went
-    resumed_packet_ = i;
 }
 
 bool VxlanSocketPort::start_packet(const packet::PacketBurst& burst, uint16_t i) {

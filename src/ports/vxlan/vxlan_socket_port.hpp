@@ -60,8 +60,9 @@
 // by 5-tuple (ECMP, a receiving NIC's RSS) then spreads the flows, as it
 // does the kernel vxlan device's. A full lane socket stops the send at
 // its first message still to go (frames are done from the front, so the
-// messages after it wait whatever their lane), and transmit_wait() names
-// that socket.
+// messages after it wait whatever their lane), transmit_wait() names that
+// socket, and the next call sends the rest of that plan first (PendingSend
+// below): a frame that went is never sent again.
 //
 // VTEP slots: every VTEP the port sends to (a peer, a flood VTEP, a remote
 // MAC's VTEP) has a fixed slot, which the learning table and the send
@@ -86,6 +87,7 @@
 
 #include "gro/burst_coalescer.hpp"
 #include "packet/packet_burst.hpp"
+#include "packet/packet_identity.hpp"
 #include "packet/queue_counters.hpp"
 #include "packet/wire.hpp"
 #include "ports/port.hpp"
@@ -247,13 +249,12 @@ private:
     // Plans what is left of packet `i` of `burst`; true once all of it is
     // planned (or it was dropped), false when the send must go first.
     bool plan_packet(const packet::PacketBurst& burst, uint16_t i);
-    // After start_packet of the burst's first packet: continue where the
-    // last burst's cut-off packet stopped if this is that packet. Forgets
-    // the cut-off either way.
-    void resume_cut_off(const packet::PacketBurst& burst, uint16_t i);
-    // Remembers packet `i`, whose frames before the planned frame `frame`
-    // went, as cut off there.
-    void remember_cut_off(const packet::PacketBurst& burst, uint16_t i, uint16_t frame);
+    // Keeps what the current send has not sent for the next call: its
+    // packets from `finished` (the first with a frame not sent) to `next`
+    // (where planning stopped; planned in part if cursor_ started).
+    void keep_pending(const packet::PacketBurst& burst, uint16_t finished, uint16_t next);
+    // Whether `burst` starts with the pending send's packets, VTEP slots unchanged.
+    bool offers_pending(const packet::PacketBurst& burst) const;
     // Starts packet `i`: its destination, and for a GSO frame or a partial
     // checksum its segments written into the scratch. False: no room left
     // in the scratch behind what the batch holds (send first).
@@ -332,42 +333,31 @@ private:
     std::vector<uint32_t> segment_start_;
     Cursor cursor_;
     // Per planned frame of the current send: which packet of the burst it
-    // belongs to, so that frames sent become packets done, and where in
-    // that packet it is (its VTEP's slot, its segment), so that a packet
-    // the socket cut off resumes after the last frame that went.
+    // belongs to, so that frames sent become packets done.
     std::array<uint16_t, packet::kMaxBurstPackets> frame_packet_{};
-    std::array<uint16_t, packet::kMaxBurstPackets> frame_peer_{};
-    std::array<uint16_t, packet::kMaxBurstPackets> frame_segment_{};
-    // Per packet of the burst once started: its cursor's target and frame
-    // count, which a resumed packet must be planned with again.
-    std::array<uint16_t, packet::kMaxBurstPackets> packet_target_{};
-    std::array<uint16_t, packet::kMaxBurstPackets> packet_frames_{};
-    // A packet the socket filled up in the middle of (some VTEPs or
-    // segments sent): the next burst's first packet resumes at the first
-    // frame not sent, if it is the same packet (as NetRxQueue tells a
-    // partial delivery: the address of its first byte, its length, its
-    // token) going to the same place as planned from the same VTEP slots.
-    // Sent again whole, the VTEPs that had it would get it twice. A new
-    // packet in a dropped one's buffer is told apart by its first bytes
-    // (packet/packet_fingerprint.hpp).
-    struct CutOff {
-        const void* first_base = nullptr;
-        uint32_t len = 0;
-        uint32_t token = 0;
-        uint64_t fingerprint = 0;  // packet_fingerprint
-        uint32_t slots_generation = 0;
-        uint16_t target = 0;
-        uint16_t frames = 0;
-        uint16_t peer = 0;
-        uint16_t segment = 0;
+    // The current send's planned frames finished (sent, or dropped for
+    // good), from the first: the send batch finishes them in order.
+    uint16_t frames_finished_ = 0;
+    // A send the socket filled up in the middle of. Its messages not sent
+    // stay planned in send_, its frames' packets in frame_packet_
+    // (renumbered from the first packet not finished), and cursor_ where
+    // planning stopped; the next call sends that rest first if its burst
+    // starts with the same packets (packet/packet_identity.hpp), so no
+    // frame goes twice: not to the VTEPs a flooded packet reached, not a
+    // GSO frame's segments that went, not a later packet's frame that went
+    // ahead in a message its VTEP and lane had started earlier. A burst of
+    // other packets (the source dropped these) or changed VTEP slots, and
+    // the rest is forgotten: what it named may be gone.
+    struct PendingSend {
         bool active = false;
+        uint16_t packets = 0;  // the packets it still names, the burst's first
+        uint16_t next = 0;     // the first of them not wholly planned
+        uint32_t slots_generation = 0;
+        std::array<packet::PacketIdentity, packet::kMaxBurstPackets> identity{};
     };
-    // The packet of this burst that resumed a cut-off (kNoPacket: none).
-    static constexpr uint16_t kNoPacket = UINT16_MAX;
-    uint16_t resumed_packet_ = kNoPacket;
-    CutOff cut_off_;
-    // Bumped whenever the VTEP slots or the flood list change: a cut-off
-    // packet's position names slots.
+    PendingSend pending_;
+    // Bumped whenever the VTEP slots or the flood list change: a pending
+    // send's messages name slots.
     uint32_t slots_generation_ = 0;
     // Packets of the current burst dropped whole (counted by reason): not
     // counted as packets sent.

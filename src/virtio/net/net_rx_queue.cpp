@@ -499,10 +499,10 @@ uint16_t NetRxQueue::deliver_burst(const packet::PacketBurst& burst,
         const AdaptedDelivery d = deliver_adapted(adaptation, lender, packet, first);
         if (!d.finished) {
             // Out of buffers (or the ring broke): the caller retries from here.
-            partial_ = d.next_segment == 0
-                           ? PartialDelivery{}
-                           : PartialDelivery{packet[0].iov_base, p.len, p.token,
-                                             packet::packet_fingerprint(packet), d.next_segment};
+            partial_ =
+                d.next_segment == 0
+                    ? PartialDelivery{}
+                    : PartialDelivery{packet::PacketIdentity::of(burst, sent), d.next_segment};
             break;
         }
         partial_ = PartialDelivery{};

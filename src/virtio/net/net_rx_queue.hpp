@@ -17,7 +17,7 @@
 #include <span>
 
 #include "packet/packet_burst.hpp"
-#include "packet/packet_fingerprint.hpp"
+#include "packet/packet_identity.hpp"
 #include "packet/queue_counters.hpp"
 #include "virtio/net/net_queue_config.hpp"
 #include "virtio/net/offload_adaptation.hpp"
@@ -180,22 +180,14 @@ public:
 private:
     // A packet of another port's burst that the ring ran out of buffers in
     // the middle of (segmented): the segments before next_segment are in
-    // the guest already.
-    // A packet whose first segments are in the guest: the same packet
-    // offered again resumes after them. A new one in its buffer, under its
-    // token and of its length (the source dropped it), is told apart by
-    // its first bytes (packet/packet_fingerprint.hpp).
+    // the guest already, and the same packet offered again resumes after
+    // them (packet/packet_identity.hpp tells it from a new one in its
+    // buffer).
     struct PartialDelivery {
-        const void* first_base = nullptr;
-        uint32_t len = 0;
-        uint32_t token = 0;
-        uint64_t fingerprint = 0;
+        packet::PacketIdentity packet;
         uint16_t next_segment = 0;
         bool is(const packet::PacketBurst& burst, uint16_t i) const {
-            const packet::BurstPacket& p = burst.packets[i];
-            return next_segment != 0 && p.len == len && p.token == token &&
-                   burst.iovecs[p.first_iov].iov_base == first_base &&
-                   packet::packet_fingerprint(burst.packet_iovecs(i)) == fingerprint;
+            return next_segment != 0 && packet.is(burst, i);
         }
     };
     // rx_frames / rx_usecs (DESIGN.md); frames = 0: off.

@@ -602,9 +602,7 @@ struct SlowFlood {
 
 // A packet the socket fills up in the middle of resumes after what went:
 // a broadcast flooded to three VTEPs of which the socket took two reaches
-// the third on the next call, and none of them twice. (Frames of later
-// packets that went ahead in an earlier message of their VTEP are sent
-// again: see transmit_burst.)
+// the third on the next call, and none of them twice.
 TEST(VxlanSocketPort, a_packet_the_socket_cut_off_resumes_after_what_went) {
     vnet::test::in_own_netns([] {
         ASSERT_EQ(slow_loopback(), 0);
@@ -646,6 +644,35 @@ TEST(VxlanSocketPort, a_packet_the_socket_cut_off_resumes_after_what_went) {
         const auto wire = segments_of({gso.packets[0]});
         ASSERT_EQ(wire.size(), 45u);
         EXPECT_EQ(receive_segments(b2), wire);
+    });
+}
+
+// Two broadcasts flooded to b, c and d: b's message holds both (one VTEP,
+// one length), so when c's finds the socket full the second packet has
+// reached b already, ahead of the first packet's frames to c and d. The
+// calls after it send the rest of that plan, not the packets again: every
+// VTEP gets each packet once, in order.
+TEST(VxlanSocketPort, a_frame_that_went_ahead_of_a_full_socket_is_not_sent_again) {
+    vnet::test::in_own_netns([] {
+        ASSERT_EQ(slow_loopback(), 0);
+        SlowFlood bed;
+        auto& [a, b, c, d] = bed;
+        Sent sent;
+        sent.add(frame_between(kBroadcast, kMacA, 1, 6000));
+        sent.add(frame_between(kBroadcast, kMacA, 2, 6000));
+        ASSERT_EQ(a.transmit_burst(0, sent.make()), 0);
+        ASSERT_EQ(fact(a, "vxlan_send", "frames_sent"), 2u);  // both to b
+        EXPECT_GE(send_until_taken(a, sent.burst), 2);
+        ::usleep(300 * 1000);
+        std::vector<std::vector<uint8_t>> frames;
+        for (const std::vector<uint8_t>& p : sent.packets) {
+            frames.emplace_back(p.begin() + 12, p.end());
+        }
+        for (VxlanSocketPort* port : {&b, &c, &d}) {
+            EXPECT_EQ(receive_all(*port), frames) << "at " << port->name();
+        }
+        EXPECT_EQ(fact(a, "vxlan_send", "frames_sent"), 6u);
+        EXPECT_EQ(a.tx_counters(0).packets.get(), 2u);
     });
 }
 

@@ -1,0 +1,71 @@
+// PacketIdentity: which packet of a burst a sink stopped in the middle of,
+// so that the same packet offered again resumes where it stopped and a new
+// one the source put in the same buffer, under the same token and of the
+// same length (the source dropped the first, e.g. a switch's hold that
+// ended, and a pool gave the buffer out again at once), starts from its
+// beginning. The first bytes hold the headers (addresses, IP ID, TCP
+// sequence), which differ between two packets of one flow: two packets
+// alike there, in the same pieces of memory, are the same frame again,
+// and resuming one where the other stopped sends nothing the receiver did
+// not already have. Taken only when a packet is cut off and when it is
+// offered again, never per packet.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "packet/iovec.hpp"
+#include "packet/packet_burst.hpp"
+
+namespace vnet::packet {
+
+inline constexpr size_t kPacketFingerprintBytes = 128;
+
+// FNV-1a of the packet's first kPacketFingerprintBytes bytes.
+inline uint64_t packet_fingerprint(std::span<const iovec> packet) {
+    uint8_t head[kPacketFingerprintBytes];
+    const size_t n = gather_prefix(packet, head, sizeof head);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t k = 0; k < n; ++k) {
+        h = (h ^ head[k]) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+// FNV-1a of where the packet's pieces are: a sink that keeps its own
+// iovecs of a packet (a send planned and not finished) may use them again
+// only while the source's are the same.
+inline uint64_t packet_layout(std::span<const iovec> packet) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const iovec& piece : packet) {
+        h = (h ^ reinterpret_cast<uintptr_t>(piece.iov_base)) * 0x100000001b3ull;
+        h = (h ^ piece.iov_len) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+struct PacketIdentity {
+    uint32_t len = 0;
+    uint32_t token = 0;
+    uint64_t layout = 0;
+    uint64_t fingerprint = 0;
+
+    static PacketIdentity of(const PacketBurst& burst, uint16_t i) {
+        const std::span<const iovec> packet = burst.packet_iovecs(i);
+        return {.len = burst.packets[i].len,
+                .token = burst.packets[i].token,
+                .layout = packet_layout(packet),
+                .fingerprint = packet_fingerprint(packet)};
+    }
+    // Whether packet `i` of `burst` is this one: the cheap fields first.
+    bool is(const PacketBurst& burst, uint16_t i) const {
+        const std::span<const iovec> packet = burst.packet_iovecs(i);
+        return burst.packets[i].len == len && burst.packets[i].token == token &&
+               packet_layout(packet) == layout && packet_fingerprint(packet) == fingerprint;
+    }
+};
+
+}  // namespace vnet::packet
