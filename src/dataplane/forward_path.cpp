@@ -226,14 +226,25 @@ TurnResult ForwardPath::fill_turn() {
             break;
         }
         int32_t len = reader_->receive_one(source_queue_, buffer);
+        const bool first = turn.packets == 0;
         if (len <= 0) {
             // Nothing to read (0) or a read error, which the source counted.
+            if (first) {
+                lone_.stop_after_first(false);
+            }
             turn.wait = PathWait::source;
             break;
         }
         buffer_lender_->commit_rx_buffer(destination_queue_, static_cast<uint32_t>(len));
         ++turn.packets;
         turn.bytes += static_cast<uint32_t>(len);
+        if (first && lone_.stop_after_first(true)) {
+            // Frames one at a time: this one to the guest now, not after
+            // a read that would find nothing (io/lone_frames.hpp).
+            turn.wait = PathWait::source;
+            buffer_lender_->flush_rx_buffers(destination_queue_);
+            return turn;
+        }
         if (fill_batch_ != nullptr) {
             fill_batch_->size = 2;  // a packet came: try a batch next
         }
@@ -242,6 +253,7 @@ TurnResult ForwardPath::fill_turn() {
             in_burst = 0;
         }
     }
+    lone_.round_ended(turn.packets, turn.wait == PathWait::source);
     buffer_lender_->flush_rx_buffers(destination_queue_);
     return turn;
 }

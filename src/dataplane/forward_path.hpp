@@ -24,6 +24,7 @@
 #include "dataplane/engine.hpp"
 #include "dataplane/ingress_policer.hpp"
 #include "gro/burst_coalescer.hpp"
+#include "io/lone_frames.hpp"
 #include "packet/packet_burst.hpp"
 #include "ports/port.hpp"
 #include "ports/queue_pair_options.hpp"
@@ -143,6 +144,8 @@ private:
         uint16_t size = 1;
     };
     std::unique_ptr<FillBatch> fill_batch_;
+    // Fill style: whether the source's frames come one at a time.
+    io::LoneFrames lone_;
     IngressPolicer* policer_ = nullptr;
 };
 

@@ -253,7 +253,8 @@ int read_slot(int fd, const packet::PacketBurst& slots, uint16_t i) {
 // worker's tap write, tc's redirect), so a batch sized from the last
 // burst would, after a long one, mostly read nothing; it starts at one
 // instead and doubles while every read finds a frame, so no more reads
-// find nothing than found a frame.
+// find nothing than found a frame. Frames that come one at a time are
+// handed over without the read after them (io/lone_frames.hpp).
 uint16_t TapPort::read_staged(Queue& q, const packet::PacketBurst& slots, uint16_t max) {
     if (max == 0) {
         return 0;
@@ -262,6 +263,9 @@ uint16_t TapPort::read_staged(Queue& q, const packet::PacketBurst& slots, uint16
     q.results[0] = read_slot(fd, slots, 0);
     uint16_t tried = 1;
     bool more = q.results[0] >= 0;
+    if (q.lone.stop_after_first(more)) {
+        return 1;
+    }
     uint16_t batch = 1;
     while (more && tried < max) {
         const auto n = std::min<uint16_t>(batch, static_cast<uint16_t>(max - tried));
@@ -278,6 +282,10 @@ uint16_t TapPort::read_staged(Queue& q, const packet::PacketBurst& slots, uint16
         }
         batch = static_cast<uint16_t>(std::min<uint32_t>(uint32_t{n} * 2, max));
     }
+    q.lone.round_ended(
+        static_cast<uint32_t>(std::count_if(q.results.begin(), q.results.begin() + tried,
+                                            [](int r) { return r >= 0; })),
+        !more);
     return tried;
 }
 

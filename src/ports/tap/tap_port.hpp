@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "io/batch_writer.hpp"
+#include "io/lone_frames.hpp"
 #include "io/uring_batch.hpp"
 #include "ports/port.hpp"
 #include "ports/tap/tap_device.hpp"
@@ -164,7 +165,8 @@ private:
         uint32_t slot_size = 0;
         packet::QueueCounters rx;
         packet::QueueCounters tx;
-        bool gone = false;  // the device went away: no syscall on tap.fd() any more
+        bool gone = false;    // the device went away: no syscall on tap.fd() any more
+        io::LoneFrames lone;  // read_staged's: frames one at a time
     };
 
     // Reads up to `max` frames into the empty buffers `slots` (the staging

@@ -97,6 +97,7 @@ public:
     ports::QueuePairCapabilities capabilities(uint16_t) override { return {.reader = this}; }
     bool queue_ready(uint16_t) const override { return true; }
     int32_t receive_one(uint16_t, std::span<const iovec> buffer) override {
+        ++reads;
         if (frames.empty()) {
             return 0;
         }
@@ -120,6 +121,7 @@ public:
     packet::QueueCounters& tx_counters(uint16_t) override { return tx; }
 
     std::deque<std::vector<uint8_t>> frames;
+    int reads = 0;  // receive_one calls, a system call each on a tap
     packet::QueueCounters rx, tx;
 };
 

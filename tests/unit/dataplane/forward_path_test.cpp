@@ -98,6 +98,53 @@ TEST(ForwardPath, fills_destination_buffers_from_a_reading_source) {
     EXPECT_EQ(dst.tx_counters(0).bursts.get(), 2u);  // one publish per 64, then the rest
 }
 
+// Frames one at a time (a ping-pong): once a turn found one frame and the
+// read after it nothing, the next frame goes to the destination at once,
+// without that read. A frame queued behind one so handed over turns
+// batching back on.
+TEST(ForwardPath, a_lone_frame_is_handed_over_without_the_read_after_it) {
+    FakeFillSource src;
+    ports::NullPort dst("null");
+    ForwardPath path(src, 0, dst, 0, ports::QueuePairOptions{.tx_batch = 64});
+    const std::vector<uint8_t> frame(100, 1);
+    auto turn_of = [&](size_t queued) {
+        for (size_t i = 0; i < queued; ++i) {
+            src.frames.push_back(frame);
+        }
+        src.reads = 0;
+        return path.run_turn(0);
+    };
+    TurnResult turn = turn_of(1);
+    EXPECT_EQ(turn.packets, 1u);
+    EXPECT_EQ(src.reads, 2);  // the frame, and the read that found nothing
+    turn = turn_of(1);
+    EXPECT_EQ(turn.packets, 1u);
+    EXPECT_EQ(turn.wait, PathWait::source);
+    EXPECT_EQ(src.reads, 1);
+    EXPECT_EQ(dst.tx_counters(0).packets.get(), 2u);
+    turn = turn_of(0);  // nothing came: still one at a time
+    EXPECT_EQ(turn.packets, 0u);
+    turn = turn_of(1);
+    EXPECT_EQ(turn.packets, 1u);
+    EXPECT_EQ(src.reads, 1);
+
+    turn = turn_of(0);
+    EXPECT_EQ(src.reads, 1);
+
+    // Five at once: the first goes alone, the turn after it finds the next
+    // at its first read and takes all four.
+    turn = turn_of(5);
+    EXPECT_EQ(turn.packets, 1u);
+    EXPECT_EQ(src.reads, 1);
+    turn = turn_of(0);
+    EXPECT_EQ(turn.packets, 4u);
+    EXPECT_EQ(src.reads, 5);
+    turn = turn_of(1);  // batching: the read after it again
+    EXPECT_EQ(turn.packets, 1u);
+    EXPECT_EQ(src.reads, 2);
+    EXPECT_EQ(dst.tx_counters(0).packets.get(), 9u);
+}
+
 TEST(ForwardPath, clamps_tx_batch_to_the_burst_capacity) {
     FakePushSource src;
     FakeSink dst;
