@@ -191,6 +191,7 @@ uint16_t VxlanSocketPort::transmit_burst(uint16_t, const packet::PacketBurst& bu
     }
     while (done < burst.count) {
         uint16_t next = done;  // the first packet not wholly planned
+        const bool resumed = resuming;
         if (resuming) {
             resuming = false;
             next = pending_.next;
@@ -222,7 +223,7 @@ uint16_t VxlanSocketPort::transmit_burst(uint16_t, const packet::PacketBurst& bu
         done = finished;
         if (!all_sent) {
             blocked_lane_ = result.blocked_lane;
-            keep_pending(burst, finished, next);
+            keep_pending(burst, finished, next, resumed);
             break;
         }
         if (next == done && planned_frames_ == 0 && !cursor_.started) {
@@ -234,15 +235,19 @@ uint16_t VxlanSocketPort::transmit_burst(uint16_t, const packet::PacketBurst& bu
 }
 
 void VxlanSocketPort::keep_pending(const packet::PacketBurst& burst, uint16_t finished,
-                                   uint16_t next) {
+                                   uint16_t next, bool resumed) {
     const uint16_t end = cursor_.started ? static_cast<uint16_t>(next + 1) : next;
     pending_.active = true;
     pending_.packets = static_cast<uint16_t>(end - finished);
     pending_.next = static_cast<uint16_t>(next - finished);
     pending_.slots_generation = slots_generation_;
     // Numbered from the first packet not finished: the next burst's first.
+    // A resumed send names the packets it named before (offers_pending
+    // checked them): their identities move down instead of being taken
+    // again, so a retry against a socket still full costs little.
     for (uint16_t p = finished; p < end; ++p) {
-        pending_.identity[p - finished] = packet::PacketIdentity::of(burst, p);
+        pending_.identity[p - finished] =
+            resumed ? pending_.identity[p] : packet::PacketIdentity::of(burst, p);
         dropped_[p - finished] = dropped_[p];
     }
     std::fill(dropped_.begin() + pending_.packets, dropped_.end(), false);
@@ -255,8 +260,11 @@ bool VxlanSocketPort::offers_pending(const packet::PacketBurst& burst) const {
     if (pending_.slots_generation != slots_generation_ || burst.count < pending_.packets) {
         return false;
     }
-    for (uint16_t p = 0; p < pending_.packets; ++p) {
-        if (!pending_.identity[p].is(burst, p)) {
+    if (!pending_.identity[0].is(burst, 0)) {
+        return false;
+    }
+    for (uint16_t p = 1; p < pending_.packets; ++p) {
+        if (!pending_.identity[p].in_its_place(burst, p)) {
             return false;
         }
     }

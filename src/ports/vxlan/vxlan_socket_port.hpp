@@ -252,8 +252,15 @@ private:
     // Keeps what the current send has not sent for the next call: its
     // packets from `finished` (the first with a frame not sent) to `next`
     // (where planning stopped; planned in part if cursor_ started).
-    void keep_pending(const packet::PacketBurst& burst, uint16_t finished, uint16_t next);
-    // Whether `burst` starts with the pending send's packets, VTEP slots unchanged.
+    // `resumed`: the send was the pending one, whose packets' identities
+    // are known.
+    void keep_pending(const packet::PacketBurst& burst, uint16_t finished, uint16_t next,
+                      bool resumed);
+    // Whether `burst` starts with the pending send's packets, VTEP slots
+    // unchanged. Each in its place, and the first one's bytes the same: a
+    // switch drops a held group whole (its hold ended), so if the first is
+    // still the same packet, so are those behind it. A retry while the
+    // socket stays full costs a few comparisons a packet.
     bool offers_pending(const packet::PacketBurst& burst) const;
     // Starts packet `i`: its destination, and for a GSO frame or a partial
     // checksum its segments written into the scratch. False: no room left
