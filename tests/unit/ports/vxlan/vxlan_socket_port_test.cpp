@@ -599,14 +599,21 @@ struct SlowFlood {
     VxlanSocketPort c{"c", options_for("127.0.0.3", {})};
     VxlanSocketPort d{"d", options_for("127.0.0.4", {})};
 };
+// Runs `test` on the bed, in a namespace of its own.
+template <typename F>
+void in_slow_flood(F&& test) {
+    vnet::test::in_own_netns([&test] {
+        ASSERT_EQ(slow_loopback(), 0);
+        SlowFlood bed;
+        test(bed);
+    });
+}
 
 // A packet the socket fills up in the middle of resumes after what went:
 // a broadcast flooded to three VTEPs of which the socket took two reaches
 // the third on the next call, and none of them twice.
 TEST(VxlanSocketPort, a_packet_the_socket_cut_off_resumes_after_what_went) {
-    vnet::test::in_own_netns([] {
-        ASSERT_EQ(slow_loopback(), 0);
-        SlowFlood bed;
+    in_slow_flood([](SlowFlood& bed) {
         auto& [a, b, c, d] = bed;
         Sent sent;
         sent.add(frame_between(kBroadcast, kMacA, 1, 6000));
@@ -653,9 +660,7 @@ TEST(VxlanSocketPort, a_packet_the_socket_cut_off_resumes_after_what_went) {
 // calls after it send the rest of that plan, not the packets again: every
 // VTEP gets each packet once, in order.
 TEST(VxlanSocketPort, a_frame_that_went_ahead_of_a_full_socket_is_not_sent_again) {
-    vnet::test::in_own_netns([] {
-        ASSERT_EQ(slow_loopback(), 0);
-        SlowFlood bed;
+    in_slow_flood([](SlowFlood& bed) {
         auto& [a, b, c, d] = bed;
         Sent sent;
         sent.add(frame_between(kBroadcast, kMacA, 1, 6000));
@@ -680,9 +685,7 @@ TEST(VxlanSocketPort, a_frame_that_went_ahead_of_a_full_socket_is_not_sent_again
 // one came in the same buffer, under the same token and of the same
 // length: it is sent from its start, to every VTEP.
 TEST(VxlanSocketPort, a_new_packet_in_a_cut_off_packets_buffer_is_sent_whole) {
-    vnet::test::in_own_netns([] {
-        ASSERT_EQ(slow_loopback(), 0);
-        SlowFlood bed;
+    in_slow_flood([](SlowFlood& bed) {
         auto& [a, b, c, d] = bed;
         Sent sent;
         sent.add(frame_between(kBroadcast, kMacA, 1, 6000));
