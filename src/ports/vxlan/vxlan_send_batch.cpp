@@ -137,6 +137,12 @@ VxlanFrameVerdict VxlanSendBatch::add_frame(std::span<const iovec> frame, uint16
         msghdr& m = messages_[joined].msg_hdr;
         m = msghdr{};
         m.msg_iov = out;
+        // The address as it is now: the caller's table may change before
+        // this message is sent (a full socket), and it still goes here.
+        const sockaddr_storage& address = vteps_[vtep];
+        m.msg_namelen = address.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+        std::memcpy(&addresses_[joined], &address, m.msg_namelen);
+        m.msg_name = &addresses_[joined];
         ++messages_planned_;
     } else if (joined != messages_planned_ - 1) {
         interleaved_ = true;
@@ -153,14 +159,11 @@ VxlanFrameVerdict VxlanSendBatch::add_frame(std::span<const iovec> frame, uint16
     return VxlanFrameVerdict::planned;
 }
 
-// The destination, and the UDP_SEGMENT cmsg when the message holds more
-// than one datagram; done at send time, when the plan is final.
+// The UDP_SEGMENT cmsg when the message holds more than one datagram;
+// done at send time, when the plan is final.
 void VxlanSendBatch::finish_message(uint16_t i) {
     const MessagePlan& plan = plans_[i];
     msghdr& m = messages_[i].msg_hdr;
-    const sockaddr_storage& vtep = vteps_[plan.vtep];
-    m.msg_name = const_cast<sockaddr_storage*>(&vtep);
-    m.msg_namelen = vtep.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
     if (plan.frames == 1) {
         m.msg_control = nullptr;
         m.msg_controllen = 0;

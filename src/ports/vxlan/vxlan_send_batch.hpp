@@ -134,8 +134,11 @@ public:
     VxlanSendBatch& operator=(const VxlanSendBatch&) = delete;
 
     // Starts a new burst toward the VTEPs of `vteps` (AF_INET or AF_INET6
-    // entries; the caller keeps the table alive and unchanged until the
-    // burst is sent). Forgets frames still unsent.
+    // entries; the caller keeps the table alive and unchanged while it
+    // adds frames). Forgets frames still unsent. A message keeps its own
+    // copy of its VTEP's address, taken when its first frame is added, so
+    // the table may change before the burst is sent: what was planned
+    // goes where it was planned to.
     void begin(std::span<const sockaddr_storage> vteps);
 
     // Plans the frame `frame` (virtio-net header of `header_size` bytes
@@ -194,6 +197,11 @@ private:
         uint16_t first_iovec = 0;
         uint16_t iovecs = 0;
     };
+    // A message's destination, as sendmmsg reads it: either family.
+    union VtepAddress {
+        sockaddr_in in4;
+        sockaddr_in6 in6;
+    };
     // The cmsg of one message: a UDP_SEGMENT gso_size (u16).
     static constexpr size_t kControlSize = CMSG_SPACE(sizeof(uint16_t));
     struct alignas(cmsghdr) Control {
@@ -230,6 +238,7 @@ private:
     std::array<FramePlan, packet::kMaxBurstPackets> frames_{};
     std::array<mmsghdr, packet::kMaxBurstPackets> messages_{};
     std::array<Control, packet::kMaxBurstPackets> controls_{};
+    std::array<VtepAddress, packet::kMaxBurstPackets> addresses_{};
     std::array<iovec, packet::kMaxBurstIovecs> iovecs_{};
     std::array<iovec, packet::kMaxBurstIovecs> laid_out_{};
     VxlanSendCounters counters_;

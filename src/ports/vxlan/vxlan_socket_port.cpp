@@ -188,6 +188,8 @@ uint16_t VxlanSocketPort::transmit_burst(uint16_t, const packet::PacketBurst& bu
     if (!resuming) {
         cursor_ = {};
         dropped_.fill(false);
+    } else if (pending_.slots_generation != slots_generation_) {
+        stop_cursor_at_table_change();
     }
     while (done < burst.count) {
         uint16_t next = done;  // the first packet not wholly planned
@@ -257,7 +259,7 @@ void VxlanSocketPort::keep_pending(const packet::PacketBurst& burst, uint16_t fi
 }
 
 bool VxlanSocketPort::offers_pending(const packet::PacketBurst& burst) const {
-    if (pending_.slots_generation != slots_generation_ || burst.count < pending_.packets) {
+    if (burst.count < pending_.packets) {
         return false;
     }
     if (!pending_.identity[0].is(burst, 0)) {
@@ -269,6 +271,18 @@ bool VxlanSocketPort::offers_pending(const packet::PacketBurst& burst) const {
         }
     }
     return true;
+}
+
+void VxlanSocketPort::stop_cursor_at_table_change() {
+    if (!cursor_.started) {
+        return;
+    }
+    if (!cursor_.planned_any) {
+        cursor_ = {};  // nothing of it went: planned from its start, on the new table
+        return;
+    }
+    cursor_.peer = kVxlanMaxVteps;  // past every slot: plan_packet finishes it
+    cursor_.dropped_frame = true;
 }
 
 bool VxlanSocketPort::plan_packet(const packet::PacketBurst& burst, uint16_t i) {

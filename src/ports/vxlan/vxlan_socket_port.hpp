@@ -256,12 +256,14 @@ private:
     // are known.
     void keep_pending(const packet::PacketBurst& burst, uint16_t finished, uint16_t next,
                       bool resumed);
-    // Whether `burst` starts with the pending send's packets, VTEP slots
-    // unchanged. Each in its place, and the first one's bytes the same: a
-    // switch drops a held group whole (its hold ended), so if the first is
+    // Whether `burst` starts with the pending send's packets. Each in its place, and the first
+    // one's bytes the same: a switch drops a held group whole (its hold ended), so if the first is
     // still the same packet, so are those behind it. A retry while the
     // socket stays full costs a few comparisons a packet.
     bool offers_pending(const packet::PacketBurst& burst) const;
+    // The VTEP slots changed while the pending send waited: a packet
+    // planned in part plans no more of itself (see PendingSend).
+    void stop_cursor_at_table_change();
     // Starts packet `i`: its destination, and for a GSO frame or a partial
     // checksum its segments written into the scratch. False: no room left
     // in the scratch behind what the batch holds (send first).
@@ -353,8 +355,14 @@ private:
     // frame goes twice: not to the VTEPs a flooded packet reached, not a
     // GSO frame's segments that went, not a later packet's frame that went
     // ahead in a message its VTEP and lane had started earlier. A burst of
-    // other packets (the source dropped these) or changed VTEP slots, and
-    // the rest is forgotten: what it named may be gone.
+    // other packets (the source dropped these), and the rest is forgotten.
+    // If the VTEP slots changed meanwhile (a peer added or removed, an
+    // EVPN table), the planned messages still go where they were planned
+    // to (the batch keeps each one's address), but a packet planned in
+    // part is not planned further: its rest would be named by slots that
+    // may now hold other VTEPs, some of which it reached already. What of
+    // it went, went; the rest is dropped as a tx error. A packet not yet
+    // planned at all is planned on the new table.
     struct PendingSend {
         bool active = false;
         uint16_t packets = 0;  // the packets it still names, the burst's first
@@ -363,8 +371,8 @@ private:
         std::array<packet::PacketIdentity, packet::kMaxBurstPackets> identity{};
     };
     PendingSend pending_;
-    // Bumped whenever the VTEP slots or the flood list change: a pending
-    // send's messages name slots.
+    // Bumped whenever the VTEP slots or the flood list change: a packet
+    // planned in part names slots.
     uint32_t slots_generation_ = 0;
     // Packets of the current burst dropped whole (counted by reason): not
     // counted as packets sent.

@@ -681,6 +681,65 @@ TEST(VxlanSocketPort, a_frame_that_went_ahead_of_a_full_socket_is_not_sent_again
     });
 }
 
+// The table changes while the socket is full: c is removed and e takes
+// its slot. The messages planned before go where they were planned to
+// (c, d), not to whoever holds the slot now, and none of them twice: e,
+// which came after both packets were flooded, gets neither.
+TEST(VxlanSocketPort, a_full_sockets_planned_frames_go_where_planned_when_the_table_changes) {
+    in_slow_flood([](SlowFlood& bed) {
+        auto& [a, b, c, d] = bed;
+        VxlanSocketPort e{"e", options_for("127.0.0.5", {})};
+        Sent sent;
+        sent.add(frame_between(kBroadcast, kMacA, 1, 6000));
+        sent.add(frame_between(kBroadcast, kMacA, 2, 6000));
+        ASSERT_EQ(a.transmit_burst(0, sent.make()), 0);
+        ASSERT_EQ(fact(a, "vxlan_send", "frames_sent"), 2u);  // both to b
+        a.remove_peer("127.0.0.3");
+        a.add_peer("127.0.0.5");
+        send_until_taken(a, sent.burst);
+        ::usleep(300 * 1000);
+        std::vector<std::vector<uint8_t>> frames;
+        for (const std::vector<uint8_t>& p : sent.packets) {
+            frames.emplace_back(p.begin() + 12, p.end());
+        }
+        for (VxlanSocketPort* port : {&b, &c, &d}) {
+            EXPECT_EQ(receive_all(*port), frames) << "at " << port->name();
+        }
+        EXPECT_TRUE(receive_all(e).empty());
+        EXPECT_EQ(fact(a, "vxlan_send", "frames_sent"), 6u);
+        EXPECT_EQ(a.tx_counters(0).packets.get(), 2u);
+    });
+}
+
+// A GSO frame of 45 segments flooded to b, c and d is 135 frames, more
+// than one send plans (64): b's 45 and c's first 19. The socket fills
+// after b's first message, and then d is removed. The planned segments
+// still go, each once; the packet plans no more of itself, since its rest
+// would be named by slots that may now be other VTEPs': c keeps its 19
+// segments, d gets nothing, and the rest is counted as a tx error.
+TEST(VxlanSocketPort, a_packet_planned_in_part_plans_no_more_once_the_table_changes) {
+    in_slow_flood([](SlowFlood& bed) {
+        auto& [a, b, c, d] = bed;
+        virtio::test::Frame f = tcp_frame(45 * 1448, packet::kTcpPsh | packet::kTcpAck);
+        Sent gso;
+        gso.add(tcp_gso_packet(f, 1448));
+        ASSERT_EQ(a.transmit_burst(0, gso.make()), 0);
+        ASSERT_LT(fact(a, "vxlan_send", "frames_sent"), 45u);  // full before b had all
+        a.remove_peer("127.0.0.4");
+        send_until_taken(a, gso.burst);
+        ::usleep(300 * 1000);
+        const auto wire = segments_of({gso.packets[0]});
+        ASSERT_EQ(wire.size(), 45u);
+        EXPECT_EQ(receive_segments(b), wire);
+        EXPECT_EQ(receive_segments(c), std::vector(wire.begin(), wire.begin() + 19));
+        EXPECT_TRUE(receive_all(d).empty());
+        EXPECT_EQ(fact(a, "vxlan_send", "frames_sent"), 64u);
+        EXPECT_EQ(a.tx_counters(0).drops[static_cast<size_t>(packet::DropReason::tx_error)].get(),
+                  1u);
+        EXPECT_EQ(a.tx_counters(0).packets.get(), 1u);
+    });
+}
+
 // The source dropped the cut-off packet (a switch's hold ended) and a new
 // one came in the same buffer, under the same token and of the same
 // length: it is sent from its start, to every VTEP.
