@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -609,6 +610,19 @@ void in_slow_flood(F&& test) {
     });
 }
 
+// Once the bucket has let the last datagrams through, each of `ports`
+// has every packet of `sent`, once and in order.
+void expect_every_packet_once(const Sent& sent, std::initializer_list<VxlanSocketPort*> ports) {
+    ::usleep(300 * 1000);
+    std::vector<std::vector<uint8_t>> frames;
+    for (const std::vector<uint8_t>& p : sent.packets) {
+        frames.emplace_back(p.begin() + 12, p.end());
+    }
+    for (VxlanSocketPort* port : ports) {
+        EXPECT_EQ(receive_all(*port), frames) << "at " << port->name();
+    }
+}
+
 // A packet the socket fills up in the middle of resumes after what went:
 // a broadcast flooded to three VTEPs of which the socket took two reaches
 // the third on the next call, and none of them twice.
@@ -668,14 +682,7 @@ TEST(VxlanSocketPort, a_frame_that_went_ahead_of_a_full_socket_is_not_sent_again
         ASSERT_EQ(a.transmit_burst(0, sent.make()), 0);
         ASSERT_EQ(fact(a, "vxlan_send", "frames_sent"), 2u);  // both to b
         EXPECT_GE(send_until_taken(a, sent.burst), 2);
-        ::usleep(300 * 1000);
-        std::vector<std::vector<uint8_t>> frames;
-        for (const std::vector<uint8_t>& p : sent.packets) {
-            frames.emplace_back(p.begin() + 12, p.end());
-        }
-        for (VxlanSocketPort* port : {&b, &c, &d}) {
-            EXPECT_EQ(receive_all(*port), frames) << "at " << port->name();
-        }
+        expect_every_packet_once(sent, {&b, &c, &d});
         EXPECT_EQ(fact(a, "vxlan_send", "frames_sent"), 6u);
         EXPECT_EQ(a.tx_counters(0).packets.get(), 2u);
     });
@@ -697,14 +704,7 @@ TEST(VxlanSocketPort, a_full_sockets_planned_frames_go_where_planned_when_the_ta
         a.remove_peer("127.0.0.3");
         a.add_peer("127.0.0.5");
         send_until_taken(a, sent.burst);
-        ::usleep(300 * 1000);
-        std::vector<std::vector<uint8_t>> frames;
-        for (const std::vector<uint8_t>& p : sent.packets) {
-            frames.emplace_back(p.begin() + 12, p.end());
-        }
-        for (VxlanSocketPort* port : {&b, &c, &d}) {
-            EXPECT_EQ(receive_all(*port), frames) << "at " << port->name();
-        }
+        expect_every_packet_once(sent, {&b, &c, &d});
         EXPECT_TRUE(receive_all(e).empty());
         EXPECT_EQ(fact(a, "vxlan_send", "frames_sent"), 6u);
         EXPECT_EQ(a.tx_counters(0).packets.get(), 2u);
