@@ -256,10 +256,11 @@ private:
     // are known.
     void keep_pending(const packet::PacketBurst& burst, uint16_t finished, uint16_t next,
                       bool resumed);
-    // Whether `burst` starts with the pending send's packets. Each in its place, and the first
-    // one's bytes the same: a switch drops a held group whole (its hold ended), so if the first is
-    // still the same packet, so are those behind it. A retry while the
-    // socket stays full costs a few comparisons a packet.
+    // Whether `burst` starts with the pending send's packets. Each in its
+    // place, and the first one's bytes the same: a switch drops a held
+    // group whole (its hold ended), so if the first is still the same
+    // packet, so are those behind it. A retry while the socket stays full
+    // costs a few comparisons a packet.
     bool offers_pending(const packet::PacketBurst& burst) const;
     // The VTEP slots changed while the pending send waited: a packet
     // planned in part plans no more of itself (see PendingSend).
