@@ -711,6 +711,29 @@ TEST(VxlanSocketPort, a_full_sockets_planned_frames_go_where_planned_when_the_ta
     });
 }
 
+// The same under EVPN, whose every table rebuilds the slots whole: a new
+// flood list that puts e first and b, c, d after it moves each VTEP to
+// another slot. b, which had both packets, does not get them again; c and
+// d get what was planned for them; e gets neither.
+TEST(VxlanSocketPort, a_full_sockets_planned_frames_go_where_planned_across_an_evpn_table) {
+    in_slow_flood([](SlowFlood& bed) {
+        auto& [a, b, c, d] = bed;
+        VxlanSocketPort e{"e", options_for("127.0.0.5", {})};
+        Sent sent;
+        sent.add(frame_between(kBroadcast, kMacA, 1, 6000));
+        sent.add(frame_between(kBroadcast, kMacA, 2, 6000));
+        ASSERT_EQ(a.transmit_burst(0, sent.make()), 0);
+        ASSERT_EQ(fact(a, "vxlan_send", "frames_sent"), 2u);  // both to b
+        VxlanForwardingEntries table;
+        table.flood = {"127.0.0.5", "127.0.0.2", "127.0.0.3", "127.0.0.4"};
+        ASSERT_EQ(a.set_forwarding(table).flood, 0u);
+        send_until_taken(a, sent.burst);
+        expect_every_packet_once(sent, {&b, &c, &d});
+        EXPECT_TRUE(receive_all(e).empty());
+        EXPECT_EQ(fact(a, "vxlan_send", "frames_sent"), 6u);
+    });
+}
+
 // A GSO frame of 45 segments flooded to b, c and d is 135 frames, more
 // than one send plans (64): b's 45 and c's first 19. The socket fills
 // after b's first message, and then d is removed. The planned segments
