@@ -632,13 +632,18 @@ TEST(VxlanSocketPort, a_packet_the_socket_cut_off_resumes_after_what_went) {
         Sent sent;
         sent.add(frame_between(kBroadcast, kMacA, 1, 6000));
         // b's datagram passed the bucket, c's waits in it: d's finds the
-        // socket full. At once again, still full: nothing goes, and the
-        // packet still resumes at d, not at b.
+        // socket full. At once again: still full, so nothing goes and the
+        // packet still resumes at d, not at b; or, on a machine slow
+        // enough (the ASan build), the bucket let c's datagram through
+        // meanwhile (~5 ms) and d's goes now. Either way nothing twice.
         ASSERT_EQ(a.transmit_burst(0, sent.make()), 0);
         ASSERT_EQ(fact(a, "vxlan_send", "frames_sent"), 2u);
-        ASSERT_EQ(a.transmit_burst(0, sent.burst), 0);
-        ASSERT_EQ(fact(a, "vxlan_send", "frames_sent"), 2u);
-        send_until_taken(a, sent.burst);
+        const uint16_t again = a.transmit_burst(0, sent.burst);
+        ASSERT_LE(again, 1);
+        ASSERT_EQ(fact(a, "vxlan_send", "frames_sent"), 2u + again);
+        if (again == 0) {
+            send_until_taken(a, sent.burst);
+        }
         ::usleep(300 * 1000);  // the bucket lets the last datagrams through
         const std::vector<uint8_t> frame(sent.packets[0].begin() + 12, sent.packets[0].end());
         for (VxlanSocketPort* port : {&b, &c, &d}) {
