@@ -232,6 +232,13 @@ void Worker::run() {
             if (backoff_.yield_due(clock_ns_, yield_per_interval) && !holding_) {
                 sched_yield();
             }
+            // The pause and the yield are idle time: without this read the
+            // next round that finds work would count them as busy (up to
+            // ~10 us a round while a stream's pauses grow, a CPU given
+            // away for a whole timeslice after a yield), and the busy
+            // metric would read a spinning worker as loaded. An empty
+            // round's read costs no packet anything.
+            advance_clock(false);
             continue;
         }
         sleep_until_ready();
