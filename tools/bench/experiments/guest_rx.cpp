@@ -132,9 +132,12 @@ ChildProcess start_guest(BenchContext& ctx, const std::string& label, const std:
 // frames it could not take go to extra["tap_tx_dropped_fraction"]. The
 // reader runs alone on the DUT CPU, so that CPU's busy time over the same
 // window is the reader's cost: extra["dut_busy_fraction"] and
-// extra["ns_per_packet"] (busy CPU time per frame taken).
+// extra["ns_per_packet"] (busy CPU time per frame taken). A reader that
+// counts its own work time (`work_seconds`, vnetd's workers) also gets
+// extra["work_ns_per_packet"]: its CPU less the time it spun waiting.
 double measure_reader(BenchContext& ctx, const std::string& netns, const std::string& tap,
-                      const std::function<std::string()>& alive, nlohmann::json& extra) {
+                      const std::function<std::string()>& alive, nlohmann::json& extra,
+                      const std::function<double()>& work_seconds = {}) {
     LinkStatsReader reader(netns);
     auto read = [&] {
         auto s = reader.read(tap);
@@ -151,6 +154,7 @@ double measure_reader(BenchContext& ctx, const std::string& netns, const std::st
     struct Sample {
         uint64_t frames;
         double busy_s;
+        double work_s;
     };
     Sample edges[2] = {};
     const LinkStats before_flow = read();
@@ -158,7 +162,8 @@ double measure_reader(BenchContext& ctx, const std::string& netns, const std::st
         [&] {
             const uint64_t frames = read().tx_packets;
             edges[0] = edges[1];
-            edges[1] = {frames, cpu_busy_seconds(ctx.dut_cpu())};
+            edges[1] = {frames, cpu_busy_seconds(ctx.dut_cpu()),
+                        work_seconds ? work_seconds() : 0.0};
             return frames;
         },
         window, alive);
@@ -172,6 +177,11 @@ double measure_reader(BenchContext& ctx, const std::string& netns, const std::st
     extra["dut_busy_fraction"] = busy_s / ctx.point_seconds();
     if (frames > 0) {
         extra["ns_per_packet"] = busy_s * 1e9 / static_cast<double>(frames);
+        if (work_seconds) {
+            const double work_s = edges[1].work_s - edges[0].work_s;
+            extra["work_fraction"] = work_s / ctx.point_seconds();
+            extra["work_ns_per_packet"] = work_s * 1e9 / static_cast<double>(frames);
+        }
     }
     return rate / 1e6;
 }
@@ -189,7 +199,7 @@ double raw_point(BenchContext& ctx, const std::string& netns, int size, nlohmann
 double measure_with_guest(BenchContext& ctx, const std::string& netns, const std::string& label,
                           const std::string& sock, const std::string& tap, const RowSpec& row,
                           const std::function<std::string()>& backend_failure,
-                          nlohmann::json& extra) {
+                          nlohmann::json& extra, const std::function<double()>& work_seconds = {}) {
     ChildProcess guest = start_guest(ctx, label, sock, row.packed);
     RedirectingSender sender(ctx, netns, label, tap, row.size);
     const double mpps = measure_reader(
@@ -203,9 +213,26 @@ double measure_with_guest(BenchContext& ctx, const std::string& netns, const std
             }
             return sender.failure();
         },
-        extra);
+        extra, work_seconds);
     guest.stop(SIGINT, 5);
     return mpps;
+}
+
+// The busy time vnetd's workers count (`vnetctl worker list`, busy_s):
+// the rounds that moved packets, not the spin between them.
+double workers_busy_seconds(BenchContext& ctx, const std::string& control) {
+    ProcessSpec ctl;
+    ctl.name = "vnetctl worker list";
+    ctl.argv = {ctx.build_dir() + "/apps/vnetctl", "--socket", control, "--json", "worker", "list"};
+    const nlohmann::json workers = nlohmann::json::parse(run_checked(ctl, 10), nullptr, false);
+    if (!workers.is_array()) {
+        throw MeasureError("vnetctl worker list: not a JSON array");
+    }
+    double busy = 0;
+    for (const nlohmann::json& w : workers) {
+        busy += w.value("busy_s", 0.0);
+    }
+    return busy;
 }
 
 double vnetd_point(BenchContext& ctx, const std::string& netns, const RowSpec& row,
@@ -213,12 +240,15 @@ double vnetd_point(BenchContext& ctx, const std::string& netns, const RowSpec& r
     const std::string label = "grx-vnetd-" + row.key();
     const std::string sock = ctx.fresh_socket_path(label);
     const std::string tap = ctx.fresh_ifname("a");
-    VnetdInstance vnetd(ctx, label, {"--socket-path", sock, "--tap", tap}, netns);
+    const std::string control = ctx.fresh_socket_path(label + "-ctl");
+    VnetdInstance vnetd(ctx, label,
+                        {"--socket-path", sock, "--tap", tap, "--control-socket", control}, netns);
     vnetd.wait_for_socket(sock);
     vnetd.wait_for_link(tap);
     link_up(netns, tap);
     const double mpps = measure_with_guest(
-        ctx, netns, label, sock, tap, row, [&] { return vnetd.failure(); }, extra);
+        ctx, netns, label, sock, tap, row, [&] { return vnetd.failure(); }, extra,
+        [&] { return workers_busy_seconds(ctx, control); });
     extra["vnetd"] = vnetd_counters_summary(vnetd.stop());
     return mpps;
 }
@@ -262,6 +292,8 @@ Table run_guestrx(BenchContext& ctx) {
         {"vnetd_ns", "vnetd CPU ns/pkt", ColumnKind::info, "ns"},
         {"dpdk_ns", "DPDK CPU ns/pkt", ColumnKind::info, "ns"},
         {"cpu_vs_raw", "vnetd / raw per CPU", ColumnKind::ratio, "x"},
+        {"vnetd_work_ns", "vnetd work ns/pkt", ColumnKind::info, "ns"},
+        {"work_vs_raw", "vnetd work / raw per CPU", ColumnKind::ratio, "x"},
         {"vnetd_packed_vs_split", "vnetd packed / split", ColumnKind::ratio, "x"},
         {"dpdk_packed_vs_split", "DPDK packed / split", ColumnKind::ratio, "x"},
     };
@@ -282,6 +314,10 @@ Table run_guestrx(BenchContext& ctx) {
                     const double mpps = measure(x);
                     if (x.contains("ns_per_packet")) {
                         t.cell(row, ns_column).add_sample(x["ns_per_packet"].get<double>());
+                    }
+                    if (x.contains("work_ns_per_packet")) {
+                        t.cell(row, "vnetd_work_ns")
+                            .add_sample(x["work_ns_per_packet"].get<double>());
                     }
                     return mpps;
                 };
@@ -324,6 +360,8 @@ Table run_guestrx(BenchContext& ctx) {
         t.cell(row, "vs_dpdk") = ratio_cell(t.cell(row, "vnetd"), t.cell(row, "dpdk"));
         // Cheaper per packet is better: raw's cost over vnetd's.
         t.cell(row, "cpu_vs_raw") = ratio_cell(t.cell(split, "raw_ns"), t.cell(row, "vnetd_ns"));
+        t.cell(row, "work_vs_raw") =
+            ratio_cell(t.cell(split, "raw_ns"), t.cell(row, "vnetd_work_ns"));
         // A reader's cost is missing for the reason its rate is.
         for (const char* rate : {"raw", "vnetd", "dpdk"}) {
             Cell& cost = t.cell(row, std::string(rate) + "_ns");
@@ -342,6 +380,11 @@ Table run_guestrx(BenchContext& ctx) {
         "reader is alone on that CPU. A reader that sleeps while the guest or the sender is "
         "behind shows a rate below its capacity but an honest cost per packet; the JSON's "
         "dut_busy_fraction says how busy it was. DPDK polls, so its cost is 1 / its rate.");
+    t.notes.emplace_back(
+        "vnetd work ns/pkt is the busy time vnetd's workers count over the same window (vnetctl "
+        "worker list: the rounds that moved frames) per frame taken: vnetd's CPU less the time "
+        "its adaptive spin waited for frames, where the raw loop sleeps in read(); "
+        "work_vs_raw compares it with the loop's CPU per frame.");
     return t;
 }
 
