@@ -218,23 +218,6 @@ double measure_with_guest(BenchContext& ctx, const std::string& netns, const std
     return mpps;
 }
 
-// The busy time vnetd's workers count (`vnetctl worker list`, busy_s):
-// the rounds that moved packets, not the spin between them.
-double workers_busy_seconds(BenchContext& ctx, const std::string& control) {
-    ProcessSpec ctl;
-    ctl.name = "vnetctl worker list";
-    ctl.argv = {ctx.build_dir() + "/apps/vnetctl", "--socket", control, "--json", "worker", "list"};
-    const nlohmann::json workers = nlohmann::json::parse(run_checked(ctl, 10), nullptr, false);
-    if (!workers.is_array()) {
-        throw MeasureError("vnetctl worker list: not a JSON array");
-    }
-    double busy = 0;
-    for (const nlohmann::json& w : workers) {
-        busy += w.value("busy_s", 0.0);
-    }
-    return busy;
-}
-
 double vnetd_point(BenchContext& ctx, const std::string& netns, const RowSpec& row,
                    nlohmann::json& extra) {
     const std::string label = "grx-vnetd-" + row.key();
@@ -248,7 +231,7 @@ double vnetd_point(BenchContext& ctx, const std::string& netns, const RowSpec& r
     link_up(netns, tap);
     const double mpps = measure_with_guest(
         ctx, netns, label, sock, tap, row, [&] { return vnetd.failure(); }, extra,
-        [&] { return workers_busy_seconds(ctx, control); });
+        [&] { return vnetd_workers_busy_seconds(ctx, control); });
     extra["vnetd"] = vnetd_counters_summary(vnetd.stop());
     return mpps;
 }

@@ -117,6 +117,22 @@ nlohmann::json vnetd_counters_summary(const nlohmann::json& stats) {
     return out;
 }
 
+double vnetd_workers_busy_seconds(const BenchContext& ctx, const std::string& control_socket) {
+    ProcessSpec ctl;
+    ctl.name = "vnetctl worker list";
+    ctl.argv = {
+        ctx.build_dir() + "/apps/vnetctl", "--socket", control_socket, "--json", "worker", "list"};
+    const nlohmann::json workers = nlohmann::json::parse(run_checked(ctl, 10), nullptr, false);
+    if (!workers.is_array()) {
+        throw MeasureError("vnetctl worker list: not a JSON array");
+    }
+    double busy = 0;
+    for (const nlohmann::json& w : workers) {
+        busy += w.value("busy_s", 0.0);
+    }
+    return busy;
+}
+
 uint64_t vnetd_port_rx_packets(const nlohmann::json& stats, const std::string& port) {
     uint64_t sum = 0;
     if (!stats.is_object() || !stats.contains("ports")) {

@@ -51,5 +51,10 @@ nlohmann::json vnetd_counters_summary(const nlohmann::json& stats);
 uint64_t vnetd_port_rx_packets(const nlohmann::json& stats, const std::string& port);
 // Sum over all ports of tx gro.segments / gro.frames.
 uint64_t vnetd_gro_sum(const nlohmann::json& stats, const std::string& field);
+// The busy time vnetd's workers count, summed (`vnetctl worker list`,
+// busy_s: the rounds that moved packets, not the spin between them), from
+// the vnetd serving `control_socket` (started with --control-socket).
+// Throws MeasureError when vnetctl fails or says something else.
+double vnetd_workers_busy_seconds(const BenchContext& ctx, const std::string& control_socket);
 
 }  // namespace vnet::bench
