@@ -61,6 +61,19 @@ void run_guarded(Table& table, const std::function<void()>& body) {
     }
 }
 
+std::function<double(nlohmann::json& extra)> also_record(
+    Table& table, std::string row, std::string column, std::string field,
+    std::function<double(nlohmann::json& extra)> measure) {
+    return [&table, row = std::move(row), column = std::move(column), field = std::move(field),
+            measure = std::move(measure)](nlohmann::json& extra) {
+        const double value = measure(extra);
+        if (extra.contains(field)) {
+            table.cell(row, column).add_sample(extra[field].get<double>());
+        }
+        return value;
+    };
+}
+
 void run_points(BenchContext& ctx, Table& table, const std::vector<Point>& points) {
     for (const Point& p : points) {
         if (ctx.quick() && !p.in_quick) {

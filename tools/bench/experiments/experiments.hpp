@@ -49,6 +49,13 @@ struct Point {
     std::function<double(nlohmann::json& extra)> measure;
 };
 
+// `measure`, which also adds the number it records as extra[`field`] (if
+// any) to cell (`row`, `column`) of `table`: a point's second figure (a CPU
+// cost beside a rate) kept in the same repeat as its first.
+std::function<double(nlohmann::json& extra)> also_record(
+    Table& table, std::string row, std::string column, std::string field,
+    std::function<double(nlohmann::json& extra)> measure);
+
 // Runs every point `ctx.repeats()` times, repeat-major (each repeat sweeps
 // all points, so slow drift spreads over the rows instead of biasing one).
 void run_points(BenchContext& ctx, Table& table, const std::vector<Point>& points);

@@ -33,6 +33,8 @@
 namespace vnet::bench {
 namespace {
 
+using Measure = decltype(Point::measure);
+
 // The source: tap_write_limit into a fresh tap S with xdp_redirect attached
 // (native), pointed at `target`. Runs until stopped.
 class RedirectingSender {
@@ -291,19 +293,12 @@ Table run_guestrx(BenchContext& ctx) {
             const std::string row = spec.key();
             const bool quick_row = spec.size == 64;
             // Each point also records its reader's CPU time per frame in
-            // the matching "_ns" column (same repeat, same window).
-            auto with_cpu = [&t, row](const char* ns_column, auto measure) {
-                return [&t, row, ns_column, measure](nlohmann::json& x) {
-                    const double mpps = measure(x);
-                    if (x.contains("ns_per_packet")) {
-                        t.cell(row, ns_column).add_sample(x["ns_per_packet"].get<double>());
-                    }
-                    if (x.contains("work_ns_per_packet")) {
-                        t.cell(row, "vnetd_work_ns")
-                            .add_sample(x["work_ns_per_packet"].get<double>());
-                    }
-                    return mpps;
-                };
+            // the matching "_ns" column, and vnetd its work per frame (same
+            // repeat, same window).
+            auto with_cpu = [&t, row](const char* ns_column, Measure measure) {
+                return also_record(
+                    t, row, ns_column, "ns_per_packet",
+                    also_record(t, row, "vnetd_work_ns", "work_ns_per_packet", std::move(measure)));
             };
             // The raw loop has no guest ring: the packed rows use the split
             // row's ceiling.
