@@ -107,10 +107,21 @@ constexpr PackedPosition retreat(PackedPosition p, uint32_t n, uint16_t size) {
 // Slots from `from` forward to `to`, in [0, 2*size): a (index, wrap) pair is
 // one point on a cycle of 2*size positions. Defined for any 15-bit index, so a
 // hostile off_wrap gives a meaningless but harmless answer.
+//
+// The ring's own positions (index < size) are both within one lap, and
+// their distance needs no division: pop checks it for every chain, and the
+// three 32-bit divisions of the general form were ~7 % of a worker's time
+// in ringwork's 64 B packed row (docs/BENCHMARKS.md). Only an index the
+// driver wrote (an event suppression off_wrap) takes the general form.
 constexpr uint32_t slots_between(PackedPosition from, PackedPosition to, uint16_t size) {
     const uint32_t lap = 2u * size;
     const auto linear = [size](PackedPosition p) { return p.index + (p.wrap ? 0u : size); };
-    return (linear(to) % lap + lap - linear(from) % lap) % lap;
+    const uint32_t t = linear(to);
+    const uint32_t f = linear(from);
+    if (t < lap && f < lap) [[likely]] {
+        return t >= f ? t - f : t + lap - f;
+    }
+    return (t % lap + lap - f % lap) % lap;
 }
 
 // virtio 1.2 §2.8.1: available = AVAIL matches the wrap counter and USED does not;

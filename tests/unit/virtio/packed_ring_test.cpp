@@ -13,6 +13,7 @@
 #include <initializer_list>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "frontend/raw_packed_ring_writer.hpp"
 #include "unit/virtio/test_ring.hpp"
@@ -73,6 +74,53 @@ struct Raw {
 };
 
 // ---- chains in the ring -------------------------------------------------------------
+
+// slots_between's division-free path (both positions within one lap) and
+// its general one (a driver's 15-bit index) against the plain definition:
+// the distance forward on a cycle of 2 * size positions.
+TEST(PackedLayout, slots_between_is_the_forward_distance_on_a_cycle_of_two_laps) {
+    const auto reference = [](PackedPosition from, PackedPosition to, uint16_t size) {
+        const uint64_t lap = 2u * uint64_t{size};
+        const auto linear = [size](PackedPosition p) {
+            return uint64_t{p.index} + (p.wrap ? 0u : size);
+        };
+        return static_cast<uint32_t>((linear(to) % lap + lap - linear(from) % lap) % lap);
+    };
+    for (const uint16_t size : {1, 2, 3, 5, 8, 256, 1000, 32768}) {
+        // Every index of small rings; the edges and a hostile 15-bit index
+        // of big ones.
+        std::vector<uint16_t> indices;
+        if (size <= 8) {
+            for (uint16_t i = 0; i < 3 * size; ++i) {
+                indices.push_back(i);
+            }
+        } else {
+            for (uint32_t i : {0u, 1u, uint32_t{size} / 2, uint32_t{size} - 1u}) {
+                indices.push_back(static_cast<uint16_t>(i));
+            }
+        }
+        indices.push_back(0x7fff);
+        for (const uint16_t a : indices) {
+            for (const uint16_t b : indices) {
+                for (const bool wa : {false, true}) {
+                    for (const bool wb : {false, true}) {
+                        const PackedPosition from{a, wa};
+                        const PackedPosition to{b, wb};
+                        ASSERT_EQ(slots_between(from, to, size), reference(from, to, size))
+                            << "size " << size << " from " << a << "/" << wa << " to " << b << "/"
+                            << wb;
+                    }
+                }
+            }
+        }
+    }
+    // The ring's own positions, spelled out: one lap on is `size` slots, the
+    // same point is 0, and one slot behind is a whole cycle less one.
+    EXPECT_EQ(slots_between({3, true}, {3, false}, 8), 8u);
+    EXPECT_EQ(slots_between({3, true}, {3, true}, 8), 0u);
+    EXPECT_EQ(slots_between({3, true}, {2, true}, 8), 15u);
+    EXPECT_EQ(slots_between({7, true}, {0, false}, 8), 1u);
+}
 
 TEST(PackedRing, pops_a_chain_of_consecutive_slots_with_the_id_of_the_last_one) {
     Raw r;
